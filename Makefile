@@ -1,0 +1,39 @@
+# zerolab — set-up, demo and tests.  `make demo` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+ENGINES := stockfish fairy-stockfish gnugo
+
+.PHONY: install engines demo test bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+# The engines come from Debian (binaries in /usr/games). Installed through apt when running as root;
+# otherwise the missing ones are named and the engine tests will say so.
+engines:
+	@missing=""; for e in $(ENGINES); do \
+	  command -v $$e >/dev/null 2>&1 || test -x /usr/games/$$e || missing="$$missing $$e"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing engines:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "engines missing:$$missing (install the Debian packages of the same names)"; fi; \
+	fi
+
+demo: install engines
+	$(PY) -m experiments run quickstart
+
+test: install engines
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) -m zerolab bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,1 @@
+"""AlphaGateau: chess as a graph (squares = nodes, moves = edges) with edge-featured GATEAU attention."""

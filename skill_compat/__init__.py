@@ -1,0 +1,1 @@
+"""Skill-compatible agents: strong agents that play well with weak partners (tag-team, hand-and-brain)."""
