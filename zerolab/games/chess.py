@@ -1,0 +1,238 @@
+"""Chess (8×8) and Gardner chess (5×5) over pgx, with FEN and UCI conversions.
+
+pgx encodes a move AlphaZero-style as ``from_square * planes + plane`` where the board is seen from the side to
+move: squares are numbered ``file * n + rank`` with rank 0 the mover's first rank, ``planes`` is 73 on 8×8 and 49
+on 5×5, and the first 9 planes are under-promotions (rook, bishop, knight × forward, right, left).  A queen
+promotion is an ordinary forward move of a pawn onto the last rank.  This module is the only place in the project
+that reads pgx's internal chess tables and state fields (they moved between pgx versions); everything else goes
+through :class:`ChessGame`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+import chess
+import jax
+import numpy as np
+import pgx
+import pgx.experimental.chess as pgx_chess_fen
+import pgx.gardner_chess as pgx_gardner
+from pgx._src.games import chess as pgx_chess_internals
+from pgx._src import gardner_chess_utils as pgx_gardner_internals
+
+from zerolab.games.base import Game, InvalidPositionError
+
+PROMOTION_PIECES = "rbn"  # order of pgx's under-promotion planes
+FILES = "abcdefgh"
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveTable:
+    """Static description of every action id of one board size, in the mover's frame.
+
+    Attributes:
+      from_square: [A] origin square ``file * n + rank`` (mover's frame).
+      to_square: [A] destination square, -1 where the action leaves the board.
+      underpromotion: [A] 0 rook, 1 bishop, 2 knight, -1 for other moves.
+      action_of_move: [n*n, n*n] action id of the non-under-promoting move from→to, -1 where none.
+    """
+
+    board_size: int
+    from_square: np.ndarray
+    to_square: np.ndarray
+    underpromotion: np.ndarray
+    action_of_move: np.ndarray
+
+    @property
+    def num_actions(self) -> int:
+        return self.from_square.shape[0]
+
+    @property
+    def planes(self) -> int:
+        return self.num_actions // (self.board_size**2)
+
+
+@functools.cache
+def move_table(board_size: int) -> MoveTable:
+    """The action table of pgx's chess (``board_size`` 8) or Gardner chess (``board_size`` 5)."""
+    if board_size == 8:
+        destination = np.asarray(pgx_chess_internals.FROM_PLANE)  # [64, 73] -> to square
+    elif board_size == 5:
+        destination = np.asarray(pgx_gardner_internals.TO_MAP)  # [25, 49] -> to square
+    else:
+        raise ValueError(f"board_size must be 5 or 8, got {board_size}")
+    squares, planes = destination.shape
+    from_square = np.repeat(np.arange(squares, dtype=np.int32), planes)
+    plane = np.tile(np.arange(planes, dtype=np.int32), squares)
+    to_square = destination.reshape(-1).astype(np.int32)
+    underpromotion = np.where((plane < 9) & (to_square >= 0), plane // 3, -1).astype(np.int32)
+    action_of_move = -np.ones((squares, squares), dtype=np.int32)
+    ordinary = (plane >= 9) & (to_square >= 0)
+    action_of_move[from_square[ordinary], to_square[ordinary]] = np.flatnonzero(ordinary)
+    return MoveTable(board_size, from_square, to_square, underpromotion, action_of_move)
+
+
+def square_name(square: int, board_size: int, color: int) -> str:
+    """Name (``e4``) of ``square`` given in the frame of the side ``color`` (0 white, 1 black)."""
+    file, rank = divmod(int(square), board_size)
+    if color == 1:
+        rank = board_size - 1 - rank
+    return f"{FILES[file]}{rank + 1}"
+
+
+def parse_square(name: str, board_size: int, color: int) -> int:
+    """Inverse of :func:`square_name`."""
+    file, rank = FILES.index(name[0]), int(name[1:]) - 1
+    if not (0 <= file < board_size and 0 <= rank < board_size):
+        raise ValueError(f"square {name!r} is off a {board_size}x{board_size} board")
+    if color == 1:
+        rank = board_size - 1 - rank
+    return file * board_size + rank
+
+
+_GARDNER_FEN = re.compile(r"^([pnbrqkPNBRQK1-5]+(?:/[pnbrqkPNBRQK1-5]+){4}) ([wb]) (-) (-) (\d+) (\d+)$")
+
+
+def validate_gardner_fen(fen: str) -> str:
+    """Check a 5×5 FEN (``rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1``) and return it normalised; raise on error."""
+    fields = fen.split()
+    if len(fields) == 4:  # counters omitted, as some tools write
+        fields += ["0", "1"]
+    normalised = " ".join(fields)
+    match = _GARDNER_FEN.match(normalised)
+    if not match:
+        raise InvalidPositionError(
+            f"invalid Gardner FEN {fen!r}: expected 5 ranks of pieces 'pnbrqkPNBRQK' or digits, side 'w' or 'b', "
+            "'-' for castling and en passant, and two move counters"
+        )
+    ranks = match.group(1).split("/")
+    for index, rank in enumerate(ranks):
+        width = sum(int(c) if c.isdigit() else 1 for c in rank)
+        if width != 5:
+            raise InvalidPositionError(f"invalid Gardner FEN {fen!r}: rank {5 - index} covers {width} squares, not 5")
+    board = match.group(1)
+    for king in "Kk":
+        if board.count(king) != 1:
+            raise InvalidPositionError(f"invalid Gardner FEN {fen!r}: expected exactly one '{king}'")
+    if any(c in "pP" for c in ranks[0] + ranks[4]):
+        raise InvalidPositionError(f"invalid Gardner FEN {fen!r}: pawns on the first or last rank")
+    return normalised
+
+
+def validate_chess_fen(fen: str) -> str:
+    """Check an 8×8 FEN with python-chess and return it normalised; raise :class:`InvalidPositionError`."""
+    try:
+        board = chess.Board(fen)
+    except ValueError as error:
+        raise InvalidPositionError(f"invalid FEN {fen!r}: {error}") from None
+    status = board.status()
+    if status != chess.STATUS_VALID:
+        problems = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status]
+        raise InvalidPositionError(f"invalid FEN {fen!r}: {', '.join(problems)}")
+    return board.fen(en_passant="legal")
+
+
+class ChessGame(Game):
+    """pgx ``chess`` (8×8) or ``gardner_chess`` (5×5) with FEN and UCI conversions.
+
+    Conversions act on one unbatched pgx state; they run on the host and are meant for I/O (engines, files, the
+    arena), not for the jitted self-play path.
+    """
+
+    def __init__(self, name: str):
+        if name not in ("chess", "gardner_chess"):
+            raise ValueError(f"ChessGame name must be 'chess' or 'gardner_chess', got {name!r}")
+        super().__init__(name=name, env=pgx.make(name))
+        self.board_size = 8 if name == "chess" else 5
+        self.moves = move_table(self.board_size)
+        if self.moves.num_actions != self.num_actions:
+            raise RuntimeError(f"pgx {name} has {self.num_actions} actions, move table {self.moves.num_actions}")
+
+    @property
+    def start_fen(self) -> str:
+        return chess.STARTING_FEN if self.board_size == 8 else "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
+
+    # --- pgx internals, read in one place -------------------------------------------------------------------
+    def color(self, state: pgx.State) -> int:
+        """Side to move of an unbatched state: 0 white, 1 black."""
+        return int(state._x.color if self.board_size == 8 else state._turn)
+
+    def mover_board(self, state: pgx.State) -> np.ndarray:
+        """[n*n] piece codes in the mover's frame (+ own, − opponent; 1 pawn … 6 king)."""
+        return np.asarray(state._x.board if self.board_size == 8 else state._board)
+
+    def color_batch(self, states: pgx.State) -> jax.Array:
+        """[B] side to move of a batch of states, inside or outside jit."""
+        return states._x.color if self.board_size == 8 else states._turn
+
+    def mover_board_batch(self, states: pgx.State) -> jax.Array:
+        """[B, n*n] piece codes in the mover's frame, inside or outside jit."""
+        return states._x.board if self.board_size == 8 else states._board
+
+    # --- FEN ------------------------------------------------------------------------------------------------
+    def validate_fen(self, fen: str) -> str:
+        return validate_chess_fen(fen) if self.board_size == 8 else validate_gardner_fen(fen)
+
+    def from_fen(self, fen: str) -> pgx.State:
+        """An unbatched pgx state for ``fen``; raises :class:`InvalidPositionError` naming the FEN."""
+        fen = self.validate_fen(fen.strip())
+        if self.board_size == 8:
+            return pgx_chess_fen.from_fen(fen)
+        return pgx_gardner._from_fen(fen)
+
+    def to_fen(self, state: pgx.State) -> str:
+        if self.board_size == 8:
+            return pgx_chess_fen.to_fen(state)
+        return pgx_gardner._to_fen(state)
+
+    # --- moves ------------------------------------------------------------------------------------------------
+    def action_to_uci(self, action: int, state: pgx.State) -> str:
+        """UCI of pgx ``action`` in ``state`` (queen promotions get their ``q``)."""
+        action = int(action)
+        if not 0 <= action < self.num_actions or self.moves.to_square[action] < 0:
+            raise ValueError(f"action {action} is not a move on a {self.board_size}x{self.board_size} board")
+        color = self.color(state)
+        origin, destination = self.moves.from_square[action], self.moves.to_square[action]
+        uci = square_name(origin, self.board_size, color) + square_name(destination, self.board_size, color)
+        if self.moves.underpromotion[action] >= 0:
+            return uci + PROMOTION_PIECES[self.moves.underpromotion[action]]
+        is_pawn = self.mover_board(state)[origin] == 1
+        if is_pawn and destination % self.board_size == self.board_size - 1:
+            uci += "q"
+        return uci
+
+    def uci_to_action(self, uci: str, state: pgx.State) -> int:
+        """pgx action id of the UCI move ``uci`` in ``state``; raises ``ValueError`` for malformed or illegal moves."""
+        match = re.fullmatch(r"([a-h][1-8])([a-h][1-8])([qrbn]?)", uci.strip())
+        if not match:
+            raise ValueError(f"malformed UCI move {uci!r}")
+        color = self.color(state)
+        origin = parse_square(match.group(1), self.board_size, color)
+        destination = parse_square(match.group(2), self.board_size, color)
+        promotion = match.group(3)
+        if promotion in ("r", "b", "n"):
+            file_step = destination // self.board_size - origin // self.board_size
+            if file_step not in (-1, 0, 1):
+                raise ValueError(f"illegal move {uci!r}: not a pawn step")
+            direction = {0: 0, 1: 1, -1: 2}[file_step]
+            action = origin * self.moves.planes + PROMOTION_PIECES.index(promotion) * 3 + direction
+        else:
+            action = int(self.moves.action_of_move[origin, destination])
+        if action < 0 or not bool(state.legal_action_mask[action]):
+            raise ValueError(f"illegal move {uci!r} in {self.to_fen(state)}")
+        if promotion == "q" and self.action_to_uci(action, state) != uci.strip():
+            raise ValueError(f"illegal move {uci!r}: not a promotion")
+        if not promotion and self.action_to_uci(action, state) != uci.strip():
+            raise ValueError(f"illegal move {uci!r}: a promotion needs its piece letter")
+        return action
+
+    def legal_moves_uci(self, state: pgx.State) -> list[str]:
+        """Sorted UCI moves of the legal actions of ``state``."""
+        actions = np.flatnonzero(np.asarray(state.legal_action_mask))
+        return sorted(self.action_to_uci(a, state) for a in actions)
+
+
+__all__ = ["ChessGame", "MoveTable", "move_table", "validate_chess_fen", "validate_gardner_fen"]
