@@ -1,0 +1,94 @@
+"""Checkpoints: an orbax ``CheckpointManager`` over named items, written synchronously and restored defensively.
+
+A save is atomic (orbax writes a temporary directory and renames it when complete), so a process killed during a
+save leaves the previous checkpoints intact.  ``restore_latest`` walks back from the newest step: a checkpoint that
+cannot be read is reported by its path and the one before it is used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import logging
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import orbax.checkpoint as ocp
+
+logger = logging.getLogger(__name__)
+
+VERSIONED_LIBRARIES = ("jax", "jaxlib", "flax", "optax", "mctx", "pgx", "orbax-checkpoint", "chex", "numpy")
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for name in VERSIONED_LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+@dataclasses.dataclass
+class Restored:
+    """A checkpoint read back: its step, its pytree items and its JSON metadata."""
+
+    step: int
+    items: dict[str, Any]
+    metadata: dict[str, Any]
+    path: pathlib.Path
+
+
+class Checkpointer:
+    """Saves and restores ``{name: pytree}`` items plus a JSON ``metadata`` dict under ``directory/<step>/``.
+
+    Pytrees hold numpy or jax arrays (scalars as 0-d arrays).  Items restored with a template get its structure,
+    shapes and shardings; items restored without one come back as numpy arrays of the saved shapes (used for the
+    replay window, whose size changes).
+    """
+
+    def __init__(self, directory: str | pathlib.Path, keep: int = 3):
+        self.directory = pathlib.Path(directory).absolute()
+        options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=False)
+        self.manager = ocp.CheckpointManager(self.directory, options=options)
+
+    def steps(self) -> list[int]:
+        self.manager.reload()
+        return sorted(self.manager.all_steps())
+
+    def save(self, step: int, items: Mapping[str, Any], metadata: Mapping[str, Any]) -> pathlib.Path:
+        metadata = {**metadata, "library_versions": library_versions()}
+        arguments = {name: ocp.args.StandardSave(item) for name, item in items.items()}
+        arguments["metadata"] = ocp.args.JsonSave(dict(metadata))
+        self.manager.save(step, args=ocp.args.Composite(**arguments), force=True)
+        self.manager.wait_until_finished()
+        return self.directory / str(step)
+
+    def read_metadata(self, step: int) -> dict[str, Any]:
+        restored = self.manager.restore(step, args=ocp.args.Composite(metadata=ocp.args.JsonRestore()))
+        return dict(restored["metadata"])
+
+    def restore(self, step: int, templates: Mapping[str, Any | None]) -> Restored:
+        arguments = {
+            name: ocp.args.StandardRestore(template) if template is not None else ocp.args.StandardRestore()
+            for name, template in templates.items()
+        }
+        arguments["metadata"] = ocp.args.JsonRestore()
+        restored = self.manager.restore(step, args=ocp.args.Composite(**arguments))
+        items = {name: restored[name] for name in templates}
+        return Restored(step, items, dict(restored["metadata"]), self.directory / str(step))
+
+    def restore_latest(self, templates: Mapping[str, Any | None]) -> Restored | None:
+        """The newest readable checkpoint, or None when there is none; unreadable ones are reported and passed."""
+        for step in reversed(self.steps()):
+            try:
+                return self.restore(step, templates)
+            except Exception as error:  # noqa: BLE001 - any failure to read means: use the previous checkpoint
+                logger.warning("checkpoint %s cannot be read (%s: %s); trying the previous one",
+                               self.directory / str(step), type(error).__name__, error)
+        return None
+
+    def close(self) -> None:
+        self.manager.close()

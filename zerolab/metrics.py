@@ -1,0 +1,92 @@
+"""Run metrics: ``metrics.jsonl`` is the source of truth (one JSON object per iteration); TensorBoard is a view."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item") and getattr(value, "size", 2) == 1:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+class MetricsLog:
+    """Appends iteration records to ``workdir/metrics.jsonl`` and mirrors scalars to TensorBoard (``workdir/tb``).
+
+    ``reconcile(last_iteration, last_record)`` makes the file hold each completed iteration exactly once after a
+    restart: records past the restored checkpoint are dropped, a torn last line is removed, and the record of the
+    restored iteration (kept in the checkpoint) is appended if the crash came before it was written.
+    """
+
+    def __init__(self, workdir: str | pathlib.Path, tensorboard: bool = True):
+        self.path = pathlib.Path(workdir) / "metrics.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tensorboard_dir = pathlib.Path(workdir) / "tb"
+        self._writer = None
+        self._tensorboard = tensorboard
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        records = []
+        for line in self.path.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line torn by a crash mid-write
+        return records
+
+    def _rewrite(self, records: list[dict[str, Any]]) -> None:
+        temporary = self.path.with_suffix(".jsonl.tmp")
+        temporary.write_text("".join(json.dumps(r) + "\n" for r in records))
+        os.replace(temporary, self.path)
+
+    def reconcile(self, last_iteration: int, last_record: Mapping[str, Any] | None) -> None:
+        kept = [r for r in self.records() if r.get("iteration", -1) <= last_iteration]
+        seen = set()
+        unique = []
+        for record in kept:
+            if record.get("iteration") not in seen:
+                seen.add(record.get("iteration"))
+                unique.append(record)
+        if last_record is not None and last_iteration not in seen:
+            unique.append(_jsonable(dict(last_record)))
+        self._rewrite(unique)
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        record = _jsonable(dict(record))
+        with open(self.path, "a") as stream:
+            stream.write(json.dumps(record) + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        self._write_tensorboard(record)
+
+    def _write_tensorboard(self, record: Mapping[str, Any]) -> None:
+        if not self._tensorboard:
+            return
+        if self._writer is None:
+            from tensorboardX import SummaryWriter
+
+            self._writer = SummaryWriter(str(self._tensorboard_dir))
+        step = int(record.get("iteration", 0))
+        for key, value in record.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration":
+                self._writer.add_scalar(key, value, step)
+        self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
