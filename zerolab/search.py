@@ -1,0 +1,314 @@
+"""Search: the project's one doorway to tree search.
+
+``run_search(config, game, network, variables, key, states)`` evaluates a batch of pgx states with the network,
+searches with mctx and returns the chosen action, the policy target and the root value.  Standard searches call
+mctx itself: ``gumbel_muzero_policy`` and ``muzero_policy`` (Dirichlet noise at the root).
+
+Variants (search-contempt, SAI) change the rules of the search, not its loop.  :class:`SearchRules` is the extension
+point, in mctx's own style:
+
+* ``root_action_selection_fn`` / ``interior_action_selection_fn`` — mctx's signatures
+  ``(key, tree, node_index[, depth]) -> action`` over one unbatched tree; they may read per-node state from
+  ``tree.extra_data.node_state``.
+* ``init_node_state(tree) -> pytree`` with leaves ``[B, N, ...]`` and
+  ``update_node_state(tree, parent_index [B], action [B], leaf_index [B]) -> pytree``, called after every simulation.
+* ``backup_fn(tree, leaf_index) -> tree`` over one unbatched tree: how a new leaf's value reaches its ancestors
+  (the default is mctx's running mean of ``v <- r + discount * v``; SAI gives each ancestor its own value).
+
+A policy with rules runs the project's own small simulation loop (:func:`make_search_loop`), passed to the mctx
+policy as its ``loop_fn``: mctx still draws the root noise, builds the tree and turns visits into the action and the
+policy target, so with :data:`STANDARD_RULES` the result equals mctx's own search exactly (a test checks this).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import chex
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+import mctx
+import pgx
+# mctx's simulate/expand and its root/interior switch are not exported; mctx is pinned (==0.0.71) and the
+# equivalence test in tests/zerolab/test_search.py guards this use.
+from mctx._src import action_selection as mctx_action_selection
+from mctx._src import search as mctx_search
+
+from zerolab.games import Game
+from zerolab.networks import NetworkInputs, apply_network
+
+SEARCH_KINDS = ("gumbel", "muzero")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """How to search.  ``kind`` is ``gumbel`` (Gumbel MuZero) or ``muzero`` (PUCT with root Dirichlet noise)."""
+
+    kind: str = "gumbel"
+    num_simulations: int = 32
+    max_depth: int | None = None
+    # Gumbel MuZero
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    # MuZero / AlphaZero PUCT
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+
+    def __post_init__(self):
+        if self.kind not in SEARCH_KINDS:
+            raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {self.kind!r}")
+        if self.num_simulations < 1:
+            raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
+
+    @classmethod
+    def from_config(cls, config: Any) -> SearchConfig:
+        """From a ConfigDict (or mapping) with any subset of this dataclass's fields."""
+        values = dict(config.items()) if hasattr(config, "items") else dict(config)
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown search keys {unknown}; valid keys: {sorted(known)}")
+        return cls(**values)
+
+
+@flax.struct.dataclass
+class SearchOutput:
+    """Result of one search over a batch.
+
+    Attributes:
+      action: [B] the search's choice (Gumbel: the best considered action; MuZero: the most visited).
+      policy_target: [B, A] the improved policy to train on (Gumbel: softmax of completed Q + logits; MuZero:
+        visit distribution).
+      visit_counts: [B, A] root visit counts.
+      root_value: [B] the root's searched value, from the side to move.
+      tree: the mctx search tree (dropped by callers that do not need it).
+    """
+
+    action: jax.Array
+    policy_target: jax.Array
+    visit_counts: jax.Array
+    root_value: jax.Array
+    tree: Any = None
+
+
+@flax.struct.dataclass
+class SearchExtraData:
+    """``tree.extra_data`` when rules keep per-node state; ``root_gumbel`` keeps Gumbel MuZero's root noise."""
+
+    root_gumbel: Any
+    node_state: Any
+
+
+def standard_backup(tree: mctx.Tree, leaf_index: chex.Numeric) -> mctx.Tree:
+    """mctx's backup on one unbatched tree: each ancestor's value is the running mean of ``r + discount * v``."""
+
+    def has_parent(loop_state):
+        _, _, index = loop_state
+        return index != mctx.Tree.ROOT_INDEX
+
+    def back_up_one_level(loop_state):
+        tree, leaf_value, index = loop_state
+        parent = tree.parents[index]
+        count = tree.node_visits[parent]
+        action = tree.action_from_parent[index]
+        leaf_value = tree.children_rewards[parent, action] + tree.children_discounts[parent, action] * leaf_value
+        parent_value = (tree.node_values[parent] * count + leaf_value) / (count + 1.0)
+        tree = tree.replace(
+            node_values=tree.node_values.at[parent].set(parent_value),
+            node_visits=tree.node_visits.at[parent].set(count + 1),
+            children_values=tree.children_values.at[parent, action].set(tree.node_values[index]),
+            children_visits=tree.children_visits.at[parent, action].add(1),
+        )
+        return tree, leaf_value, parent
+
+    leaf_index = jnp.asarray(leaf_index, dtype=jnp.int32)
+    tree, _, _ = jax.lax.while_loop(has_parent, back_up_one_level, (tree, tree.node_values[leaf_index], leaf_index))
+    return tree
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchRules:
+    """The hooks a search variant may replace; ``None`` keeps the standard behaviour of the chosen policy."""
+
+    root_action_selection_fn: Callable | None = None
+    interior_action_selection_fn: Callable | None = None
+    init_node_state: Callable[[mctx.Tree], Any] | None = None
+    update_node_state: Callable[[mctx.Tree, jax.Array, jax.Array, jax.Array], Any] | None = None
+    backup_fn: Callable[[mctx.Tree, chex.Numeric], mctx.Tree] = standard_backup
+
+
+STANDARD_RULES = SearchRules()
+
+
+def make_search_loop(
+    params: Any,
+    recurrent_fn: mctx.RecurrentFn,
+    root_action_selection_fn: Callable,
+    interior_action_selection_fn: Callable,
+    rules: SearchRules,
+    max_depth: int | None,
+) -> Callable:
+    """A ``loop_fn`` for mctx policies that runs the simulations under ``rules``.
+
+    It has ``jax.lax.fori_loop``'s signature; mctx calls it as ``loop_fn(0, num_simulations, body, (key, tree))``.
+    mctx's own ``body`` is not used: each simulation here selects with the rules' functions, expands with mctx,
+    backs up with ``rules.backup_fn`` and then updates the per-node state.  Random keys are split exactly as in
+    ``mctx.search``, so standard rules give mctx's result bit for bit.
+    """
+    select = mctx_action_selection.switching_action_selection_wrapper(
+        root_action_selection_fn=rules.root_action_selection_fn or root_action_selection_fn,
+        interior_action_selection_fn=rules.interior_action_selection_fn or interior_action_selection_fn,
+    )
+    backup = jax.vmap(rules.backup_fn)
+
+    def loop_fn(lower: int, upper: int, _mctx_body: Callable, loop_state: tuple[jax.Array, mctx.Tree]):
+        key, tree = loop_state
+        num_simulations = upper - lower
+        depth_limit = num_simulations if max_depth is None else max_depth
+        batch_size = tree.node_visits.shape[0]
+        batch_range = jnp.arange(batch_size)
+        if rules.init_node_state is not None:
+            root_gumbel = getattr(tree.extra_data, "root_gumbel", None)
+            tree = tree.replace(extra_data=SearchExtraData(root_gumbel=root_gumbel, node_state=rules.init_node_state(tree)))
+
+        def simulation(index, loop_state):
+            key, tree = loop_state
+            key, simulate_key, expand_key = jax.random.split(key, 3)
+            simulate_keys = jax.random.split(simulate_key, batch_size)
+            parent_index, action = mctx_search.simulate(simulate_keys, tree, select, depth_limit)
+            leaf_index = tree.children_index[batch_range, parent_index, action]
+            leaf_index = jnp.where(leaf_index == mctx.Tree.UNVISITED, index + 1, leaf_index)
+            tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent_index, action, leaf_index)
+            tree = backup(tree, leaf_index)
+            if rules.update_node_state is not None:
+                node_state = rules.update_node_state(tree, parent_index, action, leaf_index)
+                tree = tree.replace(extra_data=tree.extra_data.replace(node_state=node_state))
+            return key, tree
+
+        return jax.lax.fori_loop(lower, upper, simulation, (key, tree))
+
+    return loop_fn
+
+
+def policy(
+    config: SearchConfig,
+    params: Any,
+    key: jax.Array,
+    root: mctx.RootFnOutput,
+    recurrent_fn: mctx.RecurrentFn,
+    invalid_actions: jax.Array,
+    rules: SearchRules | None = None,
+) -> mctx.PolicyOutput:
+    """Runs the mctx policy named by ``config.kind``; with ``rules``, through the project's simulation loop."""
+    if config.kind == "gumbel":
+        qtransform = mctx.qtransform_completed_by_mix_value
+        root_selection = functools.partial(
+            mctx.gumbel_muzero_root_action_selection,
+            num_simulations=config.num_simulations,
+            max_num_considered_actions=config.max_num_considered_actions,
+            qtransform=qtransform,
+        )
+        interior_selection = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
+        run_policy = functools.partial(
+            mctx.gumbel_muzero_policy,
+            max_num_considered_actions=config.max_num_considered_actions,
+            gumbel_scale=config.gumbel_scale,
+        )
+    else:
+        interior_selection = functools.partial(
+            mctx.muzero_action_selection,
+            pb_c_base=config.pb_c_base,
+            pb_c_init=config.pb_c_init,
+            qtransform=mctx.qtransform_by_parent_and_siblings,
+        )
+        root_selection = functools.partial(interior_selection, depth=0)
+        run_policy = functools.partial(
+            mctx.muzero_policy,
+            dirichlet_fraction=config.dirichlet_fraction,
+            dirichlet_alpha=config.dirichlet_alpha,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+        )
+    loop_fn = jax.lax.fori_loop
+    if rules is not None:
+        loop_fn = make_search_loop(params, recurrent_fn, root_selection, interior_selection, rules, config.max_depth)
+    return run_policy(
+        params=params,
+        rng_key=key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        num_simulations=config.num_simulations,
+        invalid_actions=invalid_actions,
+        max_depth=config.max_depth,
+        loop_fn=loop_fn,
+    )
+
+
+def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
+    """[B, A] logits with illegal actions at the dtype's minimum (finite, so all-illegal rows stay NaN-free)."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(legal_action_mask, logits, jnp.finfo(logits.dtype).min)
+
+
+def evaluate(network: nn.Module, variables: Any, states: pgx.State) -> tuple[jax.Array, jax.Array]:
+    """``(masked policy logits [B, A], value [B])`` of a batch of pgx states, in evaluation mode."""
+    logits, value, _ = apply_network(network, variables, NetworkInputs.from_states(states), train=False)
+    return masked_logits(logits, states.legal_action_mask), value
+
+
+def make_recurrent_fn(game: Game, network: nn.Module) -> mctx.RecurrentFn:
+    """mctx's ``recurrent_fn`` for a perfect simulator: the embedding is the pgx state itself.
+
+    Rewards are from the view of the player who moved; the discount is −1 (the next node belongs to the opponent)
+    and 0 once the game has ended, where the value is 0 too.
+    """
+
+    def recurrent_fn(variables, key, action, states):
+        del key
+        mover = states.current_player
+        states = jax.vmap(game.step)(states, action)
+        logits, value = evaluate(network, variables, states)
+        reward = states.rewards[jnp.arange(states.rewards.shape[0]), mover]
+        value = jnp.where(states.terminated, 0.0, value)
+        discount = jnp.where(states.terminated, 0.0, -1.0)
+        output = mctx.RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits, value=value)
+        return output, states
+
+    return recurrent_fn
+
+
+def run_search(
+    config: SearchConfig,
+    game: Game,
+    network: nn.Module,
+    variables: Any,
+    key: jax.Array,
+    states: pgx.State,
+    rules: SearchRules | None = None,
+    keep_tree: bool = False,
+) -> SearchOutput:
+    """Searches from each of the batched ``states`` (jittable; ``config``, ``game``, ``network`` are static)."""
+    logits, value = evaluate(network, variables, states)
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+    output = policy(
+        config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask, rules=rules
+    )
+    visit_counts = output.search_tree.summary().visit_counts
+    if config.kind == "gumbel":
+        action = output.action
+    else:
+        action = jnp.argmax(jnp.where(states.legal_action_mask, visit_counts, -1), axis=-1).astype(jnp.int32)
+    return SearchOutput(
+        action=action,
+        policy_target=output.action_weights,
+        visit_counts=visit_counts,
+        root_value=output.search_tree.node_values[:, mctx.Tree.ROOT_INDEX],
+        tree=output.search_tree if keep_tree else None,
+    )
