@@ -1,16 +1,32 @@
 """Agents: anything that picks moves for a batch of positions.
 
-An agent may be a network with a search, a searchless predictor, or an external program over UCI/GTP.  The arena
-plays agents against each other with pgx as the referee, so every agent speaks pgx action ids.
+An agent may be a network with a search (:class:`SearchAgent`), a searchless predictor, or an external program over
+UCI (:class:`EngineAgent`).  The arena plays agents against each other with pgx as the referee, so every agent
+speaks pgx action ids.
+
+Agent specs (command line, configs):
+
+* ``DIR[:key=value,...]`` — a run directory (its newest checkpoint) or one checkpoint step directory, with
+  search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``.
+* ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
+  :mod:`zerolab.engines` for its options.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import dataclasses
+import logging
+import pathlib
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import numpy as np
 import pgx
+
+from zerolab import config as config_lib
+from zerolab.games import ChessGame, Game
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -33,3 +49,142 @@ class Agent(Protocol):
     def new_game(self) -> None:
         """Called before each batch of new games (engines clear their hash, predictors their history)."""
         ...
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``'path:a=1,b=2'`` → ``('path', {'a': '1', 'b': '2'})``."""
+    head, _, options = spec.partition(":")
+    parsed = {}
+    for item in filter(None, options.split(",")):
+        if "=" not in item:
+            raise ValueError(f"agent spec {spec!r}: option {item!r} is not key=value")
+        key, value = item.split("=", 1)
+        parsed[key.strip()] = value.strip()
+    return head, parsed
+
+
+class SearchAgent:
+    """A network with a search, e.g. a training checkpoint; ``select_actions`` is one jitted batched search."""
+
+    def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any):
+        from zerolab.search import run_search
+
+        self.name = name
+        self.game = game
+        self.network = network
+        self.variables = variables
+        self.search_config = search_config
+        self._search = jax.jit(
+            lambda variables, key, states: run_search(search_config, game, network, variables, key, states).action
+        )
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        return np.asarray(self._search(self.variables, key, states))
+
+    def new_game(self) -> None:
+        pass
+
+
+SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name"}
+
+
+def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None) -> SearchAgent:
+    """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory."""
+    from zerolab.checkpoint import Checkpointer
+    from zerolab.search import SearchConfig
+    from zerolab.train import Components, init_train_state, make_optimizer
+
+    options = dict(options or {})
+    unknown = set(options) - SEARCH_OPTION_KEYS
+    if unknown:
+        raise ValueError(f"unknown checkpoint agent options {sorted(unknown)}; valid: {sorted(SEARCH_OPTION_KEYS)}")
+    path = pathlib.Path(path)
+    step = int(options["step"]) if "step" in options else None
+    if path.name.isdigit() and path.parent.name == "checkpoints":
+        step, checkpoint_dir = int(path.name), path.parent
+    elif (path / "checkpoints").is_dir():
+        checkpoint_dir = path / "checkpoints"
+    else:
+        raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
+    checkpointer = Checkpointer(checkpoint_dir)
+    steps = checkpointer.steps()
+    if not steps:
+        raise FileNotFoundError(f"no checkpoint in {checkpoint_dir}")
+    if step is None:
+        step = steps[-1]
+    elif step not in steps:
+        raise FileNotFoundError(f"no checkpoint step {step} in {checkpoint_dir}; steps: {steps}")
+    run_config = config_lib.from_json(checkpointer.read_metadata(step)["config"])
+    components = Components.from_config(run_config)
+    template = init_train_state(components.network, components.game, make_optimizer(run_config.train), jax.random.key(0))
+    restored = checkpointer.restore(step, {"train_state": jax.device_get(template)})
+    train_state = restored.items["train_state"]
+    search = dataclasses.replace(
+        components.search,
+        num_simulations=int(options.get("simulations", components.search.num_simulations)),
+        kind=options.get("kind", components.search.kind),
+        gumbel_scale=float(options.get("gumbel_scale", components.search.gumbel_scale)),
+        max_num_considered_actions=int(options.get("considered", components.search.max_num_considered_actions)),
+    )
+    name = options.get("name", f"{path.name}@{step}")
+    variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
+    return SearchAgent(name, components.game, components.network, variables, search)
+
+
+class EngineAgent:
+    """An external UCI engine (Stockfish, Fairy-Stockfish) choosing moves one position at a time.
+
+    The engine sees each position as a FEN; pgx stays the referee.  When the engine's move is not legal under pgx's
+    rules (Gardner rules differ in details between the two), a uniformly random legal move is played instead and
+    counted in ``fallback_moves``.
+    """
+
+    def __init__(self, spec: str, game: ChessGame, seed: int = 0):
+        from zerolab.engines import EngineSpec, UCIEngine
+
+        if not isinstance(game, ChessGame):
+            raise ValueError(f"engine agents play chess or gardner_chess, not {game.name}")
+        self.name = spec
+        self.game = game
+        self.engine = UCIEngine(EngineSpec.parse(spec), variant="gardner" if game.board_size == 5 else None)
+        self.rng = np.random.default_rng(seed)
+        self.fallback_moves = 0
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        del key
+        states = jax.device_get(states)
+        batch = states.terminated.shape[0]
+        actions = np.zeros(batch, np.int32)
+        for index in range(batch):
+            state = jax.tree.map(lambda x: x[index], states)
+            if bool(state.terminated):
+                continue
+            actions[index] = self._choose(state)
+        return actions
+
+    def _choose(self, state: pgx.State) -> int:
+        fen = self.game.to_fen(state)
+        uci = self.engine.choose_move(fen)
+        try:
+            return self.game.uci_to_action(uci, state)
+        except ValueError as error:
+            self.fallback_moves += 1
+            legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+            logger.warning("%s: %s; playing a random legal move instead", self.name, error)
+            return int(self.rng.choice(legal))
+
+    def new_game(self) -> None:
+        self.engine.new_game()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def make_agent(spec: str, game: Game | None = None) -> Agent:
+    """An agent from a spec string (see the module docstring)."""
+    head, options = split_spec(spec)
+    if pathlib.Path(head).exists():
+        return load_search_agent(head, options)
+    if game is None:
+        raise ValueError(f"engine agent {spec!r} needs the game it plays")
+    return EngineAgent(spec, game)

@@ -1,0 +1,183 @@
+"""Arena: matches between two agents with pgx as the referee.
+
+``play_match`` plays ``num_games`` games in two lock-step batches — agent A with the first move in one, agent B in the
+other — so colours alternate evenly and each agent is called on one fixed-size batch per ply.  Every move is applied
+by pgx, which decides when a game ends and who won; a game that reaches ``max_game_plies`` is a draw.  Results are
+W/D/L from A's side; games are written as PGN (standard SAN for 8×8 chess through python-chess; long algebraic
+moves with a ``Variant`` header for Gardner chess, which python-chess cannot represent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import pathlib
+
+import chess
+import chess.pgn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pgx
+
+from zerolab.agents import Agent
+from zerolab.games import ChessGame, Game
+from zerolab.progress import progress_bar
+
+
+@dataclasses.dataclass
+class GameRecord:
+    """One finished game: who had the first move, the moves, and the result from the first player's side."""
+
+    first_player: str
+    second_player: str
+    moves: list[str]
+    first_player_score: float  # 1, 0.5 or 0
+    plies: int
+    capped: bool
+
+
+@dataclasses.dataclass
+class MatchResult:
+    """W/D/L of ``player_a`` against ``player_b`` and the games themselves."""
+
+    player_a: str
+    player_b: str
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    games: list[GameRecord] = dataclasses.field(default_factory=list)
+
+    @property
+    def num_games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / max(self.num_games, 1)
+
+    def summary(self) -> dict:
+        return {"player_a": self.player_a, "player_b": self.player_b, "wins": self.wins, "draws": self.draws,
+                "losses": self.losses, "games": self.num_games, "score": self.score}
+
+
+def _move_name(game: Game, action: int, state: pgx.State) -> str:
+    if isinstance(game, ChessGame):
+        return game.action_to_uci(action, state)
+    if hasattr(game, "action_to_gtp"):
+        return game.action_to_gtp(action)
+    return str(action)
+
+
+def _select(tree, index: int):
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax.Array, max_game_plies: int,
+               progress=None) -> list[GameRecord]:
+    """``num_games`` games in lock step, ``first`` moving first in all of them."""
+    init = jax.jit(jax.vmap(game.init))
+    step = jax.jit(jax.vmap(game.step))
+    key, init_key = jax.random.split(key)
+    states = init(jax.random.split(init_key, num_games))
+    first.new_game()
+    second.new_game()
+    moves: list[list[str]] = [[] for _ in range(num_games)]
+    scores = np.zeros(num_games)  # from the first player's side, once finished
+    finished = np.zeros(num_games, bool)
+    plies = np.zeros(num_games, np.int32)
+    for ply in range(max_game_plies):
+        mover = first if ply % 2 == 0 else second
+        key, move_key = jax.random.split(key)
+        actions = np.asarray(mover.select_actions(states, move_key), np.int32)
+        host_states = jax.device_get(states)
+        for index in np.flatnonzero(~finished):
+            moves[index].append(_move_name(game, int(actions[index]), _select(host_states, index)))
+        mover_id = np.asarray(states.current_player)
+        states = step(states, jnp.asarray(actions))
+        rewards = np.asarray(states.rewards)[np.arange(num_games), mover_id]
+        newly_over = np.asarray(states.terminated) & ~finished
+        mover_score = (rewards + 1) / 2  # reward of the player who just moved, as a score
+        scores[newly_over] = mover_score[newly_over] if ply % 2 == 0 else 1 - mover_score[newly_over]
+        plies[newly_over] = ply + 1
+        if progress is not None:
+            progress.advance(int(newly_over.sum()))
+        finished |= newly_over
+        if finished.all():
+            break
+    capped = ~finished
+    scores[capped] = 0.5
+    plies[capped] = max_game_plies
+    if progress is not None:
+        progress.advance(int(capped.sum()))
+    return [GameRecord(first.name, second.name, moves[i], float(scores[i]), int(plies[i]), bool(capped[i]))
+            for i in range(num_games)]
+
+
+def play_match(game: Game, agent_a: Agent, agent_b: Agent, num_games: int, key: jax.Array,
+               max_game_plies: int = 512, show_progress: bool = True) -> MatchResult:
+    """``num_games`` games (an even number: half with each agent moving first); W/D/L from ``agent_a``'s side."""
+    if num_games < 2 or num_games % 2:
+        raise ValueError(f"num_games must be an even number of at least 2, got {num_games}")
+    result = MatchResult(agent_a.name, agent_b.name)
+    key_a, key_b = jax.random.split(key)
+    with progress_bar(f"{agent_a.name} vs {agent_b.name}", num_games, unit="game", enabled=show_progress) as bar:
+        records = play_games(game, agent_a, agent_b, num_games // 2, key_a, max_game_plies, bar)
+        records += play_games(game, agent_b, agent_a, num_games // 2, key_b, max_game_plies, bar)
+    for record in records:
+        score_a = record.first_player_score if record.first_player == agent_a.name else 1 - record.first_player_score
+        if score_a == 1:
+            result.wins += 1
+        elif score_a == 0:
+            result.losses += 1
+        else:
+            result.draws += 1
+    result.games = records
+    return result
+
+
+def pgn_result(score: float) -> str:
+    return {1.0: "1-0", 0.0: "0-1"}.get(score, "1/2-1/2")
+
+
+def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str:
+    """One game as PGN text."""
+    headers = {
+        "Event": event,
+        "Site": "zerolab arena",
+        "Date": datetime.date.today().strftime("%Y.%m.%d"),
+        "Round": str(round_number),
+        "White": record.first_player,
+        "Black": record.second_player,
+        "Result": pgn_result(record.first_player_score),
+        "PlyCount": str(len(record.moves)),
+    }
+    if record.capped:
+        headers["Termination"] = "ply limit (adjudicated draw)"
+    if isinstance(game, ChessGame) and game.board_size == 8:
+        board = chess.Board()
+        pgn_game = chess.pgn.Game()
+        pgn_game.headers.update(headers)
+        node = pgn_game
+        for uci in record.moves:
+            move = chess.Move.from_uci(uci)
+            node = node.add_variation(move)
+            board.push(move)
+        return str(pgn_game) + "\n"
+    if isinstance(game, ChessGame):
+        headers.update({"Variant": "Gardner", "SetUp": "1", "FEN": game.start_fen})
+    header_text = "".join(f'[{k} "{v}"]\n' for k, v in headers.items())
+    tokens = []
+    for ply, move in enumerate(record.moves):
+        if ply % 2 == 0:
+            tokens.append(f"{ply // 2 + 1}.")
+        tokens.append(move)
+    tokens.append(headers["Result"])
+    return header_text + "\n" + " ".join(tokens) + "\n\n"
+
+
+def write_pgn(game: Game, result: MatchResult, path: str | pathlib.Path, event: str = "zerolab match") -> pathlib.Path:
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(to_pgn(game, record, i + 1, event) for i, record in enumerate(result.games)))
+    return path
