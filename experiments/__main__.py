@@ -10,6 +10,8 @@ import pkgutil
 import sys
 
 from zerolab.config import ConfigError, PRESETS, load_config
+from zerolab.cli import split_overrides
+from zerolab.logs import configure_logging
 
 
 def available_experiments() -> list[str]:
@@ -32,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--workdir", default=None, help="run directory (default runs/NAME); rerunning resumes")
     run.add_argument("overrides", nargs="*", help="config overrides key=value")
     commands.add_parser("list", help="list the experiments")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    args.overrides = split_overrides(parser, args, extra)
+    configure_logging()
 
     if args.command == "list":
         print("\n".join(available_experiments()))

@@ -15,6 +15,7 @@ Agent specs (command line, configs):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import pathlib
 from typing import Any, Protocol, runtime_checkable
@@ -63,20 +64,24 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     return head, parsed
 
 
+@functools.lru_cache(maxsize=32)
+def compiled_search(search_config: Any, game: Game, network: Any):
+    """One jitted ``(variables, key, states) -> actions [B]`` per (search, game, network), shared by agents."""
+    from zerolab.search import run_search
+
+    return jax.jit(lambda variables, key, states: run_search(search_config, game, network, variables, key, states).action)
+
+
 class SearchAgent:
     """A network with a search, e.g. a training checkpoint; ``select_actions`` is one jitted batched search."""
 
     def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any):
-        from zerolab.search import run_search
-
         self.name = name
         self.game = game
         self.network = network
         self.variables = variables
         self.search_config = search_config
-        self._search = jax.jit(
-            lambda variables, key, states: run_search(search_config, game, network, variables, key, states).action
-        )
+        self._search = compiled_search(search_config, game, network)
 
     def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
         return np.asarray(self._search(self.variables, key, states))

@@ -21,6 +21,7 @@ import numpy as np
 import pgx
 
 from zerolab.agents import Agent
+from zerolab.elo import MatchResult
 from zerolab.games import ChessGame, Game
 from zerolab.progress import progress_bar
 
@@ -38,27 +39,19 @@ class GameRecord:
 
 
 @dataclasses.dataclass
-class MatchResult:
-    """W/D/L of ``player_a`` against ``player_b`` and the games themselves."""
+class Match:
+    """A played match: its W/D/L from ``result.player_a``'s side (an :class:`zerolab.elo.MatchResult`) and its games."""
 
-    player_a: str
-    player_b: str
-    wins: int = 0
-    draws: int = 0
-    losses: int = 0
-    games: list[GameRecord] = dataclasses.field(default_factory=list)
-
-    @property
-    def num_games(self) -> int:
-        return self.wins + self.draws + self.losses
+    result: MatchResult
+    games: list[GameRecord]
 
     @property
     def score(self) -> float:
-        return (self.wins + 0.5 * self.draws) / max(self.num_games, 1)
+        """Score of player A: (wins + draws / 2) / games."""
+        return (self.result.wins + 0.5 * self.result.draws) / max(self.result.games, 1)
 
     def summary(self) -> dict:
-        return {"player_a": self.player_a, "player_b": self.player_b, "wins": self.wins, "draws": self.draws,
-                "losses": self.losses, "games": self.num_games, "score": self.score}
+        return {**self.result.to_dict(), "games": self.result.games, "score": self.score}
 
 
 def _move_name(game: Game, action: int, state: pgx.State) -> str:
@@ -115,25 +108,20 @@ def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax
 
 
 def play_match(game: Game, agent_a: Agent, agent_b: Agent, num_games: int, key: jax.Array,
-               max_game_plies: int = 512, show_progress: bool = True) -> MatchResult:
+               max_game_plies: int = 512, show_progress: bool = True) -> Match:
     """``num_games`` games (an even number: half with each agent moving first); W/D/L from ``agent_a``'s side."""
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be an even number of at least 2, got {num_games}")
-    result = MatchResult(agent_a.name, agent_b.name)
+    if agent_a.name == agent_b.name:
+        raise ValueError(f"the two agents need different names, both are {agent_a.name!r}")
     key_a, key_b = jax.random.split(key)
     with progress_bar(f"{agent_a.name} vs {agent_b.name}", num_games, unit="game", enabled=show_progress) as bar:
         records = play_games(game, agent_a, agent_b, num_games // 2, key_a, max_game_plies, bar)
         records += play_games(game, agent_b, agent_a, num_games // 2, key_b, max_game_plies, bar)
-    for record in records:
-        score_a = record.first_player_score if record.first_player == agent_a.name else 1 - record.first_player_score
-        if score_a == 1:
-            result.wins += 1
-        elif score_a == 0:
-            result.losses += 1
-        else:
-            result.draws += 1
-    result.games = records
-    return result
+    scores_a = [r.first_player_score if r.first_player == agent_a.name else 1 - r.first_player_score for r in records]
+    result = MatchResult(agent_a.name, agent_b.name, wins=sum(s == 1 for s in scores_a),
+                         draws=sum(s == 0.5 for s in scores_a), losses=sum(s == 0 for s in scores_a))
+    return Match(result, records)
 
 
 def pgn_result(score: float) -> str:
@@ -176,8 +164,8 @@ def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str
     return header_text + "\n" + " ".join(tokens) + "\n\n"
 
 
-def write_pgn(game: Game, result: MatchResult, path: str | pathlib.Path, event: str = "zerolab match") -> pathlib.Path:
+def write_pgn(game: Game, match: Match, path: str | pathlib.Path, event: str = "zerolab match") -> pathlib.Path:
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(to_pgn(game, record, i + 1, event) for i, record in enumerate(result.games)))
+    path.write_text("".join(to_pgn(game, record, i + 1, event) for i, record in enumerate(match.games)))
     return path

@@ -12,12 +12,13 @@ def get_config(preset: str = "tiny"):
     config.evaluation = {"games": 64, "num_simulations": 16, "engine": "fairy-stockfish:skill=-20", "engine_games": 16,
                          "max_game_plies": 256}
     if preset == "tiny":
-        config.iterations = 12
+        config.iterations = 30
+        config.checkpoint.keep_period = 10
         config.model.channels = 32
         config.model.num_blocks = 2
         config.search.num_simulations = 16
         config.search.max_num_considered_actions = 8
-        config.selfplay.num_games = 32
+        config.selfplay.num_games = 64
         config.selfplay.plies_per_iteration = 64
         config.selfplay.temperature_plies = 4
         config.replay.window_size = 20_000
@@ -25,6 +26,7 @@ def get_config(preset: str = "tiny"):
         config.train.epochs_per_iteration = 1.0
     elif preset == "paper":
         config.iterations = 100
+        config.checkpoint.keep_period = 10
         config.model.channels = 128
         config.model.num_blocks = 5
         config.search.num_simulations = 128

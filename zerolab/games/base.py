@@ -33,5 +33,16 @@ class Game:
     def step(self, state: pgx.State, action: jax.Array) -> pgx.State:
         return self.env.step(state, action)
 
+    @property
+    def identity(self) -> tuple:
+        """What makes two games the same game (used for equality and hashing, e.g. to share compiled functions)."""
+        return (type(self).__name__, self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Game) and self.identity == other.identity
+
+    def __hash__(self) -> int:
+        return hash(self.identity)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, actions={self.num_actions}, observation={self.observation_shape})"

@@ -23,6 +23,10 @@ class GoGame(Game):
         self.komi = float(komi)
 
     @property
+    def identity(self) -> tuple:
+        return (type(self).__name__, self.name, self.size, self.komi)
+
+    @property
     def pass_action(self) -> int:
         return self.size * self.size
 

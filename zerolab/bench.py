@@ -1,0 +1,163 @@
+"""Benchmarks: self-play and training throughput, and the cost of the project's machinery over a bare loop.
+
+``python -m zerolab bench`` prints one JSON line per case.  A self-play case times the project's jitted self-play
+(``zerolab.selfplay``) and a bare reference loop written here in a few lines — pgx + ``mctx.gumbel_muzero_policy``
++ the same network, with its own recurrent function — on the same game, network, batch and number of simulations,
+and reports ``overhead`` = project time / reference time.  A training case times ``zerolab.train``'s update step.
+Each timing is the best of ``repeats`` runs after a warm-up run that compiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+
+from zerolab.devices import make_mesh, replicate, shard_host_batch
+from zerolab.games import make_game
+from zerolab.networks import AlphaZeroResNet, NetworkInputs, init_variables
+from zerolab.search import SearchConfig
+from zerolab.selfplay import Frames, SelfPlayConfig, make_selfplay_fn
+from zerolab.train import init_train_state, make_optimizer, make_train_step
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchCase:
+    game: str = "gardner_chess"
+    channels: int = 32
+    num_blocks: int = 2
+    num_games: int = 64
+    plies: int = 32
+    num_simulations: int = 32
+    train_batch_size: int = 256
+
+
+DEFAULT_CASES = (
+    BenchCase(game="gardner_chess", channels=32, num_blocks=2, num_games=64, plies=32, num_simulations=32),
+    BenchCase(game="chess", channels=32, num_blocks=2, num_games=32, plies=16, num_simulations=32),
+)
+
+
+def best_time(function: Callable[[], object], repeats: int) -> float:
+    jax.block_until_ready(function())  # compile
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        jax.block_until_ready(function())
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def reference_selfplay(game, network, num_games: int, plies: int, num_simulations: int):
+    """The bare loop: pgx + mctx.gumbel_muzero_policy + the network, nothing else."""
+
+    def evaluate(variables, states):
+        logits, value = network.apply(variables, NetworkInputs(states.observation, states.legal_action_mask))
+        return jnp.where(states.legal_action_mask, logits, jnp.finfo(logits.dtype).min), value
+
+    def recurrent_fn(variables, key, action, states):
+        mover = states.current_player
+        states = jax.vmap(game.env.step)(states, action)
+        logits, value = evaluate(variables, states)
+        reward = states.rewards[jnp.arange(num_games), mover]
+        output = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(states.terminated, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(states.terminated, 0.0, value),
+        )
+        return output, states
+
+    @jax.jit
+    def run(variables, key):
+        def ply(carry, _):
+            states, key = carry
+            key, search_key, reset_key = jax.random.split(key, 3)
+            logits, value = evaluate(variables, states)
+            root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+            output = mctx.gumbel_muzero_policy(variables, search_key, root, recurrent_fn, num_simulations,
+                                               invalid_actions=~states.legal_action_mask)
+            next_states = jax.vmap(game.env.step)(states, output.action)
+            fresh = jax.vmap(game.env.init)(jax.random.split(reset_key, num_games))
+            done = next_states.terminated.reshape(-1)
+            next_states = jax.tree.map(lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (b.ndim - 1)), a, b),
+                                       fresh, next_states)
+            return (next_states, key), (states.observation, output.action_weights, next_states.rewards)
+
+        states = jax.vmap(game.env.init)(jax.random.split(key, num_games))
+        _, outputs = jax.lax.scan(ply, (states, key), None, length=plies)
+        return outputs
+
+    return run
+
+
+def bench_selfplay(case: BenchCase, repeats: int) -> dict:
+    game = make_game(case.game)
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=case.channels, num_blocks=case.num_blocks)
+    variables = init_variables(network, game, jax.random.key(0))
+    mesh = make_mesh()
+    search = SearchConfig(kind="gumbel", num_simulations=case.num_simulations)
+    config = SelfPlayConfig(num_games=case.num_games, plies_per_iteration=case.plies, max_game_plies=10_000)
+    project = make_selfplay_fn(game, network, search, config, mesh)
+    replicated_variables = replicate(variables, mesh)
+    key = jax.random.key(1)
+    project_seconds = best_time(lambda: project(replicated_variables, key), repeats)
+    reference = reference_selfplay(game, network, case.num_games, case.plies, case.num_simulations)
+    reference_seconds = best_time(lambda: reference(variables, key), repeats)
+    moves = case.num_games * case.plies
+    return {
+        "case": "selfplay",
+        **dataclasses.asdict(case),
+        "devices": mesh.devices.size,
+        "selfplay_moves_per_s": moves / project_seconds,
+        "simulations_per_s": moves * case.num_simulations / project_seconds,
+        "project_s": project_seconds,
+        "reference_s": reference_seconds,
+        "reference_moves_per_s": moves / reference_seconds,
+        "overhead": project_seconds / reference_seconds,
+    }
+
+
+def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
+    game = make_game(case.game)
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=case.channels, num_blocks=case.num_blocks)
+    optimizer = make_optimizer(type("TrainConfig", (), {"learning_rate": 1e-3}))
+    mesh = make_mesh()
+    step = make_train_step(network, optimizer, mesh, 0.0)
+    rng = np.random.default_rng(0)
+    batch = case.train_batch_size
+    policy = rng.random((batch, game.num_actions)).astype(np.float32)
+    frames = Frames(
+        observation=rng.random((batch, *game.observation_shape)).astype(np.float32),
+        legal_action_mask=np.ones((batch, game.num_actions), bool),
+        policy_target=policy / policy.sum(-1, keepdims=True),
+        value_target=rng.choice([-1.0, 0.0, 1.0], batch).astype(np.float32),
+        value_mask=np.ones(batch, bool),
+    )
+    state_holder = [replicate(init_train_state(network, game, optimizer, jax.random.key(0)), mesh)]
+
+    def run_updates():
+        for _ in range(updates):
+            state_holder[0], metrics = step(state_holder[0], shard_host_batch(frames, mesh))
+        return metrics
+
+    seconds = best_time(run_updates, repeats)
+    return {"case": "train", "game": case.game, "channels": case.channels, "num_blocks": case.num_blocks,
+            "batch_size": batch, "devices": mesh.devices.size, "train_samples_per_s": updates * batch / seconds}
+
+
+def run_benchmarks(cases=DEFAULT_CASES, repeats: int = 3, print_fn=print) -> list[dict]:
+    results = []
+    for case in cases:
+        for bench in (bench_selfplay, bench_training):
+            result = bench(case, repeats)
+            result["backend"] = jax.default_backend()
+            print_fn(json.dumps(result))
+            results.append(result)
+    return results

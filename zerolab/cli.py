@@ -1,0 +1,161 @@
+"""``python -m zerolab COMMAND``: train, match, legal-moves, bench.
+
+* ``train --config NAME --workdir DIR [--preset tiny|paper] [key=value ...]`` — trains with the config
+  ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.
+* ``match --a SPEC --b SPEC --games N [--out DIR] [--game G]`` — plays the arena (SPEC: a run or checkpoint directory
+  with search options, e.g. ``runs/quickstart:simulations=32``, or an engine such as ``stockfish:elo=1350`` or
+  ``fairy-stockfish:skill=-20``); writes PGN, the result and the Elo book ``DIR/elo.json``, which later matches
+  extend.
+* ``legal-moves --game chess|gardner_chess --fens FILE`` — one line of sorted UCI legal moves per FEN line, computed
+  by pgx and the project's action map; an invalid FEN gets an error line naming its line number.
+* ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from zerolab.logs import configure_logging
+
+
+def split_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> list[str]:
+    unexpected = [item for item in extra if item.startswith("-") or "=" not in item]
+    if unexpected:
+        parser.error(f"unrecognized arguments: {' '.join(unexpected)}")
+    return list(getattr(args, "overrides", []) or []) + extra
+
+
+def command_train(args: argparse.Namespace) -> int:
+    from zerolab import train
+    from zerolab.config import load_config
+
+    config = load_config(args.config, args.preset, args.overrides)
+    state = train.run(config, args.workdir)
+    print(json.dumps({"workdir": str(args.workdir), "iteration": state.iteration, "frames": state.frames_seen}))
+    return 0
+
+
+def command_match(args: argparse.Namespace) -> int:
+    import jax
+
+    from zerolab.agents import make_agent
+    from zerolab.arena import play_match, write_pgn
+    from zerolab.elo import EloBook
+    from zerolab.games import make_game
+
+    game = make_game(args.game) if args.game else None
+    agent_a = make_agent(args.a, game)
+    game = game or getattr(agent_a, "game", None)
+    agent_b = make_agent(args.b, game)
+    game = game or getattr(agent_b, "game", None)
+    if game is None:
+        raise ValueError("two engines need --game chess|gardner_chess")
+    for agent in (agent_a, agent_b):
+        if getattr(agent, "game", game) != game:
+            raise ValueError(f"{agent.name} plays {agent.game.name}, the match is {game.name}")
+    try:
+        match = play_match(game, agent_a, agent_b, args.games, jax.random.key(args.seed), args.max_plies)
+    finally:
+        for agent in (agent_a, agent_b):
+            if hasattr(agent, "close"):
+                agent.close()
+    out = pathlib.Path(args.out)
+    safe = lambda name: "".join(c if c.isalnum() or c in "-_.@=" else "_" for c in name)  # noqa: E731
+    pgn = write_pgn(game, match, out / f"{safe(agent_a.name)}-vs-{safe(agent_b.name)}.pgn")
+    book = EloBook.load_or_create(out / "elo.json")
+    book.add_result(match.result)
+    book.save(out / "elo.json")
+    with open(out / "matches.jsonl", "a") as stream:
+        stream.write(json.dumps(match.summary()) + "\n")
+    print(json.dumps({**match.summary(), "pgn": str(pgn)}))
+    try:
+        print(book.format_table())
+    except ValueError as error:  # players not yet connected
+        print(error, file=sys.stderr)
+    return 0
+
+
+def command_legal_moves(args: argparse.Namespace) -> int:
+    from zerolab.games import ChessGame, make_game
+
+    game = make_game(args.game)
+    assert isinstance(game, ChessGame)
+    failures = 0
+    with open(args.fens) as stream:
+        for number, line in enumerate(stream, start=1):
+            fen = line.strip()
+            if not fen:
+                print("")
+                continue
+            try:
+                state = game.from_fen(fen)
+            except ValueError as error:
+                failures += 1
+                print(f"error: line {number}: {error}")
+                continue
+            print(" ".join(game.legal_moves_uci(state)))
+    if failures:
+        print(f"{failures} invalid FEN line(s) in {args.fens}", file=sys.stderr)
+    return 0
+
+
+def command_bench(args: argparse.Namespace) -> int:
+    from zerolab import bench
+
+    cases = bench.DEFAULT_CASES
+    if args.game:
+        cases = tuple(case for case in cases if case.game == args.game)
+    bench.run_benchmarks(cases, repeats=args.repeats)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m zerolab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train (resumes on the same --workdir)")
+    train.add_argument("--config", required=True, help="config name under experiments/configs/")
+    train.add_argument("--workdir", required=True, type=pathlib.Path)
+    train.add_argument("--preset", default="tiny")
+    train.add_argument("overrides", nargs="*", help="key=value config overrides")
+    train.set_defaults(handler=command_train)
+
+    match = commands.add_parser("match", help="play games between two agents")
+    match.add_argument("--a", required=True, help="agent spec: run dir[:options] or engine[:options]")
+    match.add_argument("--b", required=True, help="agent spec")
+    match.add_argument("--games", type=int, default=10, help="number of games (even: colours alternate)")
+    match.add_argument("--out", default="runs/matches", help="directory for PGN, results and the Elo book")
+    match.add_argument("--game", default=None, help="chess or gardner_chess (inferred from a checkpoint agent)")
+    match.add_argument("--max-plies", type=int, default=512, help="a game this long is a draw")
+    match.add_argument("--seed", type=int, default=0)
+    match.set_defaults(handler=command_match)
+
+    legal = commands.add_parser("legal-moves", help="legal UCI moves of each FEN in a file")
+    legal.add_argument("--game", required=True, choices=["chess", "gardner_chess"])
+    legal.add_argument("--fens", required=True, help="file with one FEN per line")
+    legal.set_defaults(handler=command_legal_moves)
+
+    bench = commands.add_parser("bench", help="throughput benchmarks (JSON lines)")
+    bench.add_argument("--game", default=None, choices=["chess", "gardner_chess"])
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.set_defaults(handler=command_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "train":
+        args.overrides = split_overrides(parser, args, extra)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    configure_logging()
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
