@@ -1,0 +1,219 @@
+"""The AlphaGateau network: chess graph → ResGATEAU tower → edge policy and attention-pooled value.
+
+A zerolab network (``(inputs, train) -> (policy_logits [B, A], value [B])``) chosen with
+``config.model.name = "alphagateau.network:make_alphagateau"``.  It reads only the :class:`NetworkInputs` a replay
+frame stores and builds the graph itself (:func:`alphagateau.graph.build_graphs`), so it drops into self-play,
+training and search unchanged.  Nothing in the parameters depends on the board size: the same variables run on
+5×5 Gardner chess and 8×8 chess.
+
+Command line: ``python -m alphagateau.network --count`` prints the parameter counts of AlphaGateau and of the
+zerolab AlphaZero ResNet; ``--benchmark`` times graph building against the network's forward pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from alphagateau.graph import build_graphs, edge_logits_to_action_logits
+from alphagateau.layers import AttentionPooling, ResGATEAU
+from zerolab.networks import AlphaZeroResNet, NetworkInputs, count_parameters
+
+
+class AlphaGateau(nn.Module):
+    """AlphaGateau (paper, Figures 2–4).
+
+    Node features [B·N, 119] and edge features [B·E, 15] are embedded by one linear layer each into
+    ``embedding_size`` H, go through ``num_blocks`` :class:`ResGATEAU` blocks, then
+
+    * policy head: a linear layer gives one logit per edge [B, E], mapped to the [B, A] action logits (actions
+      that are not edges get :data:`alphagateau.graph.NON_EDGE_LOGIT`; illegal edges are left to the caller's
+      mask, as with the ResNet);
+    * value head: :class:`AttentionPooling` of the node features [B, H] → linear → tanh → value [B].
+
+    Attributes:
+      embedding_size: H, the size of node and edge features inside the tower.
+      num_blocks: number of ResGATEAU blocks L.
+      negative_slope: LeakyReLU slope of the GATEAU attention.
+      batch_norm_momentum: momentum of the BatchNorm running statistics.
+    """
+
+    embedding_size: int = 128
+    num_blocks: int = 5
+    negative_slope: float = 0.2
+    batch_norm_momentum: float = 0.9
+
+    @nn.compact
+    def __call__(self, inputs: NetworkInputs, train: bool = False) -> tuple[jax.Array, jax.Array]:
+        """``(policy_logits [B, A], value [B])`` of a batch of chess (8×8) or Gardner chess (5×5) positions."""
+        batch_size = inputs.observation.shape[0]
+        graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
+        graphs = graphs._replace(
+            nodes=nn.Dense(self.embedding_size, name="node_embedding")(graphs.nodes),
+            edges=nn.Dense(self.embedding_size, name="edge_embedding")(graphs.edges),
+        )
+        for index in range(self.num_blocks):
+            graphs = ResGATEAU(
+                self.embedding_size, self.negative_slope, self.batch_norm_momentum, name=f"block_{index}"
+            )(graphs, train)
+
+        edge_logits = nn.Dense(1, name="policy_head")(graphs.edges).reshape(batch_size, -1)
+        pooled = AttentionPooling(self.embedding_size, name="value_pooling")(graphs)
+        value = jnp.tanh(nn.Dense(1, name="value_head")(pooled))[:, 0]
+        return edge_logits_to_action_logits(edge_logits), value
+
+
+CHESS_GAMES = ("chess", "gardner_chess")
+
+
+def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
+    """Factory for ``config.model.name = "alphagateau.network:make_alphagateau"``.
+
+    Reads ``embedding_size`` (default 128), ``num_blocks`` (5), ``negative_slope`` (0.2) and
+    ``batch_norm_momentum`` (0.9) from ``model_config``; ``game`` must be ``chess`` or ``gardner_chess``.
+    """
+    if getattr(game, "name", None) not in CHESS_GAMES:
+        raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
+    return AlphaGateau(
+        embedding_size=int(model_config.get("embedding_size", 128)),
+        num_blocks=int(model_config.get("num_blocks", 5)),
+        negative_slope=float(model_config.get("negative_slope", 0.2)),
+        batch_norm_momentum=float(model_config.get("batch_norm_momentum", 0.9)),
+    )
+
+
+# --- parameter counts and timing -----------------------------------------------------------------------------------
+
+
+def _abstract_inputs(board_size: int, batch_size: int = 1) -> NetworkInputs:
+    channels, num_actions = {8: (119, 4672), 5: (115, 1225)}[board_size]
+    return NetworkInputs(
+        observation=jax.ShapeDtypeStruct((batch_size, board_size, board_size, channels), jnp.float32),
+        legal_action_mask=jax.ShapeDtypeStruct((batch_size, num_actions), jnp.bool_),
+    )
+
+
+def parameter_counts(embedding_size: int = 128, num_blocks: int = 5) -> dict[str, int]:
+    """Parameters of AlphaGateau and of the zerolab AlphaZero ResNet (8×8, ``channels = embedding_size``).
+
+    Counted from abstract shapes (``jax.eval_shape``), so nothing is computed.
+    """
+    networks = {
+        "alphagateau": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks),
+        "alphazero_resnet": AlphaZeroResNet(num_actions=4672, channels=embedding_size, num_blocks=num_blocks),
+    }
+    counts = {}
+    for name, network in networks.items():
+        variables = jax.eval_shape(
+            lambda key, inputs, network=network: network.init(key, inputs, train=False),
+            jax.random.key(0),
+            _abstract_inputs(8),
+        )
+        counts[name] = count_parameters(variables["params"])
+    return counts
+
+
+def _random_inputs(game: Any, batch_size: int, num_plies: int, key: jax.Array) -> NetworkInputs:
+    """Positions after ``num_plies`` uniformly random legal moves from the start (for timing)."""
+
+    def random_ply(state, key):
+        logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+        action = jax.vmap(jax.random.categorical)(key, logits)
+        return jax.vmap(game.step)(state, action), None
+
+    @jax.jit
+    def play(key):
+        init_key, play_key = jax.random.split(key)
+        states = jax.vmap(game.init)(jax.random.split(init_key, batch_size))
+        keys = jax.random.split(play_key, (num_plies, batch_size))
+        states, _ = jax.lax.scan(random_ply, states, keys)
+        return NetworkInputs.from_states(states)
+
+    return play(key)
+
+
+def _milliseconds_per_call(function, *arguments, repeats: int) -> float:
+    jax.block_until_ready(function(*arguments))  # compile
+    start = time.perf_counter()
+    for _ in range(repeats):
+        jax.block_until_ready(function(*arguments))
+    return 1000 * (time.perf_counter() - start) / repeats
+
+
+def benchmark_graph_building(
+    game_names: Sequence[str] = CHESS_GAMES,
+    batch_size: int = 64,
+    embedding_size: int = 128,
+    num_blocks: int = 5,
+    repeats: int = 5,
+) -> list[dict[str, Any]]:
+    """Time graph building against the full network forward pass (inference mode), print and return the rows.
+
+    The forward pass includes its own graph building, so ``graph_share`` is the fraction of a forward pass spent
+    building the graph.  Positions are 20 random plies deep.
+    """
+    from zerolab.games import make_game
+
+    rows = []
+    for game_name in game_names:
+        game = make_game(game_name)
+        inputs = _random_inputs(game, batch_size, num_plies=20, key=jax.random.key(0))
+        network = AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks)
+        variables = jax.jit(lambda key: network.init(key, inputs, train=False))(jax.random.key(1))
+        forward = jax.jit(lambda variables, inputs: network.apply(variables, inputs, train=False))
+        graph_ms = _milliseconds_per_call(build_graphs, inputs.observation, inputs.legal_action_mask, repeats=repeats)
+        forward_ms = _milliseconds_per_call(forward, variables, inputs, repeats=repeats)
+        row = {
+            "game": game_name,
+            "batch_size": batch_size,
+            "graph_ms": round(graph_ms, 2),
+            "forward_ms": round(forward_ms, 2),
+            "graph_share": round(graph_ms / forward_ms, 4),
+        }
+        print(
+            f"{game_name:>13}  batch {batch_size}: graph building {graph_ms:8.2f} ms  "
+            f"network forward (graph included) {forward_ms:8.2f} ms  graph share {100 * graph_ms / forward_ms:.1f}%"
+        )
+        rows.append(row)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m alphagateau.network", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", action="store_true", help="print parameter counts (AlphaGateau vs ResNet)")
+    parser.add_argument("--benchmark", action="store_true", help="time graph building vs network forward")
+    parser.add_argument("--embedding-size", type=int, default=128)
+    parser.add_argument("--num-blocks", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    if not (args.count or args.benchmark):
+        parser.error("nothing to do: give --count and/or --benchmark")
+    if args.count:
+        counts = parameter_counts(args.embedding_size, args.num_blocks)
+        print(f"AlphaGateau (embedding {args.embedding_size}, {args.num_blocks} blocks): {counts['alphagateau']:,}")
+        print(
+            f"AlphaZero ResNet (8x8, {args.embedding_size} channels, {args.num_blocks} blocks): "
+            f"{counts['alphazero_resnet']:,}"
+        )
+    if args.benchmark:
+        print(f"{jax.devices()[0].platform} ({jax.device_count()} device(s)), {np.__name__} {np.__version__}")
+        benchmark_graph_building(
+            batch_size=args.batch_size,
+            embedding_size=args.embedding_size,
+            num_blocks=args.num_blocks,
+            repeats=args.repeats,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
