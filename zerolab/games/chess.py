@@ -16,8 +16,10 @@ import re
 
 import chess
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pgx
+import pgx.chess
 import pgx.experimental.chess as pgx_chess_fen
 import pgx.gardner_chess as pgx_gardner
 from pgx._src.games import chess as pgx_chess_internals
@@ -135,6 +137,100 @@ def validate_chess_fen(fen: str) -> str:
     return board.fen(en_passant="legal")
 
 
+def _board_codes(placement: str, board_size: int) -> np.ndarray:
+    """[n, n] piece codes of a FEN placement, rank n first (+ white, − black; 1 pawn … 6 king)."""
+    rows = []
+    for rank in placement.split("/"):
+        row = []
+        for symbol in rank:
+            if symbol.isdigit():
+                row.extend([0] * int(symbol))
+            else:
+                code = "pnbrqk".index(symbol.lower()) + 1
+                row.append(code if symbol.isupper() else -code)
+        rows.append(row)
+    return np.asarray(rows, dtype=np.int32).reshape(board_size, board_size)
+
+
+def _mover_frame_squares(codes: np.ndarray, black_to_move: bool) -> np.ndarray:
+    """[n*n] FEN board (rank n first) as pgx's mover-frame squares ``file * n + rank`` (own pieces positive)."""
+    if black_to_move:
+        codes = -np.flip(codes, axis=0)
+    return np.rot90(codes, k=3).reshape(-1).astype(np.int32)
+
+
+@functools.cache
+def _chess_state_finisher():
+    """Jitted once: completes an 8×8 pgx state (legal moves, history, termination, observation) from its board."""
+    rules = pgx_chess_internals.Game()
+
+    def finish(x):
+        legal = pgx_chess_internals._legal_action_mask(x)
+        x = pgx_chess_internals._update_history(x._replace(legal_action_mask=legal))
+        player_order = jnp.int32([0, 1])
+        return pgx.chess.State(
+            _player_order=player_order,
+            _x=x,
+            current_player=player_order[x.color],
+            legal_action_mask=legal,
+            terminated=rules.is_terminal(x),
+            rewards=rules.rewards(x)[player_order],
+            observation=rules.observe(x, x.color),
+        )
+
+    return jax.jit(finish)
+
+
+@functools.cache
+def _gardner_state_finisher():
+    """Jitted once: completes a 5×5 pgx state from its board, turn and counters."""
+
+    def finish(state):
+        state = state.replace(_possible_piece_positions=pgx_gardner._possible_piece_positions(state))
+        state = state.replace(legal_action_mask=pgx_gardner._legal_action_mask(state))
+        state = state.replace(_zobrist_hash=pgx_gardner._zobrist_hash(state))
+        state = pgx_gardner._check_termination(pgx_gardner._update_history(state))
+        return state.replace(observation=pgx_gardner._observe(state, state.current_player))
+
+    return jax.jit(finish)
+
+
+def chess_state_from_fen(fen: str) -> pgx.State:
+    """pgx 8×8 state of a validated FEN (pgx's own reader re-traces its functions on every call)."""
+    placement, turn, castling, en_passant, halfmove, fullmove = fen.split()
+    black = turn == "b"
+    rights = np.array([["Q" in castling, "K" in castling], ["q" in castling, "k" in castling]])
+    if black:
+        rights = rights[::-1]
+    if en_passant == "-":
+        en_passant_square = -1
+    else:
+        file, rank = FILES.index(en_passant[0]), int(en_passant[1]) - 1
+        en_passant_square = file * 8 + (7 - rank if black else rank)
+    x = pgx_chess_internals.GameState(
+        board=jnp.asarray(_mover_frame_squares(_board_codes(placement, 8), black)),
+        color=jnp.int32(int(black)),
+        castling_rights=jnp.asarray(rights),
+        en_passant=jnp.int32(en_passant_square),
+        halfmove_count=jnp.int32(int(halfmove)),
+        fullmove_count=jnp.int32(int(fullmove)),
+    )
+    return _chess_state_finisher()(x)
+
+
+def gardner_state_from_fen(fen: str) -> pgx.State:
+    """pgx 5×5 state of a validated Gardner FEN."""
+    placement, turn, _, _, halfmove, fullmove = fen.split()
+    black = turn == "b"
+    state = pgx_gardner.State(
+        _board=jnp.asarray(_mover_frame_squares(_board_codes(placement, 5), black)),
+        _turn=jnp.int32(int(black)),
+        _halfmove_count=jnp.int32(int(halfmove)),
+        _fullmove_count=jnp.int32(int(fullmove)),
+    )
+    return _gardner_state_finisher()(state)
+
+
 class ChessGame(Game):
     """pgx ``chess`` (8×8) or ``gardner_chess`` (5×5) with FEN and UCI conversions.
 
@@ -179,9 +275,7 @@ class ChessGame(Game):
     def from_fen(self, fen: str) -> pgx.State:
         """An unbatched pgx state for ``fen``; raises :class:`InvalidPositionError` naming the FEN."""
         fen = self.validate_fen(fen.strip())
-        if self.board_size == 8:
-            return pgx_chess_fen.from_fen(fen)
-        return pgx_gardner._from_fen(fen)
+        return chess_state_from_fen(fen) if self.board_size == 8 else gardner_state_from_fen(fen)
 
     def to_fen(self, state: pgx.State) -> str:
         if self.board_size == 8:
@@ -221,7 +315,7 @@ class ChessGame(Game):
             action = origin * self.moves.planes + PROMOTION_PIECES.index(promotion) * 3 + direction
         else:
             action = int(self.moves.action_of_move[origin, destination])
-        if action < 0 or not bool(state.legal_action_mask[action]):
+        if action < 0 or not np.asarray(state.legal_action_mask)[action]:
             raise ValueError(f"illegal move {uci!r} in {self.to_fen(state)}")
         if promotion == "q" and self.action_to_uci(action, state) != uci.strip():
             raise ValueError(f"illegal move {uci!r}: not a promotion")
