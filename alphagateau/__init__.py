@@ -1,1 +1,49 @@
-"""AlphaGateau: chess as a graph (squares = nodes, moves = edges) with edge-featured GATEAU attention."""
+"""AlphaGateau: chess as a graph (squares = nodes, moves = edges) with edge-featured GATEAU attention.
+
+Public API (imported lazily, so ``python -m alphagateau.graph`` runs without importing its own module twice):
+
+* graph (:mod:`alphagateau.graph`): :func:`board_graph`, :func:`build_graphs`, :func:`node_features`,
+  :func:`edge_features`, :func:`edge_logits_to_action_logits`, :func:`action_values_to_edges`,
+  :func:`graph_legal_moves_uci`, :class:`BoardGraph`, :data:`EDGE_FEATURE_NAMES`, :data:`NUM_NODE_FEATURES`,
+  :data:`NUM_EDGE_FEATURES`, :data:`NON_EDGE_LOGIT`;
+* layers (:mod:`alphagateau.layers`): :class:`GATEAU`, :class:`ResGATEAU`, :class:`AttentionPooling`;
+* network (:mod:`alphagateau.network`): :class:`AlphaGateau`, :func:`make_alphagateau` (the zerolab factory,
+  ``config.model.name = "alphagateau.network:make_alphagateau"``), :func:`parameter_counts`,
+  :func:`benchmark_graph_building`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "alphagateau.graph": (
+        "BoardGraph",
+        "EDGE_FEATURE_NAMES",
+        "NON_EDGE_LOGIT",
+        "NUM_EDGE_FEATURES",
+        "NUM_NODE_FEATURES",
+        "action_values_to_edges",
+        "board_graph",
+        "build_graphs",
+        "edge_features",
+        "edge_logits_to_action_logits",
+        "graph_legal_moves_uci",
+        "node_features",
+    ),
+    "alphagateau.layers": ("GATEAU", "ResGATEAU", "AttentionPooling"),
+    "alphagateau.network": ("AlphaGateau", "make_alphagateau", "parameter_counts", "benchmark_graph_building"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'alphagateau' has no attribute {name!r}")
+    return getattr(importlib.import_module(_MODULE_OF[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

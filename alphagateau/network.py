@@ -21,7 +21,6 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from alphagateau.graph import build_graphs, edge_logits_to_action_logits
 from alphagateau.layers import AttentionPooling, ResGATEAU
@@ -155,10 +154,11 @@ def benchmark_graph_building(
     num_blocks: int = 5,
     repeats: int = 5,
 ) -> list[dict[str, Any]]:
-    """Time graph building against the full network forward pass (inference mode), print and return the rows.
+    """Time graph building, the AlphaGateau forward pass and the AlphaZero ResNet's; print and return the rows.
 
-    The forward pass includes its own graph building, so ``graph_share`` is the fraction of a forward pass spent
-    building the graph.  Positions are 20 random plies deep.
+    Inference mode, jitted, compile excluded; positions are 20 random plies deep.  The AlphaGateau forward pass
+    includes its own graph building, so ``graph_share`` is the fraction of it spent building the graph.  The ResNet
+    has ``channels = embedding_size`` and the same number of blocks.
     """
     from zerolab.games import make_game
 
@@ -166,21 +166,23 @@ def benchmark_graph_building(
     for game_name in game_names:
         game = make_game(game_name)
         inputs = _random_inputs(game, batch_size, num_plies=20, key=jax.random.key(0))
-        network = AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks)
-        variables = jax.jit(lambda key: network.init(key, inputs, train=False))(jax.random.key(1))
-        forward = jax.jit(lambda variables, inputs: network.apply(variables, inputs, train=False))
-        graph_ms = _milliseconds_per_call(build_graphs, inputs.observation, inputs.legal_action_mask, repeats=repeats)
-        forward_ms = _milliseconds_per_call(forward, variables, inputs, repeats=repeats)
-        row = {
-            "game": game_name,
-            "batch_size": batch_size,
-            "graph_ms": round(graph_ms, 2),
-            "forward_ms": round(forward_ms, 2),
-            "graph_share": round(graph_ms / forward_ms, 4),
+        networks = {
+            "alphagateau": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks),
+            "resnet": AlphaZeroResNet(num_actions=game.num_actions, channels=embedding_size, num_blocks=num_blocks),
         }
+        row = {"game": game_name, "batch_size": batch_size}
+        row["graph_ms"] = _milliseconds_per_call(
+            build_graphs, inputs.observation, inputs.legal_action_mask, repeats=repeats
+        )
+        for name, network in networks.items():
+            variables = jax.jit(lambda key, network=network: network.init(key, inputs, train=False))(jax.random.key(1))
+            forward = jax.jit(lambda variables, inputs, network=network: network.apply(variables, inputs, train=False))
+            row[f"{name}_forward_ms"] = _milliseconds_per_call(forward, variables, inputs, repeats=repeats)
+        row["graph_share"] = row["graph_ms"] / row["alphagateau_forward_ms"]
         print(
-            f"{game_name:>13}  batch {batch_size}: graph building {graph_ms:8.2f} ms  "
-            f"network forward (graph included) {forward_ms:8.2f} ms  graph share {100 * graph_ms / forward_ms:.1f}%"
+            f"{game_name:>13}  batch {batch_size}:  graph building {row['graph_ms']:8.2f} ms  "
+            f"AlphaGateau forward {row['alphagateau_forward_ms']:8.2f} ms (graph {100 * row['graph_share']:.1f}%)  "
+            f"ResNet forward {row['resnet_forward_ms']:8.2f} ms"
         )
         rows.append(row)
     return rows
@@ -205,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{counts['alphazero_resnet']:,}"
         )
     if args.benchmark:
-        print(f"{jax.devices()[0].platform} ({jax.device_count()} device(s)), {np.__name__} {np.__version__}")
+        device = jax.devices()[0]
+        print(f"{device.device_kind} ({jax.device_count()} device(s)), jax {jax.__version__}")
         benchmark_graph_building(
             batch_size=args.batch_size,
             embedding_size=args.embedding_size,

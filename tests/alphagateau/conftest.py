@@ -86,7 +86,7 @@ def python_chess_positions(chess_game):
     """(observation [P, 8, 8, 119], legal_action_mask [P, 4672], python-chess legal UCI lists, FENs).
 
     python-chess plays the games; pgx replays the same moves in one jitted, vmapped step per ply, so every pgx state
-    is reached by pgx's own rules from a state built once per seed with ``ChessGame.from_fen``.
+    is reached by pgx's own rules (with its move history) from a state built once per seed with ``ChessGame.from_fen``.
     """
     rng = random.Random(0)
     seed_states = [chess_game.from_fen(fen) for fen in SEED_FENS]
@@ -112,6 +112,14 @@ def python_chess_positions(chess_game):
             board.push(move)
         states = step(states, jnp.asarray(actions))
     return np.stack(observations), np.stack(masks), expected, fens
+
+
+@pytest.fixture(scope="session")
+def python_chess_positions_from_fen(chess_game, python_chess_positions):
+    """The same positions built by ``ChessGame.from_fen`` from python-chess's FENs (observation, mask)."""
+    _, _, _, fens = python_chess_positions
+    states = [chess_game.from_fen(fen) for fen in fens]
+    return np.stack([state.observation for state in states]), np.stack([state.legal_action_mask for state in states])
 
 
 @pytest.fixture(scope="session")

@@ -56,7 +56,8 @@ def test_build_graphs_shapes_and_offsets(network_inputs):
         assert np.array_equal(np.asarray(graphs.receivers) // num_nodes, graph_of_sender)
 
 
-def test_legal_edges_match_python_chess(python_chess_positions):
+def test_legal_edges_match_python_chess(python_chess_positions, python_chess_positions_from_fen):
+    """Positions reached by pgx stepping and the same positions read from FEN: legal edges = python-chess moves."""
     observations, masks, expected, fens = python_chess_positions
     assert len(expected) >= 300
     # the seeds and the move choice must really exercise the special moves
@@ -68,11 +69,11 @@ def test_legal_edges_match_python_chess(python_chess_positions):
 
     # actions that are not edges are never legal
     graph = board_graph(8)
-    assert not masks[:, graph.action_edge < 0].any()
-    graphs = build_graphs(jnp.asarray(observations), jnp.asarray(masks))
-    got = graph_legal_moves_uci(graphs)
-    mismatches = [(fen, sorted(set(a) ^ set(b))) for fen, a, b in zip(fens, got, expected) if a != b]
-    assert not mismatches, f"{len(mismatches)} positions differ, e.g. {mismatches[:3]}"
+    for observations, masks in (python_chess_positions[:2], python_chess_positions_from_fen):
+        assert not masks[:, graph.action_edge < 0].any()
+        got = graph_legal_moves_uci(build_graphs(jnp.asarray(observations), jnp.asarray(masks)))
+        mismatches = [(fen, sorted(set(a) ^ set(b))) for fen, a, b in zip(fens, got, expected) if a != b]
+        assert not mismatches, f"{len(mismatches)} positions differ, e.g. {mismatches[:3]}"
 
 
 def test_legal_edges_match_pgx_gardner(gardner_game, gardner_history):
