@@ -1,0 +1,137 @@
+"""The search doorway: mctx policies, the SearchRules extension point, and search on real positions."""
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+
+from zerolab import search as search_lib
+from zerolab.games import make_game
+from zerolab.networks import AlphaZeroResNet, init_variables
+
+
+@pytest.fixture(scope="module")
+def gardner():
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    return game, network, variables
+
+
+def policies_with_and_without_rules(game, network, config, rules):
+    recurrent_fn = search_lib.make_recurrent_fn(game, network)
+
+    @jax.jit
+    def both(variables, key, states):
+        logits, value = search_lib.evaluate(network, variables, states)
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+        invalid = ~states.legal_action_mask
+        plain = search_lib.policy(config, variables, key, root, recurrent_fn, invalid, rules=None)
+        through_rules = search_lib.policy(config, variables, key, root, recurrent_fn, invalid, rules=rules)
+        return plain, through_rules
+
+    return both
+
+
+def random_positions(game, count, plies, seed):
+    keys = jax.random.split(jax.random.key(seed), count)
+    states = jax.vmap(game.init)(keys)
+    step = jax.jit(jax.vmap(game.step))
+    rng = np.random.default_rng(seed)
+    for _ in range(plies):
+        legal = np.asarray(states.legal_action_mask)
+        actions = [rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal]
+        states = step(states, jnp.asarray(actions, jnp.int32))
+    return states
+
+
+@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
+def test_standard_rules_reproduce_mctx_exactly(gardner, kind):
+    game, network, variables = gardner
+    config = search_lib.SearchConfig(kind=kind, num_simulations=24, max_num_considered_actions=8)
+    states = random_positions(game, count=6, plies=5, seed=3)
+    both = policies_with_and_without_rules(game, network, config, search_lib.STANDARD_RULES)
+    plain, through_rules = both(variables, jax.random.key(7), states)
+    np.testing.assert_array_equal(plain.action, through_rules.action)
+    np.testing.assert_array_equal(plain.search_tree.children_visits, through_rules.search_tree.children_visits)
+    np.testing.assert_array_equal(plain.search_tree.node_values, through_rules.search_tree.node_values)
+    np.testing.assert_array_equal(plain.action_weights, through_rules.action_weights)
+
+
+def test_per_node_state_is_updated_after_every_simulation(gardner):
+    """A rule that counts, per node, the simulations that passed through it ends equal to mctx's node visits."""
+    game, network, variables = gardner
+
+    def init_node_state(tree):
+        return jnp.zeros_like(tree.node_visits).at[:, mctx.Tree.ROOT_INDEX].set(1)
+
+    def count_path(tree, parent_index, action, leaf_index):
+        def one_tree(counts, parents, leaf):
+            def climb(carry):
+                counts, node = carry
+                return counts.at[node].add(1), parents[node]
+
+            counts, _ = jax.lax.while_loop(lambda carry: carry[1] != mctx.Tree.NO_PARENT, climb, (counts, leaf))
+            return counts
+
+        return jax.vmap(one_tree)(tree.extra_data.node_state, tree.parents, leaf_index)
+
+    rules = search_lib.SearchRules(init_node_state=init_node_state, update_node_state=count_path)
+    config = search_lib.SearchConfig(kind="gumbel", num_simulations=16, max_num_considered_actions=8)
+    both = policies_with_and_without_rules(game, network, config, rules)
+    plain, counted = both(variables, jax.random.key(1), random_positions(game, 4, 3, seed=5))
+    np.testing.assert_array_equal(counted.search_tree.extra_data.node_state, plain.search_tree.node_visits)
+    np.testing.assert_array_equal(plain.action, counted.action)  # state alone does not change the search
+
+
+def test_backup_rule_changes_the_search(gardner):
+    """A backup that never propagates values leaves every node at its network value: the extension point is live."""
+    game, network, variables = gardner
+
+    def visits_only_backup(tree, leaf_index):
+        def climb(carry):
+            tree, node = carry
+            parent, action = tree.parents[node], tree.action_from_parent[node]
+            tree = tree.replace(node_visits=tree.node_visits.at[parent].add(1),
+                                children_visits=tree.children_visits.at[parent, action].add(1))
+            return tree, parent
+
+        tree, _ = jax.lax.while_loop(lambda carry: carry[1] != mctx.Tree.ROOT_INDEX, climb, (tree, leaf_index))
+        return tree
+
+    config = search_lib.SearchConfig(kind="muzero", num_simulations=16)
+    both = policies_with_and_without_rules(game, network, config, search_lib.SearchRules(backup_fn=visits_only_backup))
+    plain, custom = both(variables, jax.random.key(2), random_positions(game, 4, 3, seed=6))
+    np.testing.assert_array_equal(custom.search_tree.node_values, custom.search_tree.raw_values)
+    assert not np.array_equal(plain.search_tree.node_values, custom.search_tree.node_values)
+    np.testing.assert_array_equal(custom.search_tree.node_visits[:, 0], plain.search_tree.node_visits[:, 0])
+
+
+@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
+def test_search_gives_legal_policy_and_gumbel_finds_mate_in_one(gardner, kind):
+    """Gumbel MuZero finds the mate.  mctx's PUCT completes unvisited children with the minimum Q, so with an
+    untrained network it may keep to the first move it tried: for MuZero only the policy's legality is checked."""
+    game, network, variables = gardner
+    mate_in_one = game.from_fen("k4/5/1K3/5/4R w - - 0 1")  # Re5 is the only mate
+    states = jax.tree.map(lambda x: jnp.stack([x, x]), mate_in_one)
+    # Without root noise: Dirichlet noise may put nearly all prior mass on one move, by design.
+    config = search_lib.SearchConfig(kind=kind, num_simulations=64, max_num_considered_actions=16, dirichlet_fraction=0.0)
+    run = jax.jit(lambda v, k, s: search_lib.run_search(config, game, network, v, k, s))
+    output = run(variables, jax.random.key(0), states)
+    if kind == "gumbel":
+        assert [game.action_to_uci(int(a), mate_in_one) for a in output.action] == ["e1e5", "e1e5"]
+    assert np.asarray(states.legal_action_mask)[np.arange(2), np.asarray(output.action)].all()
+    policy = np.asarray(output.policy_target)
+    legal = np.asarray(states.legal_action_mask)
+    np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-5)
+    assert policy[~legal].max() < 1e-6
+    if kind == "gumbel":
+        np.testing.assert_array_equal(policy.argmax(-1), np.asarray(output.action))  # the target favours the mate
+
+
+def test_search_config_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="unknown search keys.*num_sims"):
+        search_lib.SearchConfig.from_config({"num_sims": 3})
+    with pytest.raises(ValueError, match="kind"):
+        search_lib.SearchConfig(kind="alphabeta")
