@@ -1,0 +1,110 @@
+"""Self-play frames, value targets and the frame window."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from zerolab.devices import make_mesh, replicate
+from zerolab.games import make_game
+from zerolab.networks import AlphaZeroResNet, init_variables
+from zerolab.replay import FrameWindow, frames_to_arrays, update_window
+from zerolab.search import SearchConfig
+from zerolab.selfplay import Frames, SelfPlayConfig, make_selfplay_fn, summarize, value_targets
+
+
+def test_value_targets_follow_the_final_outcome_from_each_movers_view():
+    # One lane: plies 0-2 form a game won by the player who moved at ply 2; ply 3 starts a game that never ends.
+    reward = jnp.array([[0.0], [0.0], [1.0], [0.0]])
+    game_over = jnp.array([[False], [False], [True], [False]])
+    value, known = value_targets(reward, game_over)
+    np.testing.assert_array_equal(value[:, 0], [1.0, -1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(known[:, 0], [True, True, True, False])
+    # A draw, then a loss for the mover at ply 3 (reward −1 from its view).
+    reward = jnp.array([[0.0], [0.0], [0.0], [-1.0]])
+    game_over = jnp.array([[False], [True], [False], [True]])
+    value, known = value_targets(reward, game_over)
+    np.testing.assert_array_equal(value[:, 0], [0.0, 0.0, 1.0, -1.0])
+    assert bool(known.all())
+
+
+@pytest.fixture(scope="module")
+def selfplay_batch():
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    mesh = make_mesh()
+    config = SelfPlayConfig(num_games=4, plies_per_iteration=12, max_game_plies=5, temperature_plies=2)
+    selfplay = make_selfplay_fn(game, network, SearchConfig(num_simulations=8, max_num_considered_actions=4),
+                                config, mesh)
+    frames, records = selfplay(replicate(variables, mesh), jax.random.key(1))
+    return game, config, jax.device_get(frames), jax.device_get(records)
+
+
+def test_selfplay_frames_are_consistent(selfplay_batch):
+    game, config, frames, records = selfplay_batch
+    assert frames.observation.shape == (12, 4, 5, 5, 115)
+    assert frames.policy_target.shape == (12, 4, game.num_actions)
+    np.testing.assert_allclose(frames.policy_target.sum(-1), 1.0, rtol=1e-5)
+    assert frames.policy_target[~frames.legal_action_mask].max() < 1e-6
+    # Games are capped at 5 plies, so every lane ends games at plies 5 and 10 (or earlier by checkmate).
+    over = records.game_over
+    assert over.sum(0).min() >= 2
+    assert (records.game_length[over] <= config.max_game_plies).all()
+    assert set(np.unique(frames.value_target[frames.value_mask])) <= {-1.0, 0.0, 1.0}
+    # Frames after a lane's last finished game have no known outcome.
+    for lane in range(4):
+        last_end = np.flatnonzero(over[:, lane]).max()
+        assert frames.value_mask[: last_end + 1, lane].all()
+        assert not frames.value_mask[last_end + 1:, lane].any()
+    # After each game end the next frame is a fresh start position.
+    start = np.asarray(jax.vmap(game.init)(jax.random.split(jax.random.key(0), 1)).observation[0])
+    for ply, lane in zip(*np.nonzero(over[:-1])):
+        np.testing.assert_array_equal(frames.observation[ply + 1, lane], start)
+
+
+def test_selfplay_statistics(selfplay_batch):
+    _, _, _, records = selfplay_batch
+    stats = summarize(records)
+    assert stats["games_finished"] == int(records.game_over.sum())
+    assert stats["first_player_wins"] + stats["draws"] + stats["first_player_losses"] == stats["games_finished"]
+    assert 1 <= stats["mean_game_length"] <= 5
+    assert 0 < stats["distinct_position_fraction"] <= 1
+
+
+def make_frames(count: int, offset: int) -> Frames:
+    values = np.arange(offset, offset + count, dtype=np.float32)
+    return Frames(
+        observation=np.repeat(values[:, None, None, None], 2, axis=1),
+        legal_action_mask=np.ones((count, 3), bool),
+        policy_target=np.full((count, 3), 1 / 3, np.float32),
+        value_target=values,
+        value_mask=np.ones(count, bool),
+    )
+
+
+def test_frame_window_keeps_new_frames_and_samples_old_ones():
+    rng = np.random.default_rng(0)
+    window = update_window(FrameWindow.empty(), make_frames(6, 0), window_size=10, rng=rng)
+    assert len(window) == 6
+    window = update_window(window, make_frames(6, 100), window_size=10, rng=rng)
+    values = window.arrays["value_target"]
+    assert len(window) == 10
+    assert set(range(100, 106)) <= set(values.tolist())  # every new frame is kept
+    assert len(set(values.tolist()) & set(range(6))) == 4  # 4 distinct old frames sampled
+    assert window.arrays["observation"].dtype == np.float16
+    np.testing.assert_array_equal(window.arrays["observation"][:, 0, 0, 0], values)  # fields stay aligned
+
+
+def test_frame_window_fifo_keeps_the_most_recent():
+    rng = np.random.default_rng(0)
+    window = update_window(FrameWindow.empty(), make_frames(6, 0), 8, rng, mode="fifo")
+    window = update_window(window, make_frames(4, 100), 8, rng, mode="fifo")
+    assert window.arrays["value_target"].tolist() == [2, 3, 4, 5, 100, 101, 102, 103]
+    with pytest.raises(ValueError, match="replay mode"):
+        update_window(window, make_frames(1, 0), 8, rng, mode="lifo")
+
+
+def test_frames_flatten_to_storage_dtypes():
+    arrays = frames_to_arrays(make_frames(5, 0))
+    assert arrays["policy_target"].dtype == np.float16 and arrays["legal_action_mask"].dtype == np.bool_
