@@ -133,7 +133,9 @@ class AttentionPooling(nn.Module):
         scores = nn.Dense(1, use_bias=False, name="attention")(graphs.nodes)[:, 0]
         weights = jraph.segment_softmax(scores, graph_index, num_segments=num_graphs, indices_are_sorted=True)
         values = nn.Dense(self.features, name="value")(graphs.nodes)
-        return jraph.segment_sum(weights[:, None] * values, graph_index, num_segments=num_graphs, indices_are_sorted=True)
+        return jraph.segment_sum(
+            weights[:, None] * values, graph_index, num_segments=num_graphs, indices_are_sorted=True
+        )
 
 
 __all__ = ["GATEAU", "ResGATEAU", "AttentionPooling", "node_graph_index"]

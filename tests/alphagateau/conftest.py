@@ -54,6 +54,7 @@ SEED_FENS = (
     chess.STARTING_FEN,
     "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9",
     "rnbqkbnr/pppp1ppp/8/8/3Pp3/8/PPP1PPPP/RNBQKBNR b KQkq d3 0 2",
+    "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
     "r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R w KQkq - 0 1",
 )
 GAMES_PER_SEED = 6

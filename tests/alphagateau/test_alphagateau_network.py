@@ -98,7 +98,8 @@ def forward(tiny_network):
 
 
 def test_factory_reads_the_model_config(gardner_game):
-    network = make_alphagateau(ml_collections.ConfigDict({"name": "x", "embedding_size": 16, "num_blocks": 3}), gardner_game)
+    config = ml_collections.ConfigDict({"name": "x", "embedding_size": 16, "num_blocks": 3})
+    network = make_alphagateau(config, gardner_game)
     assert (network.embedding_size, network.num_blocks) == (16, 3)
     network = make_alphagateau(ml_collections.ConfigDict({"name": "x"}), gardner_game)
     assert (network.embedding_size, network.num_blocks) == (128, 5)
