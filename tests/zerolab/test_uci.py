@@ -1,0 +1,356 @@
+"""Tests of zerolab.uci: the UCI server in-process (through queues) and as a subprocess driven by python-chess."""
+
+import pathlib
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+import chess
+import chess.engine
+import pytest
+
+from zerolab import uci
+from zerolab.uci import MoveChoice, SearchBudget, UCIOption, UCIServer
+
+REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
+UCI_COMMAND = [sys.executable, "-m", "zerolab.uci"]
+
+
+class QueueInput:
+    """A text stream whose lines come from a queue; None ends the input."""
+
+    def __init__(self):
+        self.lines = queue.Queue()
+
+    def readline(self):
+        line = self.lines.get()
+        return "" if line is None else line + "\n"
+
+
+class QueueOutput:
+    """A text stream that puts every written line on a queue."""
+
+    def __init__(self):
+        self.lines = queue.Queue()
+        self._partial = ""
+
+    def write(self, text):
+        self._partial += text
+        *complete, self._partial = self._partial.split("\n")
+        for line in complete:
+            self.lines.put(line)
+
+    def flush(self):
+        pass
+
+
+class Harness:
+    """Runs a server in a thread; ``send`` commands, ``read_until`` a line starting with a prefix."""
+
+    def __init__(self, server):
+        self.server, self.input, self.output = server, QueueInput(), QueueOutput()
+        self.thread = threading.Thread(target=server.run, args=(self.input, self.output), daemon=True)
+        self.thread.start()
+
+    def send(self, *lines):
+        for line in lines:
+            self.input.lines.put(line)
+
+    def read_until(self, prefix, timeout=5.0):
+        lines, deadline = [], time.monotonic() + timeout
+        while True:
+            try:
+                line = self.output.lines.get(timeout=max(deadline - time.monotonic(), 0.001))
+            except queue.Empty:
+                raise AssertionError(f"no line starting with {prefix!r} within {timeout} s; got {lines}") from None
+            lines.append(line)
+            if line.startswith(prefix):
+                return lines
+
+    def pending(self):
+        lines = []
+        while not self.output.lines.empty():
+            lines.append(self.output.lines.get())
+        return lines
+
+    def quit(self):
+        self.send("quit")
+        self.thread.join(5)
+        assert not self.thread.is_alive()
+
+
+class Recorder:
+    """A choose_move callback that records what it was given and answers with ``answer(board)``."""
+
+    def __init__(self, answer=None):
+        self.calls = []
+        self.answer = answer or (lambda board: sorted(m.uci() for m in board.legal_moves)[-1])
+
+    def __call__(self, board, budget):
+        self.calls.append((board.copy(), budget))
+        return self.answer(board)
+
+
+def errors(lines):
+    return [line for line in lines if line.startswith("info string error:")]
+
+
+@pytest.fixture
+def harness():
+    started = []
+
+    def start(choose_move=None, **kwargs):
+        server = UCIServer("tester", "zerolab", choose_move or Recorder(), **kwargs)
+        started.append(Harness(server))
+        return started[-1]
+
+    yield start
+    for running in started:
+        if running.thread.is_alive():
+            running.quit()
+
+
+# --- pure pieces ----------------------------------------------------------------------------------------------------
+
+
+def test_time_rule():
+    assert uci.time_for_move(60.0) == pytest.approx(60 / 30 - 0.05)
+    assert uci.time_for_move(60.0, increment=1.0) == pytest.approx(2 + 0.75 - 0.05)
+    assert uci.time_for_move(10.0, moves_to_go=5, move_overhead=0.0) == pytest.approx(2.0)
+    assert uci.time_for_move(0.2, moves_to_go=1) == pytest.approx(0.2 - 0.05 - 0.05)  # capped below the clock
+    assert uci.time_for_move(0.01) == uci.MINIMUM_MOVE_TIME
+
+
+def test_plan_budget_uses_the_movers_clock():
+    fields, problems = uci.parse_go("wtime 60000 btime 30000 winc 1000 binc 0".split())
+    assert problems == []
+    assert uci.plan_budget(fields, chess.WHITE).time_budget == pytest.approx(2.7)
+    assert uci.plan_budget(fields, chess.BLACK).time_budget == pytest.approx(0.95)
+    assert uci.plan_budget({"move_time": 0.5}, chess.WHITE).time_budget == pytest.approx(0.45)
+    nodes_only = uci.plan_budget({"nodes": 100}, chess.WHITE)
+    assert nodes_only.time_budget is None and nodes_only.nodes == 100
+    assert uci.plan_budget({}, chess.WHITE, default_move_time=0.3).time_budget == 0.3
+    infinite = uci.plan_budget({"infinite": True, "nodes": 5}, chess.WHITE, default_move_time=0.3)
+    assert infinite.infinite and infinite.time_budget == 0.3
+
+
+def test_parse_go_reports_and_skips_malformed_parameters():
+    fields, problems = uci.parse_go("nodes abc depth 3 searchmoves e2e4 d2d4 movetime -5 bogus wtime".split())
+    assert fields == {"depth": 3, "search_moves": ("e2e4", "d2d4")}
+    assert len(problems) == 4 and "nodes expects an integer, got 'abc'" in problems[0]
+
+
+def test_parse_position_checks_fen_and_moves():
+    board = uci.parse_position("startpos moves e2e4 e7e5 g1f3".split())
+    assert board.fen() == "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
+    assert len(board.move_stack) == 3
+    with pytest.raises(ValueError, match=r"move 2 \('e2e4'\)"):
+        uci.parse_position("startpos moves e2e4 e2e4".split())
+    with pytest.raises(ValueError, match="invalid FEN.*no white king"):
+        uci.parse_position("fen 8/8/8/8/8/8/8/k7 w - - 0 1".split())
+    with pytest.raises(ValueError, match="'startpos' or 'fen'"):
+        uci.parse_position(["middlegame"])
+
+
+def test_option_declarations_and_parsing():
+    spin = UCIOption("Simulations", "spin", 128, 1, 4096)
+    assert spin.declaration() == "option name Simulations type spin default 128 min 1 max 4096"
+    assert spin.parse("64") == 64
+    with pytest.raises(ValueError, match="from 1 to 4096, got 0"):
+        spin.parse("0")
+    check = UCIOption("Use Book", "check", False)
+    assert check.declaration() == "option name Use Book type check default false" and check.parse("TRUE") is True
+    combo = UCIOption("Style", "combo", "solid", choices=("solid", "wild"))
+    assert combo.declaration().endswith("default solid var solid var wild") and combo.parse("Wild") == "wild"
+    assert UCIOption("Weights", "string").declaration() == "option name Weights type string default <empty>"
+    with pytest.raises(ValueError, match="minimum <= maximum"):
+        UCIOption("Bad", "spin", 1, 5, 2)
+
+
+# --- the server in-process ------------------------------------------------------------------------------------------
+
+
+def test_handshake_lists_options(harness):
+    changes = []
+    options = [
+        UCIOption("Simulations", "spin", 128, 1, 4096, on_change=changes.append),
+        UCIOption("Clear Tree", "button", on_change=changes.append),
+    ]
+    running = harness(options=options)
+    running.send("uci")
+    lines = running.read_until("uciok")
+    assert lines[:2] == ["id name tester", "id author zerolab"]
+    assert "option name Simulations type spin default 128 min 1 max 4096" in lines
+    assert "option name Move Overhead type spin default 50 min 0 max 5000" in lines
+    running.send("setoption name simulations value 256", "setoption name Clear Tree", "isready")
+    assert running.read_until("readyok") == ["readyok"]
+    assert changes == [256, None] and running.server.option_values["Simulations"] == 256
+
+
+def test_go_returns_a_legal_move_for_the_given_position(harness):
+    recorder = Recorder(lambda board: MoveChoice("g8f6", score_centipawns=-20, nodes=50, depth=2,
+                                                 principal_variation=("g8f6", "b1c3", "zz")))
+    running = harness(recorder)
+    running.send("position startpos moves e2e4 e7e5 g1f3", "go nodes 50")
+    lines = running.read_until("bestmove")
+    assert lines[-1] == "bestmove g8f6"
+    assert lines[0].startswith("info depth 2 score cp -20 nodes 50 nps ") and lines[0].endswith("pv g8f6 b1c3")
+    board, budget = recorder.calls[0]
+    assert [m.uci() for m in board.move_stack] == ["e2e4", "e7e5", "g1f3"] and budget.nodes == 50
+    last_legal = Recorder()  # plays the last legal move in UCI order
+    running = harness(last_legal)
+    running.send("position fen 8/8/8/8/8/5k2/8/6K1 w - - 0 1 moves g1h1", "go movetime 100")
+    assert running.read_until("bestmove") == ["bestmove f3g4"]
+    assert last_legal.calls[0][0].turn == chess.BLACK
+    assert last_legal.calls[0][1].time_budget == pytest.approx(0.05)
+
+
+def test_bad_commands_get_info_strings_and_the_server_keeps_answering(harness):
+    recorder = Recorder()
+    running = harness(recorder)
+    bad = [
+        "hello world",
+        "position startpos moves e2e4 e7e5 e1e3",
+        "position fen not a fen",
+        "position",
+        "setoption name Nonexistent value 3",
+        "setoption name Move Overhead value many",
+        "setoption name Move Overhead value 99999",
+        "setoption value 3",
+        "debug maybe",
+    ]
+    running.send("position startpos moves d2d4", *bad, "isready")
+    lines = running.read_until("readyok")
+    assert len(errors(lines)) == len(bad), lines
+    assert "keeping the previous position" in errors(lines)[1]
+    running.send("go nodes 1")
+    assert running.read_until("bestmove")[-1].startswith("bestmove ")
+    assert [m.uci() for m in recorder.calls[0][0].move_stack] == ["d2d4"]  # the last good position
+    running.send("go nodes zero", "isready")
+    lines = running.read_until("readyok")
+    lines += running.read_until("bestmove") if not any(l.startswith("bestmove") for l in lines) else []
+    assert errors(lines) and any(line.startswith("bestmove ") for line in lines)
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (lambda board: 1 / 0, "choose_move failed: ZeroDivisionError"),
+        (lambda board: "e2e5", "returned 'e2e5', not a legal move"),
+        (lambda board: "castle!", "not a legal move"),
+        (lambda board: None, "not a legal move"),
+    ],
+)
+def test_callback_failures_fall_back_to_the_first_legal_move(harness, answer, message):
+    running = harness(Recorder(answer))
+    running.send("position startpos", "go nodes 1")
+    lines = running.read_until("bestmove")
+    assert message in errors(lines)[0]
+    assert lines[-1] == "bestmove a2a3"
+
+
+def test_no_legal_move_answers_none(harness):
+    running = harness()
+    running.send("position fen 7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", "go depth 1")
+    assert running.read_until("bestmove") == ["bestmove (none)"]
+
+
+def test_go_infinite_holds_bestmove_until_stop_and_answers_isready(harness):
+    searching = threading.Event()
+
+    def slow_search(board, budget):
+        searching.set()
+        while not budget.stop_event.is_set():
+            time.sleep(0.01)
+        return "e2e4"
+
+    running = harness(slow_search)
+    running.send("position startpos", "go infinite")
+    assert searching.wait(5)
+    running.send("isready")
+    assert running.read_until("readyok") == ["readyok"]
+    time.sleep(0.2)
+    assert running.pending() == []
+    running.send("stop")
+    assert running.read_until("bestmove")[-1] == "bestmove e2e4"
+
+
+def test_infinite_search_finished_early_still_waits_for_stop(harness):
+    running = harness(Recorder(lambda board: "d2d4"))
+    running.send("go infinite")
+    time.sleep(0.2)
+    assert running.pending() == []
+    running.send("stop")
+    assert running.read_until("bestmove") == ["bestmove d2d4"]
+    recorded_budget = running.server.choose_move.calls[0][1]
+    assert recorded_budget.infinite and recorded_budget.time_budget == uci.DEFAULT_MOVE_TIME
+
+
+def test_go_during_a_search_ends_that_search_first(harness):
+    running = harness(Recorder(lambda board: "d2d4"))
+    running.send("go infinite", "go nodes 5")
+    lines = running.read_until("bestmove")
+    assert "search is running" in errors(lines)[0] and lines[-1] == "bestmove d2d4"
+    assert running.read_until("bestmove") == ["bestmove d2d4"]  # the second go's answer
+
+
+def test_back_to_back_searches_never_lose_a_bestmove(harness):
+    running = harness(Recorder())
+    for _ in range(200):  # the next go arrives as soon as the previous bestmove is read, as GUIs do
+        running.send("position startpos", "go nodes 1")
+        lines = running.read_until("bestmove", timeout=2)
+        assert errors(lines) == [] and lines[-1] == "bestmove h2h4"
+
+
+def test_quit_and_end_of_input_stop_the_server():
+    server = UCIServer("tester", "zerolab", Recorder())
+    for last in ("quit", None):
+        stream = QueueInput()
+        for line in ("isready", last):
+            stream.lines.put(line)
+        output = QueueOutput()
+        server.run(stream, output)
+        assert output.lines.get_nowait() == "readyok"
+
+
+def test_greedy_example_takes_the_queen():
+    board = chess.Board("4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1")
+    choice = uci.GreedyMaterialMover()(board, SearchBudget())
+    assert choice.uci == "d2d5"
+
+
+# --- as a subprocess, through python-chess --------------------------------------------------------------------------
+
+
+def test_subprocess_answers_malformed_commands_and_keeps_running():
+    commands = "uci\nflibbertigibbet\nposition fen 8/8 w\ngo nodes x\nisready\nquit\n"
+    finished = subprocess.run(
+        UCI_COMMAND + ["--example", "greedy"], input=commands, capture_output=True, text=True,
+        cwd=REPOSITORY_ROOT, timeout=30,
+    )
+    lines = finished.stdout.splitlines()
+    assert finished.returncode == 0, finished.stderr
+    assert "uciok" in lines and "readyok" in lines
+    assert len(errors(lines)) == 3 and any(line.startswith("bestmove ") for line in lines)
+
+
+@pytest.mark.engine
+def test_random_agent_plays_stockfish_through_python_chess(stockfish_path):
+    board = chess.Board()
+    with chess.engine.SimpleEngine.popen_uci(UCI_COMMAND + ["--example", "random", "--seed", "3"],
+                                             cwd=REPOSITORY_ROOT, timeout=20) as agent, \
+            chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
+        assert agent.id["name"] == "zerolab-random"
+        agent.configure({"Move Overhead": 10})
+        stockfish.configure({"Skill Level": 0})
+        clock = chess.engine.Limit(white_clock=30, black_clock=30, white_inc=0.1, black_inc=0.1)
+        while not board.is_game_over(claim_draw=True) and board.ply() < 60:
+            if board.turn == chess.WHITE:
+                result = agent.play(board, clock if board.ply() % 4 == 0 else chess.engine.Limit(nodes=10))
+            else:
+                result = stockfish.play(board, chess.engine.Limit(nodes=100))
+            assert result.move in board.legal_moves, (board.fen(), result.move)
+            board.push(result.move)
+        assert board.is_game_over(claim_draw=True) or board.ply() >= 60
