@@ -76,13 +76,15 @@ CHESS_GAMES = ("chess", "gardner_chess")
 def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
     """Factory for ``config.model.name = "alphagateau.network:make_alphagateau"``.
 
-    Reads ``embedding_size`` (default 128), ``num_blocks`` (5), ``negative_slope`` (0.2) and
-    ``batch_norm_momentum`` (0.9) from ``model_config``; ``game`` must be ``chess`` or ``gardner_chess``.
+    Reads ``embedding_size`` (default: ``channels`` if the config has it, so that a ResNet config switches with the
+    one override ``model.name=alphagateau.network:make_alphagateau``; else 128), ``num_blocks`` (5),
+    ``negative_slope`` (0.2) and ``batch_norm_momentum`` (0.9) from ``model_config``; ``game`` must be ``chess`` or
+    ``gardner_chess``.
     """
     if getattr(game, "name", None) not in CHESS_GAMES:
         raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
     return AlphaGateau(
-        embedding_size=int(model_config.get("embedding_size", 128)),
+        embedding_size=int(model_config.get("embedding_size", model_config.get("channels", 128))),
         num_blocks=int(model_config.get("num_blocks", 5)),
         negative_slope=float(model_config.get("negative_slope", 0.2)),
         batch_norm_momentum=float(model_config.get("batch_norm_momentum", 0.9)),

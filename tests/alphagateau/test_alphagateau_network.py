@@ -103,6 +103,8 @@ def test_factory_reads_the_model_config(gardner_game):
     assert (network.embedding_size, network.num_blocks) == (16, 3)
     network = make_alphagateau(ml_collections.ConfigDict({"name": "x"}), gardner_game)
     assert (network.embedding_size, network.num_blocks) == (128, 5)
+    network = make_alphagateau(ml_collections.ConfigDict({"name": "x", "channels": 32, "num_blocks": 2}), gardner_game)
+    assert (network.embedding_size, network.num_blocks) == (32, 2)  # a ResNet config switches with model.name only
     with pytest.raises(ValueError, match="AlphaGateau plays"):
         make_alphagateau(ml_collections.ConfigDict({}), types.SimpleNamespace(name="go"))
 
