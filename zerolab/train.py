@@ -212,6 +212,14 @@ class RunCheckpoints:
         self.replay.save(run.iteration, {"window": {"num_frames": np.asarray(len(run.window)), **run.window.arrays}}, {"iteration": run.iteration})
         self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
 
+    def discard_after(self, step: int) -> None:
+        """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
+        for checkpointer in (self.states, self.replay):
+            for stale in [s for s in checkpointer.steps() if s > step]:
+                logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
+                               checkpointer.directory / str(stale), step)
+                checkpointer.manager.delete(stale)
+
     def complete_steps(self) -> list[int]:
         return sorted(set(self.states.steps()) & set(self.replay.steps()))
 
@@ -301,6 +309,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         metrics_log.reconcile(0, None)
         logger.info("new run in %s: %d parameters", workdir, count_parameters(template.params))
     else:
+        checkpoints.discard_after(run_state.iteration)
         metrics_log.reconcile(run_state.iteration, run_state.last_record)
         logger.info("resuming %s at iteration %d", workdir, run_state.iteration)
     (workdir / "config.json").write_text(config_lib.to_json(config))
