@@ -24,7 +24,6 @@ import jax
 import numpy as np
 import pgx
 
-from zerolab import config as config_lib
 from zerolab.games import ChessGame, Game
 
 logger = logging.getLogger(__name__)
@@ -95,35 +94,14 @@ SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered
 
 def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None) -> SearchAgent:
     """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory."""
-    from zerolab.checkpoint import Checkpointer
-    from zerolab.search import SearchConfig
-    from zerolab.train import Components, init_train_state, make_optimizer
+    from zerolab.train import Components, load_trained_variables
 
     options = dict(options or {})
     unknown = set(options) - SEARCH_OPTION_KEYS
     if unknown:
         raise ValueError(f"unknown checkpoint agent options {sorted(unknown)}; valid: {sorted(SEARCH_OPTION_KEYS)}")
-    path = pathlib.Path(path)
-    step = int(options["step"]) if "step" in options else None
-    if path.name.isdigit() and path.parent.name == "checkpoints":
-        step, checkpoint_dir = int(path.name), path.parent
-    elif (path / "checkpoints").is_dir():
-        checkpoint_dir = path / "checkpoints"
-    else:
-        raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
-    checkpointer = Checkpointer(checkpoint_dir)
-    steps = checkpointer.steps()
-    if not steps:
-        raise FileNotFoundError(f"no checkpoint in {checkpoint_dir}")
-    if step is None:
-        step = steps[-1]
-    elif step not in steps:
-        raise FileNotFoundError(f"no checkpoint step {step} in {checkpoint_dir}; steps: {steps}")
-    run_config = config_lib.from_json(checkpointer.read_metadata(step)["config"])
-    components = Components.from_config(run_config)
-    template = init_train_state(components.network, components.game, make_optimizer(run_config.train), jax.random.key(0))
-    restored = checkpointer.restore(step, {"train_state": jax.device_get(template)})
-    train_state = restored.items["train_state"]
+    trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
+    components = Components.from_config(trained.config)
     search = dataclasses.replace(
         components.search,
         num_simulations=int(options.get("simulations", components.search.num_simulations)),
@@ -131,9 +109,8 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
         gumbel_scale=float(options.get("gumbel_scale", components.search.gumbel_scale)),
         max_num_considered_actions=int(options.get("considered", components.search.max_num_considered_actions)),
     )
-    name = options.get("name", f"{path.name}@{step}")
-    variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
-    return SearchAgent(name, components.game, components.network, variables, search)
+    name = options.get("name", f"{pathlib.Path(path).name}@{trained.step}")
+    return SearchAgent(name, components.game, components.network, trained.variables, search)
 
 
 class EngineAgent:
@@ -141,7 +118,7 @@ class EngineAgent:
 
     The engine sees each position as a FEN; pgx stays the referee.  When the engine's move is not legal under pgx's
     rules (Gardner rules differ in details between the two), a uniformly random legal move is played instead and
-    counted in ``fallback_moves``.
+    counted in ``fallback_moves``; so is a move lost to an engine crash or time-out (the engine is restarted).
     """
 
     def __init__(self, spec: str, game: ChessGame, seed: int = 0):
@@ -168,15 +145,18 @@ class EngineAgent:
         return actions
 
     def _choose(self, state: pgx.State) -> int:
+        from zerolab.engines import EngineError
+
         fen = self.game.to_fen(state)
-        uci = self.engine.choose_move(fen)
         try:
-            return self.game.uci_to_action(uci, state)
-        except ValueError as error:
-            self.fallback_moves += 1
-            legal = np.flatnonzero(np.asarray(state.legal_action_mask))
-            logger.warning("%s: %s; playing a random legal move instead", self.name, error)
-            return int(self.rng.choice(legal))
+            return self.game.uci_to_action(self.engine.choose_move(fen), state)
+        except EngineError as error:  # the engine died or timed out: restart it for the next move
+            logger.warning("%s failed on %s (%s); restarting it", self.name, fen, error)
+            self.engine.restart()
+        except ValueError as error:  # a move pgx's rules do not allow
+            logger.warning("%s: %s", self.name, error)
+        self.fallback_moves += 1
+        return int(self.rng.choice(np.flatnonzero(np.asarray(state.legal_action_mask))))
 
     def new_game(self) -> None:
         self.engine.new_game()

@@ -80,6 +80,7 @@ def default_config() -> ml_collections.ConfigDict:
             "replay": {"window_size": 100_000, "mode": "sample"},
             "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0},
             "checkpoint": {"keep": 3, "keep_period": 0},
+            "init_from": "",  # a run or checkpoint directory whose network variables start this run
             "progress": True,
         }
     )
@@ -254,6 +255,62 @@ class RunCheckpoints:
         return None
 
 
+@dataclasses.dataclass
+class TrainedVariables:
+    """Network variables read from a checkpoint, with the config of the run that wrote them."""
+
+    config: ml_collections.ConfigDict
+    variables: dict
+    step: int
+    path: pathlib.Path
+
+
+def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tuple[pathlib.Path, int | None]:
+    """``(checkpoints directory, step)`` for a run directory (``step`` or the newest) or a checkpoint step directory."""
+    path = pathlib.Path(path)
+    if path.name.isdigit() and path.parent.name == "checkpoints":
+        return path.parent, int(path.name)
+    if (path / "checkpoints").is_dir():
+        return path / "checkpoints", step
+    raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
+
+
+def load_trained_variables(path: str | pathlib.Path, step: int | None = None) -> TrainedVariables:
+    """The network variables of a run directory's newest (or ``step``) checkpoint, or of one checkpoint directory."""
+    directory, step = resolve_checkpoint(path, step)
+    checkpointer = Checkpointer(directory)
+    steps = checkpointer.steps()
+    if not steps:
+        raise FileNotFoundError(f"no checkpoint in {directory}")
+    if step is None:
+        step = steps[-1]
+    elif step not in steps:
+        raise FileNotFoundError(f"no checkpoint step {step} in {directory}; steps: {steps}")
+    run_config = config_lib.from_json(checkpointer.read_metadata(step)["config"])
+    components = Components.from_config(run_config)
+    template = init_train_state(components.network, components.game, make_optimizer(run_config.train), jax.random.key(0))
+    restored = checkpointer.restore(step, {"train_state": jax.device_get(template)})
+    state = restored.items["train_state"]
+    return TrainedVariables(run_config, {"params": state.params, "batch_stats": state.batch_stats}, step, restored.path)
+
+
+def initialise_from(template: TrainState, path: str, optimizer: optax.GradientTransformation) -> TrainState:
+    """``template`` with the network variables of checkpoint ``path`` and a fresh optimiser state.
+
+    The checkpoint may come from another game (AlphaGateau's parameters do not depend on the board size); its
+    parameter shapes must match the new network's.
+    """
+    trained = load_trained_variables(path)
+    expected = jax.tree.map(lambda x: x.shape, (template.params, template.batch_stats))
+    found = jax.tree.map(lambda x: x.shape, (trained.variables["params"], trained.variables["batch_stats"]))
+    if expected != found:
+        raise IncompatibleCheckpointError(f"init_from={path}: its network's parameter shapes differ from this config's")
+    logger.info("initialised from %s (step %d); optimiser state is new", trained.path, trained.step)
+    params = trained.variables["params"]
+    return TrainState(step=template.step, params=params, batch_stats=trained.variables["batch_stats"],
+                      opt_state=optimizer.init(params))
+
+
 def check_compatible(saved: ml_collections.ConfigDict, requested: ml_collections.ConfigDict, workdir: pathlib.Path) -> None:
     differing = config_lib.differing_keys(saved, requested, SHAPE_DEFINING_PREFIXES)
     if differing:
@@ -304,6 +361,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     template = init_train_state(components.network, components.game, optimizer, jax.random.fold_in(base_key, 0))
     run_state = checkpoints.restore(template)
     if run_state is None:
+        if config.get("init_from"):
+            template = initialise_from(template, config.init_from, optimizer)
         run_state = RunState(0, 0, template, FrameWindow.empty(), np.random.default_rng(int(config.seed)))
         checkpoints.save(run_state, config)
         metrics_log.reconcile(0, None)
