@@ -7,7 +7,8 @@
   ``fairy-stockfish:skill=-20``); writes PGN, the result and the Elo book ``DIR/elo.json``, which later matches
   extend.
 * ``legal-moves --game chess|gardner_chess --fens FILE`` — one line of sorted UCI legal moves per FEN line, computed
-  by pgx and the project's action map; an invalid FEN gets an error line naming its line number.
+  by pgx and the project's action map; an invalid FEN gets an error line naming its line number, the other lines
+  still print, and the exit status is 1.
 * ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop.
 """
 
@@ -99,7 +100,7 @@ def command_legal_moves(args: argparse.Namespace) -> int:
             print(" ".join(game.legal_moves_uci(state)))
     if failures:
         print(f"{failures} invalid FEN line(s) in {args.fens}", file=sys.stderr)
-    return 0
+    return 1 if failures else 0
 
 
 def command_bench(args: argparse.Namespace) -> int:

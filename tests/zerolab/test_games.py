@@ -149,7 +149,7 @@ def test_legal_moves_cli_reports_bad_lines_and_goes_on(tmp_path, capsys):
 
     fens = tmp_path / "fens.txt"
     fens.write_text("rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1\nrnbqk/ppppp w\n2k2/1P3/5/3p1/K4 w - - 0 1\n")
-    assert main(["legal-moves", "--game", "gardner_chess", "--fens", str(fens)]) == 0
+    assert main(["legal-moves", "--game", "gardner_chess", "--fens", str(fens)]) == 1  # one line was bad
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "a2a3 b1a3 b1c3 b2b3 c2c3 d2d3 e2e3"
     assert lines[1].startswith("error: line 2:")

@@ -1,0 +1,39 @@
+"""End-to-end smoke run of the project's main job, ``python -m experiments run quickstart``, at toy size."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+TOY = [
+    "iterations=2", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4",
+    "search.max_num_considered_actions=4", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
+    "train.batch_size=16", "checkpoint.keep_period=1", "evaluation.games=4", "evaluation.engine_games=2",
+    "evaluation.num_simulations=4", "evaluation.max_game_plies=30", "progress=False",
+]
+
+
+@pytest.mark.engine
+def test_quickstart_end_to_end(tmp_path, fairy_stockfish_path):
+    workdir = tmp_path / "quickstart"
+    completed = subprocess.run([sys.executable, "-m", "experiments", "run", "quickstart", "--workdir", str(workdir),
+                                *TOY], cwd=REPOSITORY, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    summary = json.loads((workdir / "summary.json").read_text())
+    for key in ("iterations", "frames", "score_vs_initial", "games_vs_initial", "score_vs_engine", "engine", "wall_s"):
+        assert key in summary, key
+    assert summary["iterations"] == 2 and summary["frames"] == 64
+    assert summary["games_vs_initial"] == 4 and summary["games_vs_engine"] == 2
+    assert 0.0 <= summary["score_vs_initial"] <= 1.0
+    assert summary["engine"] == "fairy-stockfish:skill=-20"
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [1, 2]
+    book = json.loads((workdir / "elo.json").read_text())
+    assert {"iteration-0", "iteration-1", "iteration-2", "fairy-stockfish:skill=-20"} <= set(book["ratings"])
+    assert (workdir / "figures" / "quickstart.png").stat().st_size > 10_000
+    pgns = sorted(p.name for p in (workdir / "games").glob("*.pgn"))
+    assert "iteration-2-vs-engine.pgn" in pgns and "iteration-2-vs-iteration-0.pgn" in pgns
+    assert (workdir / "games" / "iteration-2-vs-engine.pgn").read_text().count('[Variant "Gardner"]') == 2
