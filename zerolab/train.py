@@ -323,7 +323,7 @@ def check_compatible(saved: ml_collections.ConfigDict, requested: ml_collections
 
 def train_on_window(
     train_step: Callable, train_state: TrainState, window: FrameWindow, config: Any, mesh: Mesh,
-    rng: np.random.Generator, show_progress: bool,
+    rng: np.random.Generator,
 ) -> tuple[TrainState, dict, int]:
     """``epochs_per_iteration`` epochs of minibatches drawn without replacement from the window."""
     batch_size = int(config.train.batch_size)
@@ -331,15 +331,44 @@ def train_on_window(
     num_updates = max(1, math.ceil(config.train.epochs_per_iteration * len(window) / batch_size))
     order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * batch_size / len(window)) + 1)])
     totals: dict[str, float] = {}
-    with progress_bar("train", num_updates, unit="step", enabled=show_progress) as bar:
-        for update in range(num_updates):
-            indices = np.sort(order[update * batch_size:(update + 1) * batch_size])
-            batch = shard_host_batch(window.as_frames(indices), mesh)
-            train_state, metrics = train_step(train_state, batch)
-            for name, value in metrics.items():
-                totals[name] = totals.get(name, 0.0) + float(value)
-            bar.advance()
+    for update in range(num_updates):
+        indices = np.sort(order[update * batch_size:(update + 1) * batch_size])
+        batch = shard_host_batch(window.as_frames(indices), mesh)
+        train_state, metrics = train_step(train_state, batch)
+        for name, value in metrics.items():
+            totals[name] = totals.get(name, 0.0) + float(value)
     return train_state, {name: total / num_updates for name, total in totals.items()}, num_updates * batch_size
+
+
+def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, config: Any, mesh: Mesh,
+                  selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar) -> tuple[dict, RunState, TrainState]:
+    """Self-play, window update and training of one iteration; returns its metrics record and the new states."""
+    started = time.perf_counter()
+    variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
+    frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
+    frames, records = local_numpy((frames, records), axis=1)
+    selfplay_seconds = time.perf_counter() - started
+    num_frames = frames.value_target.size
+    window = update_window(run_state.window, frames, int(config.replay.window_size), run_state.numpy_rng,
+                           config.replay.mode)
+    bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
+    train_started = time.perf_counter()
+    train_state, train_metrics, samples = train_on_window(train_step, train_state, window, config, mesh,
+                                                          run_state.numpy_rng)
+    train_seconds = time.perf_counter() - train_started
+    record = {
+        "iteration": iteration,
+        "frames": run_state.frames_seen + num_frames,
+        **train_metrics,
+        **summarize(records),
+        "window_size": len(window),
+        "selfplay_moves_per_s": num_frames / selfplay_seconds,
+        "train_samples_per_s": samples / train_seconds,
+        "selfplay_s": selfplay_seconds,
+        "train_s": train_seconds,
+        "iteration_s": time.perf_counter() - started,
+    }
+    return record, RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng), train_state
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
@@ -378,43 +407,24 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     train_state = replicate(run_state.train_state, mesh)
 
     previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))
-    for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
-        started = time.perf_counter()
-        variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
-        with progress_bar(f"iteration {iteration}/{config.iterations} self-play", None, enabled=show_progress):
-            frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
-            frames, records = local_numpy((frames, records), axis=1)
-        selfplay_seconds = time.perf_counter() - started
-        num_frames = frames.value_target.size
-        window = update_window(run_state.window, frames, int(config.replay.window_size), run_state.numpy_rng,
-                               config.replay.mode)
-        train_started = time.perf_counter()
-        train_state, train_metrics, samples = train_on_window(
-            train_step, train_state, window, config, mesh, run_state.numpy_rng, show_progress
-        )
-        train_seconds = time.perf_counter() - train_started
-        record = {
-            "iteration": iteration,
-            "frames": run_state.frames_seen + num_frames,
-            **train_metrics,
-            **summarize(records),
-            "window_size": len(window),
-            "selfplay_moves_per_s": num_frames / selfplay_seconds,
-            "train_samples_per_s": samples / train_seconds,
-            "selfplay_s": selfplay_seconds,
-            "train_s": train_seconds,
-        }
-        run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng)
-        if after_iteration is not None:
-            after_iteration(run_state, record)
-        record["iteration_s"] = time.perf_counter() - started
-        record["wall_s"] = previous_wall_seconds + record["iteration_s"]
-        previous_wall_seconds = record["wall_s"]
-        run_state.last_record = record
-        checkpoints.save(run_state, config)
-        metrics_log.append(record)
-        logger.info("iteration %d: %s", iteration, json.dumps({k: round(v, 4) if isinstance(v, float) else v
-                                                              for k, v in record.items()}))
+    with progress_bar("training", int(config.iterations), unit="iteration", enabled=show_progress) as bar:
+        bar.advance(run_state.iteration)
+        for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
+            bar.set_rate(f"iteration {iteration}: self-play")
+            record, run_state, train_state = run_iteration(
+                iteration, run_state, train_state, config, mesh, selfplay_fn, train_step, base_key, bar
+            )
+            record["wall_s"] = previous_wall_seconds + record["iteration_s"]
+            previous_wall_seconds = record["wall_s"]
+            if after_iteration is not None:
+                after_iteration(run_state, record)
+            run_state.last_record = record
+            checkpoints.save(run_state, config)
+            metrics_log.append(record)
+            bar.advance()
+            bar.set_rate(f"loss {record['loss']:.3f} · {record['selfplay_moves_per_s']:.0f} moves/s")
+            logger.info("iteration %d: %s", iteration, json.dumps(
+                {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
     metrics_log.close()
     run_state.train_state = jax.device_get(train_state)
     return run_state
