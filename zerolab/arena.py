@@ -165,7 +165,22 @@ def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str
 
 
 def write_pgn(game: Game, match: Match, path: str | pathlib.Path, event: str = "zerolab match") -> pathlib.Path:
+    return write_games(game, match.games, path, event)
+
+
+def write_games(game: Game, records: list[GameRecord], path: str | pathlib.Path, event: str) -> pathlib.Path:
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(to_pgn(game, record, i + 1, event) for i, record in enumerate(match.games)))
+    path.write_text("".join(to_pgn(game, record, i + 1, event) for i, record in enumerate(records)))
     return path
+
+
+def replay_moves(game: Game, actions: np.ndarray, step=None) -> list[str]:
+    """Move names of a game given as pgx actions from the start position."""
+    step = step or jax.jit(game.step)
+    state = jax.device_get(jax.jit(game.init)(jax.random.key(0)))
+    names = []
+    for action in actions:
+        names.append(_move_name(game, int(action), state))
+        state = jax.device_get(step(state, jnp.int32(action)))
+    return names

@@ -72,6 +72,7 @@ class Frames:
 class PlyRecord:
     """What the scan keeps of each ply, before value targets are computed.  All [T, B]."""
 
+    action: jax.Array  # the move played
     reward: jax.Array  # from the view of the player who moved
     game_over: jax.Array  # the move ended the game (or hit max_game_plies)
     first_player_moved: jax.Array  # the mover was the game's first player (White in chess, Black in Go)
@@ -162,6 +163,7 @@ def play(
             value_mask=jnp.zeros(num_games, bool),
         )
         record = PlyRecord(
+            action=action,
             reward=reward,
             game_over=game_over,
             first_player_moved=carry.ply % 2 == 0,
@@ -221,3 +223,22 @@ def summarize(records: PlyRecord) -> dict[str, float]:
         "mean_game_length": float(np.asarray(records.game_length)[over].mean()) if games else float("nan"),
         "distinct_position_fraction": distinct / max(len(hashes), 1),
     }
+
+
+def finished_games(records: PlyRecord, max_games: int) -> list[tuple[int, np.ndarray, float]]:
+    """Up to ``max_games`` games that ended inside the scan and started at its first ply, as
+    ``(lane, actions, first_player_score)``; host (numpy) records.  Every lane starts from a fresh position."""
+    over = np.asarray(records.game_over)
+    games = []
+    for lane in range(over.shape[1]):
+        ends = np.flatnonzero(over[:, lane])
+        if len(ends) == 0:
+            continue
+        end = ends[0]
+        reward = float(np.asarray(records.reward)[end, lane])
+        mover_is_first = bool(np.asarray(records.first_player_moved)[end, lane])
+        score = (reward + 1) / 2 if mover_is_first else (1 - reward) / 2
+        games.append((lane, np.asarray(records.action)[: end + 1, lane], score))
+        if len(games) == max_games:
+            break
+    return games

@@ -33,13 +33,14 @@ from jax.sharding import Mesh
 from zerolab import config as config_lib
 from zerolab.checkpoint import Checkpointer
 from zerolab.devices import batch_sharded, check_divisible, local_numpy, make_mesh, replicate, replicated, shard_host_batch
-from zerolab.games import Game, make_game
+from zerolab.arena import GameRecord, replay_moves, write_games
+from zerolab.games import ChessGame, Game, make_game
 from zerolab.metrics import MetricsLog
 from zerolab.networks import NetworkInputs, apply_network, count_parameters, init_variables, make_network
 from zerolab.progress import progress_bar
 from zerolab.replay import FrameWindow, update_window
 from zerolab.search import SearchConfig, masked_logits
-from zerolab.selfplay import Frames, SelfPlayConfig, make_selfplay_fn, summarize
+from zerolab.selfplay import Frames, PlyRecord, SelfPlayConfig, finished_games, make_selfplay_fn, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -341,8 +342,9 @@ def train_on_window(
 
 
 def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, config: Any, mesh: Mesh,
-                  selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar) -> tuple[dict, RunState, TrainState]:
-    """Self-play, window update and training of one iteration; returns its metrics record and the new states."""
+                  selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar
+                  ) -> tuple[dict, RunState, TrainState, PlyRecord]:
+    """Self-play, window update and training of one iteration: its metrics record, the new states, the ply records."""
     started = time.perf_counter()
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
     frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
@@ -368,7 +370,18 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
         "train_s": train_seconds,
         "iteration_s": time.perf_counter() - started,
     }
-    return record, RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng), train_state
+    run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng)
+    return record, run_state, train_state, records
+
+
+def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
+    """A few self-play games of the iteration as PGN, for a person to look at."""
+    if max_games <= 0 or not isinstance(game, ChessGame):
+        return
+    games = [GameRecord("self-play", "self-play", replay_moves(game, actions), score, len(actions), False)
+             for _, actions, score in finished_games(records, max_games)]
+    if games:
+        write_games(game, games, path, event)
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
@@ -411,7 +424,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         bar.advance(run_state.iteration)
         for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
             bar.set_rate(f"iteration {iteration}: self-play")
-            record, run_state, train_state = run_iteration(
+            record, run_state, train_state, *last_records = run_iteration(
                 iteration, run_state, train_state, config, mesh, selfplay_fn, train_step, base_key, bar
             )
             record["wall_s"] = previous_wall_seconds + record["iteration_s"]
@@ -419,6 +432,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             if after_iteration is not None:
                 after_iteration(run_state, record)
             run_state.last_record = record
+            write_selfplay_games(components.game, last_records[0], workdir / "games" / f"selfplay-{iteration}.pgn",
+                                 int(config.get("selfplay_pgn_games", 2)), f"self-play iteration {iteration}")
             checkpoints.save(run_state, config)
             metrics_log.append(record)
             bar.advance()
