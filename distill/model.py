@@ -1,0 +1,164 @@
+"""The paper's decoder-only transformer in Flax: no causal mask, learned positions, SwiGLU, pre-LayerNorm.
+
+Tokens ``[B, T]`` are embedded and added to learned position embeddings; ``num_layers`` blocks each apply
+``x + attention(LayerNorm(x))`` and ``x + SwiGLU(LayerNorm(x))`` with every position attending to every other;
+a final LayerNorm and a linear head read the last position and give ``[B, output_size]`` logits.  Linear layers
+have no biases.  ``dtype='bfloat16'`` runs the matrix multiplications in bfloat16 while the parameters, the
+LayerNorms' statistics and the logits stay in float32.
+
+Sizes (``MODEL_SIZES``) follow the paper — ``9M``: 8 layers of width 256, ``136M``: 8 × 1024, ``270M``: 16 × 1024,
+all with 8 heads and an MLP 4 × wider — plus small ones for CPU runs and tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+MODEL_SIZES: dict[str, dict[str, int]] = {
+    "test": dict(num_layers=1, embedding_dim=32, num_heads=2),
+    "cpu-small": dict(num_layers=2, embedding_dim=64, num_heads=4),
+    "cpu-medium": dict(num_layers=4, embedding_dim=128, num_heads=4),
+    "9M": dict(num_layers=8, embedding_dim=256, num_heads=8),
+    "136M": dict(num_layers=8, embedding_dim=1024, num_heads=8),
+    "270M": dict(num_layers=16, embedding_dim=1024, num_heads=8),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """Everything that fixes the network's parameters and computation.
+
+    Attributes:
+      vocabulary_size: number of distinct input tokens.
+      sequence_length: T, the number of input tokens.
+      output_size: O, the number of logits read at the last position.
+      num_layers, embedding_dim, num_heads: depth, width and attention heads.
+      widening_factor: SwiGLU hidden width = ``widening_factor * embedding_dim``.
+      dtype: ``float32`` or ``bfloat16`` (the computation dtype of the matrix multiplications).
+    """
+
+    vocabulary_size: int
+    sequence_length: int
+    output_size: int
+    num_layers: int = 8
+    embedding_dim: int = 256
+    num_heads: int = 8
+    widening_factor: int = 4
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        if self.embedding_dim % self.num_heads:
+            raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+
+    @classmethod
+    def from_size(cls, size: str, **fields) -> TransformerConfig:
+        """The config of a named size (``MODEL_SIZES``) with the other fields given."""
+        if size not in MODEL_SIZES:
+            raise ValueError(f"unknown model size {size!r}; expected one of {', '.join(MODEL_SIZES)}")
+        return cls(**MODEL_SIZES[size], **fields)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class SwiGLU(nn.Module):
+    """``W_out (silu(W_gate x) * (W_up x))`` with hidden width ``hidden_dim``; [B, T, D] → [B, T, D]."""
+
+    hidden_dim: int
+    dtype: jnp.dtype
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        gate = nn.Dense(self.hidden_dim, use_bias=False, dtype=self.dtype, name="gate")(x)
+        up = nn.Dense(self.hidden_dim, use_bias=False, dtype=self.dtype, name="up")(x)
+        return nn.Dense(x.shape[-1], use_bias=False, dtype=self.dtype, name="down")(nn.silu(gate) * up)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with no mask (every position sees every other); [B, T, D] → [B, T, D].
+
+    Heads are folded into the batch before the two attention products ([B·H, T, T]): XLA on CPU ran this layout
+    three times faster than ``nn.MultiHeadDotProductAttention``'s four-dimensional einsums.
+    """
+
+    num_heads: int
+    dtype: jnp.dtype
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        batch, length, width = x.shape
+        head_dim = width // self.num_heads
+        query, key, value = jnp.split(nn.Dense(3 * width, use_bias=False, dtype=self.dtype, name="qkv")(x), 3, -1)
+
+        def heads(t: jax.Array) -> jax.Array:  # [B, T, D] -> [B*H, T, D/H]
+            t = t.reshape(batch, length, self.num_heads, head_dim).transpose(0, 2, 1, 3)
+            return t.reshape(batch * self.num_heads, length, head_dim)
+
+        scores = jnp.matmul(heads(query), heads(key).transpose(0, 2, 1)) / jnp.sqrt(head_dim).astype(self.dtype)
+        weights = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(self.dtype)
+        mixed = jnp.matmul(weights, heads(value)).reshape(batch, self.num_heads, length, head_dim)
+        mixed = mixed.transpose(0, 2, 1, 3).reshape(batch, length, width)
+        return nn.Dense(width, use_bias=False, dtype=self.dtype, name="output")(mixed)
+
+
+class TransformerBlock(nn.Module):
+    """Pre-LayerNorm block: bidirectional self-attention then SwiGLU, each with a residual; [B, T, D] → [B, T, D]."""
+
+    config: TransformerConfig
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        config = self.config
+        dtype = jnp.dtype(config.dtype)
+        attention = SelfAttention(config.num_heads, dtype=dtype, name="attention")
+        x = x + attention(nn.LayerNorm(name="attention_norm")(x)).astype(x.dtype)
+        mlp = SwiGLU(config.widening_factor * config.embedding_dim, dtype=dtype, name="mlp")
+        return x + mlp(nn.LayerNorm(name="mlp_norm")(x)).astype(x.dtype)
+
+
+class Transformer(nn.Module):
+    """Tokens [B, T] int → logits [B, O] float32 read at the last position."""
+
+    config: TransformerConfig
+
+    @nn.compact
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        config = self.config
+        if tokens.shape[-1] != config.sequence_length:
+            raise ValueError(f"expected tokens [B, {config.sequence_length}], got {tokens.shape}")
+        initializer = nn.initializers.truncated_normal(stddev=1.0)
+        embedded = nn.Embed(config.vocabulary_size, config.embedding_dim, embedding_init=initializer,
+                            name="token_embedding")(tokens)
+        positions = self.param("position_embedding", initializer, (config.sequence_length, config.embedding_dim))
+        x = embedded + positions[None]
+        for index in range(config.num_layers):
+            x = TransformerBlock(config, name=f"block_{index}")(x)
+        x = nn.LayerNorm(name="final_norm")(x[:, -1])
+        logits = nn.Dense(config.output_size, use_bias=False, dtype=jnp.dtype(config.dtype), name="head")(x)
+        return logits.astype(jnp.float32)
+
+
+def init_params(config: TransformerConfig, key: jax.Array) -> dict:
+    """Fresh parameters of :class:`Transformer` (float32)."""
+    tokens = jnp.zeros((1, config.sequence_length), dtype=jnp.int32)
+    return Transformer(config).init(key, tokens)["params"]
+
+
+def count_parameters(params) -> int:
+    return int(sum(np.prod(leaf.shape) for leaf in jax.tree_util.tree_leaves(params)))
+
+
+def parameter_count(config: TransformerConfig) -> int:
+    """Number of parameters of ``config`` without allocating them."""
+    shapes = jax.eval_shape(lambda key: init_params(config, key), jax.random.key(0))
+    return count_parameters(shapes)
+
+
+__all__ = ["MODEL_SIZES", "Transformer", "TransformerConfig", "count_parameters", "init_params", "parameter_count"]
