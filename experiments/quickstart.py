@@ -41,6 +41,8 @@ def run(config, workdir: pathlib.Path) -> dict:
     options = {"simulations": str(evaluation.num_simulations)}
     steps = Checkpointer(workdir / "checkpoints").steps()
     final_step = steps[-1]
+    period = int(config.checkpoint.keep_period) or final_step
+    steps = [step for step in steps if step % period == 0 or step == final_step]  # the rated checkpoints
     initial = load_search_agent(workdir, {**options, "step": "0", "name": checkpoint_name(0)})
     game = initial.game
     book = EloBook()
@@ -61,7 +63,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     if evaluation.engine and evaluation.engine_games:
         engine = EngineAgent(evaluation.engine, game)
         try:
-            engine_match = play_match(game, final, engine, evaluation.engine_games, jax.random.fold_in(key, -1),
+            engine_match = play_match(game, final, engine, evaluation.engine_games, jax.random.fold_in(key, 2**31 - 1),
                                       max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress))
         finally:
             engine.close()
