@@ -49,9 +49,11 @@ class Checkpointer:
     replay window, whose size changes).
     """
 
-    def __init__(self, directory: str | pathlib.Path, keep: int = 3):
+    def __init__(self, directory: str | pathlib.Path, keep: int = 3, keep_period: int | None = None):
+        """Keeps the newest ``keep`` steps and, with ``keep_period``, every step divisible by it."""
         self.directory = pathlib.Path(directory).absolute()
-        options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=False)
+        options = ocp.CheckpointManagerOptions(max_to_keep=keep, keep_period=keep_period or None, create=True,
+                                               enable_async_checkpointing=False)
         self.manager = ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:

@@ -80,7 +80,7 @@ def default_config() -> ml_collections.ConfigDict:
             },
             "replay": {"window_size": 100_000, "mode": "sample"},
             "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0},
-            "checkpoint": {"keep": 3, "keep_period": 0},
+            "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network
             "init_from": "",  # a run or checkpoint directory whose network variables start this run
             "progress": True,
         }
@@ -194,13 +194,7 @@ class RunCheckpoints:
     """
 
     def __init__(self, workdir: pathlib.Path, keep: int, keep_period: int):
-        self.states = Checkpointer(workdir / "checkpoints", keep=keep)
-        if keep_period:
-            import orbax.checkpoint as ocp
-
-            options = ocp.CheckpointManagerOptions(max_to_keep=keep, keep_period=keep_period, create=True,
-                                                   enable_async_checkpointing=False)
-            self.states.manager = ocp.CheckpointManager(self.states.directory, options=options)
+        self.states = Checkpointer(workdir / "checkpoints", keep=keep, keep_period=keep_period)
         self.replay = Checkpointer(workdir / "replay", keep=2)
 
     def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
