@@ -28,7 +28,7 @@ import chess.engine
 import jax
 import numpy as np
 
-from distill.model import Transformer, TransformerConfig, init_params
+from distill.model import TransformerConfig, init_params, jitted_apply
 from distill.predictors import Predictor
 
 DECISIVE_THRESHOLD = 0.99
@@ -38,8 +38,7 @@ SMALLEST_BUCKET = 64
 
 def make_logits_fn(model_config: TransformerConfig, max_batch: int = 1024) -> Callable[[Any, np.ndarray], np.ndarray]:
     """``(params, tokens [N, T]) -> logits [N, O]`` on the host, in jitted batches padded to powers of two."""
-    model = Transformer(model_config)
-    forward = jax.jit(lambda params, tokens: model.apply({"params": params}, tokens))
+    forward = jitted_apply(model_config)
 
     def logits(params: Any, tokens: np.ndarray) -> np.ndarray:
         outputs = []
@@ -117,46 +116,55 @@ class SearchlessEngine:
             results.append((board_moves, scores))
         return results
 
-    def choose_moves(self, boards: Sequence[chess.Board], rng: np.random.Generator | None = None) -> list[chess.Move]:
-        """One move per board (each board must have a legal move)."""
+    def decide(self, boards: Sequence[chess.Board],
+               rng: np.random.Generator | None = None) -> list[tuple[chess.Move, float]]:
+        """``(move, its score)`` for each board (each board must have a legal move)."""
         for board in boards:
             if not any(board.legal_moves):
                 raise ValueError(f"no legal move in {board.fen()}: the game is over")
-        return [self._pick(board, moves, scores, rng) for board, (moves, scores) in zip(boards, self.scores(boards))]
+        decisions = []
+        for board, (moves, scores) in zip(boards, self.scores(boards)):
+            index = self._pick(board, moves, scores, rng)
+            decisions.append((moves[index], float(scores[index])))
+        return decisions
+
+    def choose_moves(self, boards: Sequence[chess.Board], rng: np.random.Generator | None = None) -> list[chess.Move]:
+        """One move per board (each board must have a legal move)."""
+        return [move for move, _ in self.decide(boards, rng)]
 
     def choose_move(self, board: chess.Board, rng: np.random.Generator | None = None) -> chess.Move:
         return self.choose_moves([board], rng)[0]
 
     def _pick(self, board: chess.Board, moves: list[chess.Move], scores: np.ndarray,
-              rng: np.random.Generator | None) -> chess.Move:
+              rng: np.random.Generator | None) -> int:
         options = self.options
         if rng is not None and options.temperature > 0 and board.fullmove_number <= options.temperature_full_moves:
             logits = scores / options.temperature
             probabilities = np.exp(logits - logits.max())
-            return moves[int(rng.choice(len(moves), p=probabilities / probabilities.sum()))]
+            return int(rng.choice(len(moves), p=probabilities / probabilities.sum()))
         order = np.argsort(-scores, kind="stable")
         if (options.decisive_engine and self.scorer.predictor.scores_are_win_probabilities
                 and len(moves) >= DECISIVE_CANDIDATES and scores[order[DECISIVE_CANDIDATES - 1]] > DECISIVE_THRESHOLD):
-            return self._decide([moves[i] for i in order[:DECISIVE_CANDIDATES]], board)
-        return moves[int(order[0])]
+            return int(self._decide(order[:DECISIVE_CANDIDATES], moves, board))
+        return int(order[0])
 
-    def _decide(self, candidates: list[chess.Move], board: chess.Board) -> chess.Move:
+    def _decide(self, candidates: np.ndarray, moves: list[chess.Move], board: chess.Board) -> int:
         """Stockfish's pick among winning candidates: the one after which the opponent's score is lowest."""
-        for move in candidates:
-            board.push(move)
+        for index in candidates:
+            board.push(moves[index])
             mate = board.is_checkmate()
             board.pop()
             if mate:
-                return move
+                return index
         if self._decisive is None:
             from zerolab.engines import UCIEngine
 
             self._decisive = UCIEngine(self.options.decisive_engine).open()
         limit = chess.engine.Limit(nodes=self.options.decisive_limit_nodes)
         root, history = board.root().fen(), [move.uci() for move in board.move_stack]
-        opponent_scores = [self._decisive.analyse(root, limit, moves=history + [move.uci()])["score"].relative
-                           for move in candidates]
-        return candidates[min(range(len(candidates)), key=lambda i: opponent_scores[i])]
+        opponent_scores = {index: self._decisive.analyse(root, limit, moves=history + [moves[index].uci()])[
+            "score"].relative for index in candidates}
+        return min(candidates, key=lambda index: opponent_scores[index])
 
     def new_game(self) -> None:
         if self._decisive is not None:

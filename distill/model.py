@@ -13,6 +13,7 @@ all with 8 heads and an MLP 4 × wider — plus small ones for CPU runs and test
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import flax.linen as nn
 import jax
@@ -146,9 +147,21 @@ class Transformer(nn.Module):
 
 
 def init_params(config: TransformerConfig, key: jax.Array) -> dict:
-    """Fresh parameters of :class:`Transformer` (float32)."""
+    """Fresh parameters of :class:`Transformer` (float32), initialised in one jitted call."""
+    return _jitted_init(config)(key)
+
+
+@functools.lru_cache(maxsize=32)
+def _jitted_init(config: TransformerConfig):
     tokens = jnp.zeros((1, config.sequence_length), dtype=jnp.int32)
-    return Transformer(config).init(key, tokens)["params"]
+    return jax.jit(lambda key: Transformer(config).init(key, tokens)["params"])
+
+
+@functools.lru_cache(maxsize=32)
+def jitted_apply(config: TransformerConfig):
+    """``(params, tokens [B, T]) -> logits [B, O]``, jitted once per config (and per input shape)."""
+    model = Transformer(config)
+    return jax.jit(lambda params, tokens: model.apply({"params": params}, tokens))
 
 
 def count_parameters(params) -> int:
@@ -161,4 +174,5 @@ def parameter_count(config: TransformerConfig) -> int:
     return count_parameters(shapes)
 
 
-__all__ = ["MODEL_SIZES", "Transformer", "TransformerConfig", "count_parameters", "init_params", "parameter_count"]
+__all__ = ["MODEL_SIZES", "Transformer", "TransformerConfig", "count_parameters", "init_params", "jitted_apply",
+           "parameter_count"]

@@ -132,10 +132,25 @@ def train_step(state: TrainState, batch: dict[str, jax.Array], *, model: Transfo
     return TrainState(state.step + 1, params, ema_params, opt_state), metrics
 
 
-def make_train_step(model_config: TransformerConfig, optimizer: optax.GradientTransformation, ema_decay: float,
-                    mesh: Mesh) -> Callable[[TrainState, dict], tuple[TrainState, dict]]:
-    """:func:`train_step` jitted with the state replicated and the batch sharded over ``mesh``; donates the state."""
-    step = functools.partial(train_step, model=Transformer(model_config), optimizer=optimizer, ema_decay=ema_decay)
+@functools.lru_cache(maxsize=16)
+def make_train_step(settings: TrainingSettings, mesh: Mesh) -> Callable[[TrainState, dict], tuple[TrainState, dict]]:
+    """:func:`train_step` jitted with the state replicated and the batch sharded over ``mesh``; donates the state.
+
+    Cached per settings, so runs with the same model and optimiser (a resumed run, tests) compile once; fields that
+    do not enter the step (logging, checkpoints, seed) are normalised away from the cache key.
+    """
+    return _compile_train_step(_step_defining(settings), mesh)
+
+
+def _step_defining(settings: TrainingSettings) -> TrainingSettings:
+    return dataclasses.replace(settings, seed=0, log_every=1, checkpoint_every=1, keep_checkpoints=1, loader_workers=0,
+                               num_steps=settings.num_steps if settings.schedule == "cosine" else 1)
+
+
+@functools.lru_cache(maxsize=16)
+def _compile_train_step(settings: TrainingSettings, mesh: Mesh):
+    step = functools.partial(train_step, model=Transformer(settings.model_config()),
+                             optimizer=make_optimizer(settings), ema_decay=settings.ema_decay)
     return jax.jit(step, in_shardings=(replicated(mesh), batch_sharded(mesh)),
                    out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
 
@@ -174,7 +189,7 @@ def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, wor
         logger.info("resumed from %s (step %d)", restored.path, restored.step)
     else:
         metrics_log.reconcile(0, None)
-    step_fn = make_train_step(model_config, optimizer, settings.ema_decay, mesh)
+    step_fn = make_train_step(settings, mesh)
     step = int(state.step)
 
     def save():

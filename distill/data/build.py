@@ -63,7 +63,8 @@ def build(annotation_directory: str | pathlib.Path, dataset_directory: str | pat
             "positions": write_records(record_path(temporary, split, "positions"), by_split[split]),
             "action_values": write_records(record_path(temporary, split, "action_values"),
                                            _action_values(by_split[split])),
-            "games": len({game for record in by_split[split] for game in record["games"]}),
+            "games": len({game for record in by_split[split] for game in record["games"]
+                          if is_test_game(game, test_fraction, seed) == (split == "test")}),
         }
     description = {"settings": settings, "counts": counts, "skipped_positions": len(problems)}
     write_atomically(temporary / DATASET_FILE, json.dumps(description, indent=1))

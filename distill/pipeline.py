@@ -1,0 +1,152 @@
+"""The whole pipeline as resumable stages, shared by the ``distill*`` experiments.
+
+``prepare_data`` runs generate → annotate → build (or annotate → build on given PGN files) into a data directory;
+``train_predictor`` trains one predictor in a run directory; ``evaluate_run`` measures a trained predictor on the
+test split against the baselines (and puzzles); ``tournament`` plays the trained engines against each other in
+the ``zerolab`` arena and rates them with ``zerolab.elo``.  Each stage skips work a previous run finished, so an
+experiment rerun on the same directory resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import itertools
+import logging
+import pathlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ml_collections
+
+from distill.data.annotate import AnnotationSettings, annotate
+from distill.data.build import build
+from distill.data.generate import GenerationSettings, generate
+from distill.data.records import read_all, record_path
+from distill.engine import EngineOptions, NeuralScorer, SearchlessEngine
+from distill.evaluate import predictor_metrics
+from distill.train import TrainingSettings, load_trained_predictor, train
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class PreparedData:
+    """A built dataset and how it was made."""
+
+    dataset_directory: pathlib.Path
+    description: dict[str, Any]
+    pgn_files: list[pathlib.Path]
+    annotation_report: dict[str, Any]
+    seconds: dict[str, float]
+
+    @property
+    def positions(self) -> int:
+        counts = self.description["counts"]
+        return counts["train"]["positions"] + counts["test"]["positions"]
+
+
+def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathlib.Path,
+                 show_progress: bool = True) -> PreparedData:
+    """Generate (unless ``config.data.pgn_files`` names PGN files), annotate and build under ``data_directory``."""
+    data_directory = pathlib.Path(data_directory)
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    if config.data.pgn_files:
+        pgn_files = sorted(pathlib.Path(p) for p in glob.glob(config.data.pgn_files))
+        if not pgn_files:
+            raise FileNotFoundError(f"data.pgn_files={config.data.pgn_files!r} matches no file")
+    else:
+        generation = GenerationSettings(**config.generate.to_dict(), engine=config.engine, seed=config.seed)
+        pgn_files = generate(generation, data_directory / "games", num_workers=config.workers,
+                             show_progress=show_progress)
+    seconds["generate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    annotation = AnnotationSettings(**config.annotate.to_dict(), engine=config.engine)
+    report = annotate(pgn_files, data_directory / "annotations", annotation, num_workers=config.workers,
+                      show_progress=show_progress)
+    seconds["annotate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    description = build(data_directory / "annotations", data_directory / "dataset",
+                        test_fraction=config.data.test_fraction, seed=config.seed)
+    seconds["build"] = time.perf_counter() - start
+    return PreparedData(data_directory / "dataset", description, pgn_files, report, seconds)
+
+
+def training_settings(config: ml_collections.ConfigDict, **overrides: Any) -> TrainingSettings:
+    return TrainingSettings(**{**config.train.to_dict(), "seed": config.seed, **overrides})
+
+
+def train_predictor(settings: TrainingSettings, data: PreparedData, run_directory: str | pathlib.Path,
+                    show_progress: bool = True) -> dict[str, Any]:
+    start = time.perf_counter()
+    result = train(settings, data.dataset_directory, run_directory, show_progress=show_progress)
+    return {**result, "seconds": time.perf_counter() - start}
+
+
+def test_records(data: PreparedData, max_positions: int) -> list[dict[str, Any]]:
+    """The test split's position records (the first ``max_positions`` when positive)."""
+    records = read_all(record_path(data.dataset_directory, "test", "positions"))
+    return records[:max_positions] if max_positions > 0 else records
+
+
+def load_engine(run_directory: str | pathlib.Path, options: EngineOptions | None = None,
+                name: str | None = None) -> SearchlessEngine:
+    """The searchless engine of a run directory's newest checkpoint (EMA parameters)."""
+    trained = load_trained_predictor(run_directory)
+    scorer = NeuralScorer(trained.predictor, trained.model_config, trained.params)
+    return SearchlessEngine(scorer, options, name=name)
+
+
+def evaluate_run(run_directory: str | pathlib.Path, records: Sequence[dict[str, Any]],
+                 puzzles_path: str = "", options: EngineOptions | None = None) -> dict[str, Any]:
+    """Test-split metrics of a run's predictor, and its puzzle accuracy when ``puzzles_path`` is given."""
+    start = time.perf_counter()
+    engine = load_engine(run_directory, options)
+    metrics = predictor_metrics(engine.scorer, records)
+    if puzzles_path:
+        from distill.puzzles import puzzle_accuracy, read_puzzles
+
+        puzzles, problems = read_puzzles(puzzles_path)
+        with engine:
+            metrics.update(puzzle_accuracy(puzzles, engine.choose_move))
+        metrics["puzzles_skipped"] = len(problems)
+    metrics["seconds"] = time.perf_counter() - start
+    return metrics
+
+
+def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib.Path, games_per_pair: int,
+               seed: int, max_game_plies: int, show_progress: bool = True) -> dict[str, Any]:
+    """Round robin in the ``zerolab`` arena (pgx referee), rated by ``zerolab.elo``; resumes from the book.
+
+    Each pair plays ``games_per_pair`` games (half with each colour); a pair that already has as many games in the
+    Elo book (a rerun) is not played again.  Returns the ratings (rating, σ) and the results.
+    """
+    import jax
+
+    from distill.agent import SearchlessAgent
+    from zerolab.arena import play_match
+    from zerolab.elo import EloBook
+    from zerolab.games import ChessGame
+
+    game = ChessGame("chess")
+    book = EloBook.load_or_create(book_path)
+    agents = {name: SearchlessAgent(engine, game, name=name) for name, engine in engines.items()}
+    for name in agents:
+        book.add_player(name)
+    key = jax.random.key(seed)
+    for index, (name_a, name_b) in enumerate(itertools.combinations(sorted(agents), 2)):
+        if book.result_between(name_a, name_b).games >= games_per_pair:
+            continue
+        match = play_match(game, agents[name_a], agents[name_b], games_per_pair, jax.random.fold_in(key, index),
+                           max_game_plies=max_game_plies, show_progress=show_progress)
+        book.add_result(match.result)
+        book.save(book_path)
+    logger.info("tournament ratings:\n%s", book.format_table())
+    return {"ratings": {name: {"elo": rating, "sigma": sigma} for name, (rating, sigma) in book.ratings().items()},
+            "results": [result.to_dict() for result in book.results], "table": book.format_table()}
+
+
+__all__ = ["PreparedData", "evaluate_run", "load_engine", "prepare_data", "test_records",
+           "tournament", "train_predictor", "training_settings"]

@@ -1,0 +1,82 @@
+"""Config of ``python -m experiments run distill``: generate → annotate → build → train → evaluate.
+
+``tiny`` fits a 2-core CPU in under 20 minutes: a few thousand boards annotated by Stockfish at 100 nodes per
+legal move, and a small action-value transformer.  ``paper`` is the paper's recipe where it can be followed
+offline: the 9M model (``train.model_size='270M'`` for the largest), Adam 1e-4, gradient clipping 1, EMA 0.99,
+K = 128 bins and Stockfish at 50 ms per legal move; the paper's data were 10M Lichess games, so at that scale point
+``data.pgn_files`` at a Lichess dump instead of generating games.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+
+def base_config() -> ml_collections.ConfigDict:
+    """Every key of the distill experiments, with the tiny values."""
+    return ml_collections.ConfigDict({
+        "seed": 0,
+        "engine": "stockfish",  # Stockfish name or path, for generating and annotating
+        "workers": 2,  # processes for generating and annotating, one Stockfish each
+        "generate": {
+            "num_games": 120,
+            "skill_levels": (0, 3, 6, 10, 20),
+            "nodes_per_move": 1000,
+            "max_random_opening_plies": 8,
+            "random_move_probability": 0.05,
+            "max_plies": 200,
+            "games_per_chunk": 4,
+        },
+        "annotate": {
+            "nodes_per_move": 100,
+            "time_per_move": None,
+            "hash_megabytes": 16,
+            "positions_per_chunk": 64,
+        },
+        "data": {
+            "pgn_files": "",  # a glob of PGN files to annotate instead of generating games
+            "test_fraction": 0.1,
+            "directory": "",  # where the data go; empty: WORKDIR/data (set it to share data between runs)
+        },
+        "train": {
+            "predictor": "action_value",
+            "num_bins": 32,
+            "model_size": "cpu-small",
+            "dtype": "float32",
+            "batch_size": 128,
+            "num_steps": 2000,
+            "learning_rate": 1e-3,
+            "warmup_steps": 100,
+            "schedule": "cosine",
+            "gradient_clip": 1.0,
+            "ema_decay": 0.99,
+            "log_every": 50,
+            "checkpoint_every": 500,
+            "keep_checkpoints": 2,
+            "loader_workers": 0,
+        },
+        "evaluate": {
+            "max_test_positions": 0,  # 0: every test board
+            "decisive_engine": "",  # Stockfish spec for the decisiveness workaround in puzzles, empty: none
+        },
+        "puzzles": "",  # a Lichess-format puzzle CSV; empty: no puzzle accuracy
+    })
+
+
+def get_config(preset: str) -> ml_collections.ConfigDict:
+    config = base_config()
+    if preset == "tiny":
+        return config
+    if preset == "paper":
+        config.generate.num_games = 100_000
+        config.generate.nodes_per_move = 20_000
+        config.annotate.nodes_per_move = None
+        config.annotate.time_per_move = 0.05
+        config.annotate.positions_per_chunk = 256
+        config.data.test_fraction = 0.01
+        config.train.update({"num_bins": 128, "model_size": "9M", "batch_size": 1024, "num_steps": 1_000_000,
+                             "learning_rate": 1e-4, "warmup_steps": 0, "schedule": "constant",
+                             "log_every": 1000, "checkpoint_every": 10_000, "loader_workers": 2})
+        config.evaluate.max_test_positions = 10_000
+        return config
+    raise KeyError(preset)

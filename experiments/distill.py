@@ -1,0 +1,74 @@
+"""``python -m experiments run distill``: searchless chess end to end — data, action-value model, evaluation.
+
+Writes into WORKDIR: ``config.json``, ``data/`` (games, annotations, dataset; unless ``data.directory`` is set),
+``checkpoints/``, ``metrics.jsonl`` (training steps, then one evaluation record) and ``summary.json``:
+``positions`` (annotated boards), the test metrics ``action_accuracy``, ``kendall_tau``, ``log_loss`` (and
+``kendall_tau_argsort``), ``baselines`` (the same for the uniform-random and material policies), ``puzzle_accuracy``
+when ``puzzles=PATH`` is given, and the time each stage took.  A rerun on the same WORKDIR resumes each stage.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+import time
+from typing import Any
+
+import ml_collections
+
+from distill.engine import EngineOptions
+from distill.evaluate import baseline_metrics
+from distill.pipeline import evaluate_run, prepare_data, test_records, train_predictor, training_settings
+from zerolab import config as config_lib
+from zerolab.metrics import MetricsLog
+
+logger = logging.getLogger(__name__)
+
+
+def data_directory(config: ml_collections.ConfigDict, workdir: pathlib.Path) -> pathlib.Path:
+    return pathlib.Path(config.data.directory) if config.data.directory else workdir / "data"
+
+
+def write_summary(workdir: pathlib.Path, summary: dict[str, Any]) -> dict[str, Any]:
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.json").write_text(config_lib.to_json(config))
+
+    data = prepare_data(config, data_directory(config, workdir))
+    settings = training_settings(config)
+    training = train_predictor(settings, data, workdir)
+    records = test_records(data, config.evaluate.max_test_positions)
+    options = EngineOptions(decisive_engine=config.evaluate.decisive_engine or None)
+    evaluation = evaluate_run(workdir, records, config.puzzles, options)
+    baselines = baseline_metrics(records, settings.num_bins, config.seed)
+
+    record = {"iteration": training["step"], "phase": "evaluation", **evaluation,
+              **{f"{name}_{key}": value for name, metrics in baselines.items() for key, value in metrics.items()}}
+    MetricsLog(workdir, tensorboard=False).append(record)
+    summary = {
+        "positions": data.positions,
+        "dataset": data.description["counts"],
+        "games_skipped": len(data.annotation_report["game_problems"]),
+        "boards_skipped": data.description["skipped_positions"],
+        "predictor": settings.predictor,
+        "model_size": settings.model_size,
+        "num_parameters": training["num_parameters"],
+        "training_steps": training["step"],
+        "final_training_loss": training.get("loss"),
+        **{key: evaluation[key] for key in ("action_accuracy", "kendall_tau", "kendall_tau_argsort", "log_loss",
+                                            "boards", "boards_with_tau")},
+        "baselines": baselines,
+        "seconds": {**data.seconds, "train": training["seconds"], "evaluate": evaluation["seconds"],
+                    "total": time.perf_counter() - started},
+    }
+    if config.puzzles:
+        summary.update({key: evaluation[key] for key in ("puzzle_accuracy", "puzzles", "by_rating")})
+    return write_summary(workdir, summary)

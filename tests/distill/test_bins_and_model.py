@@ -1,0 +1,68 @@
+"""Value bins, the transformer's shapes and sizes, and the predictors' inputs."""
+
+import chess
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from distill import bins
+from distill.model import MODEL_SIZES, Transformer, init_params, parameter_count
+from distill.predictors import PREDICTOR_NAMES, QUERY_TOKEN, Predictor
+
+
+def test_bins_are_uniform_with_midpoints():
+    np.testing.assert_allclose(bins.bin_edges(4), [0, 0.25, 0.5, 0.75, 1])
+    np.testing.assert_allclose(bins.bin_midpoints(4), [0.125, 0.375, 0.625, 0.875])
+    assert bins.win_probability_to_bin([0.0, 0.2499, 0.25, 0.5, 0.99, 1.0], 4).tolist() == [0, 0, 1, 2, 3, 3]
+    assert bins.win_probability_to_bin(1.0, 128) == 127
+
+
+def test_expected_win_probability_of_a_certain_bin_is_its_midpoint():
+    logits = jnp.full((3, 8), -1e9).at[jnp.arange(3), jnp.array([0, 3, 7])].set(0.0)
+    np.testing.assert_allclose(bins.expected_win_probability(logits), [1 / 16, 7 / 16, 15 / 16], atol=1e-6)
+    np.testing.assert_allclose(bins.expected_win_probability_numpy(np.zeros(8)), 0.5)
+
+
+def test_paper_sizes_have_their_parameter_counts():
+    predictor = Predictor("action_value", 128)
+    counts = {size: parameter_count(predictor.model_config(size)) for size in ("9M", "136M", "270M")}
+    assert 8e6 < counts["9M"] < 10e6
+    assert 130e6 < counts["136M"] < 140e6
+    assert 260e6 < counts["270M"] < 280e6
+    assert MODEL_SIZES["9M"] == dict(num_layers=8, embedding_dim=256, num_heads=8)
+
+
+@pytest.mark.parametrize("name, dtype", [(name, "float32") for name in PREDICTOR_NAMES]
+                         + [("action_value", "bfloat16")])
+def test_forward_shapes(name, dtype):
+    predictor = Predictor(name, num_bins=16)
+    config = predictor.model_config("test", dtype=dtype)
+    params = init_params(config, jax.random.key(0))
+    board = chess.Board("r3k2r/pP6/8/8/8/8/8/R3K2R w KQkq - 0 1")
+    moves = list(board.legal_moves)
+    tokens = predictor.inputs(board, moves)
+    expected_rows = {"action_value": len(moves), "state_value": len(moves) + 1, "behavioral_cloning": 1}[name]
+    assert tokens.shape == (expected_rows, 78)
+    assert tokens.max() < predictor.vocabulary_size
+    logits = jax.jit(Transformer(config).apply)({"params": params}, jnp.asarray(tokens))
+    assert logits.shape == (expected_rows, predictor.output_size) and logits.dtype == jnp.float32
+    scores = predictor.move_scores(np.asarray(logits), moves)
+    assert scores.shape == (len(moves),) and np.all(np.isfinite(scores))
+    if predictor.scores_are_win_probabilities:
+        assert np.all((scores >= 0) & (scores <= 1))
+    else:
+        np.testing.assert_allclose(np.exp(scores).sum(), 1.0, rtol=1e-5)
+
+
+def test_training_examples_carry_the_right_query_and_target():
+    position = {"fen": chess.STARTING_FEN, "moves": ["e2e4", "g1f3"], "action_values": [0.55, 0.6], "value": 0.6}
+    tokens, target = Predictor("action_value", 10).training_example(
+        {"fen": chess.STARTING_FEN, "move": "g1f3", "action_value": 0.55})
+    assert tokens[-1] == QUERY_TOKEN + Predictor("action_value").inputs(chess.Board(), [chess.Move.from_uci("g1f3")])[
+        0, -1] - QUERY_TOKEN and target == 5
+    tokens, target = Predictor("state_value", 10).training_example(position)
+    assert tokens[-1] == QUERY_TOKEN and target == 6
+    tokens, target = Predictor("behavioral_cloning").training_example(position)
+    from distill.tokenizer import ACTION_INDEX
+    assert target == ACTION_INDEX["g1f3"]

@@ -1,0 +1,198 @@
+"""The data pipeline: PGN problems, Stockfish annotation (and its resumption after a kill), build, loader."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import chess
+import grain.python as grain
+import numpy as np
+import pytest
+
+from distill.data import records
+from distill.data.annotate import AnnotationSettings, annotate, collect_positions, read_annotations, win_probability
+from distill.data.build import is_test_game, read_description
+from distill.data.chunks import ChunkStore, FingerprintMismatchError
+from distill.predictors import Predictor
+
+BAD_PGN = textwrap.dedent("""\
+    [Event "good"]
+    [White "A"]
+    [Black "B"]
+
+    1. e4 e5 2. Nf3 Nc6 1-0
+
+    [Event "illegal"]
+    [White "C"]
+    [Black "D"]
+
+    1. e4 e5 2. Ke3 Nc6 1-0
+
+    [Event "also good"]
+    [White "E"]
+    [Black "F"]
+
+    1. e4 e5 2. Nf3 d6 *
+    """)
+
+
+def test_unreadable_games_are_reported_with_their_location(tmp_path):
+    path = tmp_path / "games.pgn"
+    path.write_text(BAD_PGN)
+    manifest = collect_positions([path])
+    assert manifest.num_games == 2
+    assert len(manifest.problems) == 1
+    problem = manifest.problems[0]
+    assert problem.location.startswith(f"{path}:7 (game 2, C vs D)") and "Ke3" in problem.message
+    fens = [p["fen"] for p in manifest.positions]
+    assert len(fens) == len(set(fens))  # the shared opening boards appear once, with both games
+    start = next(p for p in manifest.positions if p["fen"] == chess.STARTING_FEN)
+    assert start["games"] == ["games.pgn#1", "games.pgn#3"]
+
+
+def test_win_probability_formula():
+    assert win_probability(chess.engine.Cp(0)) == 0.5
+    assert win_probability(chess.engine.Cp(100)) == pytest.approx(1 / (1 + np.exp(-0.368208)))
+    assert win_probability(chess.engine.Mate(3)) == 1.0
+    assert win_probability(chess.engine.Mate(-1)) == 0.0
+
+
+def test_annotations_cover_every_legal_move(annotation_directory):
+    annotated, problems = read_annotations(annotation_directory)
+    positions = [json.loads(line) for line in (annotation_directory / "positions.jsonl").read_text().splitlines()]
+    assert problems == [] and [r["index"] for r in annotated] == list(range(len(positions)))
+    for record in annotated:
+        board = chess.Board(record["fen"])
+        assert record["moves"] == sorted(m.uci() for m in board.legal_moves)
+        assert all(0.0 <= v <= 1.0 for v in record["action_values"]) and 0.0 <= record["value"] <= 1.0
+
+
+def test_a_job_directory_refuses_other_settings(tmp_path):
+    ChunkStore(tmp_path, 3, {"nodes": 1}, "jsonl").commit(0, "x\n")
+    with pytest.raises(FingerprintMismatchError, match="nodes"):
+        ChunkStore(tmp_path, 3, {"nodes": 2}, "jsonl")
+
+
+def test_annotation_resumes_after_being_killed(stockfish_path, generated_games, annotation_directory, tmp_path):
+    output = tmp_path / "annotations"
+    command = [sys.executable, "-m", "distill.data", "annotate", *map(str, generated_games), "--output", str(output),
+               "--engine", stockfish_path, "--nodes-per-move", "100", "--positions-per-chunk", "8", "--workers", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    progress = output / "progress.json"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if progress.exists() and len(json.loads(progress.read_text())["completed_chunks"]) >= 3:
+                break
+            assert process.poll() is None, "annotation finished or failed before it could be interrupted"
+            time.sleep(0.02)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # the annotator, its workers and anything else of its group
+        process.wait()
+    index = json.loads(progress.read_text())
+    assert 3 <= len(index["completed_chunks"]) < index["num_chunks"], "the run was not interrupted midway"
+
+    settings = AnnotationSettings(engine=stockfish_path, nodes_per_move=100, positions_per_chunk=8)
+    annotate(generated_games, output, settings, num_workers=2, show_progress=False)
+    resumed, problems = read_annotations(output)
+    complete, _ = read_annotations(annotation_directory)
+    assert problems == []
+    assert [r["index"] for r in resumed] == list(range(len(complete)))  # none missing, none twice
+    assert [r["fen"] for r in resumed] == [r["fen"] for r in complete]
+
+
+# A minimal UCI engine that scores every legal move 0 cp and dies (exit code 1) when sent the poisoned position.
+CRASHING_ENGINE = textwrap.dedent("""\
+    import sys
+    import chess
+    board = chess.Board()
+    while line := sys.stdin.readline():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "uci":
+            for option in ("Threads type spin default 1 min 1 max 1", "Hash type spin default 16 min 1 max 64",
+                           "MultiPV type spin default 1 min 1 max 500", "UCI_AnalyseMode type check default false"):
+                print("option name " + option)
+            print("id name crashing-engine", "uciok", sep="\\n", flush=True)
+        elif words[0] == "isready":
+            print("readyok", flush=True)
+        elif words[0] == "position":
+            if {poison!r} in line:
+                sys.exit(1)
+            fen = " ".join(words[2:8]) if words[1] == "fen" else chess.STARTING_FEN
+            board = chess.Board(fen)
+            for move in words[words.index("moves") + 1:] if "moves" in words else []:
+                board.push_uci(move)
+        elif words[0] == "go":
+            moves = [move.uci() for move in board.legal_moves]
+            for rank, move in enumerate(moves, 1):
+                print(f"info depth 1 multipv {{rank}} score cp 0 pv {{move}}")
+            print(f"bestmove {{moves[0]}}", flush=True)
+        elif words[0] == "quit":
+            break
+    """)
+
+
+def test_an_engine_crash_is_reported_and_the_rest_annotated(tmp_path):
+    pgn = tmp_path / "game.pgn"
+    pgn.write_text("[Event \"x\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 *\n")
+    poison = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w"  # the board after 2... Nc6
+    engine = tmp_path / "crashing-engine"
+    engine.write_text(f"#!{sys.executable}\n" + CRASHING_ENGINE.format(poison=poison))
+    engine.chmod(0o755)
+    settings = AnnotationSettings(engine=str(engine), nodes_per_move=50, positions_per_chunk=4)
+    report = annotate([pgn], tmp_path / "annotations", settings, num_workers=0, show_progress=False)
+    annotated, problems = read_annotations(tmp_path / "annotations")
+    assert len(problems) == 1 and problems[0]["fen"].startswith(poison)
+    [reported] = report["position_problems_this_run"]
+    assert poison in reported["location"] and "game.pgn#1" in reported["location"]
+    assert len(annotated) == report["unique_boards"] - 1
+
+
+def test_build_splits_by_game_without_leaks(dataset_directory):
+    description = read_description(dataset_directory)
+    train = records.read_all(records.record_path(dataset_directory, "train", "positions"))
+    test = records.read_all(records.record_path(dataset_directory, "test", "positions"))
+    assert train and test
+    assert not {r["fen"] for r in train} & {r["fen"] for r in test}
+    assert all(all(is_test_game(g, 0.3, 0) for g in r["games"]) for r in test)
+    assert all(any(not is_test_game(g, 0.3, 0) for g in r["games"]) for r in train)
+    action_values = records.data_source(records.record_path(dataset_directory, "train", "action_values"))
+    assert len(action_values) == sum(len(r["moves"]) for r in train) == description["counts"]["train"]["action_values"]
+
+
+def test_loader_shuffles_shards_and_restores_its_position(dataset_directory):
+    predictor = Predictor("state_value", num_bins=1000)  # targets = value bins: nearly a record id
+    source_size = len(records.data_source(records.record_path(dataset_directory, "train", "positions")))
+    batch = 4
+    shards = [grain.ShardOptions(shard_index=i, shard_count=2, drop_remainder=True) for i in range(2)]
+    epochs = [records.make_loader(dataset_directory, predictor, batch, seed=3, shard_options=shard, num_epochs=1)
+              for shard in shards]
+    per_shard = [[row.tobytes() for b in loader for row in b["tokens"]] for loader in epochs]
+    assert len(per_shard[0]) == len(per_shard[1]) == (source_size // 2) // batch * batch
+    assert not set(per_shard[0]) & set(per_shard[1])  # hosts read disjoint records
+
+    ordered = records.make_loader(dataset_directory, predictor, 1, seed=3, shuffle=False, num_epochs=1,
+                                  shard_options=grain.NoSharding())
+    shuffled = records.make_loader(dataset_directory, predictor, 1, seed=3, num_epochs=1,
+                                   shard_options=grain.NoSharding())
+    ordered_rows = [row.tobytes() for b in ordered for row in b["tokens"]]
+    shuffled_rows = [row.tobytes() for b in shuffled for row in b["tokens"]]
+    assert sorted(ordered_rows) == sorted(shuffled_rows) and ordered_rows != shuffled_rows
+
+    loader = records.make_loader(dataset_directory, predictor, batch, seed=5, shard_options=grain.NoSharding())
+    iterator = iter(loader)
+    for _ in range(3):
+        next(iterator)
+    state = iterator.get_state()
+    expected = [next(iterator) for _ in range(3)]
+    restored = iter(loader)
+    restored.set_state(state)
+    for want in expected:
+        got = next(restored)
+        assert np.array_equal(got["tokens"], want["tokens"]) and np.array_equal(got["targets"], want["targets"])
