@@ -1,0 +1,74 @@
+"""AlphaGateau trained on 5×5 Gardner chess, then fine-tuned on 8×8 chess from the same parameters (Figure 6).
+
+``model`` and ``search`` are shared by the two stages (the parameters must fit both boards, and do: nothing in
+AlphaGateau depends on the board size).  ``pretrain`` (5×5) and ``finetune`` (8×8) each hold the training keys of
+one zerolab run: ``iterations``, ``selfplay``, ``replay``, ``train``, ``checkpoint``.  The fine-tune run starts from
+the last 5×5 checkpoint with a fresh optimiser (``init_from``).  ``evaluation`` sets the 8×8 rating matches.
+
+* ``tiny``: a 2-core CPU in about 15 minutes.  8×8 is slow here, so the 8×8 stage plays few, short games (a game
+  that reaches ``max_game_plies`` is a draw) and the rating matches are short too.
+* ``paper``: the paper's hyper-parameters (hidden size 128, 5 blocks, Adam 1e-3, 256 games per iteration, 256
+  plies on 5×5 and 512 on 8×8, 128 simulations, 1M-frame window, batch 256, 100 + 100 iterations).
+"""
+
+import ml_collections
+
+from zerolab.train import default_config
+
+STAGE_KEYS = ("iterations", "selfplay", "replay", "train", "checkpoint")
+
+
+def stage_config(iterations: int, num_games: int, plies: int, window_size: int, batch_size: int,
+                 epochs_per_iteration: float, keep_period: int, temperature_plies: int) -> ml_collections.ConfigDict:
+    """The training keys of one stage, starting from zerolab's defaults."""
+    base = default_config()
+    stage = ml_collections.ConfigDict({key: base[key] for key in STAGE_KEYS})
+    stage.iterations = iterations
+    stage.selfplay.num_games = num_games
+    stage.selfplay.plies_per_iteration = plies  # = max_game_plies: every game ends inside the iteration
+    stage.selfplay.max_game_plies = plies
+    stage.selfplay.temperature_plies = temperature_plies
+    stage.replay.window_size = window_size
+    stage.train.batch_size = batch_size
+    stage.train.epochs_per_iteration = epochs_per_iteration
+    stage.checkpoint.keep_period = keep_period
+    return stage
+
+
+def get_config(preset: str = "tiny"):
+    base = default_config()
+    config = ml_collections.ConfigDict(
+        {
+            "seed": base.seed,
+            "model": {"name": "alphagateau.network:make_alphagateau", "embedding_size": 128, "num_blocks": 5},
+            "search": base.search,
+            "progress": True,
+            "evaluation": {"games": 64, "num_simulations": 128, "max_game_plies": 512, "num_opponents": 5},
+            # Where JAX keeps compiled programs between processes and matches ("" leaves JAX's setting alone).
+            "compilation_cache": "~/.cache/zerolab/jax-compilation",
+        }
+    )
+    if preset == "tiny":
+        config.model.embedding_size = 32
+        config.model.num_blocks = 2
+        config.search.num_simulations = 16
+        config.search.max_num_considered_actions = 8
+        config.pretrain = stage_config(iterations=12, num_games=32, plies=48, window_size=6144, batch_size=128,
+                                       epochs_per_iteration=1 / 3, keep_period=4, temperature_plies=4)
+        config.pretrain.selfplay.max_game_plies = 256  # Gardner games are short; longer ones carry no value target
+        config.finetune = stage_config(iterations=6, num_games=16, plies=48, window_size=2304, batch_size=64,
+                                       epochs_per_iteration=0.25, keep_period=2, temperature_plies=4)
+        config.evaluation.games = 8
+        config.evaluation.num_simulations = 8
+        config.evaluation.max_game_plies = 80
+    elif preset == "paper":
+        config.search.num_simulations = 128
+        config.search.max_num_considered_actions = 16
+        config.search.gumbel_scale = 1.0
+        config.pretrain = stage_config(iterations=100, num_games=256, plies=256, window_size=1_000_000,
+                                       batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)
+        config.finetune = stage_config(iterations=100, num_games=256, plies=512, window_size=1_000_000,
+                                       batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)
+    else:
+        raise KeyError(preset)
+    return config

@@ -1,0 +1,166 @@
+"""The AlphaGateau UCI engine: the time rule, and the engine process driven through python-chess and raw UCI.
+
+Two engine processes (an untrained, tiny AlphaGateau) share one JAX compilation cache, so the second one reads its
+compiled programs back instead of compiling them again.
+"""
+
+import pathlib
+import subprocess
+import sys
+
+import chess
+import chess.engine
+import pytest
+
+from alphagateau.uci import largest_power_of_two, plan_simulations, value_to_centipawns
+from zerolab.uci import SearchBudget, plan_budget
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+ENGINE_ARGUMENTS = ["--random-init", "--simulations", "4", "--embedding-size", "8", "--blocks", "1"]
+START_TIMEOUT = 300  # seconds for loading and compiling on a loaded 2-core machine
+PLY_CAP = 60
+
+
+@pytest.fixture(scope="module")
+def engine_command(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("jax-cache")
+    return [sys.executable, "-m", "alphagateau.uci", *ENGINE_ARGUMENTS, "--compilation-cache", str(cache)]
+
+
+@pytest.fixture(scope="module")
+def engine(engine_command):
+    with chess.engine.SimpleEngine.popen_uci(engine_command, timeout=START_TIMEOUT, cwd=REPOSITORY) as engine:
+        engine.ping()  # isready: waits for the warm-up
+        yield engine
+
+
+# --- the time rule (no JAX) -----------------------------------------------------------------------------------------
+
+
+def budget(**fields):
+    return plan_budget(fields, chess.WHITE, move_overhead=0.0)
+
+
+def test_nodes_are_simulations_and_plain_go_uses_the_option():
+    assert plan_simulations(budget(nodes=7), 64, 0.01, 0.001, [0, 64]) == 7
+    assert plan_simulations(budget(), 64, 0.01, 0.001, [0, 64]) == 64
+    assert plan_simulations(budget(infinite=True), 64, 0.01, 0.001, [0, 64]) == 64
+
+
+def test_time_maps_to_the_largest_compiled_power_of_two_that_fits():
+    compiled = [0, 1, 2, 4, 8, 16, 32, 48]
+    assert plan_simulations(budget(move_time=10.0), 48, 0.01, 0.001, compiled) == 48  # plenty of time
+    # 0.8 * 0.1 s - 0.01 s fixed = 70 ms at 2 ms per simulation: 35 affordable, 32 played
+    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, compiled) == 32
+    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, [0, 48]) == 0  # 32 not compiled yet: policy
+    assert plan_simulations(budget(move_time=0.005), 48, 0.01, 0.002, compiled) == 0  # no time: the raw policy
+    clock = budget(white_time=3.0, black_time=3.0)  # zerolab's rule: 3 s / 30 moves = 0.1 s
+    assert plan_simulations(clock, 48, 0.01, 0.002, compiled) == 32
+    assert [largest_power_of_two(n) for n in (0, 1, 5, 64, 100)] == [0, 1, 4, 64, 64]
+
+
+def test_value_to_centipawns_is_odd_and_monotone():
+    values = [value_to_centipawns(q) for q in (-1.0, -0.5, 0.0, 0.5, 1.0)]
+    assert values == sorted(values) and values[2] == 0 and values[1] == -values[3]
+
+
+# --- python-chess -----------------------------------------------------------------------------------------------------
+
+SPECIAL_MOVES = [
+    # (FEN, the move the engine is told to search) — castling both ways for both sides, en passant, promotions
+    ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9", "e1g1"),
+    ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9", "e1c1"),
+    ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R4RK1 b kq - 5 9", "e8g8"),
+    ("r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R4RK1 b kq - 5 9", "e8c8"),
+    ("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3", "e5f6"),
+    ("rnbqkbnr/pppp1ppp/8/8/3Pp3/8/PPP1PPPP/RNBQKBNR b KQkq d3 0 2", "e4d3"),
+    ("r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R w KQkq - 0 1", "b7a8q"),
+    ("r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R w KQkq - 0 1", "g7h8n"),
+    ("r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R b KQkq - 0 1", "b2a1r"),
+    ("r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R b KQkq - 0 1", "g2g1b"),
+]
+
+
+def test_plays_stockfish_with_legal_moves_to_the_end(engine, stockfish_path):
+    """A game against Stockfish at its weakest (Skill Level 0, 1 node), with node and clock limits in turn."""
+    board = chess.Board()
+    with chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
+        stockfish.configure({"Skill Level": 0})
+        while not board.is_game_over() and board.ply() < PLY_CAP:
+            if board.turn == chess.WHITE:
+                limit = chess.engine.Limit(nodes=4) if board.ply() % 4 else chess.engine.Limit(white_clock=20,
+                                                                                              black_clock=20)
+                move = engine.play(board, limit).move
+            else:
+                move = stockfish.play(board, chess.engine.Limit(nodes=1)).move
+            assert move in board.legal_moves, (board.fen(), move)
+            board.push(move)
+    assert board.is_game_over() or board.ply() == PLY_CAP
+
+
+@pytest.mark.parametrize("fen,move", SPECIAL_MOVES)
+def test_castling_en_passant_and_promotions(engine, fen, move):
+    board = chess.Board(fen)
+    result = engine.play(board, chess.engine.Limit(nodes=4), root_moves=[chess.Move.from_uci(move)])
+    assert result.move == chess.Move.from_uci(move)
+
+
+def test_answers_after_move_lists_repetitions_and_option_changes(engine):
+    board = chess.Board()
+    for move in ["e2e4", "c7c5", "e4e5", "d7d5"]:  # White may now take en passant: e5d6
+        board.push_uci(move)
+    assert engine.play(board, chess.engine.Limit(nodes=2), root_moves=[chess.Move.from_uci("e5d6")]).move.uci() == "e5d6"
+    board = chess.Board()
+    for move in ["g1f3", "g8f6", "f3g1", "f6g8"] * 2:  # the start position a third time: over for pgx, not for UCI
+        board.push_uci(move)
+    assert engine.play(board, chess.engine.Limit(nodes=4)).move in board.legal_moves
+    engine.configure({"Simulations": 2})
+    board = chess.Board("8/8/8/4k3/8/8/4P3/4K3 w - - 0 60")
+    result = engine.play(board, chess.engine.Limit(time=0.5), info=chess.engine.INFO_ALL)
+    assert result.move in board.legal_moves and result.info["nodes"] <= 2
+
+
+# --- raw UCI ----------------------------------------------------------------------------------------------------------
+
+
+class RawExchange(chess.engine.BaseCommand):
+    """Sends raw command lines through python-chess and collects the answers up to a line starting with ``until``."""
+
+    def __init__(self, protocol, lines, until):
+        super().__init__(protocol)
+        self.protocol, self.lines, self.until, self.received = protocol, lines, until, []
+
+    def start(self):
+        for line in self.lines:
+            self.protocol.send_line(line)
+
+    def line_received(self, line):
+        self.received.append(line)
+        if line.startswith(self.until) and not self.result.done():
+            self.result.set_result(self.received)
+            self.set_finished()
+
+
+def exchange(engine, lines, until):
+    return engine.communicate(lambda protocol: RawExchange(protocol, lines, until))
+
+
+def test_malformed_commands_get_info_strings_and_the_engine_keeps_running(engine):
+    answers = exchange(engine, ["position fen not/a/fen w - - 0 1", "position startpos moves e2e5",
+                                "setoption name Simulations value 0", "setoption name Bogus value 1", "frobnicate",
+                                "isready"], until="readyok")
+    assert sum(line.startswith("info string error") for line in answers) == 5, answers
+    answers = exchange(engine, ["position startpos moves e2e4 e7e5 g1f3", "go nodes many"], until="bestmove")
+    assert sum(line.startswith("info string error") for line in answers) == 1, answers
+    board = chess.Board()
+    for move in ["e2e4", "e7e5", "g1f3"]:
+        board.push_uci(move)
+    assert chess.Move.from_uci(answers[-1].split()[1]) in board.legal_moves
+
+
+def test_quit_ends_the_process(engine_command):
+    """``quit`` right after the handshake, while the engine is still loading and compiling, exits cleanly."""
+    completed = subprocess.run(engine_command, input="uci\nquit\n", capture_output=True, text=True,
+                               cwd=REPOSITORY, timeout=START_TIMEOUT)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "uciok" in completed.stdout
