@@ -6,6 +6,11 @@ a final LayerNorm and a linear head read the last position and give ``[B, output
 have no biases.  ``dtype='bfloat16'`` runs the matrix multiplications in bfloat16 while the parameters, the
 LayerNorms' statistics and the logits stay in float32.
 
+Action tokens (the action-value predictor's last token) are embedded from a table of 1968 rows, as in the paper
+(``action_embedding='table'``), or — an option for small datasets, not the paper's — as the sum of an origin-square,
+a destination-square and a promotion embedding (``'factored'``), which shares what is learnt about a square across
+the ~30 actions that start or end there.
+
 Sizes (``MODEL_SIZES``) follow the paper — ``9M``: 8 layers of width 256, ``136M``: 8 × 1024, ``270M``: 16 × 1024,
 all with 8 heads and an MLP 4 × wider — plus small ones for CPU runs and tests.
 """
@@ -19,6 +24,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from distill.tokenizer import ACTION_FROM_SQUARE, ACTION_PROMOTION, ACTION_TO_SQUARE, NUM_ACTIONS, NUM_CHARACTERS
 
 MODEL_SIZES: dict[str, dict[str, int]] = {
     "test": dict(num_layers=1, embedding_dim=32, num_heads=2),
@@ -41,6 +48,8 @@ class TransformerConfig:
       num_layers, embedding_dim, num_heads: depth, width and attention heads.
       widening_factor: SwiGLU hidden width = ``widening_factor * embedding_dim``.
       dtype: ``float32`` or ``bfloat16`` (the computation dtype of the matrix multiplications).
+      action_embedding: ``table`` (one learnt vector per action token, the paper's) or ``factored`` (origin +
+        destination + promotion vectors; needs the action-value vocabulary: the 31 symbols then 1968 actions).
     """
 
     vocabulary_size: int
@@ -51,12 +60,18 @@ class TransformerConfig:
     num_heads: int = 8
     widening_factor: int = 4
     dtype: str = "float32"
+    action_embedding: str = "table"
 
     def __post_init__(self):
         if self.embedding_dim % self.num_heads:
             raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+        if self.action_embedding not in ("table", "factored"):
+            raise ValueError(f"action_embedding must be 'table' or 'factored', got {self.action_embedding!r}")
+        if self.action_embedding == "factored" and self.vocabulary_size != NUM_CHARACTERS + NUM_ACTIONS:
+            raise ValueError("action_embedding='factored' needs the action-value vocabulary of "
+                             f"{NUM_CHARACTERS + NUM_ACTIONS} tokens, got vocabulary_size={self.vocabulary_size}")
 
     @classmethod
     def from_size(cls, size: str, **fields) -> TransformerConfig:
@@ -67,6 +82,28 @@ class TransformerConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+class TokenEmbedding(nn.Module):
+    """Token ids [B, T] → [B, T, D]: one table, or position symbols from a table and actions factored."""
+
+    config: TransformerConfig
+
+    @nn.compact
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        config = self.config
+        initializer = nn.initializers.truncated_normal(stddev=1.0)
+        if config.action_embedding == "table":
+            return nn.Embed(config.vocabulary_size, config.embedding_dim, embedding_init=initializer,
+                            name="token_embedding")(tokens)
+        symbols = nn.Embed(NUM_CHARACTERS, config.embedding_dim, embedding_init=initializer,
+                           name="symbol_embedding")(jnp.minimum(tokens, NUM_CHARACTERS - 1))
+        action = jnp.clip(tokens - NUM_CHARACTERS, 0, NUM_ACTIONS - 1)
+        parts = [("origin_embedding", ACTION_FROM_SQUARE, 64), ("destination_embedding", ACTION_TO_SQUARE, 64),
+                 ("promotion_embedding", ACTION_PROMOTION, 5)]
+        actions = sum(nn.Embed(size, config.embedding_dim, embedding_init=initializer, name=name)(
+            jnp.asarray(table)[action]) for name, table, size in parts) / jnp.sqrt(3.0)
+        return jnp.where((tokens >= NUM_CHARACTERS)[..., None], actions, symbols)
 
 
 class SwiGLU(nn.Module):
@@ -135,10 +172,8 @@ class Transformer(nn.Module):
         if tokens.shape[-1] != config.sequence_length:
             raise ValueError(f"expected tokens [B, {config.sequence_length}], got {tokens.shape}")
         initializer = nn.initializers.truncated_normal(stddev=1.0)
-        embedded = nn.Embed(config.vocabulary_size, config.embedding_dim, embedding_init=initializer,
-                            name="token_embedding")(tokens)
         positions = self.param("position_embedding", initializer, (config.sequence_length, config.embedding_dim))
-        x = embedded + positions[None]
+        x = TokenEmbedding(config, name="embedding")(tokens) + positions[None]
         for index in range(config.num_layers):
             x = TransformerBlock(config, name=f"block_{index}")(x)
         x = nn.LayerNorm(name="final_norm")(x[:, -1])
@@ -176,3 +211,18 @@ def parameter_count(config: TransformerConfig) -> int:
 
 __all__ = ["MODEL_SIZES", "Transformer", "TransformerConfig", "count_parameters", "init_params", "jitted_apply",
            "parameter_count"]
+
+
+def main() -> None:
+    """``python -m distill.model``: the parameter count of every size for each predictor (K = 128)."""
+    from distill.predictors import PREDICTOR_NAMES, Predictor
+
+    print(f"{'size':>10} {'layers':>6} {'width':>6} {'heads':>5} " + " ".join(f"{n:>20}" for n in PREDICTOR_NAMES))
+    for size, shape in MODEL_SIZES.items():
+        counts = [parameter_count(Predictor(name, 128).model_config(size)) for name in PREDICTOR_NAMES]
+        print(f"{size:>10} {shape['num_layers']:>6} {shape['embedding_dim']:>6} {shape['num_heads']:>5} "
+              + " ".join(f"{count:>20,}" for count in counts))
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import json
 import itertools
 import logging
 import pathlib
@@ -148,5 +149,53 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
             "results": [result.to_dict() for result in book.results], "table": book.format_table()}
 
 
-__all__ = ["PreparedData", "evaluate_run", "load_engine", "prepare_data", "test_records",
+def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
+                     variants: Mapping[str, Mapping[str, Any]], show_progress: bool = True) -> dict[str, Any]:
+    """Train and evaluate one predictor per variant on the same data, then rate them in a tournament.
+
+    ``variants`` maps a name to overrides of ``config.train`` (``{"state_value": {"predictor": "state_value"}}``);
+    each trains in ``workdir/<name>``.  Writes ``workdir/config.json`` and returns (and writes to
+    ``workdir/summary.json``) the summary: ``positions``, ``baselines``, per-variant metrics (with the tournament's
+    ``elo`` and ``elo_sigma``) and the tournament.
+    """
+    from distill.evaluate import baseline_metrics
+    from zerolab import config as config_lib
+
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.json").write_text(config_lib.to_json(config))
+    data_directory = pathlib.Path(config.data.directory) if config.data.directory else workdir / "data"
+    data = prepare_data(config, data_directory, show_progress=show_progress)
+    records = test_records(data, config.evaluate.max_test_positions)
+    results: dict[str, dict[str, Any]] = {}
+    for name, overrides in variants.items():
+        settings = training_settings(config, **overrides)
+        training = train_predictor(settings, data, workdir / name, show_progress=show_progress)
+        evaluation = evaluate_run(workdir / name, records, config.puzzles)
+        results[name] = {"predictor": settings.predictor, "num_bins": settings.num_bins,
+                         "num_parameters": training["num_parameters"], "training_steps": training["step"],
+                         "train_seconds": training["seconds"], **evaluation}
+    summary: dict[str, Any] = {"positions": data.positions, "dataset": data.description["counts"],
+                               "baselines": baseline_metrics(records, config.train.num_bins, config.seed),
+                               "variants": results}
+    if config.tournament.games_per_pair > 0 and len(variants) > 1:
+        options = EngineOptions(temperature=config.tournament.temperature,
+                                temperature_full_moves=config.tournament.temperature_full_moves,
+                                decisive_engine=config.evaluate.decisive_engine or None)
+        engines = {name: load_engine(workdir / name, dataclasses.replace(options), name=name) for name in variants}
+        try:
+            summary["tournament"] = tournament(engines, workdir / "elo.json", config.tournament.games_per_pair,
+                                               config.seed, config.tournament.max_game_plies, show_progress)
+        finally:
+            for engine in engines.values():
+                engine.close()
+        for name, rating in summary["tournament"]["ratings"].items():
+            results[name].update({"elo": rating["elo"], "elo_sigma": rating["sigma"]})
+    summary["seconds"] = {**data.seconds, "total": time.perf_counter() - started}
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+__all__ = ["PreparedData", "compare_variants", "evaluate_run", "load_engine", "prepare_data", "test_records",
            "tournament", "train_predictor", "training_settings"]

@@ -163,6 +163,14 @@ ACTION_INDEX: dict[str, int] = {move: index for index, move in enumerate(ACTIONS
 assert NUM_ACTIONS == 1968, NUM_ACTIONS
 
 
+ACTION_FROM_SQUARE = np.array([chess.parse_square(move[:2]) for move in ACTIONS], dtype=np.int32)
+"""[1968] origin square (python-chess numbering, a1 = 0) of each action."""
+ACTION_TO_SQUARE = np.array([chess.parse_square(move[2:4]) for move in ACTIONS], dtype=np.int32)
+"""[1968] destination square of each action."""
+ACTION_PROMOTION = np.array(["-qrbn".index(move[4]) if len(move) == 5 else 0 for move in ACTIONS], dtype=np.int32)
+"""[1968] 0 for no promotion, 1–4 for q, r, b, n."""
+
+
 def move_to_action(move: str | chess.Move) -> int:
     """Action id of a UCI move (``e2e4``, ``e7e8q``); raises ``KeyError`` naming a move outside the vocabulary."""
     uci = move.uci() if isinstance(move, chess.Move) else move
@@ -187,6 +195,6 @@ def legal_actions(board: chess.Board) -> tuple[list[chess.Move], np.ndarray]:
 
 
 __all__ = [
-    "ACTIONS", "ACTION_INDEX", "CHARACTERS", "NUM_ACTIONS", "NUM_CHARACTERS", "SEQUENCE_LENGTH", "TokenizationError",
+    "ACTIONS", "ACTION_FROM_SQUARE", "ACTION_INDEX", "ACTION_PROMOTION", "ACTION_TO_SQUARE", "CHARACTERS", "NUM_ACTIONS", "NUM_CHARACTERS", "SEQUENCE_LENGTH", "TokenizationError",
     "action_to_move", "detokenize", "fen_to_text", "legal_actions", "move_to_action", "tokenize", "tokenize_many",
 ]

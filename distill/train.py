@@ -52,6 +52,7 @@ class TrainingSettings:
       num_bins: K, the value classes of AV and SV.
       model_size: a key of ``distill.model.MODEL_SIZES``.
       dtype: ``float32`` or ``bfloat16`` matrix multiplications.
+      action_embedding: ``table`` (the paper's) or ``factored`` action tokens (AV only; see ``distill.model``).
       batch_size: global batch (split over hosts and devices).
       num_steps: optimiser steps in total.
       learning_rate: Adam's step size (the paper: 1e-4); ``warmup_steps`` ramps it linearly from 0, and
@@ -67,6 +68,7 @@ class TrainingSettings:
     num_bins: int = 128
     model_size: str = "9M"
     dtype: str = "float32"
+    action_embedding: str = "table"
     batch_size: int = 1024
     num_steps: int = 1000
     learning_rate: float = 1e-4
@@ -85,7 +87,7 @@ class TrainingSettings:
         return Predictor(self.predictor, self.num_bins)
 
     def model_config(self) -> TransformerConfig:
-        return self.predictor_spec.model_config(self.model_size, self.dtype)
+        return self.predictor_spec.model_config(self.model_size, self.dtype, self.action_embedding)
 
 
 @flax.struct.dataclass

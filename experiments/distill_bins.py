@@ -1,0 +1,23 @@
+"""``python -m experiments run distill-bins``: action-value predictors with K = 16/32/64/128 value bins.
+
+Writes ``WORKDIR/data/``, one run directory per bin count (``WORKDIR/bins-16/`` …), the tournament's Elo book
+``WORKDIR/elo.json`` and ``summary.json``: ``positions``, ``baselines``, ``variants`` (per bin count: action
+accuracy, Kendall's τ, log-loss — over K classes, so not comparable across K —, puzzle accuracy when
+``puzzles=PATH`` is given, and Elo ± σ) and ``tournament``.  Reruns resume.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import Any
+
+import ml_collections
+
+from distill.pipeline import compare_variants
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    variants = {f"bins-{count}": {"predictor": "action_value", "num_bins": count} for count in config.bin_counts}
+    return compare_variants(config, workdir, variants)

@@ -1,0 +1,22 @@
+"""``python -m experiments run distill-targets``: AV vs SV vs BC on the same data (the paper's Table 2, first rows).
+
+Writes ``WORKDIR/data/``, one run directory per predictor (``WORKDIR/action_value/`` …), the tournament's Elo book
+``WORKDIR/elo.json`` and ``summary.json``: ``positions``, ``baselines``, ``variants`` (per predictor: action
+accuracy, Kendall's τ, log-loss — of its own target, so not comparable across predictors —, puzzle accuracy when
+``puzzles=PATH`` is given, and Elo ± σ) and ``tournament``.  Reruns resume.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import Any
+
+import ml_collections
+
+from distill.pipeline import compare_variants
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return compare_variants(config, workdir, {name: {"predictor": name} for name in config.predictors})
