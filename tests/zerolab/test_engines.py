@@ -38,7 +38,7 @@ def test_missing_engine_names_the_package_and_the_places_searched(monkeypatch):
 
 
 def test_engine_fixture_fails_under_ci_and_skips_elsewhere(monkeypatch):
-    from conftest import engine_path
+    from tests.conftest import engine_path
 
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="'no-such-engine' not found.*CI is set"):
