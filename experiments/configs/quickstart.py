@@ -12,8 +12,8 @@ def get_config(preset: str = "tiny"):
     config.evaluation = {"games": 64, "num_simulations": 16, "engine": "fairy-stockfish:skill=-20", "engine_games": 16,
                          "max_game_plies": 256}
     if preset == "tiny":
-        config.iterations = 16
-        config.checkpoint.keep_period = 4
+        config.iterations = 10
+        config.checkpoint.keep_period = 5
         config.model.channels = 32
         config.model.num_blocks = 2
         config.search.num_simulations = 16
