@@ -35,8 +35,12 @@ static), compiled ahead of time and kept.
 * plain ``go``, ``go infinite``, ``go ponder``: ``Simulations`` simulations (``infinite``/``ponder`` then hold the
   ``bestmove`` until ``stop``/``ponderhit``, as zerolab's server does).
 
-A jitted search cannot be interrupted: ``stop`` ends ``infinite`` waits, not a search under way.  ``isready``
-waits until the network is loaded and the ``Simulations`` search is compiled.
+``go searchmoves ...`` limits the search to those moves.  A jitted search cannot be interrupted: ``stop`` ends
+``infinite`` waits, not a search under way.
+
+**Start-up.** JAX, pgx and the network are loaded in a warm-up thread, so ``uci`` is answered at once; ``isready``
+(and the first ``go``) wait until the network is loaded and the ``Simulations`` search is compiled.  If loading
+fails, ``isready`` answers with an ``info string error`` first and every ``go`` plays zerolab's fallback move.
 """
 
 from __future__ import annotations

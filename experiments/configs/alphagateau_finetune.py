@@ -54,9 +54,9 @@ def get_config(preset: str = "tiny"):
         config.search.num_simulations = 16
         config.search.max_num_considered_actions = 8
         config.pretrain = stage_config(iterations=12, num_games=32, plies=48, window_size=6144, batch_size=128,
-                                       epochs_per_iteration=1 / 3, keep_period=4, temperature_plies=4)
+                                       epochs_per_iteration=1 / 3, keep_period=6, temperature_plies=4)
         config.pretrain.selfplay.max_game_plies = 256  # Gardner games are short; longer ones carry no value target
-        config.finetune = stage_config(iterations=6, num_games=16, plies=48, window_size=2304, batch_size=64,
+        config.finetune = stage_config(iterations=4, num_games=16, plies=48, window_size=2304, batch_size=64,
                                        epochs_per_iteration=0.25, keep_period=2, temperature_plies=4)
         config.evaluation.games = 8
         config.evaluation.num_simulations = 8

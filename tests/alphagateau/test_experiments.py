@@ -1,0 +1,126 @@
+"""The AlphaGateau experiments: their configs at both presets, and a very small end-to-end run of each."""
+
+import json
+import pathlib
+
+import pytest
+
+from experiments import alphagateau_finetune, alphagateau_speed
+from zerolab.config import ConfigError, load_config
+from zerolab.elo import EloBook
+from zerolab.train import Components
+
+SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
+SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evaluation.max_game_plies=6",
+                    "evaluation.num_opponents=2"]
+SPEED_RUN = [
+    "iterations=1", "checkpoint.keep_period=1", "models.alphagateau.embedding_size=8",
+    "models.alphagateau.num_blocks=1", "models.resnet.channels=8", "models.resnet.num_blocks=1",
+    "selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16",
+]
+FINETUNE_RUN = [
+    "model.embedding_size=8", "model.num_blocks=1",
+    "pretrain.iterations=1", "pretrain.selfplay.num_games=4", "pretrain.selfplay.plies_per_iteration=8",
+    "pretrain.train.batch_size=16",
+    "finetune.iterations=1", "finetune.selfplay.num_games=2", "finetune.selfplay.plies_per_iteration=4",
+    "finetune.selfplay.max_game_plies=4", "finetune.train.batch_size=8",
+]
+
+
+# --- configs ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["alphagateau-speed", "alphagateau-finetune"])
+@pytest.mark.parametrize("preset", ["tiny", "paper"])
+def test_configs_load_at_both_presets(name, preset):
+    config = load_config(name, preset, ["seed=3"])
+    assert config.seed == 3
+    with pytest.raises(ConfigError, match="unknown config key"):
+        load_config(name, preset, ["evaluation.gamez=2"])
+
+
+def test_paper_presets_carry_the_papers_hyperparameters():
+    speed = load_config("alphagateau-speed", "paper")
+    finetune = load_config("alphagateau-finetune", "paper")
+    assert speed.game.name == "chess" and speed.iterations == 500
+    assert speed.models.alphagateau.embedding_size == 128 and speed.models.alphagateau.num_blocks == 5
+    assert speed.models.resnet.channels == 128 and speed.models.resnet.num_blocks == 5
+    assert (finetune.model.embedding_size, finetune.model.num_blocks) == (128, 5)
+    assert (finetune.pretrain.iterations, finetune.finetune.iterations) == (100, 100)
+    assert (finetune.pretrain.selfplay.plies_per_iteration, finetune.finetune.selfplay.plies_per_iteration) == (256, 512)
+    for search in (speed.search, finetune.search):
+        assert (search.num_simulations, search.gumbel_scale, search.kind) == (128, 1.0, "gumbel")
+    for run in (speed, finetune.pretrain, finetune.finetune):
+        assert run.selfplay.num_games == 256
+        assert run.selfplay.plies_per_iteration == run.selfplay.max_game_plies
+        assert (run.replay.window_size, run.train.batch_size, run.train.learning_rate) == (1_000_000, 256, 1e-3)
+
+
+@pytest.mark.parametrize("preset", ["tiny", "paper"])
+def test_sub_run_configs_build_their_components(preset):
+    speed = load_config("alphagateau-speed", preset)
+    for name in speed.models:
+        run_config = alphagateau_speed.training_config(speed, speed.models[name])
+        for key in ("game", "search", "selfplay", "replay", "train", "checkpoint"):  # identical budgets
+            assert run_config[key].to_dict() == speed[key].to_dict()
+        assert run_config.model.to_dict() == speed.models[name].to_dict()
+        Components.from_config(run_config)
+    finetune = load_config("alphagateau-finetune", preset)
+    pretrain = alphagateau_finetune.stage_training_config(finetune, "pretrain", "gardner_chess")
+    tuned = alphagateau_finetune.stage_training_config(finetune, "finetune", "chess", init_from="elsewhere")
+    assert (pretrain.game.name, tuned.game.name, tuned.init_from) == ("gardner_chess", "chess", "elsewhere")
+    assert pretrain.model.to_dict() == tuned.model.to_dict() == finetune.model.to_dict()
+    assert tuned.selfplay.to_dict() == finetune.finetune.selfplay.to_dict()
+
+
+def test_rated_steps_keep_the_period_and_the_last():
+    assert alphagateau_speed.rated_steps([0, 3, 4, 5, 6, 7], keep_period=3) == [0, 3, 6, 7]
+    assert alphagateau_speed.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
+
+
+# --- end to end -------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compilation_cache(tmp_path_factory):
+    return f"compilation_cache={tmp_path_factory.mktemp('jax-cache')}"
+
+
+def run_experiment(module, name, workdir, overrides):
+    config = load_config(name, "tiny", overrides)
+    return module.run(config, workdir)
+
+
+def check_outputs(workdir: pathlib.Path, summary: dict, figure_name: str, players: set):
+    assert json.loads((workdir / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    book = EloBook.load(workdir / "elo.json")
+    assert set(book.ratings()) == players
+    assert (workdir / "elo.txt").read_text().startswith("rank")
+    figure = workdir / "figures" / figure_name
+    assert figure.stat().st_size > 10_000 and figure.read_bytes()[:4] == b"\x89PNG"
+    assert list((workdir / "games").glob("*.pgn"))
+
+
+def test_speed_experiment_end_to_end_and_resume(tmp_path, compilation_cache):
+    overrides = SPEED_RUN + SMALL_TRAINING + SMALL_EVALUATION + [compilation_cache]
+    summary = run_experiment(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
+    players = {"alphagateau@0", "alphagateau@1", "resnet@0", "resnet@1"}
+    check_outputs(tmp_path, summary, "alphagateau_speed.png", players)
+    assert summary["matches_played_now"] == 0 + 1 + 2 + 2  # Algorithm 2 with 2 opponents per new player
+    models = summary["models"]
+    assert models["alphagateau"]["parameters"] < models["resnet"]["parameters"]
+    assert models["alphagateau"]["frames"] == models["resnet"]["frames"] == 4 * 8
+    resumed = run_experiment(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
+    assert resumed["matches_played_now"] == 0
+    assert {name: entry["rating"] for name, entry in resumed["elo"].items()} == pytest.approx(
+        {name: entry["rating"] for name, entry in summary["elo"].items()})
+
+
+def test_finetune_experiment_end_to_end(tmp_path, compilation_cache):
+    overrides = FINETUNE_RUN + SMALL_TRAINING + SMALL_EVALUATION + [compilation_cache]
+    summary = run_experiment(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)
+    check_outputs(tmp_path, summary, "alphagateau_finetune.png", {"untrained", "gardner@1", "chess@1"})
+    assert summary["before_finetuning"]["player"] == "gardner@1"
+    assert summary["after_finetuning"]["player"] == "chess@1"
+    config = json.loads((tmp_path / "chess" / "config.json").read_text())
+    assert config["init_from"].endswith("gardner/checkpoints/1") and config["game"]["name"] == "chess"
