@@ -7,9 +7,11 @@ have no biases.  ``dtype='bfloat16'`` runs the matrix multiplications in bfloat1
 LayerNorms' statistics and the logits stay in float32.
 
 Action tokens (the action-value predictor's last token) are embedded from a table of 1968 rows, as in the paper
-(``action_embedding='table'``), or — an option for small datasets, not the paper's — as the sum of an origin-square,
-a destination-square and a promotion embedding (``'factored'``), which shares what is learnt about a square across
-the ~30 actions that start or end there.
+(``action_embedding='table'``).  Two options for small datasets, not the paper's, share what is learnt about a
+square across the ~30 actions that start or end there: ``'factored'`` sums an origin-square, a destination-square
+and a promotion embedding; ``'square-tied'`` builds the action from the position embeddings of the board tokens of
+its two squares (each through a learnt linear map initialised to the identity) plus a promotion embedding, so an
+action token starts out aligned with the squares it names.
 
 Sizes (``MODEL_SIZES``) follow the paper — ``9M``: 8 layers of width 256, ``136M``: 8 × 1024, ``270M``: 16 × 1024,
 all with 8 heads and an MLP 4 × wider — plus small ones for CPU runs and tests.
@@ -27,6 +29,7 @@ import numpy as np
 
 from distill.tokenizer import ACTION_FROM_SQUARE, ACTION_PROMOTION, ACTION_TO_SQUARE, NUM_ACTIONS, NUM_CHARACTERS
 
+ACTION_EMBEDDINGS = ("table", "factored", "square-tied")
 MODEL_SIZES: dict[str, dict[str, int]] = {
     "test": dict(num_layers=1, embedding_dim=32, num_heads=2),
     "cpu-small": dict(num_layers=2, embedding_dim=64, num_heads=4),
@@ -48,8 +51,9 @@ class TransformerConfig:
       num_layers, embedding_dim, num_heads: depth, width and attention heads.
       widening_factor: SwiGLU hidden width = ``widening_factor * embedding_dim``.
       dtype: ``float32`` or ``bfloat16`` (the computation dtype of the matrix multiplications).
-      action_embedding: ``table`` (one learnt vector per action token, the paper's) or ``factored`` (origin +
-        destination + promotion vectors; needs the action-value vocabulary: the 31 symbols then 1968 actions).
+      action_embedding: ``table`` (one learnt vector per action token, the paper's), ``factored`` or
+        ``square-tied`` (see the module docstring; they need the action-value vocabulary: the 31 symbols then the
+        1968 actions).
     """
 
     vocabulary_size: int
@@ -67,10 +71,10 @@ class TransformerConfig:
             raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
-        if self.action_embedding not in ("table", "factored"):
-            raise ValueError(f"action_embedding must be 'table' or 'factored', got {self.action_embedding!r}")
-        if self.action_embedding == "factored" and self.vocabulary_size != NUM_CHARACTERS + NUM_ACTIONS:
-            raise ValueError("action_embedding='factored' needs the action-value vocabulary of "
+        if self.action_embedding not in ACTION_EMBEDDINGS:
+            raise ValueError(f"action_embedding must be one of {ACTION_EMBEDDINGS}, got {self.action_embedding!r}")
+        if self.action_embedding != "table" and self.vocabulary_size != NUM_CHARACTERS + NUM_ACTIONS:
+            raise ValueError(f"action_embedding={self.action_embedding!r} needs the action-value vocabulary of "
                              f"{NUM_CHARACTERS + NUM_ACTIONS} tokens, got vocabulary_size={self.vocabulary_size}")
 
     @classmethod
@@ -85,12 +89,12 @@ class TransformerConfig:
 
 
 class TokenEmbedding(nn.Module):
-    """Token ids [B, T] → [B, T, D]: one table, or position symbols from a table and actions factored."""
+    """Token ids [B, T] and position embeddings [T, D] → token embeddings [B, T, D] (see ``action_embedding``)."""
 
     config: TransformerConfig
 
     @nn.compact
-    def __call__(self, tokens: jax.Array) -> jax.Array:
+    def __call__(self, tokens: jax.Array, positions: jax.Array) -> jax.Array:
         config = self.config
         initializer = nn.initializers.truncated_normal(stddev=1.0)
         if config.action_embedding == "table":
@@ -99,11 +103,27 @@ class TokenEmbedding(nn.Module):
         symbols = nn.Embed(NUM_CHARACTERS, config.embedding_dim, embedding_init=initializer,
                            name="symbol_embedding")(jnp.minimum(tokens, NUM_CHARACTERS - 1))
         action = jnp.clip(tokens - NUM_CHARACTERS, 0, NUM_ACTIONS - 1)
-        parts = [("origin_embedding", ACTION_FROM_SQUARE, 64), ("destination_embedding", ACTION_TO_SQUARE, 64),
-                 ("promotion_embedding", ACTION_PROMOTION, 5)]
-        actions = sum(nn.Embed(size, config.embedding_dim, embedding_init=initializer, name=name)(
-            jnp.asarray(table)[action]) for name, table, size in parts) / jnp.sqrt(3.0)
+        promotion = nn.Embed(5, config.embedding_dim, embedding_init=initializer, name="promotion_embedding")(
+            jnp.asarray(ACTION_PROMOTION)[action])
+        if config.action_embedding == "factored":
+            squares = [nn.Embed(64, config.embedding_dim, embedding_init=initializer, name=name)(
+                jnp.asarray(table)[action]) for name, table in (("origin_embedding", ACTION_FROM_SQUARE),
+                                                               ("destination_embedding", ACTION_TO_SQUARE))]
+        else:  # square-tied: the position embeddings of the action's two board tokens
+            squares = [nn.Dense(config.embedding_dim, use_bias=False, kernel_init=_identity,
+                                name=name)(positions[jnp.asarray(board_token_of_square(table))[action]])
+                       for name, table in (("origin_map", ACTION_FROM_SQUARE), ("destination_map", ACTION_TO_SQUARE))]
+        actions = (squares[0] + squares[1] + promotion) / jnp.sqrt(3.0)
         return jnp.where((tokens >= NUM_CHARACTERS)[..., None], actions, symbols)
+
+
+def _identity(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+    return jnp.eye(*shape, dtype=dtype)
+
+
+def board_token_of_square(squares: np.ndarray) -> np.ndarray:
+    """Index among the 77 position tokens of python-chess squares (a1 = 0): the board runs a8..h8, ..., a1..h1."""
+    return 1 + (7 - squares // 8) * 8 + squares % 8
 
 
 class SwiGLU(nn.Module):
@@ -173,7 +193,7 @@ class Transformer(nn.Module):
             raise ValueError(f"expected tokens [B, {config.sequence_length}], got {tokens.shape}")
         initializer = nn.initializers.truncated_normal(stddev=1.0)
         positions = self.param("position_embedding", initializer, (config.sequence_length, config.embedding_dim))
-        x = TokenEmbedding(config, name="embedding")(tokens) + positions[None]
+        x = TokenEmbedding(config, name="embedding")(tokens, positions) + positions[None]
         for index in range(config.num_layers):
             x = TransformerBlock(config, name=f"block_{index}")(x)
         x = nn.LayerNorm(name="final_norm")(x[:, -1])
