@@ -96,7 +96,7 @@ class LoadedNetwork:
 
 
 def random_network(embedding_size: int, num_blocks: int, seed: int) -> LoadedNetwork:
-    """An untrained AlphaGateau (``embedding_size`` H, ``num_blocks`` L) for 8×8 chess, parameters drawn from ``seed``."""
+    """An untrained AlphaGateau (``embedding_size`` H, ``num_blocks`` L) for 8×8 chess; parameters from ``seed``."""
     import jax
 
     from alphagateau.network import AlphaGateau

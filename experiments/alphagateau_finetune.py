@@ -60,8 +60,10 @@ FINETUNE_SERIES = "fine-tuned on 8×8 from the 5×5 parameters"
 
 
 def stage_training_config(config: ml_collections.ConfigDict, stage: str, game: str, **values: Any):
-    """The zerolab training config of one stage: shared ``seed``/``model``/``search``/``progress`` + the stage's keys."""
-    sections = {"seed": config.seed, "search": config.search, "progress": config.progress, **dict(config[stage].items())}
+    """The zerolab training config of one stage: the shared ``seed``, ``model``, ``search``, ``progress`` and the
+    stage's own keys."""
+    sections = {"seed": config.seed, "search": config.search, "progress": config.progress}
+    sections.update(config[stage].items())
     return training_config(sections, config.model, game=ml_collections.ConfigDict(
         {**train.default_config().game.to_dict(), "name": game}), **values)
 
@@ -136,11 +138,14 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         "stages": statistics,
         "elo": ratings_summary(book),
         "elo_table": table,
-        "before_finetuning": {"player": before_name, "rating": ratings[before_name][0],
-                              "sigma": ratings[before_name][1],
-                              "minus_untrained": {"elo": before_minus_untrained[0], "sigma": before_minus_untrained[1]}},
-        "after_finetuning": {"player": final_name, "rating": ratings[final_name][0], "sigma": ratings[final_name][1],
-                             "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]}},
+        "before_finetuning": {
+            "player": before_name, "rating": ratings[before_name][0], "sigma": ratings[before_name][1],
+            "minus_untrained": {"elo": before_minus_untrained[0], "sigma": before_minus_untrained[1]},
+        },
+        "after_finetuning": {
+            "player": final_name, "rating": ratings[final_name][0], "sigma": ratings[final_name][1],
+            "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]},
+        },
         "matches_played_now": matches,
         "evaluation": config.evaluation.to_dict(),
         "rating_wall_s": rating_seconds,

@@ -110,7 +110,8 @@ def training_wall_seconds(run_directory: pathlib.Path) -> dict[int, float]:
     return {0: 0.0, **{int(record["iteration"]): float(record["wall_s"]) for record in records}}
 
 
-def checkpoint_agent(run_directory: pathlib.Path, step: int, game: Game, search: SearchConfig, name: str) -> SearchAgent:
+def checkpoint_agent(run_directory: pathlib.Path, step: int, game: Game, search: SearchConfig,
+                     name: str) -> SearchAgent:
     """A :class:`SearchAgent` playing ``game`` with the network of checkpoint ``step`` of a run.
 
     The game may differ from the run's own (AlphaGateau's parameters fit any board); the network module is built
@@ -278,7 +279,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
             series=model_label(name, statistics_by_model[name]["parameters"]),
             iteration=step,
             wall_seconds=walls[name].get(step, float("nan")),
-            load=lambda name=name, step=step: checkpoint_agent(run_directories[name], step, game, search, f"{name}@{step}"),
+            load=lambda name=name, step=step: checkpoint_agent(run_directories[name], step, game, search,
+                                                               f"{name}@{step}"),
         )
         for step in sorted(set().union(*steps.values()))
         for name in model_names

@@ -2,12 +2,14 @@
 
 import json
 import pathlib
+import types
 
+import ml_collections
 import pytest
 
 from experiments import alphagateau_finetune, alphagateau_speed
 from zerolab.config import ConfigError, load_config
-from zerolab.elo import EloBook
+from zerolab.elo import EloBook, MatchResult
 from zerolab.train import Components
 
 SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
@@ -47,7 +49,8 @@ def test_paper_presets_carry_the_papers_hyperparameters():
     assert speed.models.resnet.channels == 128 and speed.models.resnet.num_blocks == 5
     assert (finetune.model.embedding_size, finetune.model.num_blocks) == (128, 5)
     assert (finetune.pretrain.iterations, finetune.finetune.iterations) == (100, 100)
-    assert (finetune.pretrain.selfplay.plies_per_iteration, finetune.finetune.selfplay.plies_per_iteration) == (256, 512)
+    plies = (finetune.pretrain.selfplay.plies_per_iteration, finetune.finetune.selfplay.plies_per_iteration)
+    assert plies == (256, 512)
     for search in (speed.search, finetune.search):
         assert (search.num_simulations, search.gumbel_scale, search.kind) == (128, 1.0, "gumbel")
     for run in (speed, finetune.pretrain, finetune.finetune):
@@ -78,6 +81,49 @@ def test_rated_steps_keep_the_period_and_the_last():
     assert alphagateau_speed.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
 
 
+# --- rating in order (matches faked: no JAX) ----------------------------------------------------------------------
+
+
+def fake_strength(name):
+    """Later checkpoints are stronger; 'b' players are a little stronger than 'a' ones."""
+    series, step = name.split("@")
+    return int(step) + (0.5 if series == "b" else 0.0)
+
+
+def test_rating_follows_algorithm_2_in_order_and_resumes(tmp_path, monkeypatch):
+    played = []
+
+    def play_match(game, agent_a, agent_b, num_games, key, max_game_plies, show_progress):
+        played.append((agent_a.name, agent_b.name))
+        stronger = fake_strength(agent_a.name) > fake_strength(agent_b.name)
+        wins = num_games - 1 if stronger else 1
+        return types.SimpleNamespace(result=MatchResult(agent_a.name, agent_b.name, wins=wins, losses=num_games - wins))
+
+    monkeypatch.setattr(alphagateau_speed, "play_match", play_match)
+    monkeypatch.setattr(alphagateau_speed, "write_pgn", lambda *arguments: None)
+    evaluation = ml_collections.ConfigDict({"games": 10, "max_game_plies": 4, "num_opponents": 2})
+
+    def contestants(steps):
+        return [alphagateau_speed.Contestant(f"{series}@{step}", series, step, 60.0 * step,
+                                             lambda name=f"{series}@{step}": types.SimpleNamespace(name=name))
+                for step in steps for series in ("a", "b")]
+
+    first = contestants([0, 1])
+    book, matches = alphagateau_speed.rate_contestants(first, None, evaluation, tmp_path / "elo.json", tmp_path,
+                                                       seed=0, show_progress=False)
+    assert played[0] == ("b@0", "a@0") and matches == 0 + 1 + 2 + 2
+    assert [name for name, _ in played] == ["b@0", "a@1", "a@1", "b@1", "b@1"]  # each new player, in order
+    ratings = book.ratings()
+    assert ratings["b@1"][0] > ratings["a@1"][0] > ratings["b@0"][0] > ratings["a@0"][0]
+    series = alphagateau_speed.elo_series(book, first, "wall_seconds")
+    assert [point[0] for point in series["a"]] == [0.0, 60.0]
+    # A rerun with one more checkpoint per series plays only the new ones.
+    played.clear()
+    _, matches = alphagateau_speed.rate_contestants(contestants([0, 1, 2]), None, evaluation, tmp_path / "elo.json",
+                                                    tmp_path, seed=0, show_progress=False)
+    assert matches == 4 and {name for name, _ in played} == {"a@2", "b@2"}
+
+
 # --- end to end -------------------------------------------------------------------------------------------------------
 
 
@@ -101,7 +147,7 @@ def check_outputs(workdir: pathlib.Path, summary: dict, figure_name: str, player
     assert list((workdir / "games").glob("*.pgn"))
 
 
-def test_speed_experiment_end_to_end_and_resume(tmp_path, compilation_cache):
+def test_speed_experiment_end_to_end(tmp_path, compilation_cache):
     overrides = SPEED_RUN + SMALL_TRAINING + SMALL_EVALUATION + [compilation_cache]
     summary = run_experiment(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
     players = {"alphagateau@0", "alphagateau@1", "resnet@0", "resnet@1"}
@@ -110,10 +156,6 @@ def test_speed_experiment_end_to_end_and_resume(tmp_path, compilation_cache):
     models = summary["models"]
     assert models["alphagateau"]["parameters"] < models["resnet"]["parameters"]
     assert models["alphagateau"]["frames"] == models["resnet"]["frames"] == 4 * 8
-    resumed = run_experiment(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
-    assert resumed["matches_played_now"] == 0
-    assert {name: entry["rating"] for name, entry in resumed["elo"].items()} == pytest.approx(
-        {name: entry["rating"] for name, entry in summary["elo"].items()})
 
 
 def test_finetune_experiment_end_to_end(tmp_path, compilation_cache):

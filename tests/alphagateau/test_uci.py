@@ -13,7 +13,7 @@ import chess.engine
 import pytest
 
 from alphagateau.uci import largest_power_of_two, plan_simulations, value_to_centipawns
-from zerolab.uci import SearchBudget, plan_budget
+from zerolab.uci import plan_budget
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 ENGINE_ARGUMENTS = ["--random-init", "--simulations", "4", "--embedding-size", "8", "--blocks", "1"]
@@ -109,7 +109,8 @@ def test_answers_after_move_lists_repetitions_and_option_changes(engine):
     board = chess.Board()
     for move in ["e2e4", "c7c5", "e4e5", "d7d5"]:  # White may now take en passant: e5d6
         board.push_uci(move)
-    assert engine.play(board, chess.engine.Limit(nodes=2), root_moves=[chess.Move.from_uci("e5d6")]).move.uci() == "e5d6"
+    result = engine.play(board, chess.engine.Limit(nodes=4), root_moves=[chess.Move.from_uci("e5d6")])
+    assert result.move.uci() == "e5d6"
     board = chess.Board()
     for move in ["g1f3", "g8f6", "f3g1", "f6g8"] * 2:  # the start position a third time: over for pgx, not for UCI
         board.push_uci(move)
