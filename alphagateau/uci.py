@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # imported where used: the UCI handshake does not wait the se
     from zerolab.games import ChessGame
     from zerolab.search import SearchConfig
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("alphagateau.uci")  # also when run as __main__
 
 ENGINE_NAME = "AlphaGateau (zerolab)"
 ENGINE_AUTHOR = "zerolab"

@@ -4,7 +4,6 @@ import sys
 
 import chess
 import chess.engine
-import jax
 import numpy as np
 import pytest
 
@@ -118,16 +117,17 @@ def test_uci_engine_reports_a_bad_checkpoint(tmp_path):
     assert result.returncode == 2 and str(tmp_path) in result.stderr
 
 
-def test_agent_plays_arena_games():
-    from distill.agent import SearchlessAgent
-    from zerolab.arena import play_match
-    from zerolab.games import ChessGame
+def test_tournament_in_the_arena_rated_by_elo(tmp_path):
+    """Searchless agents play arena games (pgx referee) and get Elo ratings; a rerun plays nothing again."""
+    from distill.pipeline import tournament
 
-    game = ChessGame("chess")
-    searchless = SearchlessAgent(SearchlessEngine(NeuralScorer.random_init(Predictor("action_value", 16), "test")),
-                                 game, name="searchless")
-    material = SearchlessAgent(SearchlessEngine(ConstantScorer()), game, name="constant")
-    match = play_match(game, searchless, material, num_games=2, key=jax.random.key(0), max_game_plies=30,
+    engines = {"untrained": SearchlessEngine(NeuralScorer.random_init(Predictor("action_value", 16), "test")),
+               "constant": SearchlessEngine(ConstantScorer(), EngineOptions(temperature=0.05))}
+    result = tournament(engines, tmp_path / "elo.json", games_per_pair=2, seed=0, max_game_plies=24,
+                        show_progress=False)
+    assert set(result["ratings"]) == {"untrained", "constant"}
+    [match] = result["results"]
+    assert match["wins"] + match["draws"] + match["losses"] == 2
+    again = tournament(engines, tmp_path / "elo.json", games_per_pair=2, seed=0, max_game_plies=24,
                        show_progress=False)
-    assert match.result.games == 2
-    assert all(len(record.moves) > 0 for record in match.games)
+    assert again["results"] == result["results"]

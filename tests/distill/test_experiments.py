@@ -1,0 +1,64 @@
+"""The distill experiments end to end at a toy scale, and the committed mate-puzzle file."""
+
+import json
+import pathlib
+
+import chess
+import pytest
+
+from distill.puzzles import is_solved, read_puzzles
+from zerolab.config import load_config
+
+PUZZLES = pathlib.Path(__file__).parent / "data" / "mate_puzzles.csv"
+TOY = ["workers=0", "annotate.nodes_per_move=20", "annotate.positions_per_chunk=32", "data.test_fraction=0.3",
+       "train.model_size=test", "train.batch_size=16", "train.num_steps=4", "train.log_every=2",
+       "train.checkpoint_every=2", "evaluate.max_test_positions=20"]
+
+
+def test_committed_puzzles_are_forced_mates():
+    puzzles, problems = read_puzzles(PUZZLES)
+    assert len(puzzles) >= 20 and problems == []
+    for puzzle in puzzles:
+        assert is_solved(puzzle, lambda board: chess.Move.from_uci(puzzle.moves[len(board.move_stack)]))
+        board = chess.Board(puzzle.fen)
+        for move in puzzle.moves:
+            board.push_uci(move)
+        assert board.is_checkmate()
+
+
+@pytest.mark.parametrize("name", ["distill", "distill-targets", "distill-bins"])
+@pytest.mark.parametrize("preset", ["tiny", "paper"])
+def test_configs_load(name, preset):
+    config = load_config(name, preset)
+    assert config.train.predictor == "action_value"
+
+
+def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, tmp_path):
+    from experiments import distill
+
+    overrides = [*TOY, f"engine={stockfish_path}", f"data.pgn_files={generated_games[0].parent}/*.pgn",
+                 f"puzzles={PUZZLES}"]
+    config = load_config("distill", "tiny", overrides)
+    summary = distill.run(config, tmp_path)
+    for key in ("positions", "action_accuracy", "kendall_tau", "log_loss", "baselines", "puzzle_accuracy"):
+        assert key in summary, key
+    assert set(summary["baselines"]) == {"uniform_random", "material"}
+    assert json.loads((tmp_path / "summary.json").read_text())["positions"] == summary["positions"] > 0
+    assert (tmp_path / "checkpoints" / "4").is_dir()
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [2, 4, 4] and records[-1]["phase"] == "evaluation"
+    again = distill.run(config, tmp_path)  # every stage resumes: nothing is redone
+    assert again["action_accuracy"] == summary["action_accuracy"] and again["training_steps"] == 4
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_distill_bins_compares_bin_counts(stockfish_path, generated_games, tmp_path):
+    """Two bin counts trained and evaluated on the same data (the tournament is tested in test_engines)."""
+    from experiments import distill_bins
+
+    overrides = [*TOY, f"engine={stockfish_path}", f"data.pgn_files={generated_games[0].parent}/*.pgn",
+                 "bin_counts=(8, 16)", "tournament.games_per_pair=0"]
+    summary = distill_bins.run(load_config("distill-bins", "tiny", overrides), tmp_path)
+    assert set(summary["variants"]) == {"bins-8", "bins-16"}
+    assert [summary["variants"][name]["num_bins"] for name in ("bins-8", "bins-16")] == [8, 16]
+    assert all("action_accuracy" in variant for variant in summary["variants"].values())
