@@ -42,6 +42,7 @@ def base_config() -> ml_collections.ConfigDict:
             "predictor": "action_value",
             "num_bins": 32,
             "model_size": "cpu-small",
+            "action_embedding": "table",  # or "factored" / "square-tied" (see distill.model; not the paper's)
             "dtype": "float32",
             "batch_size": 128,
             "num_steps": 2000,

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -196,3 +197,20 @@ def test_loader_shuffles_shards_and_restores_its_position(dataset_directory):
     for want in expected:
         got = next(restored)
         assert np.array_equal(got["tokens"], want["tokens"]) and np.array_equal(got["targets"], want["targets"])
+
+
+def test_record_file_reads_what_array_record_wrote_and_survives_pickling(dataset_directory):
+    """The loader's data source returns each record as array_record's own reader does, also after pickling
+    (as grain worker processes receive it), and names the file when asked for a record it does not have."""
+    from array_record.python import array_record_module
+
+    path = records.record_path(dataset_directory, "train", "positions")
+    source = records.data_source(path)
+    reader = array_record_module.ArrayRecordReader(str(path), "readahead_buffer_size:0")
+    expected = reader.read_all()
+    assert len(source) == len(expected) > 0
+    copy = pickle.loads(pickle.dumps(source))
+    for index in (0, len(expected) // 2, len(expected) - 1):
+        assert source[index] == copy[index] == expected[index]
+    with pytest.raises(IndexError, match=str(path)):
+        source[len(expected)]
