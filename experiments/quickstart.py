@@ -1,4 +1,5 @@
-"""Quickstart: train the AlphaZero baseline on Gardner chess, then measure it honestly.
+"""Quickstart: train AlphaGateau (or, with ``model.name=resnet``, the AlphaZero ResNet) on Gardner chess, then
+measure it honestly.
 
 After training, the final network plays its own iteration-0 network with the same search on both sides, earlier kept
 checkpoints play the iteration-0 network too, and the final network plays Fairy-Stockfish at its weakest setting.
@@ -28,6 +29,9 @@ logger = logging.getLogger(__name__)
 
 def checkpoint_name(step: int) -> str:
     return f"iteration-{step}"
+
+
+NETWORK_LABELS = {"resnet": "AlphaZero ResNet", "alphagateau.network:make_alphagateau": "AlphaGateau"}
 
 
 def run(config, workdir: pathlib.Path) -> dict:
@@ -78,7 +82,8 @@ def run(config, workdir: pathlib.Path) -> dict:
     figure, axes = new_figure(columns=2)
     curve = [(step, *ratings[checkpoint_name(step)]) for step in steps if checkpoint_name(step) in ratings]
     references = {evaluation.engine: ratings[evaluation.engine]} if evaluation.engine in ratings else {}
-    plot_elo_curves(axes[0, 0], {"AlphaZero ResNet (Gardner)": curve}, "iteration", references)
+    network_label = NETWORK_LABELS.get(config.model.name, config.model.name)
+    plot_elo_curves(axes[0, 0], {f"{network_label} (Gardner)": curve}, "iteration", references)
     axes[0, 0].set_title(f"score vs iteration 0: {final_match.score:.2f} over {final_match.result.games} games")
     plot_training_curves(axes[0, 1], records)
     figure_path = save_figure(figure, workdir / "figures" / "quickstart.png")

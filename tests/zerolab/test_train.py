@@ -15,8 +15,8 @@ from zerolab import train
 from zerolab.config import load_config
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
-TINY_RUN = [
-    "model.channels=8", "model.num_blocks=1", "search.num_simulations=4", "search.max_num_considered_actions=4",
+TINY_RUN = [  # the quickstart config with the ResNet (the core's own network) at toy size
+    "model.name=resnet", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4", "search.max_num_considered_actions=4",
     "selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16", "progress=False",
 ]
 
