@@ -32,6 +32,7 @@ from distill.tokenizer import ACTION_FROM_SQUARE, ACTION_PROMOTION, ACTION_TO_SQ
 ACTION_EMBEDDINGS = ("table", "factored", "square-tied")
 MODEL_SIZES: dict[str, dict[str, int]] = {
     "test": dict(num_layers=1, embedding_dim=32, num_heads=2),
+    "cpu-tiny": dict(num_layers=2, embedding_dim=32, num_heads=2),
     "cpu-small": dict(num_layers=2, embedding_dim=64, num_heads=4),
     "cpu-medium": dict(num_layers=4, embedding_dim=128, num_heads=4),
     "9M": dict(num_layers=8, embedding_dim=256, num_heads=8),

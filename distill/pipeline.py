@@ -44,8 +44,9 @@ class PreparedData:
 
     @property
     def positions(self) -> int:
+        """Annotated boards (the training split's colour mirrors, if any, are not counted)."""
         counts = self.description["counts"]
-        return counts["train"]["positions"] + counts["test"]["positions"]
+        return counts["train"]["positions"] - counts["train"]["mirrored_positions"] + counts["test"]["positions"]
 
 
 def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathlib.Path,
@@ -70,7 +71,8 @@ def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathli
     seconds["annotate"] = time.perf_counter() - start
     start = time.perf_counter()
     description = build(data_directory / "annotations", data_directory / "dataset",
-                        test_fraction=config.data.test_fraction, seed=config.seed)
+                        test_fraction=config.data.test_fraction, seed=config.seed,
+                        mirror_train=config.data.mirror_train)
     seconds["build"] = time.perf_counter() - start
     return PreparedData(data_directory / "dataset", description, pgn_files, report, seconds)
 

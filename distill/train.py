@@ -210,8 +210,9 @@ def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, wor
             step += 1
             window_losses.append(metrics["loss"])
             if step % settings.log_every == 0 or step == settings.num_steps:
+                window_mean_loss = float(np.mean(jax.device_get(window_losses)))  # waits for the window's steps
                 elapsed = time.perf_counter() - window_start
-                last_record = {"iteration": step, "loss": float(np.mean(jax.device_get(window_losses))),
+                last_record = {"iteration": step, "loss": window_mean_loss,
                                "gradient_norm": float(metrics["gradient_norm"]),
                                "examples_per_second": len(window_losses) * settings.batch_size / elapsed}
                 metrics_log.append(last_record)

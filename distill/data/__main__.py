@@ -65,7 +65,8 @@ def _annotate(arguments: argparse.Namespace) -> dict:
 def _build(arguments: argparse.Namespace) -> dict:
     from distill.data.build import build
 
-    return build(arguments.annotations, arguments.output, test_fraction=arguments.test_fraction, seed=arguments.seed)
+    return build(arguments.annotations, arguments.output, test_fraction=arguments.test_fraction, seed=arguments.seed,
+                 mirror_train=arguments.mirror_train)
 
 
 def _puzzles(arguments: argparse.Namespace) -> dict:
@@ -131,6 +132,8 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--output", required=True, type=pathlib.Path, help="dataset directory")
     build.add_argument("--test-fraction", type=float, default=0.1, help="share of games in the test split")
     build.add_argument("--seed", type=int, default=0, help="seed of the game split")
+    build.add_argument("--mirror-train", action="store_true",
+                       help="also train on the colour mirror of every training board (same values; not in the paper)")
     build.set_defaults(run=_build)
 
     puzzles = steps.add_parser(

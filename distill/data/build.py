@@ -5,6 +5,13 @@ split is stable as games are added).  A board seen in several games belongs to t
 is a training game, so no test board is ever trained on; the annotation step already removed duplicate boards.
 The files are written to a temporary directory and renamed when complete; ``dataset.json`` records the counts and
 the annotation they came from, and a build whose inputs have not changed is not redone.
+
+``mirror_train`` (not in the paper, which had billions of boards) adds to the training split each training board's
+colour mirror (python-chess's ``Board.mirror``: ranks flipped, colours, side to move, castling rights and en passant
+swapped) with its moves mirrored and the same action values — Stockfish's values are from the side to move, so the
+mirror has exactly the same ones.  The paper's tokeniser never flips the board, so a mirror is a new input with a
+known answer; it doubles the boards a small run trains on.  A mirror that is itself an annotated board (of either
+split) is left out, so no test board enters training this way.
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
+import chess
+
 from distill.data.annotate import read_annotations
 from distill.data.chunks import write_atomically
+from distill.data.pgn import board_key
 from distill.data.records import SPLITS, record_path, write_records
 
 DATASET_FILE = "dataset.json"
@@ -33,15 +43,30 @@ def split_of(record: dict[str, Any], test_fraction: float, seed: int) -> str:
     return "test" if all(is_test_game(game, test_fraction, seed) for game in record["games"]) else "train"
 
 
+def mirrored_position(record: dict[str, Any]) -> dict[str, Any]:
+    """A position record's colour mirror: the board mirrored, each move mirrored, values unchanged."""
+    board = chess.Board(record["fen"]).mirror()
+    moves = [chess.Move.from_uci(move) for move in record["moves"]]
+    return {**record, "fen": board.fen(),
+            "moves": [chess.Move(chess.square_mirror(move.from_square), chess.square_mirror(move.to_square),
+                                 move.promotion).uci() for move in moves]}
+
+
+def with_mirrors(train: list[dict[str, Any]], annotated_keys: set[str]) -> list[dict[str, Any]]:
+    """``train`` followed by the mirror of each of its boards that is not already an annotated board."""
+    mirrors = [mirrored_position(record) for record in train]
+    return train + [mirror for mirror in mirrors if board_key(mirror["fen"]) not in annotated_keys]
+
+
 def build(annotation_directory: str | pathlib.Path, dataset_directory: str | pathlib.Path,
-          test_fraction: float = 0.1, seed: int = 0) -> dict[str, Any]:
+          test_fraction: float = 0.1, seed: int = 0, mirror_train: bool = False) -> dict[str, Any]:
     """Write the train/test record files and ``dataset.json``; returns the dataset description."""
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
     annotation_directory = pathlib.Path(annotation_directory)
     dataset_directory = pathlib.Path(dataset_directory)
     source = json.loads((annotation_directory / "progress.json").read_text())
-    settings = {"test_fraction": test_fraction, "seed": seed,
+    settings = {"test_fraction": test_fraction, "seed": seed, "mirror_train": mirror_train,
                 "annotation_fingerprint": source["fingerprint"]}
     existing = _read_description(dataset_directory)
     if existing is not None and existing.get("settings") == settings:
@@ -55,6 +80,9 @@ def build(annotation_directory: str | pathlib.Path, dataset_directory: str | pat
         if not by_split[split]:
             raise ValueError(f"the {split} split is empty ({len(records)} boards, test_fraction={test_fraction}): "
                              "annotate more games")
+    annotated_boards = len(by_split["train"])
+    if mirror_train:
+        by_split["train"] = with_mirrors(by_split["train"], {board_key(record["fen"]) for record in records})
     temporary = dataset_directory.with_name(dataset_directory.name + ".tmp")
     shutil.rmtree(temporary, ignore_errors=True)
     counts: dict[str, dict[str, int]] = {}
@@ -66,6 +94,7 @@ def build(annotation_directory: str | pathlib.Path, dataset_directory: str | pat
             "games": len({game for record in by_split[split] for game in record["games"]
                           if is_test_game(game, test_fraction, seed) == (split == "test")}),
         }
+    counts["train"]["mirrored_positions"] = len(by_split["train"]) - annotated_boards
     description = {"settings": settings, "counts": counts, "skipped_positions": len(problems)}
     write_atomically(temporary / DATASET_FILE, json.dumps(description, indent=1))
     shutil.rmtree(dataset_directory, ignore_errors=True)
@@ -91,4 +120,4 @@ def read_description(dataset_directory: str | pathlib.Path) -> dict[str, Any]:
     return description
 
 
-__all__ = ["build", "is_test_game", "read_description", "split_of"]
+__all__ = ["build", "is_test_game", "mirrored_position", "read_description", "split_of", "with_mirrors"]

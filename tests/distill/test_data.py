@@ -16,7 +16,8 @@ import pytest
 
 from distill.data import records
 from distill.data.annotate import AnnotationSettings, annotate, collect_positions, read_annotations, win_probability
-from distill.data.build import is_test_game, read_description
+from distill.data.build import build, is_test_game, read_description, split_of
+from distill.data.pgn import board_key
 from distill.data.chunks import ChunkStore, FingerprintMismatchError
 from distill.predictors import Predictor
 
@@ -165,6 +166,32 @@ def test_build_splits_by_game_without_leaks(dataset_directory):
     assert all(any(not is_test_game(g, 0.3, 0) for g in r["games"]) for r in train)
     action_values = records.data_source(records.record_path(dataset_directory, "train", "action_values"))
     assert len(action_values) == sum(len(r["moves"]) for r in train) == description["counts"]["train"]["action_values"]
+
+
+def test_mirrored_training_boards_are_exact_mirrors_and_never_test_boards(annotation_directory, tmp_path):
+    directory = tmp_path / "mirrored"
+    description = build(annotation_directory, directory, test_fraction=0.3, seed=0, mirror_train=True)
+    train = records.read_all(records.record_path(directory, "train", "positions"))
+    test = records.read_all(records.record_path(directory, "test", "positions"))
+    counts = description["counts"]["train"]
+    assert 0 < counts["mirrored_positions"] <= counts["positions"] // 2
+    originals = {board_key(r["fen"]): r for r in read_annotations(annotation_directory)[0]}
+    mirrors = [r for r in train if board_key(r["fen"]) not in originals]
+    assert len(mirrors) == counts["mirrored_positions"]
+    assert not {board_key(r["fen"]) for r in train} & {board_key(r["fen"]) for r in test}
+    for mirror in mirrors:
+        board = chess.Board(mirror["fen"])
+        original = originals[board_key(board.mirror().fen())]  # the mirror of a mirror is the original
+        assert split_of(original, 0.3, 0) == "train"
+        assert board.turn != chess.Board(original["fen"]).turn
+        assert sorted(mirror["moves"]) == sorted(move.uci() for move in board.legal_moves)
+        for move, value in zip(mirror["moves"], mirror["action_values"]):
+            back = chess.Move(chess.square_mirror(chess.Move.from_uci(move).from_square),
+                              chess.square_mirror(chess.Move.from_uci(move).to_square),
+                              chess.Move.from_uci(move).promotion).uci()
+            assert original["action_values"][original["moves"].index(back)] == value
+    action_values = records.data_source(records.record_path(directory, "train", "action_values"))
+    assert len(action_values) == sum(len(r["moves"]) for r in train) == counts["action_values"]
 
 
 def test_loader_shuffles_shards_and_restores_its_position(dataset_directory):
