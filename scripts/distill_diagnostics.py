@@ -19,34 +19,32 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from distill.data.records import read_all, record_path
 from distill.engine import NeuralScorer
-from distill.evaluate import board_and_moves, expected_accuracy, material_scores
+from distill.evaluate import board_and_moves, expected_accuracy, material_scores, score_records
 from distill.model import Transformer, board_token_of_square
 from distill.train import load_trained_predictor
 
 
 def capture_breakdown(scorer: NeuralScorer, records: list[dict]) -> dict[str, float]:
+    network_scores, material = score_records(scorer, records), score_records(material_scores, records)
     rows = []
-    for record in records:
+    for record, scores, material_scores_of_board in zip(records, network_scores, material):
         board, moves = board_and_moves(record)
         values = np.asarray(record["action_values"])
-        scores = scorer([board], [moves])[0]
         captures = np.array([board.is_capture(move) for move in moves])
-        rows.append((expected_accuracy(scores, values), expected_accuracy(material_scores([board], [moves])[0], values),
+        rows.append((expected_accuracy(scores, values), expected_accuracy(material_scores_of_board, values),
                      captures[int(np.argmax(values))], captures[int(np.argmax(scores))], captures.any()))
-    accuracy, material, best_captures, chosen_captures, any_capture = map(np.array, zip(*rows))
+    accuracy, material_accuracy, best_captures, chosen_captures, any_capture = map(np.array, zip(*rows))
     return {
         "boards": len(rows),
-        "accuracy": accuracy.mean(), "material_accuracy": material.mean(),
+        "accuracy": accuracy.mean(), "material_accuracy": material_accuracy.mean(),
         "accuracy_when_best_is_capture": accuracy[best_captures].mean(),
-        "material_accuracy_when_best_is_capture": material[best_captures].mean(),
+        "material_accuracy_when_best_is_capture": material_accuracy[best_captures].mean(),
         "accuracy_when_best_is_quiet": accuracy[~best_captures].mean(),
-        "material_accuracy_when_best_is_quiet": material[~best_captures].mean(),
+        "material_accuracy_when_best_is_quiet": material_accuracy[~best_captures].mean(),
         "network_top_move_is_capture_when_one_exists": chosen_captures[any_capture].mean(),
         "stockfish_best_move_is_capture_when_one_exists": best_captures[any_capture].mean(),
     }
@@ -61,22 +59,18 @@ def action_attention(scorer: NeuralScorer, records: list[dict]) -> list[tuple[in
         origins += [move.from_square for move in moves]
         destinations += [move.to_square for move in moves]
     tokens = np.concatenate(inputs)
+    index = np.arange(len(tokens))
     origin_tokens = board_token_of_square(np.array(origins))
     destination_tokens = board_token_of_square(np.array(destinations))
-    config, params = scorer.model_config, scorer.params
-    _, state = Transformer(config).apply({"params": params}, tokens, capture_intermediates=True,
-                                         mutable=["intermediates"])
-    rows, width, heads = [], config.embedding_dim, config.num_heads
+    config = scorer.model_config
+    _, state = Transformer(config).apply({"params": scorer.params}, tokens, mutable=["intermediates"])
+    rows = []
     for layer in range(config.num_layers):
-        normed = state["intermediates"][f"block_{layer}"]["attention_norm"]["__call__"][0]
-        qkv = normed @ params[f"block_{layer}"]["attention"]["qkv"]["kernel"]
-        query = qkv[:, -1, :width].reshape(len(tokens), heads, -1)
-        key = qkv[:, :, width:2 * width].reshape(len(tokens), tokens.shape[1], heads, -1)
-        weights = jax.nn.softmax(jnp.einsum("bhd,bthd->bht", query, key) / np.sqrt(width // heads), axis=-1)
-        index = np.arange(len(tokens))
-        for head in range(heads):
-            rows.append((layer, head, float(weights[index, head, origin_tokens].mean()),
-                         float(weights[index, head, destination_tokens].mean())))
+        [weights] = state["intermediates"][f"block_{layer}"]["attention"]["attention_weights"]  # [B, H, T, T]
+        of_action = np.asarray(weights[:, :, -1])  # the last token's weights on every token: [B, H, T]
+        for head in range(config.num_heads):
+            rows.append((layer, head, float(of_action[index, head, origin_tokens].mean()),
+                         float(of_action[index, head, destination_tokens].mean())))
     return rows
 
 

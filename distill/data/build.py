@@ -43,13 +43,16 @@ def split_of(record: dict[str, Any], test_fraction: float, seed: int) -> str:
     return "test" if all(is_test_game(game, test_fraction, seed) for game in record["games"]) else "train"
 
 
+def mirrored_move(uci: str) -> str:
+    """A UCI move with both squares mirrored across the middle of the board (e2e4 → e7e5), promotion kept."""
+    move = chess.Move.from_uci(uci)
+    return chess.Move(chess.square_mirror(move.from_square), chess.square_mirror(move.to_square), move.promotion).uci()
+
+
 def mirrored_position(record: dict[str, Any]) -> dict[str, Any]:
     """A position record's colour mirror: the board mirrored, each move mirrored, values unchanged."""
-    board = chess.Board(record["fen"]).mirror()
-    moves = [chess.Move.from_uci(move) for move in record["moves"]]
-    return {**record, "fen": board.fen(),
-            "moves": [chess.Move(chess.square_mirror(move.from_square), chess.square_mirror(move.to_square),
-                                 move.promotion).uci() for move in moves]}
+    return {**record, "fen": chess.Board(record["fen"]).mirror().fen(),
+            "moves": [mirrored_move(move) for move in record["moves"]]}
 
 
 def with_mirrors(train: list[dict[str, Any]], annotated_keys: set[str]) -> list[dict[str, Any]]:
@@ -120,4 +123,5 @@ def read_description(dataset_directory: str | pathlib.Path) -> dict[str, Any]:
     return description
 
 
-__all__ = ["build", "is_test_game", "mirrored_position", "read_description", "split_of", "with_mirrors"]
+__all__ = ["build", "is_test_game", "mirrored_move", "mirrored_position", "read_description", "split_of",
+           "with_mirrors"]

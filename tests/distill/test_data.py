@@ -16,7 +16,7 @@ import pytest
 
 from distill.data import records
 from distill.data.annotate import AnnotationSettings, annotate, collect_positions, read_annotations, win_probability
-from distill.data.build import build, is_test_game, read_description, split_of
+from distill.data.build import build, is_test_game, mirrored_move, read_description, split_of
 from distill.data.pgn import board_key
 from distill.data.chunks import ChunkStore, FingerprintMismatchError
 from distill.predictors import Predictor
@@ -186,10 +186,7 @@ def test_mirrored_training_boards_are_exact_mirrors_and_never_test_boards(annota
         assert board.turn != chess.Board(original["fen"]).turn
         assert sorted(mirror["moves"]) == sorted(move.uci() for move in board.legal_moves)
         for move, value in zip(mirror["moves"], mirror["action_values"]):
-            back = chess.Move(chess.square_mirror(chess.Move.from_uci(move).from_square),
-                              chess.square_mirror(chess.Move.from_uci(move).to_square),
-                              chess.Move.from_uci(move).promotion).uci()
-            assert original["action_values"][original["moves"].index(back)] == value
+            assert original["action_values"][original["moves"].index(mirrored_move(move))] == value
     action_values = records.data_source(records.record_path(directory, "train", "action_values"))
     assert len(action_values) == sum(len(r["moves"]) for r in train) == counts["action_values"]
 
