@@ -13,6 +13,12 @@ and a promotion embedding; ``'square-tied'`` builds the action from the position
 its two squares (each through a learnt linear map initialised to the identity) plus a promotion embedding, so an
 action token starts out aligned with the squares it names.
 
+``mark_action_squares=True`` (also not the paper's) adds a learnt origin marker and a learnt destination marker to
+the embeddings of the two board tokens the action's squares name, so every token can find the move's squares
+through two vectors shared by all 1968 actions instead of a lookup each action embedding must learn on its own.
+With the table alone the tiny preset's model never learnt what stands on its move's destination and could not
+value a capture; with the markers it could (README, ``scripts/distill_diagnostics.py``).
+
 Sizes (``MODEL_SIZES``) follow the paper — ``9M``: 8 layers of width 256, ``136M``: 8 × 1024, ``270M``: 16 × 1024,
 all with 8 heads and an MLP 4 × wider — plus small ones for CPU runs and tests.
 """
@@ -55,6 +61,8 @@ class TransformerConfig:
       action_embedding: ``table`` (one learnt vector per action token, the paper's), ``factored`` or
         ``square-tied`` (see the module docstring; they need the action-value vocabulary: the 31 symbols then the
         1968 actions).
+      mark_action_squares: add learnt origin / destination markers to the board tokens of the last token's action
+        (needs the action-value vocabulary; see the module docstring).
     """
 
     vocabulary_size: int
@@ -66,6 +74,7 @@ class TransformerConfig:
     widening_factor: int = 4
     dtype: str = "float32"
     action_embedding: str = "table"
+    mark_action_squares: bool = False
 
     def __post_init__(self):
         if self.embedding_dim % self.num_heads:
@@ -74,8 +83,10 @@ class TransformerConfig:
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
         if self.action_embedding not in ACTION_EMBEDDINGS:
             raise ValueError(f"action_embedding must be one of {ACTION_EMBEDDINGS}, got {self.action_embedding!r}")
-        if self.action_embedding != "table" and self.vocabulary_size != NUM_CHARACTERS + NUM_ACTIONS:
-            raise ValueError(f"action_embedding={self.action_embedding!r} needs the action-value vocabulary of "
+        needs_actions = self.action_embedding != "table" or self.mark_action_squares
+        if needs_actions and self.vocabulary_size != NUM_CHARACTERS + NUM_ACTIONS:
+            raise ValueError(f"action_embedding={self.action_embedding!r}, mark_action_squares="
+                             f"{self.mark_action_squares} need the action-value vocabulary of "
                              f"{NUM_CHARACTERS + NUM_ACTIONS} tokens, got vocabulary_size={self.vocabulary_size}")
 
     @classmethod
@@ -125,6 +136,24 @@ def _identity(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.
 def board_token_of_square(squares: np.ndarray) -> np.ndarray:
     """Index among the 77 position tokens of python-chess squares (a1 = 0): the board runs a8..h8, ..., a1..h1."""
     return 1 + (7 - squares // 8) * 8 + squares % 8
+
+
+class ActionSquareMarkers(nn.Module):
+    """Tokens [B, T] whose last is an action → [B, T, D]: a learnt origin marker at the board token of the action's
+    origin square, a learnt destination marker at its destination's, zero elsewhere."""
+
+    embedding_dim: int
+
+    @nn.compact
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        initializer = nn.initializers.truncated_normal(stddev=1.0)
+        markers = self.param("markers", initializer, (2, self.embedding_dim))  # origin, destination
+        action = jnp.clip(tokens[:, -1] - NUM_CHARACTERS, 0, NUM_ACTIONS - 1)
+        is_action = (tokens[:, -1] >= NUM_CHARACTERS)[:, None, None]
+        length = tokens.shape[-1]
+        marked = [jax.nn.one_hot(jnp.asarray(board_token_of_square(table))[action], length)
+                  for table in (ACTION_FROM_SQUARE, ACTION_TO_SQUARE)]  # 2 × [B, T]
+        return jnp.where(is_action, marked[0][..., None] * markers[0] + marked[1][..., None] * markers[1], 0.0)
 
 
 class SwiGLU(nn.Module):
@@ -197,6 +226,8 @@ class Transformer(nn.Module):
         initializer = nn.initializers.truncated_normal(stddev=1.0)
         positions = self.param("position_embedding", initializer, (config.sequence_length, config.embedding_dim))
         x = TokenEmbedding(config, name="embedding")(tokens, positions) + positions[None]
+        if config.mark_action_squares:
+            x = x + ActionSquareMarkers(config.embedding_dim, name="action_square_markers")(tokens)
         for index in range(config.num_layers):
             x = TransformerBlock(config, name=f"block_{index}")(x)
         x = nn.LayerNorm(name="final_norm")(x[:, -1])
@@ -211,7 +242,7 @@ def init_params(config: TransformerConfig, key: jax.Array) -> dict:
 
 @functools.lru_cache(maxsize=32)
 def _jitted_init(config: TransformerConfig):
-    tokens = jnp.zeros((1, config.sequence_length), dtype=jnp.int32)
+    tokens = np.zeros((1, config.sequence_length), dtype=np.int32)  # numpy: this cached closure may be built under a trace
     return jax.jit(lambda key: Transformer(config).init(key, tokens)["params"])
 
 

@@ -52,7 +52,9 @@ class TrainingSettings:
       num_bins: K, the value classes of AV and SV.
       model_size: a key of ``distill.model.MODEL_SIZES``.
       dtype: ``float32`` or ``bfloat16`` matrix multiplications.
-      action_embedding: ``table`` (the paper's) or ``factored`` action tokens (AV only; see ``distill.model``).
+      action_embedding: ``table`` (the paper's), ``factored`` or ``square-tied`` action tokens (AV only; see
+        ``distill.model``).
+      mark_action_squares: markers on the board tokens of the action's squares (AV only; not the paper's).
       batch_size: global batch (split over hosts and devices).
       num_steps: optimiser steps in total.
       learning_rate: Adam's step size (the paper: 1e-4); ``warmup_steps`` ramps it linearly from 0, and
@@ -69,6 +71,7 @@ class TrainingSettings:
     model_size: str = "9M"
     dtype: str = "float32"
     action_embedding: str = "table"
+    mark_action_squares: bool = False
     batch_size: int = 1024
     num_steps: int = 1000
     learning_rate: float = 1e-4
@@ -87,7 +90,8 @@ class TrainingSettings:
         return Predictor(self.predictor, self.num_bins)
 
     def model_config(self) -> TransformerConfig:
-        return self.predictor_spec.model_config(self.model_size, self.dtype, self.action_embedding)
+        return self.predictor_spec.model_config(self.model_size, self.dtype, self.action_embedding,
+                                                self.mark_action_squares)
 
 
 @flax.struct.dataclass

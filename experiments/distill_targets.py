@@ -19,4 +19,11 @@ from distill.pipeline import compare_variants
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return compare_variants(config, workdir, {name: {"predictor": name} for name in config.predictors})
+    return compare_variants(config, workdir, {name: variant_overrides(name) for name in config.predictors})
+
+
+def variant_overrides(predictor: str) -> dict[str, Any]:
+    """``config.train`` overrides of one predictor: the action-token options concern the action-value one only."""
+    if predictor == "action_value":
+        return {"predictor": predictor}
+    return {"predictor": predictor, "action_embedding": "table", "mark_action_squares": False}

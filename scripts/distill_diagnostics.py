@@ -2,7 +2,7 @@
 
     python scripts/distill_diagnostics.py RUN_DIRECTORY [--boards 1500]
 
-On the run's test boards (``RUN/data/dataset``, or ``--dataset``) it prints
+On the run's test boards (its config's ``data.directory``, else ``RUN/data``; or ``--dataset``) it prints
 
 - action accuracy of the network and of the one-ply material policy, split by whether Stockfish's best move is a
   capture or a quiet move;
@@ -17,6 +17,7 @@ a capture — which the metrics of ``distill.evaluate`` cannot show.
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 
 import numpy as np
@@ -74,10 +75,18 @@ def action_attention(scorer: NeuralScorer, records: list[dict]) -> list[tuple[in
     return rows
 
 
+def default_dataset(run: pathlib.Path) -> pathlib.Path:
+    """The dataset a ``distill`` run trained on: its config's ``data.directory`` when set, else ``RUN/data``."""
+    config_path = run / "config.json"
+    directory = json.loads(config_path.read_text()).get("data", {}).get("directory") if config_path.exists() else ""
+    return (pathlib.Path(directory) if directory else run / "data") / "dataset"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=pathlib.Path, help="a distill run directory (its newest checkpoint is used)")
-    parser.add_argument("--dataset", type=pathlib.Path, help="dataset directory (default RUN/data/dataset)")
+    parser.add_argument("--dataset", type=pathlib.Path,
+                        help="dataset directory (default: the run config's data.directory, else RUN/data; + /dataset)")
     parser.add_argument("--boards", type=int, default=1500, help="test boards to look at")
     parser.add_argument("--attention-boards", type=int, default=100, help="test boards for the attention weights")
     arguments = parser.parse_args()
@@ -85,7 +94,7 @@ def main() -> None:
     if trained.predictor.name != "action_value":
         parser.error(f"{arguments.run} holds a {trained.predictor.name} predictor; this looks at action values")
     scorer = NeuralScorer(trained.predictor, trained.model_config, trained.params)
-    dataset = arguments.dataset or arguments.run / "data" / "dataset"
+    dataset = arguments.dataset or default_dataset(arguments.run)
     records = read_all(record_path(dataset, "test", "positions"))[:arguments.boards]
     for name, value in capture_breakdown(scorer, records).items():
         print(f"{name:>48}: {value:.3f}" if isinstance(value, float) else f"{name:>48}: {value}")

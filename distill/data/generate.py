@@ -1,9 +1,11 @@
 """An offline source of diverse games: Stockfish at mixed skill levels after random openings, with random moves.
 
-Game ``n`` is fixed by ``(seed, n)``: it opens with a uniformly random number (0 to ``max_random_opening_plies``)
-of uniformly random legal moves, then each side is a Stockfish of a skill level drawn from ``skill_levels``
-searching ``nodes_per_move`` nodes, except that any move is replaced by a uniformly random legal move with
-probability ``random_move_probability``.  A game stops when it is over (draws by claim included) or after
+Game ``n``'s random choices come from ``(seed, n)``: it opens with a uniformly random number (0 to
+``max_random_opening_plies``) of uniformly random legal moves, then each side is a Stockfish of a skill level drawn
+from ``skill_levels`` searching ``nodes_per_move`` nodes, except that any move is replaced by a uniformly random
+legal move with probability ``random_move_probability``.  Stockfish's own moves are not reproducible: below Skill
+Level 20 it picks among its candidates with a clock-seeded generator, so two runs with one seed give different
+games (the tiny preset's two runs of 2026-11-21 share no chunk file) and their test boards differ.  A game stops when it is over (draws by claim included) or after
 ``max_plies`` plies.  Games are written as PGN, ``games_per_chunk`` to a file, by a pool of processes with one
 Stockfish per skill level each, and the job resumes where it stopped (:mod:`distill.data.chunks`).
 """

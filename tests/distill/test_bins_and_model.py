@@ -66,3 +66,34 @@ def test_training_examples_carry_the_right_query_and_target():
     tokens, target = Predictor("behavioral_cloning").training_example(position)
     from distill.tokenizer import ACTION_INDEX
     assert target == ACTION_INDEX["g1f3"]
+
+
+def test_action_square_markers_sit_on_the_board_tokens_of_the_moves_squares():
+    from distill.model import ActionSquareMarkers
+    from distill.tokenizer import CHARACTERS
+
+    board = chess.Board("r1bqk2r/pP3ppp/2n2n2/4p3/1bB1P3/2N2N2/P2P1PPP/R1BQK2R w KQkq - 0 8")
+    moves = list(board.legal_moves)
+    tokens = Predictor("action_value").inputs(board, moves)
+    markers = ActionSquareMarkers(embedding_dim=3)
+    variables = markers.init(jax.random.key(0), tokens)
+    origin, destination = np.asarray(variables["params"]["markers"])
+    marked = np.asarray(markers.apply(variables, tokens))  # [moves, 78, 3]
+    for move, row, row_tokens in zip(moves, marked, tokens):
+        at_origin = [i for i in range(78) if np.allclose(row[i], origin)]
+        at_destination = [i for i in range(78) if np.allclose(row[i], destination)]
+        assert len(at_origin) == len(at_destination) == 1
+        assert np.count_nonzero(np.abs(row).sum(-1)) == 2
+        piece = board.piece_at(move.from_square)
+        assert CHARACTERS[row_tokens[at_origin[0]]] == piece.symbol()
+        captured = board.piece_at(move.to_square)
+        assert CHARACTERS[row_tokens[at_destination[0]]] == (captured.symbol() if captured else ".")
+
+
+def test_action_square_markers_need_action_tokens_and_count_two_vectors():
+    predictor = Predictor("action_value", 16)
+    plain, marked = (predictor.model_config("test", mark_action_squares=flag) for flag in (False, True))
+    assert parameter_count(marked) - parameter_count(plain) == 2 * MODEL_SIZES["test"]["embedding_dim"]
+    init_params(marked, jax.random.key(0))  # after parameter_count: the cached initialiser holds no tracer
+    with pytest.raises(ValueError, match="mark_action_squares"):
+        Predictor("state_value", 16).model_config("test", mark_action_squares=True)

@@ -62,3 +62,14 @@ def test_distill_bins_compares_bin_counts(stockfish_path, generated_games, tmp_p
     assert set(summary["variants"]) == {"bins-8", "bins-16"}
     assert [summary["variants"][name]["num_bins"] for name in ("bins-8", "bins-16")] == [8, 16]
     assert all("action_accuracy" in variant for variant in summary["variants"].values())
+
+
+def test_distill_targets_gives_the_action_token_options_to_the_action_value_model_only():
+    from distill.pipeline import training_settings
+    from experiments.distill_targets import variant_overrides
+
+    config = load_config("distill-targets", "tiny", ["train.mark_action_squares=True", "train.action_embedding=factored"])
+    for name in config.predictors:
+        model = training_settings(config, **variant_overrides(name)).model_config()
+        assert (model.mark_action_squares, model.action_embedding) == (
+            (True, "factored") if name == "action_value" else (False, "table"))
