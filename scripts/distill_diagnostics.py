@@ -4,8 +4,8 @@
 
 On the run's test boards (its config's ``data.directory``, else ``RUN/data``; or ``--dataset``) it prints
 
-- action accuracy of the network and of the one-ply material policy, split by whether Stockfish's best move is a
-  capture or a quiet move;
+- action accuracy of the network and of the one-ply material policy, their difference with its standard error
+  (paired over the same boards), and both split by whether Stockfish's best move is a capture or a quiet move;
 - how often the network's top move is a capture on boards that have one, against how often Stockfish's is;
 - for every layer and head, the attention weight of the last token (the action) on the board tokens of the
   move's origin and destination squares, next to the uniform weight 1/78.
@@ -42,6 +42,8 @@ def capture_breakdown(scorer: NeuralScorer, records: list[dict]) -> dict[str, fl
     return {
         "boards": len(rows),
         "accuracy": accuracy.mean(), "material_accuracy": material_accuracy.mean(),
+        "accuracy_minus_material": (accuracy - material_accuracy).mean(),
+        "standard_error_of_that_difference": (accuracy - material_accuracy).std(ddof=1) / np.sqrt(len(rows)),
         "accuracy_when_best_is_capture": accuracy[best_captures].mean(),
         "material_accuracy_when_best_is_capture": material_accuracy[best_captures].mean(),
         "accuracy_when_best_is_quiet": accuracy[~best_captures].mean(),

@@ -4,12 +4,13 @@
 100 nodes per legal move, each training board also seen colour-mirrored, and a 2-layer action-value transformer of
 width 32 (``cpu-tiny``) whose board tokens carry markers on the action's origin and destination squares
 (``mark_action_squares``; without them this model never learnt to value captures — README), trained for 60,000
-steps of 16 examples at Adam 3e-3 with a cosine decay — on 2 CPU cores this small model at small batches trains on
-3.6 times the examples per second of ``cpu-small`` at 128 (README), and 3e-3 learnt faster than 1e-3 in short
-trials. ``paper`` is the paper's recipe where it can be followed offline: the 9M model (``train.model_size='270M'``
-for the largest), Adam 1e-4, gradient clipping 1, EMA 0.99, K = 128 bins, the paper's action tokens (no square
-markers), no mirrored boards and Stockfish at 50 ms per legal move; the paper's data were 10M Lichess games, so at
-that scale point ``data.pgn_files`` at a Lichess dump instead of generating games.
+steps of 16 examples with K = 128 value bins at Adam 3e-3 with a cosine decay (K = 128 beat 32 on the same data:
+README) — on 2 CPU cores this small model at small batches trains on 3.6 times the examples per second of
+``cpu-small`` at 128 (README), and 3e-3 learnt faster than 1e-3 in short trials. ``paper`` is the paper's recipe
+where it can be followed offline: the 9M model (``train.model_size='270M'`` for the largest), Adam 1e-4, gradient
+clipping 1, EMA 0.99, K = 128 bins, the paper's action tokens (no square markers), no mirrored boards and Stockfish
+at 50 ms per legal move; the paper's data were 10M Lichess games, so at that scale point ``data.pgn_files`` at a
+Lichess dump instead of generating games.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def base_config() -> ml_collections.ConfigDict:
         },
         "train": {
             "predictor": "action_value",
-            "num_bins": 32,
+            "num_bins": 128,
             "model_size": "cpu-tiny",
             "action_embedding": "table",  # or "factored" / "square-tied" (see distill.model; not the paper's)
             "mark_action_squares": True,  # markers on the action's two board squares (distill.model; not the paper's)
@@ -84,7 +85,7 @@ def get_config(preset: str) -> ml_collections.ConfigDict:
         config.data.test_fraction = 0.01
         config.data.mirror_train = False
         config.train.mark_action_squares = False
-        config.train.update({"num_bins": 128, "model_size": "9M", "batch_size": 1024, "num_steps": 1_000_000,
+        config.train.update({"model_size": "9M", "batch_size": 1024, "num_steps": 1_000_000,
                              "learning_rate": 1e-4, "warmup_steps": 0, "schedule": "constant",
                              "log_every": 1000, "checkpoint_every": 10_000, "loader_workers": 2})
         config.evaluate.max_test_positions = 10_000
