@@ -123,8 +123,9 @@ class TokenEmbedding(nn.Module):
                                                                ("destination_embedding", ACTION_TO_SQUARE))]
         else:  # square-tied: the position embeddings of the action's two board tokens
             squares = [nn.Dense(config.embedding_dim, use_bias=False, kernel_init=_identity,
-                                name=name)(positions[jnp.asarray(board_token_of_square(table))[action]])
-                       for name, table in (("origin_map", ACTION_FROM_SQUARE), ("destination_map", ACTION_TO_SQUARE))]
+                                name=name)(positions[jnp.asarray(table)[action]])
+                       for name, table in (("origin_map", ACTION_ORIGIN_TOKEN),
+                                           ("destination_map", ACTION_DESTINATION_TOKEN))]
         actions = (squares[0] + squares[1] + promotion) / jnp.sqrt(3.0)
         return jnp.where((tokens >= NUM_CHARACTERS)[..., None], actions, symbols)
 
@@ -136,6 +137,11 @@ def _identity(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.
 def board_token_of_square(squares: np.ndarray) -> np.ndarray:
     """Index among the 77 position tokens of python-chess squares (a1 = 0): the board runs a8..h8, ..., a1..h1."""
     return 1 + (7 - squares // 8) * 8 + squares % 8
+
+
+# For each of the 1968 actions, the index of the board token of its origin and of its destination square.
+ACTION_ORIGIN_TOKEN = board_token_of_square(ACTION_FROM_SQUARE)
+ACTION_DESTINATION_TOKEN = board_token_of_square(ACTION_TO_SQUARE)
 
 
 class ActionSquareMarkers(nn.Module):
@@ -151,8 +157,8 @@ class ActionSquareMarkers(nn.Module):
         action = jnp.clip(tokens[:, -1] - NUM_CHARACTERS, 0, NUM_ACTIONS - 1)
         is_action = (tokens[:, -1] >= NUM_CHARACTERS)[:, None, None]
         length = tokens.shape[-1]
-        marked = [jax.nn.one_hot(jnp.asarray(board_token_of_square(table))[action], length)
-                  for table in (ACTION_FROM_SQUARE, ACTION_TO_SQUARE)]  # 2 × [B, T]
+        marked = [jax.nn.one_hot(jnp.asarray(table)[action], length)
+                  for table in (ACTION_ORIGIN_TOKEN, ACTION_DESTINATION_TOKEN)]  # 2 × [B, T]
         return jnp.where(is_action, marked[0][..., None] * markers[0] + marked[1][..., None] * markers[1], 0.0)
 
 

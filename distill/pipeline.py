@@ -49,6 +49,11 @@ class PreparedData:
         return counts["train"]["positions"] - counts["train"]["mirrored_positions"] + counts["test"]["positions"]
 
 
+def data_directory_of(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> pathlib.Path:
+    """Where a run's data live: ``config.data.directory`` when set (data shared between runs), else ``WORKDIR/data``."""
+    return pathlib.Path(config.data.directory) if config.data.directory else pathlib.Path(workdir) / "data"
+
+
 def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathlib.Path,
                  show_progress: bool = True) -> PreparedData:
     """Generate (unless ``config.data.pgn_files`` names PGN files), annotate and build under ``data_directory``."""
@@ -167,8 +172,7 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.json").write_text(config_lib.to_json(config))
-    data_directory = pathlib.Path(config.data.directory) if config.data.directory else workdir / "data"
-    data = prepare_data(config, data_directory, show_progress=show_progress)
+    data = prepare_data(config, data_directory_of(config, workdir), show_progress=show_progress)
     records = test_records(data, config.evaluate.max_test_positions)
     results: dict[str, dict[str, Any]] = {}
     for name, overrides in variants.items():
@@ -199,5 +203,5 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     return summary
 
 
-__all__ = ["PreparedData", "compare_variants", "evaluate_run", "load_engine", "prepare_data", "test_records",
+__all__ = ["PreparedData", "compare_variants", "data_directory_of", "evaluate_run", "load_engine", "prepare_data", "test_records",
            "tournament", "train_predictor", "training_settings"]

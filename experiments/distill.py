@@ -19,15 +19,11 @@ import ml_collections
 
 from distill.engine import EngineOptions
 from distill.evaluate import baseline_metrics
-from distill.pipeline import evaluate_run, prepare_data, test_records, train_predictor, training_settings
+from distill.pipeline import data_directory_of, evaluate_run, prepare_data, test_records, train_predictor, training_settings
 from zerolab import config as config_lib
 from zerolab.metrics import MetricsLog
 
 logger = logging.getLogger(__name__)
-
-
-def data_directory(config: ml_collections.ConfigDict, workdir: pathlib.Path) -> pathlib.Path:
-    return pathlib.Path(config.data.directory) if config.data.directory else workdir / "data"
 
 
 def write_summary(workdir: pathlib.Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +38,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.json").write_text(config_lib.to_json(config))
 
-    data = prepare_data(config, data_directory(config, workdir))
+    data = prepare_data(config, data_directory_of(config, workdir))
     settings = training_settings(config)
     training = train_predictor(settings, data, workdir)
     records = test_records(data, config.evaluate.max_test_positions)

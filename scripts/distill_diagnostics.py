@@ -17,7 +17,6 @@ a capture — which the metrics of ``distill.evaluate`` cannot show.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 
 import numpy as np
@@ -26,7 +25,9 @@ from distill.data.records import read_all, record_path
 from distill.engine import NeuralScorer
 from distill.evaluate import board_and_moves, expected_accuracy, material_scores, score_records
 from distill.model import Transformer, board_token_of_square
+from distill.pipeline import data_directory_of
 from distill.train import load_trained_predictor
+from zerolab.config import from_json
 
 
 def capture_breakdown(scorer: NeuralScorer, records: list[dict]) -> dict[str, float]:
@@ -77,13 +78,6 @@ def action_attention(scorer: NeuralScorer, records: list[dict]) -> list[tuple[in
     return rows
 
 
-def default_dataset(run: pathlib.Path) -> pathlib.Path:
-    """The dataset a ``distill`` run trained on: its config's ``data.directory`` when set, else ``RUN/data``."""
-    config_path = run / "config.json"
-    directory = json.loads(config_path.read_text()).get("data", {}).get("directory") if config_path.exists() else ""
-    return (pathlib.Path(directory) if directory else run / "data") / "dataset"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=pathlib.Path, help="a distill run directory (its newest checkpoint is used)")
@@ -96,7 +90,8 @@ def main() -> None:
     if trained.predictor.name != "action_value":
         parser.error(f"{arguments.run} holds a {trained.predictor.name} predictor; this looks at action values")
     scorer = NeuralScorer(trained.predictor, trained.model_config, trained.params)
-    dataset = arguments.dataset or default_dataset(arguments.run)
+    dataset = arguments.dataset or data_directory_of(from_json((arguments.run / "config.json").read_text()),
+                                                     arguments.run) / "dataset"
     records = read_all(record_path(dataset, "test", "positions"))[:arguments.boards]
     for name, value in capture_breakdown(scorer, records).items():
         print(f"{name:>48}: {value:.3f}" if isinstance(value, float) else f"{name:>48}: {value}")

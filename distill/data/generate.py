@@ -5,8 +5,8 @@ Game ``n``'s random choices come from ``(seed, n)``: it opens with a uniformly r
 from ``skill_levels`` searching ``nodes_per_move`` nodes, except that any move is replaced by a uniformly random
 legal move with probability ``random_move_probability``.  Stockfish's own moves are not reproducible: below Skill
 Level 20 it picks among its candidates with a clock-seeded generator, so two runs with one seed give different
-games (the tiny preset's two runs of 2026-11-21 share no chunk file) and their test boards differ.  A game stops when it is over (draws by claim included) or after
-``max_plies`` plies.  Games are written as PGN, ``games_per_chunk`` to a file, by a pool of processes with one
+games (two runs of the tiny preset shared no chunk file) and different test boards.  A game stops when it is over
+(draws by claim included) or after ``max_plies`` plies.  Games are written as PGN, ``games_per_chunk`` to a file, by a pool of processes with one
 Stockfish per skill level each, and the job resumes where it stopped (:mod:`distill.data.chunks`).
 """
 
