@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from alphagateau.graph import build_graphs, edge_logits_to_action_logits
 from alphagateau.layers import AttentionPooling, ResGATEAU
-from zerolab.networks import AlphaZeroResNet, NetworkInputs, count_parameters
+from zerolab.api import AlphaZeroResNet, NetworkInputs, count_parameters
 
 
 class AlphaGateau(nn.Module):
@@ -162,7 +162,7 @@ def benchmark_graph_building(
     includes its own graph building, so ``graph_share`` is the fraction of it spent building the graph.  The ResNet
     has ``channels = embedding_size`` and the same number of blocks.
     """
-    from zerolab.games import make_game
+    from zerolab.api import make_game
 
     rows = []
     for game_name in game_names:

@@ -61,13 +61,13 @@ from typing import TYPE_CHECKING, Any
 import chess
 import numpy as np
 
-from zerolab.uci import MoveChoice, SearchBudget, UCIOption, UCIServer, main_loop
+from zerolab.api import MoveChoice, SearchBudget, UCIOption, UCIServer, main_loop
 
 if TYPE_CHECKING:  # imported where used: the UCI handshake does not wait the seconds JAX and pgx take to import
     import pgx
 
-    from zerolab.games import ChessGame
-    from zerolab.search import SearchConfig
+    from zerolab.api import ChessGame
+    from zerolab.api import SearchConfig
 
 logger = logging.getLogger("alphagateau.uci")  # also when run as __main__
 
@@ -100,9 +100,9 @@ def random_network(embedding_size: int, num_blocks: int, seed: int) -> LoadedNet
     import jax
 
     from alphagateau.network import AlphaGateau
-    from zerolab.games import make_game
-    from zerolab.networks import init_variables
-    from zerolab.search import SearchConfig
+    from zerolab.api import make_game
+    from zerolab.api import init_variables
+    from zerolab.api import SearchConfig
 
     game = make_game("chess")
     network = AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks)
@@ -120,10 +120,10 @@ def checkpoint_network(path: str | pathlib.Path) -> LoadedNetwork:
     """
     import jax
 
-    from zerolab.games import make_game
-    from zerolab.networks import init_variables, make_network
-    from zerolab.search import SearchConfig
-    from zerolab.train import load_trained_variables
+    from zerolab.api import make_game
+    from zerolab.api import init_variables, make_network
+    from zerolab.api import SearchConfig
+    from zerolab.api import load_trained_variables
 
     game = make_game("chess")
     trained = load_trained_variables(path)
@@ -322,8 +322,8 @@ class GateauEngine:
         import jax
         import jax.numpy as jnp
 
-        from zerolab.networks import NetworkInputs, apply_network
-        from zerolab.search import masked_logits, run_search
+        from zerolab.api import NetworkInputs, apply_network
+        from zerolab.api import masked_logits, run_search
 
         network, game = self.loaded.network, self.game
         if simulations == 0:

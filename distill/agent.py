@@ -15,7 +15,7 @@ import pgx
 
 from distill.data.pgn import board_key
 from distill.engine import SearchlessEngine
-from zerolab.games import ChessGame
+from zerolab.api import ChessGame
 
 
 class SearchlessAgent:

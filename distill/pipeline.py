@@ -134,9 +134,9 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
     import jax
 
     from distill.agent import SearchlessAgent
-    from zerolab.arena import play_match
-    from zerolab.elo import EloBook
-    from zerolab.games import ChessGame
+    from zerolab.api import play_match
+    from zerolab.api import EloBook
+    from zerolab.api import ChessGame
 
     game = ChessGame("chess")
     book = EloBook.load_or_create(book_path)
@@ -166,7 +166,7 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     ``elo`` and ``elo_sigma``) and the tournament.
     """
     from distill.evaluate import baseline_metrics
-    from zerolab import config as config_lib
+    from zerolab.api import config as config_lib
 
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)

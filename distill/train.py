@@ -33,10 +33,10 @@ from jax.sharding import Mesh
 from distill.data.records import make_loader
 from distill.model import Transformer, TransformerConfig, count_parameters, init_params
 from distill.predictors import Predictor, cross_entropy
-from zerolab.checkpoint import Checkpointer
-from zerolab.devices import batch_sharded, check_divisible, make_mesh, replicated, shard_host_batch
-from zerolab.metrics import MetricsLog
-from zerolab.progress import progress_bar
+from zerolab.api import Checkpointer
+from zerolab.api import batch_sharded, check_divisible, make_mesh, replicated, shard_host_batch
+from zerolab.api import MetricsLog
+from zerolab.api import progress_bar
 
 logger = logging.getLogger(__name__)
 

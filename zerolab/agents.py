@@ -24,7 +24,9 @@ import jax
 import numpy as np
 import pgx
 
-from zerolab.games import ChessGame, Game
+from zerolab.games import Game
+from zerolab.runs import Components, load_trained_variables
+from zerolab.search import run_search
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +68,6 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
 @functools.lru_cache(maxsize=32)
 def compiled_search(search_config: Any, game: Game, network: Any):
     """One jitted ``(variables, key, states) -> actions [B]`` per (search, game, network), shared by agents."""
-    from zerolab.search import run_search
-
     return jax.jit(lambda variables, key, states: run_search(search_config, game, network, variables, key, states).action)
 
 
@@ -94,8 +94,6 @@ SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered
 
 def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None) -> SearchAgent:
     """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory."""
-    from zerolab.train import Components, load_trained_variables
-
     options = dict(options or {})
     unknown = set(options) - SEARCH_OPTION_KEYS
     if unknown:

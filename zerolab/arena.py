@@ -3,18 +3,14 @@
 ``play_match`` plays ``num_games`` games in two lock-step batches — agent A with the first move in one, agent B in the
 other — so colours alternate evenly and each agent is called on one fixed-size batch per ply.  Every move is applied
 by pgx, which decides when a game ends and who won; a game that reaches ``max_game_plies`` is a draw.  Results are
-W/D/L from A's side; games are written as PGN (standard SAN for 8×8 chess through python-chess; long algebraic
-moves with a ``Variant`` header for Gardner chess, which python-chess cannot represent).
+W/D/L from A's side; games are written in the game's record format by :mod:`zerolab.pgn`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import pathlib
 
-import chess
-import chess.pgn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,20 +18,9 @@ import pgx
 
 from zerolab.agents import Agent
 from zerolab.elo import MatchResult
-from zerolab.games import ChessGame, Game
+from zerolab.games import Game
+from zerolab.pgn import GameRecord, write_games
 from zerolab.progress import progress_bar
-
-
-@dataclasses.dataclass
-class GameRecord:
-    """One finished game: who had the first move, the moves, and the result from the first player's side."""
-
-    first_player: str
-    second_player: str
-    moves: list[str]
-    first_player_score: float  # 1, 0.5 or 0
-    plies: int
-    capped: bool
 
 
 @dataclasses.dataclass
@@ -52,14 +37,6 @@ class Match:
 
     def summary(self) -> dict:
         return {**self.result.to_dict(), "games": self.result.games, "score": self.score}
-
-
-def _move_name(game: Game, action: int, state: pgx.State) -> str:
-    if isinstance(game, ChessGame):
-        return game.action_to_uci(action, state)
-    if hasattr(game, "action_to_gtp"):
-        return game.action_to_gtp(action)
-    return str(action)
 
 
 def _select(tree, index: int):
@@ -85,7 +62,7 @@ def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax
         actions = np.asarray(mover.select_actions(states, move_key), np.int32)
         host_states = jax.device_get(states)
         for index in np.flatnonzero(~finished):
-            moves[index].append(_move_name(game, int(actions[index]), _select(host_states, index)))
+            moves[index].append(game.action_to_text(int(actions[index]), _select(host_states, index)))
         mover_id = np.asarray(states.current_player)
         states = step(states, jnp.asarray(actions))
         rewards = np.asarray(states.rewards)[np.arange(num_games), mover_id]
@@ -124,63 +101,5 @@ def play_match(game: Game, agent_a: Agent, agent_b: Agent, num_games: int, key: 
     return Match(result, records)
 
 
-def pgn_result(score: float) -> str:
-    return {1.0: "1-0", 0.0: "0-1"}.get(score, "1/2-1/2")
-
-
-def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str:
-    """One game as PGN text."""
-    headers = {
-        "Event": event,
-        "Site": "zerolab arena",
-        "Date": datetime.date.today().strftime("%Y.%m.%d"),
-        "Round": str(round_number),
-        "White": record.first_player,
-        "Black": record.second_player,
-        "Result": pgn_result(record.first_player_score),
-        "PlyCount": str(len(record.moves)),
-    }
-    if record.capped:
-        headers["Termination"] = "ply limit (adjudicated draw)"
-    if isinstance(game, ChessGame) and game.board_size == 8:
-        board = chess.Board()
-        pgn_game = chess.pgn.Game()
-        pgn_game.headers.update(headers)
-        node = pgn_game
-        for uci in record.moves:
-            move = chess.Move.from_uci(uci)
-            node = node.add_variation(move)
-            board.push(move)
-        return str(pgn_game) + "\n"
-    if isinstance(game, ChessGame):
-        headers.update({"Variant": "Gardner", "SetUp": "1", "FEN": game.start_fen})
-    header_text = "".join(f'[{k} "{v}"]\n' for k, v in headers.items())
-    tokens = []
-    for ply, move in enumerate(record.moves):
-        if ply % 2 == 0:
-            tokens.append(f"{ply // 2 + 1}.")
-        tokens.append(move)
-    tokens.append(headers["Result"])
-    return header_text + "\n" + " ".join(tokens) + "\n\n"
-
-
 def write_pgn(game: Game, match: Match, path: str | pathlib.Path, event: str = "zerolab match") -> pathlib.Path:
     return write_games(game, match.games, path, event)
-
-
-def write_games(game: Game, records: list[GameRecord], path: str | pathlib.Path, event: str) -> pathlib.Path:
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(to_pgn(game, record, i + 1, event) for i, record in enumerate(records)))
-    return path
-
-
-def replay_moves(game: Game, actions: np.ndarray, step=None) -> list[str]:
-    """Move names of a game given as pgx actions from the start position."""
-    step = step or jax.jit(game.step)
-    state = jax.device_get(jax.jit(game.init)(jax.random.key(0)))
-    names = []
-    for action in actions:
-        names.append(_move_name(game, int(action), state))
-        state = jax.device_get(step(state, jnp.int32(action)))
-    return names

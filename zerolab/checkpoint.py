@@ -1,7 +1,7 @@
 """Checkpoints: an orbax ``CheckpointManager`` over named items, written synchronously and restored defensively.
 
 A save is atomic (orbax writes a temporary directory and renames it when complete), so a process killed during a
-save leaves the previous checkpoints intact.  ``restore_latest`` walks back from the newest step: a checkpoint that
+save leaves the previous checkpoints intact.  ``restore_newest`` walks back from the newest step: a checkpoint that
 cannot be read is reported by its path and the one before it is used.
 """
 
@@ -11,7 +11,7 @@ import dataclasses
 import importlib.metadata
 import logging
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orbax.checkpoint as ocp
@@ -82,15 +82,30 @@ class Checkpointer:
         items = {name: restored[name] for name in templates}
         return Restored(step, items, dict(restored["metadata"]), self.directory / str(step))
 
-    def restore_latest(self, templates: Mapping[str, Any | None]) -> Restored | None:
-        """The newest readable checkpoint, or None when there is none; unreadable ones are reported and passed."""
-        for step in reversed(self.steps()):
+    def restore_newest(
+        self,
+        steps: Sequence[int] | None = None,
+        templates: Mapping[str, Any | None] | Callable[[dict[str, Any]], Mapping[str, Any | None]] = None,
+    ) -> Restored | None:
+        """The first readable checkpoint of ``steps`` (default: all, newest first), or None when none can be read.
+
+        ``templates`` is a mapping as for :meth:`restore`, or a function of a step's metadata that returns one (for
+        checkpoints whose config decides the shapes).  A checkpoint that cannot be read is reported by its path and
+        passed; this is the project's one "newest readable checkpoint" rule, used by resumed runs, checkpoint
+        agents and the distill trainer.
+        """
+        for step in (list(reversed(self.steps())) if steps is None else steps):
             try:
-                return self.restore(step, templates)
+                step_templates = templates(self.read_metadata(step)) if callable(templates) else templates
+                return self.restore(step, step_templates or {})
             except Exception as error:  # noqa: BLE001 - any failure to read means: use the previous checkpoint
                 logger.warning("checkpoint %s cannot be read (%s: %s); trying the previous one",
                                self.directory / str(step), type(error).__name__, error)
         return None
+
+    def restore_latest(self, templates: Mapping[str, Any | None]) -> Restored | None:
+        """The newest readable checkpoint, or None when there is none (see :meth:`restore_newest`)."""
+        return self.restore_newest(None, templates)
 
     def close(self) -> None:
         self.manager.close()

@@ -12,7 +12,6 @@ along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.ke
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -22,7 +21,6 @@ from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
-import flax.struct
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -31,25 +29,27 @@ import optax
 from jax.sharding import Mesh
 
 from zerolab import config as config_lib
-from zerolab.checkpoint import Checkpointer
 from zerolab.devices import batch_sharded, check_divisible, local_numpy, make_mesh, replicate, replicated, shard_host_batch
-from zerolab.arena import GameRecord, replay_moves, write_games
-from zerolab.games import ChessGame, Game, make_game
+from zerolab.games import Game
 from zerolab.metrics import MetricsLog
-from zerolab.networks import NetworkInputs, apply_network, count_parameters, init_variables, make_network
+from zerolab.networks import NetworkInputs, apply_network, count_parameters
+from zerolab.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
 from zerolab.replay import FrameWindow, update_window
-from zerolab.search import SearchConfig, masked_logits
-from zerolab.selfplay import Frames, PlyRecord, SelfPlayConfig, finished_games, make_selfplay_fn, summarize
+from zerolab.runs import (
+    Components,
+    RunCheckpoints,
+    RunState,
+    TrainState,
+    check_compatible,
+    init_train_state,
+    initialise_from,
+    make_optimizer,
+)
+from zerolab.search import masked_logits
+from zerolab.selfplay import Frames, PlyRecord, finished_games, make_selfplay_fn, summarize
 
 logger = logging.getLogger(__name__)
-
-# Config keys that fix the shapes of what a checkpoint holds; resuming with other values is refused.
-SHAPE_DEFINING_PREFIXES = ("game.", "model.")
-
-
-class IncompatibleCheckpointError(RuntimeError):
-    """The work directory holds a run whose game or model differs from the requested config."""
 
 
 def default_config() -> ml_collections.ConfigDict:
@@ -85,22 +85,6 @@ def default_config() -> ml_collections.ConfigDict:
             "progress": True,
         }
     )
-
-
-@flax.struct.dataclass
-class TrainState:
-    step: jax.Array
-    params: Any
-    batch_stats: Any
-    opt_state: Any
-
-    @property
-    def variables(self) -> dict:
-        return {"params": self.params, "batch_stats": self.batch_stats}
-
-
-def make_optimizer(train_config: Any) -> optax.GradientTransformation:
-    return optax.adam(float(train_config.learning_rate))
 
 
 def loss_fn(
@@ -143,177 +127,6 @@ def make_train_step(network: nn.Module, optimizer: optax.GradientTransformation,
         out_shardings=(replicated(mesh), replicated(mesh)),
         donate_argnums=(0,),
     )
-
-
-def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTransformation, key: jax.Array) -> TrainState:
-    variables = init_variables(network, game, key)
-    return TrainState(
-        step=jnp.zeros((), jnp.int32),
-        params=variables["params"],
-        batch_stats=variables["batch_stats"],
-        opt_state=optimizer.init(variables["params"]),
-    )
-
-
-@dataclasses.dataclass
-class Components:
-    """What a run is built from: the game, the network and the search, made from a config."""
-
-    game: Game
-    network: nn.Module
-    search: SearchConfig
-    selfplay: SelfPlayConfig
-
-    @classmethod
-    def from_config(cls, config: Any) -> Components:
-        game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
-        return cls(
-            game=game,
-            network=make_network(config.model, game),
-            search=SearchConfig.from_config(config.search),
-            selfplay=SelfPlayConfig(**config.selfplay.to_dict()),
-        )
-
-
-@dataclasses.dataclass
-class RunState:
-    """Everything a run carries from one iteration to the next (and through a checkpoint)."""
-
-    iteration: int
-    frames_seen: int
-    train_state: TrainState
-    window: FrameWindow
-    numpy_rng: np.random.Generator
-    last_record: dict | None = None
-
-
-class RunCheckpoints:
-    """Train-state checkpoints (kept for rating) and replay-window checkpoints (only the latest few).
-
-    A step is complete when both are written; restoring picks the newest step readable in both.
-    """
-
-    def __init__(self, workdir: pathlib.Path, keep: int, keep_period: int):
-        self.states = Checkpointer(workdir / "checkpoints", keep=keep, keep_period=keep_period)
-        self.replay = Checkpointer(workdir / "replay", keep=2)
-
-    def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
-        metadata = {
-            "iteration": run.iteration,
-            "frames_seen": run.frames_seen,
-            "numpy_rng": run.numpy_rng.bit_generator.state,
-            "config": config_lib.to_json(config),
-            "metrics": run.last_record,
-        }
-        self.replay.save(run.iteration, {"window": {"num_frames": np.asarray(len(run.window)), **run.window.arrays}}, {"iteration": run.iteration})
-        self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
-
-    def discard_after(self, step: int) -> None:
-        """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
-        for checkpointer in (self.states, self.replay):
-            for stale in [s for s in checkpointer.steps() if s > step]:
-                logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
-                               checkpointer.directory / str(stale), step)
-                checkpointer.manager.delete(stale)
-
-    def complete_steps(self) -> list[int]:
-        return sorted(set(self.states.steps()) & set(self.replay.steps()))
-
-    def restore(self, template: TrainState) -> RunState | None:
-        for step in reversed(self.complete_steps()):
-            try:
-                state = self.states.restore(step, {"train_state": jax.device_get(template)})
-                replay = self.replay.restore(step, {"window": None})
-            except Exception as error:  # noqa: BLE001 - unreadable: report by path and use the previous one
-                logger.warning("checkpoint step %d in %s cannot be read (%s: %s); trying the previous one",
-                               step, self.states.directory, type(error).__name__, error)
-                continue
-            arrays = {k: np.asarray(v) for k, v in replay.items["window"].items() if k != "num_frames"}
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state.metadata["numpy_rng"]
-            return RunState(
-                iteration=int(state.metadata["iteration"]),
-                frames_seen=int(state.metadata["frames_seen"]),
-                train_state=state.items["train_state"],
-                window=FrameWindow(arrays),
-                numpy_rng=rng,
-                last_record=state.metadata.get("metrics"),
-            )
-        return None
-
-    def saved_config(self) -> ml_collections.ConfigDict | None:
-        for step in reversed(self.states.steps()):
-            try:
-                return config_lib.from_json(self.states.read_metadata(step)["config"])
-            except Exception:  # noqa: BLE001 - unreadable metadata: look at the previous checkpoint
-                continue
-        return None
-
-
-@dataclasses.dataclass
-class TrainedVariables:
-    """Network variables read from a checkpoint, with the config of the run that wrote them."""
-
-    config: ml_collections.ConfigDict
-    variables: dict
-    step: int
-    path: pathlib.Path
-
-
-def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tuple[pathlib.Path, int | None]:
-    """``(checkpoints directory, step)`` for a run directory (``step`` or the newest) or a checkpoint step directory."""
-    path = pathlib.Path(path)
-    if path.name.isdigit() and path.parent.name == "checkpoints":
-        return path.parent, int(path.name)
-    if (path / "checkpoints").is_dir():
-        return path / "checkpoints", step
-    raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
-
-
-def load_trained_variables(path: str | pathlib.Path, step: int | None = None) -> TrainedVariables:
-    """The network variables of a run directory's newest (or ``step``) checkpoint, or of one checkpoint directory."""
-    directory, step = resolve_checkpoint(path, step)
-    checkpointer = Checkpointer(directory)
-    steps = checkpointer.steps()
-    if not steps:
-        raise FileNotFoundError(f"no checkpoint in {directory}")
-    if step is None:
-        step = steps[-1]
-    elif step not in steps:
-        raise FileNotFoundError(f"no checkpoint step {step} in {directory}; steps: {steps}")
-    run_config = config_lib.from_json(checkpointer.read_metadata(step)["config"])
-    components = Components.from_config(run_config)
-    template = init_train_state(components.network, components.game, make_optimizer(run_config.train), jax.random.key(0))
-    restored = checkpointer.restore(step, {"train_state": jax.device_get(template)})
-    state = restored.items["train_state"]
-    return TrainedVariables(run_config, {"params": state.params, "batch_stats": state.batch_stats}, step, restored.path)
-
-
-def initialise_from(template: TrainState, path: str, optimizer: optax.GradientTransformation) -> TrainState:
-    """``template`` with the network variables of checkpoint ``path`` and a fresh optimiser state.
-
-    The checkpoint may come from another game (AlphaGateau's parameters do not depend on the board size); its
-    parameter shapes must match the new network's.
-    """
-    trained = load_trained_variables(path)
-    expected = jax.tree.map(lambda x: x.shape, (template.params, template.batch_stats))
-    found = jax.tree.map(lambda x: x.shape, (trained.variables["params"], trained.variables["batch_stats"]))
-    if expected != found:
-        raise IncompatibleCheckpointError(f"init_from={path}: its network's parameter shapes differ from this config's")
-    logger.info("initialised from %s (step %d); optimiser state is new", trained.path, trained.step)
-    params = trained.variables["params"]
-    return TrainState(step=template.step, params=params, batch_stats=trained.variables["batch_stats"],
-                      opt_state=optimizer.init(params))
-
-
-def check_compatible(saved: ml_collections.ConfigDict, requested: ml_collections.ConfigDict, workdir: pathlib.Path) -> None:
-    differing = config_lib.differing_keys(saved, requested, SHAPE_DEFINING_PREFIXES)
-    if differing:
-        saved_flat, requested_flat = config_lib.flatten(saved), config_lib.flatten(requested)
-        details = "; ".join(f"{k}: checkpoint {saved_flat.get(k)!r} vs config {requested_flat.get(k)!r}" for k in differing)
-        raise IncompatibleCheckpointError(
-            f"{workdir} holds a run with a different game or model ({details}); use another --workdir or the same values"
-        )
 
 
 def train_on_window(
@@ -370,7 +183,7 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
 
 def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
     """A few self-play games of the iteration as PGN, for a person to look at."""
-    if max_games <= 0 or not isinstance(game, ChessGame):
+    if max_games <= 0 or game.move_record_format is None:
         return
     games = [GameRecord("self-play", "self-play", replay_moves(game, actions), score, len(actions), False)
              for _, actions, score in finished_games(records, max_games)]

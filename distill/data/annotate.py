@@ -44,7 +44,7 @@ import chess.engine
 
 from distill.data.chunks import ChunkStore, run_chunks, write_atomically
 from distill.data.pgn import GamePositions, Problem, board_key, read_games
-from zerolab.engines import EngineError, UCIEngine, find_engine
+from zerolab.api import EngineError, UCIEngine, find_engine
 
 logger = logging.getLogger(__name__)
 

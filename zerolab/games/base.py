@@ -33,6 +33,25 @@ class Game:
     def step(self, state: pgx.State, action: jax.Array) -> pgx.State:
         return self.env.step(state, action)
 
+    # --- move text and game records (overridden by each game) ------------------------------------------------
+    #: File format of this game's records: ``"pgn"`` (8×8 chess, SAN), ``"pgn-gardner"`` (5×5, long algebraic with
+    #: a Variant header), ``"sgf"`` (Go), or None when the game has no record format.
+    move_record_format: str | None = None
+
+    def action_to_text(self, action: int, state: pgx.State) -> str:
+        """The move ``action`` of the unbatched ``state`` as text (UCI for chess, a GTP vertex for Go)."""
+        return str(int(action))
+
+    def text_to_action(self, text: str, state: pgx.State) -> int:
+        """Inverse of :meth:`action_to_text`; raises ``ValueError`` naming the text for a malformed or illegal move."""
+        try:
+            action = int(text)
+        except ValueError:
+            raise ValueError(f"malformed move {text!r} for {self.name}: expected an action number") from None
+        if not 0 <= action < self.num_actions or not bool(state.legal_action_mask[action]):
+            raise ValueError(f"illegal move {text!r} for {self.name}")
+        return action
+
     @property
     def identity(self) -> tuple:
         """What makes two games the same game (used for equality and hashing, e.g. to share compiled functions)."""

@@ -248,6 +248,16 @@ class ChessGame(Game):
             raise RuntimeError(f"pgx {name} has {self.num_actions} actions, move table {self.moves.num_actions}")
 
     @property
+    def move_record_format(self) -> str:
+        return "pgn" if self.board_size == 8 else "pgn-gardner"
+
+    def action_to_text(self, action: int, state: pgx.State) -> str:
+        return self.action_to_uci(action, state)
+
+    def text_to_action(self, text: str, state: pgx.State) -> int:
+        return self.uci_to_action(text, state)
+
+    @property
     def start_fen(self) -> str:
         return chess.STARTING_FEN if self.board_size == 8 else "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 

@@ -26,6 +26,19 @@ class GoGame(Game):
     def identity(self) -> tuple:
         return (type(self).__name__, self.name, self.size, self.komi)
 
+    move_record_format = "sgf"
+    gtp_columns = GTP_COLUMNS
+
+    def action_to_text(self, action: int, state=None) -> str:
+        return self.action_to_gtp(action)
+
+    def text_to_action(self, text: str, state=None) -> int:
+        """pgx action of a GTP vertex; with ``state``, the move must also be legal there."""
+        action = self.gtp_to_action(text)
+        if state is not None and not bool(state.legal_action_mask[action]):
+            raise ValueError(f"illegal move {text!r}: the point is occupied or the move is suicide or superko")
+        return action
+
     @property
     def pass_action(self) -> int:
         return self.size * self.size

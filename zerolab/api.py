@@ -1,0 +1,117 @@
+"""The core's public surface: everything a method package (``alphagateau``, ``distill``, ``contempt_search``,
+``sai_go``, ``skill_compat``) may use, in one place.
+
+Method packages import from here (``from zerolab.api import SearchRules, make_game``) and never from the core's
+modules directly; a test (``tests/zerolab/test_layers.py``) holds them to it.  Names resolve lazily (PEP 562): importing
+one name imports only the module that defines it, so a JAX-free name (FEN validation, UCI engines, progress bars)
+does not pull in JAX or pgx — annotation workers and command-line start-up stay fast.
+
+``PUBLIC_NAMES`` maps each name to the module that defines it; that module is the one place the concept lives.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: name -> defining module.  Grouped by the layers of the core (see the project README's map).
+PUBLIC_NAMES: dict[str, str] = {
+    # configs and logging
+    "config": "zerolab.config",
+    "ConfigError": "zerolab.config",
+    "PRESETS": "zerolab.config",
+    "load_config": "zerolab.config",
+    "from_json": "zerolab.config",
+    "to_json": "zerolab.config",
+    "configure_logging": "zerolab.logs",
+    "progress_bar": "zerolab.progress",
+    # games (FEN validation has no JAX/pgx import)
+    "Game": "zerolab.games",
+    "ChessGame": "zerolab.games",
+    "GoGame": "zerolab.games",
+    "InvalidPositionError": "zerolab.games",
+    "make_game": "zerolab.games",
+    "move_table": "zerolab.games",
+    "PROMOTION_PIECES": "zerolab.games.chess",
+    "square_name": "zerolab.games.chess",
+    # networks
+    "NetworkInputs": "zerolab.networks",
+    "AlphaZeroResNet": "zerolab.networks",
+    "make_network": "zerolab.networks",
+    "init_variables": "zerolab.networks",
+    "apply_network": "zerolab.networks",
+    "count_parameters": "zerolab.networks",
+    # search
+    "SearchConfig": "zerolab.search",
+    "SearchOutput": "zerolab.search",
+    "SearchRules": "zerolab.search",
+    "STANDARD_RULES": "zerolab.search",
+    "run_search": "zerolab.search",
+    "masked_logits": "zerolab.search",
+    # self-play, replay, runs, training
+    "SelfPlayConfig": "zerolab.selfplay",
+    "Frames": "zerolab.selfplay",
+    "default_config": "zerolab.train",
+    "train": "zerolab.train",
+    "Components": "zerolab.runs",
+    "TrainState": "zerolab.runs",
+    "TrainedVariables": "zerolab.runs",
+    "load_trained_variables": "zerolab.runs",
+    "resolve_checkpoint": "zerolab.runs",
+    "Checkpointer": "zerolab.checkpoint",
+    "MetricsLog": "zerolab.metrics",
+    # devices
+    "make_mesh": "zerolab.devices",
+    "replicated": "zerolab.devices",
+    "batch_sharded": "zerolab.devices",
+    "check_divisible": "zerolab.devices",
+    "shard_host_batch": "zerolab.devices",
+    # play
+    "Agent": "zerolab.agents",
+    "SearchAgent": "zerolab.agents",
+    "EngineAgent": "zerolab.agents",
+    "load_search_agent": "zerolab.agents",
+    "make_agent": "zerolab.agents",
+    "play_match": "zerolab.arena",
+    "write_pgn": "zerolab.arena",
+    "GameRecord": "zerolab.pgn",
+    "write_games": "zerolab.pgn",
+    # evaluation
+    "EloBook": "zerolab.elo",
+    "MatchResult": "zerolab.elo",
+    "rate_new_player": "zerolab.elo",
+    "new_figure": "zerolab.plots",
+    "plot_elo_curves": "zerolab.plots",
+    "plot_training_curves": "zerolab.plots",
+    "save_figure": "zerolab.plots",
+    # front ends and external engines
+    "UCIEngine": "zerolab.engines",
+    "EngineError": "zerolab.engines",
+    "find_engine": "zerolab.engines",
+    "MoveChoice": "zerolab.uci",
+    "SearchBudget": "zerolab.uci",
+    "UCIOption": "zerolab.uci",
+    "UCIServer": "zerolab.uci",
+    "main_loop": "zerolab.uci",
+    "split_overrides": "zerolab.cli",
+}
+
+__all__ = sorted(PUBLIC_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = PUBLIC_NAMES.get(name)
+    if module_name is None:
+        raise AttributeError(f"zerolab.api has no public name {name!r}; the public names are listed in PUBLIC_NAMES")
+    module = importlib.import_module(module_name)
+    value = module if module_name.rsplit(".", 1)[-1] == name else getattr(module, name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # static tools see the real definitions
+    from zerolab import config, train  # noqa: F401

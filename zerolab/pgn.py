@@ -1,0 +1,125 @@
+"""Game records: finished games and their text (PGN for chess and Gardner chess, SGF for Go).
+
+A :class:`GameRecord` holds the moves of one game as the game's own move text (UCI for chess, GTP vertices for Go;
+see :meth:`zerolab.games.Game.action_to_text`) and its result from the first player's side.  ``write_games`` writes
+records in the format the game names (``Game.move_record_format``): standard SAN PGN for 8×8 chess through
+python-chess, long-algebraic PGN with a ``Variant`` header for Gardner chess (which python-chess cannot represent),
+SGF for Go.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import pathlib
+
+import chess
+import chess.pgn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from zerolab.games import Game
+
+
+@dataclasses.dataclass
+class GameRecord:
+    """One finished game: who had the first move, the moves, and the result from the first player's side."""
+
+    first_player: str
+    second_player: str
+    moves: list[str]
+    first_player_score: float  # 1, 0.5 or 0
+    plies: int
+    capped: bool
+
+
+def pgn_result(score: float) -> str:
+    return {1.0: "1-0", 0.0: "0-1"}.get(score, "1/2-1/2")
+
+
+def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str:
+    """One chess or Gardner-chess game as PGN text (SAN on 8×8, long algebraic with a ``Variant`` header on 5×5)."""
+    headers = {
+        "Event": event,
+        "Site": "zerolab arena",
+        "Date": datetime.date.today().strftime("%Y.%m.%d"),
+        "Round": str(round_number),
+        "White": record.first_player,
+        "Black": record.second_player,
+        "Result": pgn_result(record.first_player_score),
+        "PlyCount": str(len(record.moves)),
+    }
+    if record.capped:
+        headers["Termination"] = "ply limit (adjudicated draw)"
+    if game.move_record_format == "pgn":
+        board = chess.Board()
+        pgn_game = chess.pgn.Game()
+        pgn_game.headers.update(headers)
+        node = pgn_game
+        for uci in record.moves:
+            move = chess.Move.from_uci(uci)
+            node = node.add_variation(move)
+            board.push(move)
+        return str(pgn_game) + "\n"
+    headers.update({"Variant": "Gardner", "SetUp": "1", "FEN": game.start_fen})
+    header_text = "".join(f'[{k} "{v}"]\n' for k, v in headers.items())
+    tokens = []
+    for ply, move in enumerate(record.moves):
+        if ply % 2 == 0:
+            tokens.append(f"{ply // 2 + 1}.")
+        tokens.append(move)
+    tokens.append(headers["Result"])
+    return header_text + "\n" + " ".join(tokens) + "\n\n"
+
+
+SGF_COLUMNS = "abcdefghijklmnopqrs"
+
+
+def to_sgf(game: Game, record: GameRecord, round_number: int, event: str) -> str:
+    """One Go game as SGF (FF[4]); the first player is Black.  Moves are GTP vertices (``C4``, ``pass``)."""
+    size = game.size
+    result = {1.0: "B+", 0.0: "W+"}.get(record.first_player_score, "0")
+    properties = [
+        "FF[4]", "GM[1]", f"SZ[{size}]", f"KM[{game.komi:g}]", "RU[Tromp-Taylor]",
+        f"PB[{record.first_player}]", f"PW[{record.second_player}]", f"RE[{result}]",
+        f"DT[{datetime.date.today().isoformat()}]", f"EV[{event}]", f"RO[{round_number}]",
+    ]
+    if record.capped:
+        properties.append("C[ply limit (adjudicated draw)]")
+    nodes = []
+    for ply, vertex in enumerate(record.moves):
+        colour = "B" if ply % 2 == 0 else "W"
+        if vertex.lower() == "pass":
+            point = ""
+        else:
+            column = game.gtp_columns.index(vertex[0].upper())
+            row = size - int(vertex[1:])
+            point = SGF_COLUMNS[column] + SGF_COLUMNS[row]
+        nodes.append(f";{colour}[{point}]")
+    return "(;" + "".join(properties) + "".join(nodes) + ")\n"
+
+
+RECORD_WRITERS = {"pgn": to_pgn, "pgn-gardner": to_pgn, "sgf": to_sgf}
+
+
+def write_games(game: Game, records: list[GameRecord], path: str | pathlib.Path, event: str) -> pathlib.Path:
+    """``records`` as one file in the game's record format (:attr:`Game.move_record_format`)."""
+    writer = RECORD_WRITERS.get(game.move_record_format)
+    if writer is None:
+        raise ValueError(f"{game.name} has no game-record format (move_record_format={game.move_record_format!r})")
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(writer(game, record, i + 1, event) for i, record in enumerate(records)))
+    return path
+
+
+def replay_moves(game: Game, actions: np.ndarray, step=None) -> list[str]:
+    """Move texts of a game given as pgx actions from the game's start position."""
+    step = step or jax.jit(game.step)
+    state = jax.device_get(jax.jit(game.init)(jax.random.key(0)))
+    names = []
+    for action in actions:
+        names.append(game.action_to_text(int(action), state))
+        state = jax.device_get(step(state, jnp.int32(action)))
+    return names

@@ -1,0 +1,251 @@
+"""Runs: what a run directory holds and how it is read back — train state, components, checkpoints, variables.
+
+This module sits below both the training loop (:mod:`zerolab.train`) and the agents (:mod:`zerolab.agents`): the loop
+writes run directories through :class:`RunCheckpoints`, and anything that plays a trained network reads one through
+:func:`load_trained_variables`.
+
+``TrainState`` is the project's own small dataclass rather than ``flax.training.train_state.TrainState``: Flax's keeps
+``apply_fn`` and ``tx`` inside the state, while a zerolab train step closes over the network and the optimiser
+(built from the config by :class:`Components` and :func:`make_optimizer`), so the state stays a plain pytree of
+arrays that orbax writes as it is.  Its fields (``step``, ``params``, ``batch_stats``, ``opt_state``) are the names
+every existing checkpoint was written with, which is why they are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+from typing import Any
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from zerolab import config as config_lib
+from zerolab.checkpoint import Checkpointer
+from zerolab.games import Game, make_game
+from zerolab.networks import init_variables, make_network
+from zerolab.replay import FrameWindow
+from zerolab.search import SearchConfig
+from zerolab.selfplay import SelfPlayConfig
+
+logger = logging.getLogger(__name__)
+
+# Config keys that fix the shapes of what a checkpoint holds; resuming with other values is refused.
+SHAPE_DEFINING_PREFIXES = ("game.", "model.")
+
+
+class IncompatibleCheckpointError(RuntimeError):
+    """The work directory holds a run whose game or model differs from the requested config."""
+
+
+@flax.struct.dataclass
+class TrainState:
+    step: jax.Array
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+
+    @property
+    def variables(self) -> dict:
+        return {"params": self.params, "batch_stats": self.batch_stats}
+
+
+def make_optimizer(train_config: Any) -> optax.GradientTransformation:
+    return optax.adam(float(train_config.learning_rate))
+
+
+def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTransformation, key: jax.Array) -> TrainState:
+    variables = init_variables(network, game, key)
+    return TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=variables["params"],
+        batch_stats=variables["batch_stats"],
+        opt_state=optimizer.init(variables["params"]),
+    )
+
+
+@dataclasses.dataclass
+class Components:
+    """What a run is built from: the game, the network and the search, made from a config."""
+
+    game: Game
+    network: nn.Module
+    search: SearchConfig
+    selfplay: SelfPlayConfig
+
+    @classmethod
+    def from_config(cls, config: Any) -> Components:
+        game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
+        return cls(
+            game=game,
+            network=make_network(config.model, game),
+            search=SearchConfig.from_config(config.search),
+            selfplay=SelfPlayConfig(**config.selfplay.to_dict()),
+        )
+
+
+@dataclasses.dataclass
+class RunState:
+    """Everything a run carries from one iteration to the next (and through a checkpoint)."""
+
+    iteration: int
+    frames_seen: int
+    train_state: TrainState
+    window: FrameWindow
+    numpy_rng: np.random.Generator
+    last_record: dict | None = None
+
+
+class RunCheckpoints:
+    """Train-state checkpoints (kept for rating) and replay-window checkpoints (only the latest few).
+
+    A step is complete when both are written; restoring picks the newest step readable in both.
+    """
+
+    def __init__(self, workdir: pathlib.Path, keep: int, keep_period: int):
+        self.states = Checkpointer(workdir / "checkpoints", keep=keep, keep_period=keep_period)
+        self.replay = Checkpointer(workdir / "replay", keep=2)
+
+    def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
+        metadata = {
+            "iteration": run.iteration,
+            "frames_seen": run.frames_seen,
+            "numpy_rng": run.numpy_rng.bit_generator.state,
+            "config": config_lib.to_json(config),
+            "metrics": run.last_record,
+        }
+        self.replay.save(run.iteration, {"window": {"num_frames": np.asarray(len(run.window)), **run.window.arrays}}, {"iteration": run.iteration})
+        self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
+
+    def discard_after(self, step: int) -> None:
+        """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
+        for checkpointer in (self.states, self.replay):
+            for stale in [s for s in checkpointer.steps() if s > step]:
+                logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
+                               checkpointer.directory / str(stale), step)
+                checkpointer.manager.delete(stale)
+
+    def complete_steps(self) -> list[int]:
+        return sorted(set(self.states.steps()) & set(self.replay.steps()))
+
+    def restore(self, template: TrainState) -> RunState | None:
+        """The newest step whose train state and replay window are both readable, or None."""
+        for step in reversed(self.complete_steps()):
+            state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
+            replay = self.replay.restore_newest([step], {"window": None}) if state is not None else None
+            if state is None or replay is None:
+                continue
+            arrays = {k: np.asarray(v) for k, v in replay.items["window"].items() if k != "num_frames"}
+            rng = np.random.default_rng()
+            rng.bit_generator.state = state.metadata["numpy_rng"]
+            return RunState(
+                iteration=int(state.metadata["iteration"]),
+                frames_seen=int(state.metadata["frames_seen"]),
+                train_state=state.items["train_state"],
+                window=FrameWindow(arrays),
+                numpy_rng=rng,
+                last_record=state.metadata.get("metrics"),
+            )
+        return None
+
+    def saved_config(self) -> ml_collections.ConfigDict | None:
+        for step in reversed(self.states.steps()):
+            try:
+                return config_lib.from_json(self.states.read_metadata(step)["config"])
+            except Exception:  # noqa: BLE001 - unreadable metadata: look at the previous checkpoint
+                continue
+        return None
+
+
+@dataclasses.dataclass
+class TrainedVariables:
+    """Network variables read from a checkpoint, with the config of the run that wrote them."""
+
+    config: ml_collections.ConfigDict
+    variables: dict
+    step: int
+    path: pathlib.Path
+
+
+def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tuple[pathlib.Path, int | None]:
+    """``(checkpoints directory, step)`` for a run directory (``step`` or the newest) or a checkpoint step directory."""
+    path = pathlib.Path(path)
+    if path.name.isdigit() and path.parent.name == "checkpoints":
+        return path.parent, int(path.name)
+    if (path / "checkpoints").is_dir():
+        return path / "checkpoints", step
+    raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
+
+
+def train_state_template(components: Components, optimizer: optax.GradientTransformation) -> TrainState:
+    """A train state of the right structure, shapes and dtypes to restore into, built without running the network.
+
+    ``jax.eval_shape`` traces the initialisation instead of compiling and running it; the leaves are zero-filled
+    numpy arrays (so restored states come back as numpy, as host data).
+    """
+    abstract = jax.eval_shape(
+        lambda key: init_train_state(components.network, components.game, optimizer, key), jax.random.key(0)
+    )
+    return jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), abstract)
+
+
+def load_trained_variables(path: str | pathlib.Path, step: int | None = None) -> TrainedVariables:
+    """The network variables of a run directory's newest readable (or ``step``) checkpoint, or of one step directory.
+
+    Without ``step``, a checkpoint that cannot be read is reported by its path and the one before it is used (as
+    when a run resumes); with ``step``, that checkpoint must be readable.
+    """
+    directory, step = resolve_checkpoint(path, step)
+    checkpointer = Checkpointer(directory)
+    steps = checkpointer.steps()
+    if not steps:
+        raise FileNotFoundError(f"no checkpoint in {directory}")
+    if step is not None and step not in steps:
+        raise FileNotFoundError(f"no checkpoint step {step} in {directory}; steps: {steps}")
+    candidates = [step] if step is not None else list(reversed(steps))
+
+    def templates(metadata: dict) -> dict:
+        run_config = config_lib.from_json(metadata["config"])
+        components = Components.from_config(run_config)
+        return {"train_state": train_state_template(components, make_optimizer(run_config.train))}
+
+    restored = checkpointer.restore_newest(candidates, templates)
+    if restored is None:
+        raise FileNotFoundError(f"no readable checkpoint in {directory} (tried steps {candidates}; see the log)")
+    state = restored.items["train_state"]
+    run_config = config_lib.from_json(restored.metadata["config"])
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    return TrainedVariables(run_config, variables, restored.step, restored.path)
+
+
+def initialise_from(template: TrainState, path: str, optimizer: optax.GradientTransformation) -> TrainState:
+    """``template`` with the network variables of checkpoint ``path`` and a fresh optimiser state.
+
+    The checkpoint may come from another game (AlphaGateau's parameters do not depend on the board size); its
+    parameter shapes must match the new network's.
+    """
+    trained = load_trained_variables(path)
+    expected = jax.tree.map(lambda x: x.shape, (template.params, template.batch_stats))
+    found = jax.tree.map(lambda x: x.shape, (trained.variables["params"], trained.variables["batch_stats"]))
+    if expected != found:
+        raise IncompatibleCheckpointError(f"init_from={path}: its network's parameter shapes differ from this config's")
+    logger.info("initialised from %s (step %d); optimiser state is new", trained.path, trained.step)
+    params = trained.variables["params"]
+    return TrainState(step=template.step, params=params, batch_stats=trained.variables["batch_stats"],
+                      opt_state=optimizer.init(params))
+
+
+def check_compatible(saved: ml_collections.ConfigDict, requested: ml_collections.ConfigDict, workdir: pathlib.Path) -> None:
+    differing = config_lib.differing_keys(saved, requested, SHAPE_DEFINING_PREFIXES)
+    if differing:
+        saved_flat, requested_flat = config_lib.flatten(saved), config_lib.flatten(requested)
+        details = "; ".join(f"{k}: checkpoint {saved_flat.get(k)!r} vs config {requested_flat.get(k)!r}" for k in differing)
+        raise IncompatibleCheckpointError(
+            f"{workdir} holds a run with a different game or model ({details}); use another --workdir or the same values"
+        )
