@@ -33,6 +33,7 @@ from typing import Any
 
 import chess
 import numpy as np
+import scipy.stats
 
 PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 
@@ -44,17 +45,13 @@ MoveScorer = Callable[[Sequence[chess.Board], Sequence[Sequence[chess.Move]]], l
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's τ-b of two [n] score vectors (NaN when n < 2 or either is constant)."""
+    """Kendall's τ-b of two [n] score vectors (``scipy.stats.kendalltau``); NaN when n < 2 or either is constant."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"kendall_tau needs two vectors of the same length, got {x.shape} and {y.shape}")
-    upper = np.triu_indices(len(x), k=1)
-    dx = np.sign(x[:, None] - x[None, :])[upper]
-    dy = np.sign(y[:, None] - y[None, :])[upper]
-    untied_x, untied_y = np.count_nonzero(dx), np.count_nonzero(dy)
-    if untied_x == 0 or untied_y == 0:
-        return math.nan
-    return float(np.sum(dx * dy) / math.sqrt(untied_x * untied_y))
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return math.nan  # τ-b is undefined; scipy would say so with a warning
+    return float(scipy.stats.kendalltau(x, y).statistic)
 
 
 def kendall_tau_argsort(x: np.ndarray, y: np.ndarray) -> float:

@@ -271,18 +271,3 @@ def parameter_count(config: TransformerConfig) -> int:
 
 __all__ = ["MODEL_SIZES", "Transformer", "TransformerConfig", "count_parameters", "init_params", "jitted_apply",
            "parameter_count"]
-
-
-def main() -> None:
-    """``python -m distill.model``: the parameter count of every size for each predictor (K = 128)."""
-    from distill.predictors import PREDICTOR_NAMES, Predictor
-
-    print(f"{'size':>10} {'layers':>6} {'width':>6} {'heads':>5} " + " ".join(f"{n:>20}" for n in PREDICTOR_NAMES))
-    for size, shape in MODEL_SIZES.items():
-        counts = [parameter_count(Predictor(name, 128).model_config(size)) for name in PREDICTOR_NAMES]
-        print(f"{size:>10} {shape['num_layers']:>6} {shape['embedding_dim']:>6} {shape['num_heads']:>5} "
-              + " ".join(f"{count:>20,}" for count in counts))
-
-
-if __name__ == "__main__":
-    main()

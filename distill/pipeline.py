@@ -128,29 +128,35 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
                seed: int, max_game_plies: int, show_progress: bool = True) -> dict[str, Any]:
     """Round robin in the ``zerolab`` arena (pgx referee), rated by ``zerolab.elo``; resumes from the book.
 
-    Each pair plays ``games_per_pair`` games (half with each colour); a pair that already has as many games in the
-    Elo book (a rerun) is not played again.  Returns the ratings (rating, σ) and the results.
+    Each pair (in sorted name order) plays ``games_per_pair`` games (half with each colour) with the key
+    ``fold_in(key(seed), pair index)``; a pair that already has as many games in the Elo book (a rerun) is not played
+    again (``zerolab.rating.rate_contestants`` in round-robin mode).  Returns the ratings (rating, σ) and the results.
     """
     import jax
 
     from distill.agent import SearchlessAgent
-    from zerolab.api import play_match
-    from zerolab.api import EloBook
-    from zerolab.api import ChessGame
+    from zerolab.api import ChessGame, Contestant, EloBook, EvaluationConfig, play_match, rate_contestants
 
     game = ChessGame("chess")
-    book = EloBook.load_or_create(book_path)
     agents = {name: SearchlessAgent(engine, game, name=name) for name, engine in engines.items()}
-    for name in agents:
+    book = EloBook.load_or_create(book_path)
+    for name in agents:  # the book lists the players in the engines' order
         book.add_player(name)
+    book.save(book_path)
+    names = sorted(agents)
+    pair_index = {pair: index for index, pair in enumerate(itertools.combinations(names, 2))}
     key = jax.random.key(seed)
-    for index, (name_a, name_b) in enumerate(itertools.combinations(sorted(agents), 2)):
-        if book.result_between(name_a, name_b).games >= games_per_pair:
-            continue
-        match = play_match(game, agents[name_a], agents[name_b], games_per_pair, jax.random.fold_in(key, index),
-                           max_game_plies=max_game_plies, show_progress=show_progress)
-        book.add_result(match.result)
-        book.save(book_path)
+
+    def play(name_a: str, name_b: str):
+        match = play_match(game, agents[name_a], agents[name_b], games_per_pair,
+                           jax.random.fold_in(key, pair_index[(name_a, name_b)]), max_game_plies=max_game_plies,
+                           show_progress=show_progress)
+        return match.result
+
+    contestants = [Contestant(name, "distill", 0, 0.0, lambda name=name: agents[name]) for name in names]
+    evaluation = EvaluationConfig(games=games_per_pair, max_game_plies=max_game_plies, mode="round_robin")
+    book, _ = rate_contestants(contestants, game, evaluation, pathlib.Path(book_path), pathlib.Path(book_path).parent,
+                               seed, show_progress, play=play)
     logger.info("tournament ratings:\n%s", book.format_table())
     return {"ratings": {name: {"elo": rating, "sigma": sigma} for name, (rating, sigma) in book.ratings().items()},
             "results": [result.to_dict() for result in book.results], "table": book.format_table()}

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from distill import bins, tokenizer
-from distill.model import TransformerConfig
+from distill.model import MODEL_SIZES, TransformerConfig, parameter_count
 
 ACTION_VALUE = "action_value"
 STATE_VALUE = "state_value"
@@ -164,3 +164,16 @@ def _append(state: np.ndarray, query: int) -> np.ndarray:
 
 __all__ = ["ACTION_VALUE", "BEHAVIORAL_CLONING", "PREDICTOR_NAMES", "Predictor", "QUERY_TOKEN", "SEQUENCE_LENGTH",
            "STATE_VALUE", "best_move", "cross_entropy"]
+
+
+def main() -> None:
+    """``python -m distill.predictors``: the parameter count of every model size for each predictor (K = 128)."""
+    print(f"{'size':>10} {'layers':>6} {'width':>6} {'heads':>5} " + " ".join(f"{n:>20}" for n in PREDICTOR_NAMES))
+    for size, shape in MODEL_SIZES.items():
+        counts = [parameter_count(Predictor(name, 128).model_config(size)) for name in PREDICTOR_NAMES]
+        print(f"{size:>10} {shape['num_layers']:>6} {shape['embedding_dim']:>6} {shape['num_heads']:>5} "
+              + " ".join(f"{count:>20,}" for count in counts))
+
+
+if __name__ == "__main__":
+    main()

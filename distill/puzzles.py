@@ -23,7 +23,7 @@ from typing import Any
 import chess
 import chess.engine
 
-from distill.data.pgn import GamePositions, Problem, read_games
+from distill.data.pgn import GamePositions, Problem, file_identifiers, read_games
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +121,8 @@ def make_mate_puzzles(pgn_paths: Sequence[str | pathlib.Path], engine, limit: ch
     variation reaches mate, the game move and that variation make a puzzle.
     """
     puzzles: list[Puzzle] = []
-    for path in pgn_paths:
-        for item in read_games(path):
+    for path, file_id in zip(pgn_paths, file_identifiers(pgn_paths)):
+        for item in read_games(path, file_id):
             if isinstance(item, Problem):
                 logger.warning("%s", item)
                 continue

@@ -3,8 +3,9 @@
 One step: a batch of ``batch_size`` examples (tokens [B, 78], target classes [B]) sharded over the mesh axis
 ``data``, the mean cross-entropy of the predictor's logits, an optax update of the replicated parameters, and the
 exponential moving average ``ema ← decay · ema + (1 − decay) · params`` that evaluation and engines use.  The step
-is one ``jax.jit`` with the train state replicated and the batch split over the devices (a mesh of one device
-works the same).  ``dtype='bfloat16'`` in the model config runs the matrix multiplications in bfloat16.
+is jitted by the core's ``zerolab.devices.jit_step``: the train state replicated and donated, the batch split over
+the devices (a mesh of one device works the same).  ``dtype='bfloat16'`` in the model config runs the matrix
+multiplications in bfloat16.
 
 Every ``checkpoint_every`` steps (and at the end) :class:`zerolab.checkpoint.Checkpointer` saves the parameters,
 the EMA parameters and the optimiser state, with the data loader's position, the model config and the last
@@ -34,7 +35,7 @@ from distill.data.records import make_loader
 from distill.model import Transformer, TransformerConfig, count_parameters, init_params
 from distill.predictors import Predictor, cross_entropy
 from zerolab.api import Checkpointer
-from zerolab.api import batch_sharded, check_divisible, make_mesh, replicated, shard_host_batch
+from zerolab.api import check_divisible, jit_step, make_mesh, replicated, resolve_checkpoint, shard_host_batch
 from zerolab.api import MetricsLog
 from zerolab.api import progress_bar
 
@@ -96,7 +97,11 @@ class TrainingSettings:
 
 @flax.struct.dataclass
 class TrainState:
-    """Everything a step updates: ``step`` [], ``params``, ``ema_params`` (same tree) and ``opt_state``."""
+    """Everything a step updates: ``step`` [], ``params``, ``ema_params`` (same tree) and ``opt_state``.
+
+    Not Flax's ``train_state.TrainState``: this one carries the EMA parameters, and keeps the model and optimiser
+    outside (bound into the jitted step) so the state is arrays only, as checkpoints save it.
+    """
 
     step: jax.Array
     params: Any
@@ -104,15 +109,29 @@ class TrainState:
     opt_state: Any
 
 
-def make_optimizer(settings: TrainingSettings) -> optax.GradientTransformation:
-    if settings.schedule == "constant":
-        schedule = optax.linear_schedule(0.0, settings.learning_rate, max(settings.warmup_steps, 1))
-    elif settings.schedule == "cosine":
-        schedule = optax.warmup_cosine_decay_schedule(0.0, settings.learning_rate, max(settings.warmup_steps, 1),
-                                                      max(settings.num_steps, settings.warmup_steps + 1))
-    else:
+def learning_rate_schedule(settings: TrainingSettings) -> optax.Schedule:
+    """The step size of update ``count`` (0 for the first): a linear ramp from 0 over ``warmup_steps`` updates, then
+    ``learning_rate`` (``constant``) or a cosine decay to 0 at ``num_steps`` (``cosine``).
+
+    Without warm-up the first update already uses ``learning_rate`` (a ramp "over 1 step" would make it 0).
+    """
+    if settings.schedule not in ("constant", "cosine"):
         raise ValueError(f"schedule must be 'constant' or 'cosine', got {settings.schedule!r}")
-    return optax.chain(optax.clip_by_global_norm(settings.gradient_clip), optax.adam(schedule))
+    if settings.warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be >= 0, got {settings.warmup_steps}")
+    if settings.schedule == "constant":
+        if settings.warmup_steps == 0:
+            return optax.constant_schedule(settings.learning_rate)
+        return optax.linear_schedule(0.0, settings.learning_rate, settings.warmup_steps)
+    if settings.warmup_steps == 0:
+        return optax.cosine_decay_schedule(settings.learning_rate, max(settings.num_steps, 1))
+    return optax.warmup_cosine_decay_schedule(0.0, settings.learning_rate, settings.warmup_steps,
+                                              max(settings.num_steps, settings.warmup_steps + 1))
+
+
+def make_optimizer(settings: TrainingSettings) -> optax.GradientTransformation:
+    """Global-norm clipping, then Adam with :func:`learning_rate_schedule`."""
+    return optax.chain(optax.clip_by_global_norm(settings.gradient_clip), optax.adam(learning_rate_schedule(settings)))
 
 
 def init_train_state(model_config: TransformerConfig, optimizer: optax.GradientTransformation,
@@ -157,8 +176,7 @@ def _step_defining(settings: TrainingSettings) -> TrainingSettings:
 def _compile_train_step(settings: TrainingSettings, mesh: Mesh):
     step = functools.partial(train_step, model=Transformer(settings.model_config()),
                              optimizer=make_optimizer(settings), ema_decay=settings.ema_decay)
-    return jax.jit(step, in_shardings=(replicated(mesh), batch_sharded(mesh)),
-                   out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
+    return jit_step(step, mesh)
 
 
 def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, workdir: str | pathlib.Path,
@@ -182,10 +200,20 @@ def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, wor
     checkpointer = Checkpointer(workdir / CHECKPOINT_DIRECTORY, keep=settings.keep_checkpoints)
     metrics_log = MetricsLog(workdir)
     last_record: dict[str, Any] | None = None
+    check_newest_model(checkpointer, model_config, settings)  # before restoring: a mismatch is no unreadable step
     restored = checkpointer.restore_latest(
         {"params": state.params, "ema_params": state.ema_params, "opt_state": state.opt_state})
+    if restored is None and checkpointer.steps():
+        raise RuntimeError(f"no checkpoint in {checkpointer.directory} can be read (steps {checkpointer.steps()}); "
+                           "move the directory away to start again")
     if restored is not None:
         check_same_model(restored.metadata, model_config, settings, restored.path)
+        saved_workers = restored.metadata.get("training", {}).get("loader_workers", settings.loader_workers)
+        if saved_workers != settings.loader_workers:
+            raise ValueError(f"checkpoint {restored.path} was written with loader_workers={saved_workers}, but this "
+                             f"run has loader_workers={settings.loader_workers}; the data loader's position can "
+                             "only be restored with the same number of workers")
+        checkpointer.discard_after(restored.step)  # unreadable newer steps: this run writes them again
         state = TrainState(jnp.asarray(restored.step, jnp.int32), restored.items["params"],
                            restored.items["ema_params"], restored.items["opt_state"])
         state = jax.device_put(state, replicated(mesh))
@@ -238,6 +266,21 @@ def checkpoint_description(model_config: TransformerConfig, settings: TrainingSe
             "training": dataclasses.asdict(settings)}
 
 
+def check_newest_model(checkpointer: Checkpointer, model_config: TransformerConfig, settings: TrainingSettings) -> None:
+    """Raises if the newest checkpoint whose metadata can be read holds another predictor, bin count or model.
+
+    Checked before restoring, because restoring into another model's shapes fails like an unreadable checkpoint
+    would, and the run would fall back past every step and start again over them.
+    """
+    for step in reversed(checkpointer.steps()):
+        try:
+            metadata = checkpointer.read_metadata(step)
+        except Exception:  # noqa: BLE001 - unreadable metadata: restore_latest reports it and passes the step
+            continue
+        check_same_model(metadata, model_config, settings, checkpointer.directory / str(step))
+        return
+
+
 def check_same_model(metadata: dict[str, Any], model_config: TransformerConfig, settings: TrainingSettings,
                      path: pathlib.Path) -> None:
     saved = (metadata.get("predictor"), metadata.get("num_bins"), metadata.get("model"))
@@ -261,46 +304,37 @@ class TrainedPredictor:
     path: pathlib.Path
 
 
-def resolve_checkpoint(path: str | pathlib.Path) -> tuple[pathlib.Path, int | None]:
-    """``(checkpoints directory, step)``: a run directory means its newest step, ``.../checkpoints/<step>`` that one.
-
-    The same convention as ``zerolab.train.resolve_checkpoint``, which is not imported here because importing
-    ``zerolab.train`` loads pgx (seconds) and an engine should start fast.
-    """
-    path = pathlib.Path(path)
-    if path.name.isdigit() and path.parent.name == CHECKPOINT_DIRECTORY:
-        return path.parent, int(path.name)
-    if (path / CHECKPOINT_DIRECTORY).is_dir():
-        return path / CHECKPOINT_DIRECTORY, None
-    raise FileNotFoundError(f"{path} is neither a run directory (with {CHECKPOINT_DIRECTORY}/) nor a checkpoint "
-                            f"directory ({CHECKPOINT_DIRECTORY}/<step>)")
-
-
 def load_trained_predictor(path: str | pathlib.Path) -> TrainedPredictor:
-    """The EMA parameters of a run directory's newest checkpoint, or of one checkpoint directory."""
+    """The EMA parameters of a run directory's newest readable checkpoint, or of one checkpoint directory.
+
+    The directory convention is :func:`zerolab.checkpoint.resolve_checkpoint`'s, and the fallback past an unreadable
+    checkpoint is :meth:`zerolab.checkpoint.Checkpointer.restore_newest`'s; a named step must be readable.
+    """
     directory, step = resolve_checkpoint(path)
     checkpointer = Checkpointer(directory)
-    steps = checkpointer.steps()
-    if not steps or (step is not None and step not in steps):
-        raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in {directory} (steps: {steps})")
-    for candidate in ([step] if step is not None else list(reversed(steps))):
-        try:
-            metadata = checkpointer.read_metadata(candidate)
-            predictor = Predictor(metadata["predictor"], metadata["num_bins"])
-            model_config = TransformerConfig(**metadata["model"])
-            template = jax.eval_shape(lambda key: init_params(model_config, key), jax.random.key(0))
-            template = jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), template)
-            restored = checkpointer.restore(candidate, {"ema_params": template})
-        except Exception as error:  # noqa: BLE001 - an unreadable checkpoint: report it, try the previous one
-            if step is not None:
-                raise
-            logger.warning("checkpoint %s cannot be read (%s: %s); trying the previous one",
-                           directory / str(candidate), type(error).__name__, error)
-            continue
+    try:
+        steps = checkpointer.steps()
+        if not steps or (step is not None and step not in steps):
+            raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in {directory} (steps: {steps})")
+        if step is not None:
+            restored = checkpointer.restore(step, _ema_template(checkpointer.read_metadata(step)))
+        else:
+            restored = checkpointer.restore_newest(None, _ema_template)
+            if restored is None:
+                raise FileNotFoundError(f"no readable checkpoint in {directory} (steps: {steps})")
+    finally:
         checkpointer.close()
-        return TrainedPredictor(predictor, model_config, restored.items["ema_params"], candidate, restored.path)
-    raise FileNotFoundError(f"no readable checkpoint in {directory}")
+    predictor = Predictor(restored.metadata["predictor"], restored.metadata["num_bins"])
+    model_config = TransformerConfig(**restored.metadata["model"])
+    return TrainedPredictor(predictor, model_config, restored.items["ema_params"], restored.step, restored.path)
+
+
+def _ema_template(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What to restore from a checkpoint with ``metadata``: its EMA parameters, shaped by its model config."""
+    model_config = TransformerConfig(**metadata["model"])
+    template = jax.eval_shape(lambda key: init_params(model_config, key), jax.random.key(0))
+    return {"ema_params": jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), template)}
 
 
 __all__ = ["TrainState", "TrainedPredictor", "TrainingSettings", "init_train_state", "load_trained_predictor",
-           "make_optimizer", "make_train_step", "resolve_checkpoint", "train", "train_step"]
+           "learning_rate_schedule", "make_optimizer", "make_train_step", "train", "train_step"]

@@ -31,24 +31,23 @@ from typing import Any
 import jax
 import ml_collections
 
-from experiments.alphagateau_speed import (
+from zerolab import train
+from zerolab.experiment_setup import training_config, use_compilation_cache
+from zerolab.games import make_game
+from zerolab.plots import new_figure, plot_elo_curves, save_figure
+from zerolab.rating import (
     Contestant,
+    EvaluationConfig,
     checkpoint_agent,
     checkpoint_steps,
     elo_series,
-    evaluation_search,
     rate_contestants,
     rated_steps,
     ratings_summary,
     run_statistics,
-    training_config,
     training_wall_seconds,
-    use_compilation_cache,
     write_elo_table,
 )
-from zerolab import train
-from zerolab.games import make_game
-from zerolab.plots import new_figure, plot_elo_curves, save_figure
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +88,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
 
     rating_started = time.perf_counter()
     game = make_game(FINETUNE_GAME)
-    search = evaluation_search(config.search, config.evaluation.num_simulations)
+    evaluation = EvaluationConfig.from_config(config.evaluation)
     pretrain_walls = training_wall_seconds(pretrain_directory)
     finetune_walls = training_wall_seconds(finetune_directory)
     pretrain_seconds = pretrain_walls[last_pretrain_step]
@@ -97,15 +96,15 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     def pretrained(step: int) -> Contestant:
         name = UNTRAINED if step == 0 else f"gardner@{step}"
         return Contestant(name, UNTRAINED if step == 0 else PRETRAIN_SERIES, step, pretrain_walls[step],
-                          lambda: checkpoint_agent(pretrain_directory, step, game, search, name))
+                          lambda: checkpoint_agent(pretrain_directory, step, game, evaluation, name))
 
     def finetuned(step: int) -> Contestant:
         name = f"chess@{step}"
         return Contestant(name, FINETUNE_SERIES, last_pretrain_step + step, pretrain_seconds + finetune_walls[step],
-                          lambda: checkpoint_agent(finetune_directory, step, game, search, name))
+                          lambda: checkpoint_agent(finetune_directory, step, game, evaluation, name))
 
     contestants = [pretrained(step) for step in pretrain_steps] + [finetuned(step) for step in finetune_steps if step]
-    book, matches = rate_contestants(contestants, game, config.evaluation, workdir / "elo.json", workdir / "games",
+    book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
                                      seed=int(config.seed) + 1, show_progress=bool(config.progress))
     rating_seconds = time.perf_counter() - rating_started
     table = write_elo_table(book, workdir)

@@ -23,6 +23,7 @@ from zerolab.checkpoint import Checkpointer
 from zerolab.elo import EloBook
 from zerolab.metrics import MetricsLog
 from zerolab.plots import new_figure, plot_elo_curves, plot_training_curves, save_figure
+from zerolab.rating import EvaluationConfig, rated_steps
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +42,11 @@ def run(config, workdir: pathlib.Path) -> dict:
     records = MetricsLog(workdir).records()
     training_seconds = records[-1]["wall_s"] if records else 0.0
 
-    evaluation = config.evaluation
+    evaluation = EvaluationConfig.from_config(config.evaluation)
     options = {"simulations": str(evaluation.num_simulations)}
     steps = Checkpointer(workdir / "checkpoints").steps()
     final_step = steps[-1]
-    period = int(config.checkpoint.keep_period) or final_step
-    steps = [step for step in steps if step % period == 0 or step == final_step]  # the rated checkpoints
+    steps = rated_steps(steps, int(config.checkpoint.keep_period) or final_step)  # 0, every period-th, the last
     initial = load_search_agent(workdir, {**options, "step": "0", "name": checkpoint_name(0)})
     game = initial.game
     book = EloBook()

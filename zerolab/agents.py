@@ -24,7 +24,8 @@ import jax
 import numpy as np
 import pgx
 
-from zerolab.games import Game
+from zerolab.games import ChessGame, Game
+from zerolab.networks import make_network
 from zerolab.runs import Components, load_trained_variables
 from zerolab.search import run_search
 
@@ -92,14 +93,22 @@ class SearchAgent:
 SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name"}
 
 
-def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None) -> SearchAgent:
-    """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory."""
+def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
+                      game: Game | None = None) -> SearchAgent:
+    """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory.
+
+    ``game`` (default: the run's own) is the game the agent plays: the network module is built for it from the run's
+    model config, e.g. an AlphaGateau trained on 5×5 Gardner chess playing 8×8 chess (its graph, not its parameters,
+    carries the board size).  Agents of one architecture and game share one compiled search.
+    """
     options = dict(options or {})
     unknown = set(options) - SEARCH_OPTION_KEYS
     if unknown:
         raise ValueError(f"unknown checkpoint agent options {sorted(unknown)}; valid: {sorted(SEARCH_OPTION_KEYS)}")
     trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
     components = Components.from_config(trained.config)
+    if game is not None and game != components.game:
+        components = dataclasses.replace(components, game=game, network=make_network(trained.config.model, game))
     search = dataclasses.replace(
         components.search,
         num_simulations=int(options.get("simulations", components.search.num_simulations)),
@@ -166,7 +175,7 @@ class EngineAgent:
 def make_agent(spec: str, game: Game | None = None) -> Agent:
     """An agent from a spec string (see the module docstring)."""
     head, options = split_spec(spec)
-    if pathlib.Path(head).exists():
+    if pathlib.Path(head).is_dir():  # a run or checkpoint directory; an engine may be given by its file's path
         return load_search_agent(head, options)
     if game is None:
         raise ValueError(f"engine agent {spec!r} needs the game it plays")

@@ -41,6 +41,19 @@ class Restored:
     path: pathlib.Path
 
 
+def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tuple[pathlib.Path, int | None]:
+    """``(checkpoints directory, step)`` for a run directory (``step`` or the newest) or a checkpoint step directory.
+
+    Here, below ``zerolab.runs``, so that engines can resolve a checkpoint without importing the games (pgx).
+    """
+    path = pathlib.Path(path)
+    if path.name.isdigit() and path.parent.name == "checkpoints":
+        return path.parent, int(path.name)
+    if (path / "checkpoints").is_dir():
+        return path / "checkpoints", step
+    raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
+
+
 class Checkpointer:
     """Saves and restores ``{name: pytree}`` items plus a JSON ``metadata`` dict under ``directory/<step>/``.
 
@@ -106,6 +119,16 @@ class Checkpointer:
     def restore_latest(self, templates: Mapping[str, Any | None]) -> Restored | None:
         """The newest readable checkpoint, or None when there is none (see :meth:`restore_newest`)."""
         return self.restore_newest(None, templates)
+
+    def discard_after(self, step: int) -> list[int]:
+        """Deletes the checkpoints newer than ``step`` (left behind when a run resumes from ``step`` because they
+        could not be read), so that the resumed run can save those steps again; returns the deleted steps."""
+        stale = [s for s in self.steps() if s > step]
+        for stale_step in stale:
+            logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
+                           self.directory / str(stale_step), step)
+            self.manager.delete(stale_step)
+        return stale
 
     def close(self) -> None:
         self.manager.close()

@@ -2,10 +2,11 @@
 
 * ``train --config NAME --workdir DIR [--preset tiny|paper] [key=value ...]`` — trains with the config
   ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.
-* ``match --a SPEC --b SPEC --games N [--out DIR] [--game G]`` — plays the arena (SPEC: a run or checkpoint directory
-  with search options, e.g. ``runs/quickstart:simulations=32``, or an engine such as ``stockfish:elo=1350`` or
-  ``fairy-stockfish:skill=-20``); writes PGN, the result and the Elo book ``DIR/elo.json``, which later matches
-  extend.
+* ``match --a SPEC --b SPEC --games N [--out DIR] [--game G] [--start-fens FILE]`` — plays the arena (SPEC: a run or
+  checkpoint directory with search options, e.g. ``runs/quickstart:simulations=32``, or an engine such as
+  ``stockfish:elo=1350`` or ``fairy-stockfish:skill=-20``); writes PGN, the games as JSON lines
+  (``DIR/games.jsonl``: moves and who moved), the result with each engine's fallback moves (``DIR/matches.jsonl``)
+  and the Elo book ``DIR/elo.json``, which later matches extend.
 * ``legal-moves --game chess|gardner_chess --fens FILE`` — one line of sorted UCI legal moves per FEN line, computed
   by pgx and the project's action map; an invalid FEN gets an error line naming its line number, the other lines
   still print, and the exit status is 1.
@@ -39,6 +40,25 @@ def command_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_start_fens(path: str, game) -> list[str]:
+    """The FENs of a file, one a line (blank lines and ``#`` comments skipped), each checked by ``game``."""
+    validate = getattr(game, "validate_fen", None)
+    if validate is None:
+        raise ValueError(f"--start-fens: {game.name} has no FEN positions")
+    fens = []
+    for number, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            fens.append(validate(line))
+        except ValueError as error:
+            raise ValueError(f"--start-fens {path}:{number}: {error}") from None
+    if not fens:
+        raise ValueError(f"--start-fens {path}: no FEN in the file")
+    return fens
+
+
 def command_match(args: argparse.Namespace) -> int:
     import jax
 
@@ -46,6 +66,7 @@ def command_match(args: argparse.Namespace) -> int:
     from zerolab.arena import play_match, write_pgn
     from zerolab.elo import EloBook
     from zerolab.games import make_game
+    from zerolab.pgn import write_game_records
 
     game = make_game(args.game) if args.game else None
     agent_a = make_agent(args.a, game)
@@ -57,8 +78,11 @@ def command_match(args: argparse.Namespace) -> int:
     for agent in (agent_a, agent_b):
         if getattr(agent, "game", game) != game:
             raise ValueError(f"{agent.name} plays {agent.game.name}, the match is {game.name}")
+    start_fens = read_start_fens(args.start_fens, game) if args.start_fens else None
+    num_games = args.games if args.games is not None else (2 * len(start_fens) if start_fens else 10)
     try:
-        match = play_match(game, agent_a, agent_b, args.games, jax.random.key(args.seed), args.max_plies)
+        match = play_match(game, agent_a, agent_b, num_games, jax.random.key(args.seed), args.max_plies,
+                           start_fens=start_fens)
     finally:
         for agent in (agent_a, agent_b):
             if hasattr(agent, "close"):
@@ -66,12 +90,16 @@ def command_match(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out)
     safe = lambda name: "".join(c if c.isalnum() or c in "-_.@=" else "_" for c in name)  # noqa: E731
     pgn = write_pgn(game, match, out / f"{safe(agent_a.name)}-vs-{safe(agent_b.name)}.pgn")
+    write_game_records(match.games, out / "games.jsonl", pgn=str(pgn))
     book = EloBook.load_or_create(out / "elo.json")
     book.add_result(match.result)
     book.save(out / "elo.json")
+    # Moves an engine did not choose itself (illegal under pgx's rules, or lost to a crash): a random legal move.
+    fallbacks = {agent.name: agent.fallback_moves for agent in (agent_a, agent_b) if hasattr(agent, "fallback_moves")}
+    summary = {**match.summary(), "engine_fallback_moves": fallbacks}
     with open(out / "matches.jsonl", "a") as stream:
-        stream.write(json.dumps(match.summary()) + "\n")
-    print(json.dumps({**match.summary(), "pgn": str(pgn)}))
+        stream.write(json.dumps(summary) + "\n")
+    print(json.dumps({**summary, "pgn": str(pgn)}))
     try:
         print(book.format_table())
     except ValueError as error:  # players not yet connected
@@ -128,11 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     match = commands.add_parser("match", help="play games between two agents")
     match.add_argument("--a", required=True, help="agent spec: run dir[:options] or engine[:options]")
     match.add_argument("--b", required=True, help="agent spec")
-    match.add_argument("--games", type=int, default=10, help="number of games (even: colours alternate)")
+    match.add_argument("--games", type=int, default=None,
+                       help="number of games (even: colours alternate; default 10, or twice the start FENs)")
     match.add_argument("--out", default="runs/matches", help="directory for PGN, results and the Elo book")
     match.add_argument("--game", default=None, help="chess or gardner_chess (inferred from a checkpoint agent)")
     match.add_argument("--max-plies", type=int, default=512, help="a game this long is a draw")
     match.add_argument("--seed", type=int, default=0)
+    match.add_argument("--start-fens", default=None,
+                       help="file of start positions, one FEN a line: each is played twice, colours swapped")
     match.set_defaults(handler=command_match)
 
     legal = commands.add_parser("legal-moves", help="legal UCI moves of each FEN in a file")

@@ -7,6 +7,7 @@ spans all hosts; each process feeds and reads back only its own (addressable) pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -29,6 +30,24 @@ def replicated(mesh: Mesh) -> NamedSharding:
 def batch_sharded(mesh: Mesh, axis: int = 0) -> NamedSharding:
     """Sharding that splits array axis ``axis`` over the devices."""
     return NamedSharding(mesh, PartitionSpec(*([None] * axis), DATA_AXIS))
+
+
+StepFn = Callable[[Any, Any], tuple[Any, Any]]
+"""``(state, batch) -> (new state, metrics)``: one training update on a global batch."""
+
+
+def jit_step(step_fn: StepFn, mesh: Mesh, *, batch_axis: int = 0, donate_state: bool = True) -> StepFn:
+    """``step_fn`` jitted with the state replicated and the batch sharded over ``mesh`` (array axis ``batch_axis``).
+
+    The new state and the metrics come back replicated; the input state is donated (its buffers are reused for the
+    new one, so the caller must not read it again) unless ``donate_state=False``.
+    """
+    return jax.jit(
+        step_fn,
+        in_shardings=(replicated(mesh), batch_sharded(mesh, batch_axis)),
+        out_shardings=(replicated(mesh), replicated(mesh)),
+        donate_argnums=(0,) if donate_state else (),
+    )
 
 
 def check_divisible(name: str, size: int, mesh: Mesh) -> None:

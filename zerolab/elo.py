@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 import statsmodels.api as sm
 
 DEFAULT_MEAN_RATING = 1000.0
@@ -212,27 +214,29 @@ def combine_results(results: Iterable[MatchResult]) -> dict[tuple[str, str], Mat
 
 
 def connected_groups(players: Iterable[str], results: Iterable[MatchResult]) -> list[list[str]]:
-    """Groups of players linked by at least one played game; largest group first, names sorted in each."""
-    neighbours: dict[str, set[str]] = {player: set() for player in players}
+    """Groups of players linked by at least one played game; largest group first, names sorted in each.
+
+    The groups are the connected components (``scipy.sparse.csgraph.connected_components``) of the graph whose
+    edges are the pairs that played at least one game.
+    """
+    index: dict[str, int] = {}
+    for player in players:
+        index.setdefault(player, len(index))
+    edges = []
     for result in results:
         for player in result.players:
-            neighbours.setdefault(player, set())
+            index.setdefault(player, len(index))
         if result.games > 0:
-            neighbours[result.player_a].add(result.player_b)
-            neighbours[result.player_b].add(result.player_a)
-    groups, seen = [], set()
-    for start in sorted(neighbours):
-        if start in seen:
-            continue
-        group, frontier = {start}, [start]
-        while frontier:
-            for neighbour in neighbours[frontier.pop()]:
-                if neighbour not in group:
-                    group.add(neighbour)
-                    frontier.append(neighbour)
-        seen |= group
-        groups.append(sorted(group))
-    return sorted(groups, key=lambda group: (-len(group), group))
+            edges.append((index[result.player_a], index[result.player_b]))
+    if not index:
+        return []
+    rows, columns = (np.array(side, dtype=np.int64) for side in zip(*edges)) if edges else (np.zeros(0, np.int64),) * 2
+    graph = scipy.sparse.coo_matrix((np.ones(len(rows)), (rows, columns)), shape=(len(index), len(index)))
+    _, labels = scipy.sparse.csgraph.connected_components(graph, directed=False)
+    groups: dict[int, list[str]] = {}
+    for player, position in index.items():
+        groups.setdefault(int(labels[position]), []).append(player)
+    return sorted((sorted(group) for group in groups.values()), key=lambda group: (-len(group), group))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -462,11 +466,23 @@ class EloBook:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EloBook:
+        """A book from :meth:`to_dict`'s data; a malformed one is a ``ValueError`` naming what is wrong."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"not an Elo book: expected a JSON object, got {type(data).__name__}")
         if data.get("format") != BOOK_FORMAT:
             raise ValueError(f"not an Elo book: expected format {BOOK_FORMAT!r}, got {data.get('format')!r}")
+        players, results = data.get("players", []), data.get("results", [])
+        if not isinstance(players, list) or not isinstance(results, list):
+            raise ValueError("Elo book: 'players' and 'results' must be lists, got "
+                             f"{type(players).__name__} and {type(results).__name__}")
+        results = [MatchResult.from_dict(result) if isinstance(result, Mapping) else _not_a_result(result)
+                   for result in results]
+        unknown = sorted({name for result in results for name in result.players} - set(players))
+        if unknown:
+            raise ValueError(f"Elo book: results name players missing from its 'players' list: {unknown}")
         return cls(
-            results=[MatchResult.from_dict(result) for result in data.get("results", [])],
-            players=data.get("players", []),
+            results=results,
+            players=players,
             mean_rating=data.get("mean_rating", DEFAULT_MEAN_RATING),
             virtual_draws=data.get("virtual_draws", VIRTUAL_DRAWS),
         )
@@ -505,6 +521,10 @@ class EloBook:
 
     def __repr__(self) -> str:
         return f"EloBook({len(self._players)} players, {len(self._results)} pairs)"
+
+
+def _not_a_result(value: Any) -> MatchResult:
+    raise ValueError(f"Elo book: a match result must be a JSON object, got {value!r}")
 
 
 RatingTable = EloBook  # the name some callers use

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import pathlib
 
 import chess
@@ -24,7 +25,18 @@ from zerolab.games import Game
 
 @dataclasses.dataclass
 class GameRecord:
-    """One finished game: who had the first move, the moves, and the result from the first player's side."""
+    """One finished game: who had the first move, the moves, and the result from the first player's side.
+
+    Attributes:
+      first_player: the agent that moved first (White from the standard start; the side to move of ``start_fen``).
+      second_player: the other agent.
+      moves: the moves in the game's move text (UCI, GTP vertices).
+      first_player_score: 1, 0.5 or 0.
+      plies: moves played.
+      capped: True when the game reached the arena's ply cap (scored as a draw).
+      start_fen: the start position when it is not the game's standard one.
+      movers: who chose each move: the agent's name, or a team member's name (``team/member``).
+    """
 
     first_player: str
     second_player: str
@@ -32,6 +44,11 @@ class GameRecord:
     first_player_score: float  # 1, 0.5 or 0
     plies: int
     capped: bool
+    start_fen: str | None = None
+    movers: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 def pgn_result(score: float) -> str:
@@ -39,35 +56,47 @@ def pgn_result(score: float) -> str:
 
 
 def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str:
-    """One chess or Gardner-chess game as PGN text (SAN on 8×8, long algebraic with a ``Variant`` header on 5×5)."""
+    """One chess or Gardner-chess game as PGN text (SAN on 8×8, long algebraic with a ``Variant`` header on 5×5).
+
+    A game from ``record.start_fen`` gets ``SetUp``/``FEN`` headers; when Black moves first there, the first player
+    is Black and the result is written from White's side as PGN requires.
+    """
+    fen_fields = (record.start_fen or game.start_fen).split()
+    black_first = len(fen_fields) > 1 and fen_fields[1] == "b"
+    white, black = (record.second_player, record.first_player) if black_first else (record.first_player,
+                                                                                    record.second_player)
     headers = {
         "Event": event,
         "Site": "zerolab arena",
         "Date": datetime.date.today().strftime("%Y.%m.%d"),
         "Round": str(round_number),
-        "White": record.first_player,
-        "Black": record.second_player,
-        "Result": pgn_result(record.first_player_score),
+        "White": white,
+        "Black": black,
+        "Result": pgn_result(1 - record.first_player_score if black_first else record.first_player_score),
         "PlyCount": str(len(record.moves)),
     }
     if record.capped:
         headers["Termination"] = "ply limit (adjudicated draw)"
     if game.move_record_format == "pgn":
-        board = chess.Board()
+        board = chess.Board(record.start_fen) if record.start_fen else chess.Board()
         pgn_game = chess.pgn.Game()
         pgn_game.headers.update(headers)
+        if record.start_fen:
+            pgn_game.setup(board)
         node = pgn_game
         for uci in record.moves:
             move = chess.Move.from_uci(uci)
             node = node.add_variation(move)
             board.push(move)
-        return str(pgn_game) + "\n"
-    headers.update({"Variant": "Gardner", "SetUp": "1", "FEN": game.start_fen})
+        return str(pgn_game) + "\n\n"  # a blank line between games, or readers lose the next headers
+    headers.update({"Variant": "Gardner", "SetUp": "1", "FEN": record.start_fen or game.start_fen})
     header_text = "".join(f'[{k} "{v}"]\n' for k, v in headers.items())
-    tokens = []
+    first_move_number = int(fen_fields[5]) if len(fen_fields) > 5 else 1
+    tokens = [f"{first_move_number}..."] if black_first and record.moves else []
     for ply, move in enumerate(record.moves):
-        if ply % 2 == 0:
-            tokens.append(f"{ply // 2 + 1}.")
+        colour_ply = ply + int(black_first)
+        if colour_ply % 2 == 0:
+            tokens.append(f"{first_move_number + colour_ply // 2}.")
         tokens.append(move)
     tokens.append(headers["Result"])
     return header_text + "\n" + " ".join(tokens) + "\n\n"
@@ -112,6 +141,30 @@ def write_games(game: Game, records: list[GameRecord], path: str | pathlib.Path,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(writer(game, record, i + 1, event) for i, record in enumerate(records)))
     return path
+
+
+def write_game_records(records: list[GameRecord], path: str | pathlib.Path, **fields) -> pathlib.Path:
+    """Appends ``records`` to a JSON-lines file, one game a line (:meth:`GameRecord.to_dict` plus ``fields``, e.g. the
+    match's event), for analyses that read moves and movers back."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as stream:
+        for record in records:
+            stream.write(json.dumps({**fields, **record.to_dict()}) + "\n")
+    return path
+
+
+def read_game_records(path: str | pathlib.Path) -> list[GameRecord]:
+    """The records of a file written by :func:`write_game_records` (extra fields dropped)."""
+    names = {field.name for field in dataclasses.fields(GameRecord)}
+    records = []
+    for number, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+        try:
+            data = json.loads(line)
+            records.append(GameRecord(**{key: value for key, value in data.items() if key in names}))
+        except (json.JSONDecodeError, TypeError) as error:
+            raise ValueError(f"{path}:{number}: not a game record ({error})") from error
+    return records
 
 
 def replay_moves(game: Game, actions: np.ndarray, step=None) -> list[str]:

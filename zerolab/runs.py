@@ -27,7 +27,7 @@ import numpy as np
 import optax
 
 from zerolab import config as config_lib
-from zerolab.checkpoint import Checkpointer
+from zerolab.checkpoint import Checkpointer, resolve_checkpoint
 from zerolab.games import Game, make_game
 from zerolab.networks import init_variables, make_network
 from zerolab.replay import FrameWindow
@@ -171,16 +171,6 @@ class TrainedVariables:
     variables: dict
     step: int
     path: pathlib.Path
-
-
-def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tuple[pathlib.Path, int | None]:
-    """``(checkpoints directory, step)`` for a run directory (``step`` or the newest) or a checkpoint step directory."""
-    path = pathlib.Path(path)
-    if path.name.isdigit() and path.parent.name == "checkpoints":
-        return path.parent, int(path.name)
-    if (path / "checkpoints").is_dir():
-        return path / "checkpoints", step
-    raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
 
 
 def train_state_template(components: Components, optimizer: optax.GradientTransformation) -> TrainState:

@@ -6,7 +6,8 @@ exact score from the same search (each line is searched with its own aspiration 
 the side to move, sharing one hash table.  That is the action value Q(s, a) of every move at the cost of one
 search, where analysing the k resulting positions separately costs k searches and k round trips (measured here:
 a 38-move board took 28 ms for MultiPV at 20 000 nodes, 80 ms for 38 child searches of 1 000 nodes).  The state
-value V(s) is the score of the first line, Stockfish's own evaluation of the board.  The budget is
+value V(s) is the best of the action values, the board's worth to the side to move (the first line is usually that
+move, but not always when a node-limited search stops partway through an iteration).  The budget is
 ``nodes_per_move × k`` nodes or ``time_per_move × k`` seconds, so each move gets a comparable share (the paper used
 50 ms per state-action pair); a search that stops before every line has a score (very small budgets do) is redone
 with twice the budget, up to three times, then the board is reported and skipped.  Each worker's Stockfish keeps
@@ -43,7 +44,7 @@ import chess
 import chess.engine
 
 from distill.data.chunks import ChunkStore, run_chunks, write_atomically
-from distill.data.pgn import GamePositions, Problem, board_key, read_games
+from distill.data.pgn import GamePositions, Problem, board_key, file_identifiers, read_games
 from zerolab.api import EngineError, UCIEngine, find_engine
 
 logger = logging.getLogger(__name__)
@@ -105,8 +106,8 @@ def collect_positions(pgn_paths: Sequence[str | pathlib.Path]) -> Manifest:
     index_of: dict[str, int] = {}
     problems: list[Problem] = []
     num_games = num_boards = 0
-    for path in pgn_paths:
-        for item in read_games(path):
+    for path, file_id in zip(pgn_paths, file_identifiers(pgn_paths)):
+        for item in read_games(path, file_id):
             if isinstance(item, Problem):
                 logger.warning("%s", item)
                 problems.append(item)
@@ -143,7 +144,10 @@ def annotate(pgn_paths: Sequence[str | pathlib.Path], directory: str | pathlib.P
                    "num_positions": len(manifest.positions)}
     num_chunks = -(-len(manifest.positions) // settings.positions_per_chunk)
     store = ChunkStore(directory, num_chunks, fingerprint, suffix="jsonl")
-    write_atomically(directory / POSITIONS_FILE, _jsonl(manifest.positions))
+    positions_text = _jsonl(manifest.positions)
+    positions_path = directory / POSITIONS_FILE
+    if not positions_path.exists() or positions_path.read_text(encoding="utf-8") != positions_text:
+        write_atomically(positions_path, positions_text)  # a resumed run leaves the same list unwritten
     size = settings.positions_per_chunk
     tasks = {chunk: [(index, manifest.positions[index])
                      for index in range(chunk * size, min((chunk + 1) * size, len(manifest.positions)))]
@@ -224,10 +228,13 @@ def annotate_board(engine: UCIEngine, fen: str, settings: AnnotationSettings) ->
         raise ValueError(f"Stockfish scored {len(scored)} of {num_moves} moves with "
                          f"{settings.limit(num_moves, 2**MAX_RETRIES)}")
     moves = sorted(scored)
+    action_values = [win_probability(scored[move]["score"].relative) for move in moves]
     return {
-        "value": win_probability(infos[0]["score"].relative),
+        # the board is worth its best move; the first principal variation is not always it when a node-limited
+        # search stops partway through an iteration, leaving some lines scored at the previous depth
+        "value": max(action_values),
         "moves": moves,
-        "action_values": [win_probability(scored[move]["score"].relative) for move in moves],
+        "action_values": action_values,
         "depth": max((int(info.get("depth", 0)) for info in infos), default=0),
     }
 

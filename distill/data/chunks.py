@@ -73,6 +73,7 @@ class ChunkStore:
 
     def _load(self) -> set[int]:
         completed: set[int] = set()
+        listed: set[int] | None = None
         if self.progress_path.exists():
             index = json.loads(self.progress_path.read_text())
             saved = index.get("fingerprint")
@@ -82,6 +83,7 @@ class ChunkStore:
                     f"({_describe_differences(saved or {}, self.fingerprint)}); "
                     "use a new directory, or the same settings to resume")
             completed = set(index.get("completed_chunks", []))
+            listed = set(completed)
         pattern = re.compile(rf"chunk-(\d{{6}})\.{re.escape(self.suffix)}$")
         on_disk = {int(m.group(1)) for p in self.directory.iterdir() if (m := pattern.match(p.name))}
         committed_late = on_disk - completed
@@ -92,7 +94,8 @@ class ChunkStore:
         if missing:
             raise FileNotFoundError(f"{self.progress_path} lists chunks whose files are gone: {sorted(missing)[:10]}")
         completed |= {c for c in committed_late if c < self.num_chunks}
-        self._write_index(completed)
+        if completed != listed:  # a resumed, finished job leaves its index unwritten
+            self._write_index(completed)
         return completed
 
     def _write_index(self, completed: set[int]) -> None:

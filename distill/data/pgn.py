@@ -7,11 +7,13 @@ such game into a :class:`Problem` that names where it starts, so a caller can re
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import io
 import logging
+import os
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import chess
 import chess.pgn
@@ -38,7 +40,7 @@ class GamePositions:
     """The positions of one game in which the side to move has a legal move.
 
     Attributes:
-      game_id: ``<file name>#<game number>`` (1-based), unique among the input files.
+      game_id: ``<file id>#<game number>`` (1-based), unique among the input files (:func:`file_identifiers`).
       fens: [P] FENs before each move, plus the final position when the game did not end there.
     """
 
@@ -67,9 +69,24 @@ class _LineCountingReader(io.TextIOBase):
         return line
 
 
-def read_games(path: str | pathlib.Path) -> Iterator[GamePositions | Problem]:
-    """Each game of the PGN file at ``path`` as its positions, or as a :class:`Problem` when it cannot be read."""
+def file_identifiers(paths: Sequence[str | pathlib.Path]) -> list[str]:
+    """The name each PGN file's game ids start with: its file name, or, when several inputs share that name (files
+    of different folders), its path relative to the folder all inputs are in, so that game ids stay unique."""
+    paths = [pathlib.Path(path).absolute() for path in paths]
+    names = collections.Counter(path.name for path in paths)
+    if all(count == 1 for count in names.values()):
+        return [path.name for path in paths]
+    common = pathlib.Path(os.path.commonpath([str(path.parent) for path in paths]))
+    return [path.name if names[path.name] == 1 else path.relative_to(common).as_posix() for path in paths]
+
+
+def read_games(path: str | pathlib.Path, file_id: str | None = None) -> Iterator[GamePositions | Problem]:
+    """Each game of the PGN file at ``path`` as its positions, or as a :class:`Problem` when it cannot be read.
+
+    Game ids are ``<file_id>#<game number>``; ``file_id`` defaults to the file name (see :func:`file_identifiers`).
+    """
     path = pathlib.Path(path)
+    file_id = path.name if file_id is None else file_id
     with open(path, encoding="utf-8", errors="replace") as raw:
         stream = _LineCountingReader(raw)
         number = 0
@@ -90,7 +107,7 @@ def read_games(path: str | pathlib.Path) -> Iterator[GamePositions | Problem]:
                 yield Problem(location, f"game skipped: {reasons}")
                 continue
             try:
-                yield GamePositions(f"{path.name}#{number}", tuple(_positions(game)))
+                yield GamePositions(f"{file_id}#{number}", tuple(_positions(game)))
             except (ValueError, AssertionError) as error:
                 yield Problem(location, f"game skipped: {error}")
 
@@ -115,4 +132,4 @@ def board_key(fen: str) -> str:
     return " ".join(fen.split()[:4])
 
 
-__all__ = ["GamePositions", "Problem", "board_key", "read_games"]
+__all__ = ["GamePositions", "Problem", "board_key", "file_identifiers", "read_games"]

@@ -24,6 +24,7 @@ from typing import Any
 
 import grain.python as grain
 import numpy as np
+from absl import flags
 from array_record.python import array_record_module
 
 from distill.predictors import Predictor
@@ -141,6 +142,9 @@ def make_loader(dataset_directory: str | pathlib.Path, predictor: Predictor, bat
       read_threads: grain's record-reading threads; 0 reads in the calling thread, which was the fastest here
         (grain's prefetch threads poll their queue and cost more than the ~40 µs a record takes to read).
     """
+    if worker_count > 0 and not flags.FLAGS.is_parsed():
+        # grain's worker processes read absl flags, which only absl's own entry points parse; use their defaults
+        flags.FLAGS.mark_as_parsed()
     source = data_source(record_path(dataset_directory, split, predictor.record_kind))
     sampler = grain.IndexSampler(
         num_records=len(source), shard_options=shard_options or grain.ShardByJaxProcess(drop_remainder=True),

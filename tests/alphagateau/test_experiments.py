@@ -2,19 +2,22 @@
 
 import json
 import pathlib
-import types
 
-import ml_collections
+import jax
+import numpy as np
 import pytest
 
 from experiments import alphagateau_finetune, alphagateau_speed
+from tests.game_record_checks import check_game_file
+from zerolab import rating
 from zerolab.config import ConfigError, load_config
 from zerolab.elo import EloBook, MatchResult
-from zerolab.train import Components
+from zerolab.experiment_setup import training_config
+from zerolab.runs import Components, load_trained_variables
 
 SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
 SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evaluation.max_game_plies=6",
-                    "evaluation.num_opponents=2"]
+                    "evaluation.num_opponents=1"]
 SPEED_RUN = [
     "iterations=1", "checkpoint.keep_period=1", "models.alphagateau.embedding_size=8",
     "models.alphagateau.num_blocks=1", "models.resnet.channels=8", "models.resnet.num_blocks=1",
@@ -63,7 +66,7 @@ def test_paper_presets_carry_the_papers_hyperparameters():
 def test_sub_run_configs_build_their_components(preset):
     speed = load_config("alphagateau-speed", preset)
     for name in speed.models:
-        run_config = alphagateau_speed.training_config(speed, speed.models[name])
+        run_config = training_config(speed, speed.models[name])
         for key in ("game", "search", "selfplay", "replay", "train", "checkpoint"):  # identical budgets
             assert run_config[key].to_dict() == speed[key].to_dict()
         assert run_config.model.to_dict() == speed.models[name].to_dict()
@@ -77,8 +80,8 @@ def test_sub_run_configs_build_their_components(preset):
 
 
 def test_rated_steps_keep_the_period_and_the_last():
-    assert alphagateau_speed.rated_steps([0, 3, 4, 5, 6, 7], keep_period=3) == [0, 3, 6, 7]
-    assert alphagateau_speed.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
+    assert rating.rated_steps([0, 3, 4, 5, 6, 7], keep_period=3) == [0, 3, 6, 7]
+    assert rating.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
 
 
 # --- rating in order (matches faked: no JAX) ----------------------------------------------------------------------
@@ -90,37 +93,34 @@ def fake_strength(name):
     return int(step) + (0.5 if series == "b" else 0.0)
 
 
-def test_rating_follows_algorithm_2_in_order_and_resumes(tmp_path, monkeypatch):
+def test_rating_follows_algorithm_2_in_order_and_resumes(tmp_path):
     played = []
 
-    def play_match(game, agent_a, agent_b, num_games, key, max_game_plies, show_progress):
-        played.append((agent_a.name, agent_b.name))
-        stronger = fake_strength(agent_a.name) > fake_strength(agent_b.name)
-        wins = num_games - 1 if stronger else 1
-        return types.SimpleNamespace(result=MatchResult(agent_a.name, agent_b.name, wins=wins, losses=num_games - wins))
+    def play(player_a, player_b):
+        played.append((player_a, player_b))
+        stronger = fake_strength(player_a) > fake_strength(player_b)
+        wins = 9 if stronger else 1
+        return MatchResult(player_a, player_b, wins=wins, losses=10 - wins)
 
-    monkeypatch.setattr(alphagateau_speed, "play_match", play_match)
-    monkeypatch.setattr(alphagateau_speed, "write_pgn", lambda *arguments: None)
-    evaluation = ml_collections.ConfigDict({"games": 10, "max_game_plies": 4, "num_opponents": 2})
+    evaluation = rating.EvaluationConfig(games=10, max_game_plies=4, num_opponents=2)
 
     def contestants(steps):
-        return [alphagateau_speed.Contestant(f"{series}@{step}", series, step, 60.0 * step,
-                                             lambda name=f"{series}@{step}": types.SimpleNamespace(name=name))
+        return [rating.Contestant(f"{series}@{step}", series, step, 60.0 * step, lambda: pytest.fail("not loaded"))
                 for step in steps for series in ("a", "b")]
 
     first = contestants([0, 1])
-    book, matches = alphagateau_speed.rate_contestants(first, None, evaluation, tmp_path / "elo.json", tmp_path,
-                                                       seed=0, show_progress=False)
+    book, matches = rating.rate_contestants(first, None, evaluation, tmp_path / "elo.json", tmp_path, seed=0,
+                                            show_progress=False, play=play)
     assert played[0] == ("b@0", "a@0") and matches == 0 + 1 + 2 + 2
     assert [name for name, _ in played] == ["b@0", "a@1", "a@1", "b@1", "b@1"]  # each new player, in order
     ratings = book.ratings()
     assert ratings["b@1"][0] > ratings["a@1"][0] > ratings["b@0"][0] > ratings["a@0"][0]
-    series = alphagateau_speed.elo_series(book, first, "wall_seconds")
+    series = rating.elo_series(book, first, "wall_seconds")
     assert [point[0] for point in series["a"]] == [0.0, 60.0]
     # A rerun with one more checkpoint per series plays only the new ones.
     played.clear()
-    _, matches = alphagateau_speed.rate_contestants(contestants([0, 1, 2]), None, evaluation, tmp_path / "elo.json",
-                                                    tmp_path, seed=0, show_progress=False)
+    _, matches = rating.rate_contestants(contestants([0, 1, 2]), None, evaluation, tmp_path / "elo.json", tmp_path,
+                                         seed=0, show_progress=False, play=play)
     assert matches == 4 and {name for name, _ in played} == {"a@2", "b@2"}
 
 
@@ -138,13 +138,31 @@ def run_experiment(module, name, workdir, overrides):
 
 
 def check_outputs(workdir: pathlib.Path, summary: dict, figure_name: str, players: set):
-    assert json.loads((workdir / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    written = json.loads((workdir / "summary.json").read_text())
     book = EloBook.load(workdir / "elo.json")
     assert set(book.ratings()) == players
-    assert (workdir / "elo.txt").read_text().startswith("rank")
+    for name, (rating_value, sigma) in book.ratings().items():  # the summary reports the book's fit
+        assert written["elo"][name]["rating"] == pytest.approx(rating_value)
+        assert written["elo"][name]["sigma"] == pytest.approx(sigma)
+        assert written["elo"][name]["games"] == book.games_of(name) > 0
+    assert written["matches_played_now"] == summary["matches_played_now"] == len(book.results)
+    table = (workdir / "elo.txt").read_text()
+    assert table.startswith("rank") and all(name in table for name in players)
     figure = workdir / "figures" / figure_name
     assert figure.stat().st_size > 10_000 and figure.read_bytes()[:4] == b"\x89PNG"
-    assert list((workdir / "games").glob("*.pgn"))
+    pgns = sorted((workdir / "games").glob("*.pgn"))
+    assert len(pgns) == len(book.results)
+    for path in pgns:  # every game replayed by an independent move generator, its Result checked
+        assert check_game_file(path) == int(written["evaluation"]["games"])
+
+
+def check_rerun_plays_nothing(module, name, workdir, overrides):
+    book_before = (workdir / "elo.json").read_text()
+    pgns_before = {path: path.stat().st_mtime_ns for path in (workdir / "games").glob("*.pgn")}
+    summary = run_experiment(module, name, workdir, overrides)
+    assert summary["matches_played_now"] == 0
+    assert json.loads((workdir / "elo.json").read_text())["results"] == json.loads(book_before)["results"]
+    assert {path: path.stat().st_mtime_ns for path in (workdir / "games").glob("*.pgn")} == pgns_before
 
 
 def test_speed_experiment_end_to_end(tmp_path, compilation_cache):
@@ -152,10 +170,11 @@ def test_speed_experiment_end_to_end(tmp_path, compilation_cache):
     summary = run_experiment(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
     players = {"alphagateau@0", "alphagateau@1", "resnet@0", "resnet@1"}
     check_outputs(tmp_path, summary, "alphagateau_speed.png", players)
-    assert summary["matches_played_now"] == 0 + 1 + 2 + 2  # Algorithm 2 with 2 opponents per new player
+    assert summary["matches_played_now"] == 0 + 1 + 1 + 1  # Algorithm 2 with 1 opponent per new player
     models = summary["models"]
     assert models["alphagateau"]["parameters"] < models["resnet"]["parameters"]
     assert models["alphagateau"]["frames"] == models["resnet"]["frames"] == 4 * 8
+    check_rerun_plays_nothing(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
 
 
 def test_finetune_experiment_end_to_end(tmp_path, compilation_cache):
@@ -164,5 +183,14 @@ def test_finetune_experiment_end_to_end(tmp_path, compilation_cache):
     check_outputs(tmp_path, summary, "alphagateau_finetune.png", {"untrained", "gardner@1", "chess@1"})
     assert summary["before_finetuning"]["player"] == "gardner@1"
     assert summary["after_finetuning"]["player"] == "chess@1"
-    config = json.loads((tmp_path / "chess" / "config.json").read_text())
-    assert config["init_from"].endswith("gardner/checkpoints/1") and config["game"]["name"] == "chess"
+    # init_from: the 8×8 run starts from the parameters of the last 5×5 checkpoint (not a fresh initialisation).
+    pretrained = load_trained_variables(tmp_path / "gardner", 1).variables["params"]
+    untrained = load_trained_variables(tmp_path / "gardner", 0).variables["params"]
+    started = load_trained_variables(tmp_path / "chess", 0).variables["params"]
+    flat_pretrained, structure = jax.tree.flatten(pretrained)
+    flat_started, started_structure = jax.tree.flatten(started)
+    assert structure == started_structure
+    for a, b in zip(flat_pretrained, flat_started):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert any(not np.array_equal(a, b) for a, b in zip(flat_pretrained, jax.tree.leaves(untrained)))
+    check_rerun_plays_nothing(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import random
+import shutil
 
 import chess
 import pytest
@@ -70,4 +71,12 @@ def trained_run_directory(dataset_directory, tmp_path_factory) -> pathlib.Path:
     """A run directory of :data:`TEST_TRAINING` (6 steps of a tiny action-value model)."""
     directory = tmp_path_factory.mktemp("run")
     train(TEST_TRAINING, dataset_directory, directory, show_progress=False)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def experiment_data_directory(annotation_directory, tmp_path_factory) -> pathlib.Path:
+    """A ``data.directory`` for the end-to-end experiment tests: the shared annotations, built by the first user."""
+    directory = tmp_path_factory.mktemp("experiment-data")
+    shutil.copytree(annotation_directory, directory / "annotations")
     return directory

@@ -56,16 +56,22 @@ def test_forward_shapes(name, dtype):
 
 
 def test_training_examples_carry_the_right_query_and_target():
+    from distill.tokenizer import ACTION_INDEX, NUM_CHARACTERS, tokenize
+
+    board_tokens = tokenize(chess.STARTING_FEN)
     position = {"fen": chess.STARTING_FEN, "moves": ["e2e4", "g1f3"], "action_values": [0.55, 0.6], "value": 0.6}
-    tokens, target = Predictor("action_value", 10).training_example(
-        {"fen": chess.STARTING_FEN, "move": "g1f3", "action_value": 0.55})
-    assert tokens[-1] == QUERY_TOKEN + Predictor("action_value").inputs(chess.Board(), [chess.Move.from_uci("g1f3")])[
-        0, -1] - QUERY_TOKEN and target == 5
+    action_value = Predictor("action_value", 10)
+    tokens, target = action_value.training_example({"fen": chess.STARTING_FEN, "move": "g1f3", "action_value": 0.55})
+    # the board's 77 tokens, then the action's own token after the board characters; 0.55 falls in bin [0.5, 0.6)
+    assert QUERY_TOKEN == NUM_CHARACTERS and len(board_tokens) == 77
+    assert tokens.tolist() == [*board_tokens.tolist(), NUM_CHARACTERS + ACTION_INDEX["g1f3"]] and target == 5
+    assert ACTION_INDEX["g1f3"] != ACTION_INDEX["e2e4"] and tokens[-1] < action_value.vocabulary_size
+    # the policy's inputs for the same move are the same row
+    assert action_value.inputs(chess.Board(), [chess.Move.from_uci("g1f3")])[0].tolist() == tokens.tolist()
     tokens, target = Predictor("state_value", 10).training_example(position)
-    assert tokens[-1] == QUERY_TOKEN and target == 6
+    assert tokens.tolist() == [*board_tokens.tolist(), NUM_CHARACTERS] and target == 6
     tokens, target = Predictor("behavioral_cloning").training_example(position)
-    from distill.tokenizer import ACTION_INDEX
-    assert target == ACTION_INDEX["g1f3"]
+    assert tokens.tolist() == [*board_tokens.tolist(), NUM_CHARACTERS] and target == ACTION_INDEX["g1f3"]
 
 
 def test_action_square_markers_sit_on_the_board_tokens_of_the_moves_squares():

@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from distill.data import records
-from distill.data.annotate import AnnotationSettings, annotate, collect_positions, read_annotations, win_probability
+from distill.data.annotate import (AnnotationSettings, annotate, annotate_board, collect_positions, read_annotations,
+                                   win_probability)
 from distill.data.build import build, is_test_game, mirrored_move, read_description, split_of
 from distill.data.pgn import board_key
 from distill.data.chunks import ChunkStore, FingerprintMismatchError
 from distill.predictors import Predictor
+from zerolab.api import UCIEngine
 
 BAD_PGN = textwrap.dedent("""\
     [Event "good"]
@@ -70,7 +72,42 @@ def test_annotations_cover_every_legal_move(annotation_directory):
     for record in annotated:
         board = chess.Board(record["fen"])
         assert record["moves"] == sorted(m.uci() for m in board.legal_moves)
-        assert all(0.0 <= v <= 1.0 for v in record["action_values"]) and 0.0 <= record["value"] <= 1.0
+        assert all(0.0 <= v <= 1.0 for v in record["action_values"])
+        assert record["value"] == max(record["action_values"])  # the board is worth its best move, to the mover
+
+
+@pytest.mark.parametrize("fen, mover_wins", [
+    ("3qk3/8/8/8/8/8/8/4K3 b - - 0 1", True),  # Black to move, a queen up
+    ("3qk3/8/8/8/8/8/8/4K3 w - - 0 1", False),  # the same board with White, a queen down, to move
+    ("4k3/8/8/8/8/8/8/3QK3 w - - 0 1", True),  # White to move, a queen up
+])
+def test_annotated_values_are_from_the_movers_side(stockfish_path, fen, mover_wins):
+    settings = AnnotationSettings(engine=stockfish_path, nodes_per_move=20)
+    engine = UCIEngine(settings.engine_spec()).open()
+    try:
+        annotation = annotate_board(engine, fen, settings)
+    finally:
+        engine.close()
+    board = chess.Board(fen)
+    assert annotation["moves"] == sorted(move.uci() for move in board.legal_moves)
+    assert annotation["value"] == max(annotation["action_values"])
+    assert annotation["value"] > 0.75 if mover_wins else annotation["value"] < 0.25  # about ±600 cp
+
+
+def test_a_mate_in_one_is_worth_a_win_to_the_side_that_mates(stockfish_path):
+    fen = "r5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 0 1"  # Black mates with Ra1
+    settings = AnnotationSettings(engine=stockfish_path, nodes_per_move=20)
+    engine = UCIEngine(settings.engine_spec()).open()
+    try:
+        annotation = annotate_board(engine, fen, settings)
+    finally:
+        engine.close()
+    values = dict(zip(annotation["moves"], annotation["action_values"], strict=True))
+    board = chess.Board(fen)
+    board.push_uci("a8a1")
+    assert board.is_checkmate()
+    assert values["a8a1"] == 1.0 and annotation["value"] == 1.0 == max(values.values())
+    assert all(value < 1.0 for move, value in values.items() if move != "a8a1")
 
 
 def test_a_job_directory_refuses_other_settings(tmp_path):
@@ -79,10 +116,15 @@ def test_a_job_directory_refuses_other_settings(tmp_path):
         ChunkStore(tmp_path, 3, {"nodes": 2}, "jsonl")
 
 
+def chunk_files(directory) -> dict[str, tuple[int, bytes]]:
+    """``{name: (modification time in ns, contents)}`` of a job directory's committed chunk files."""
+    return {path.name: (path.stat().st_mtime_ns, path.read_bytes()) for path in sorted(directory.glob("chunk-*.jsonl"))}
+
+
 def test_annotation_resumes_after_being_killed(stockfish_path, generated_games, annotation_directory, tmp_path):
     output = tmp_path / "annotations"
     command = [sys.executable, "-m", "distill.data", "annotate", *map(str, generated_games), "--output", str(output),
-               "--engine", stockfish_path, "--nodes-per-move", "100", "--positions-per-chunk", "8", "--workers", "2"]
+               "--engine", stockfish_path, "--nodes-per-move", "20", "--positions-per-chunk", "8", "--workers", "2"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     progress = output / "progress.json"
     deadline = time.monotonic() + 120
@@ -97,14 +139,23 @@ def test_annotation_resumes_after_being_killed(stockfish_path, generated_games, 
         process.wait()
     index = json.loads(progress.read_text())
     assert 3 <= len(index["completed_chunks"]) < index["num_chunks"], "the run was not interrupted midway"
+    finished = chunk_files(output)  # the index's chunks, and any renamed after the last index write
+    assert {f"chunk-{chunk:06d}.jsonl" for chunk in index["completed_chunks"]} <= set(finished)
+    time.sleep(0.05)  # a chunk rewritten by the rerun gets a later modification time even on coarse clocks
 
-    settings = AnnotationSettings(engine=stockfish_path, nodes_per_move=100, positions_per_chunk=8)
+    settings = AnnotationSettings(engine=stockfish_path, nodes_per_move=20, positions_per_chunk=8)
     annotate(generated_games, output, settings, num_workers=2, show_progress=False)
     resumed, problems = read_annotations(output)
     complete, _ = read_annotations(annotation_directory)
     assert problems == []
     assert [r["index"] for r in resumed] == list(range(len(complete)))  # none missing, none twice
     assert [r["fen"] for r in resumed] == [r["fen"] for r in complete]
+    after = chunk_files(output)
+    # finished chunks are left exactly as they were; only the missing ones were annotated, each once
+    assert {name: after[name] for name in finished} == finished
+    assert set(after) == {f"chunk-{chunk:06d}.jsonl" for chunk in range(index["num_chunks"])}
+    assert all(after[name][0] > max(mtime for mtime, _ in finished.values()) for name in set(after) - set(finished))
+    assert sorted(json.loads(progress.read_text())["completed_chunks"]) == list(range(index["num_chunks"]))
 
 
 # A minimal UCI engine that scores every legal move 0 cp and dies (exit code 1) when sent the poisoned position.
@@ -238,3 +289,81 @@ def test_record_file_reads_what_array_record_wrote_and_survives_pickling(dataset
         assert source[index] == copy[index] == expected[index]
     with pytest.raises(IndexError, match=str(path)):
         source[len(expected)]
+
+
+def test_the_default_loader_gives_each_process_its_own_part(dataset_directory, monkeypatch):
+    """With several JAX processes (index and count patched) every record is read by exactly one process."""
+    import jax
+
+    predictor = Predictor("state_value", num_bins=1000)
+    source = records.data_source(records.record_path(dataset_directory, "train", "positions"))
+    rows_of_process = []
+    for index in range(3):
+        monkeypatch.setattr(jax, "process_index", lambda index=index: index)
+        monkeypatch.setattr(jax, "process_count", lambda: 3)
+        loader = records.make_loader(dataset_directory, predictor, 1, seed=0, shuffle=False, num_epochs=1)
+        rows_of_process.append([row.tobytes() for batch in loader for row in batch["tokens"]])
+    assert [len(rows) for rows in rows_of_process] == [len(source) // 3] * 3  # the remainder is dropped evenly
+    assert len(set().union(*map(set, rows_of_process))) == sum(map(len, rows_of_process))  # disjoint
+    everything = records.make_loader(dataset_directory, predictor, 1, seed=0, shuffle=False, num_epochs=1,
+                                     shard_options=grain.NoSharding())
+    assert set().union(*map(set, rows_of_process)) <= {row.tobytes() for b in everything for row in b["tokens"]}
+
+
+def test_the_loader_restores_its_position_with_worker_processes(dataset_directory):
+    predictor = Predictor("action_value", num_bins=16)
+    loader = records.make_loader(dataset_directory, predictor, 4, seed=7, worker_count=2,
+                                 shard_options=grain.NoSharding())
+    iterator = iter(loader)
+    for _ in range(5):
+        next(iterator)
+    state = iterator.get_state()
+    expected = [next(iterator) for _ in range(4)]
+    restored = iter(loader)
+    restored.set_state(state)
+    for want in expected:
+        got = next(restored)
+        assert np.array_equal(got["tokens"], want["tokens"]) and np.array_equal(got["targets"], want["targets"])
+    # grain's position is tied to the worker count: a run resumes with the loader_workers it was started with
+    in_process = iter(records.make_loader(dataset_directory, predictor, 4, seed=7, shard_options=grain.NoSharding()))
+    with pytest.raises(ValueError, match="[Ww]orker count"):
+        in_process.set_state(state)
+
+
+def test_chunk_store_edge_cases(tmp_path):
+    fingerprint = {"nodes": 1}
+    store = ChunkStore(tmp_path, 4, fingerprint, "jsonl")
+    store.commit(0, "zero\n")
+    with pytest.raises(IndexError, match=r"chunk 4 is outside \[0, 4\)"):
+        store.commit(4, "four\n")
+    with pytest.raises(IndexError, match="outside"):
+        store.commit(-1, "minus one\n")
+    # a chunk renamed into place after the last index write (a kill between the two steps) counts as done
+    (tmp_path / "chunk-000002.jsonl").write_text("two\n")
+    # a stray temporary file (a kill while writing) and a chunk id beyond the job do not
+    (tmp_path / "chunk-000001.jsonl.tmp").write_text("half of one")
+    (tmp_path / "chunk-000007.jsonl").write_text("seven\n")
+    resumed = ChunkStore(tmp_path, 4, fingerprint, "jsonl")
+    assert resumed.completed() == {0, 2} and resumed.pending() == [1, 3]
+    assert json.loads((tmp_path / "progress.json").read_text())["completed_chunks"] == [0, 2]
+    resumed.commit(1, "one\n")
+    assert resumed.read(1) == "one\n" and resumed.read(2) == "two\n" and resumed.read(0) == "zero\n"
+    assert not (tmp_path / "chunk-000001.jsonl.tmp").exists()
+    # a chunk the index lists whose file is gone (renamed away) is an error naming it, not a silent redo
+    (tmp_path / "chunk-000002.jsonl").rename(tmp_path / "chunk-2.jsonl")
+    with pytest.raises(FileNotFoundError, match=r"lists chunks whose files are gone: \[2\]"):
+        ChunkStore(tmp_path, 4, fingerprint, "jsonl")
+
+
+def test_game_ids_stay_unique_for_files_of_the_same_name(tmp_path):
+    for folder, opening in (("a", "1. e4 e5 *"), ("b", "1. d4 d5 *")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "games.pgn").write_text(f'[Event "{folder}"]\n\n{opening}\n')
+    (tmp_path / "other.pgn").write_text('[Event "c"]\n\n1. c4 c5 *\n')
+    paths = [tmp_path / "a" / "games.pgn", tmp_path / "b" / "games.pgn", tmp_path / "other.pgn"]
+    manifest = collect_positions(paths)
+    start = next(p for p in manifest.positions if p["fen"] == chess.STARTING_FEN)
+    assert start["games"] == ["a/games.pgn#1", "b/games.pgn#1", "other.pgn#1"]
+    # files with distinct names keep the plain file name as before (existing datasets keep their splits)
+    assert next(p for p in collect_positions(paths[1:]).positions if p["fen"] == chess.STARTING_FEN)["games"] == [
+        "games.pgn#1", "other.pgn#1"]

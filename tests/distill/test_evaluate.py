@@ -11,24 +11,38 @@ from distill import evaluate
 from distill.puzzles import Puzzle, is_solved, puzzle_accuracy, read_puzzles, write_puzzles
 
 
-@pytest.mark.parametrize("x, y", [
-    ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]),
-    ([1, 2, 3, 4, 5], [5, 4, 3, 2, 1]),
-    ([0.1, 0.4, 0.2, 0.9], [0.3, 0.5, 0.1, 0.8]),
-    ([1, 1, 2, 3, 3, 3], [0.2, 0.1, 0.5, 0.5, 0.9, 0.4]),  # ties on both sides: τ-b
+def pair_count_tau_b(x, y) -> float:
+    """τ-b from its definition: (concordant − discordant) / sqrt(pairs untied in x · pairs untied in y)."""
+    concordant_minus_discordant = untied_x = untied_y = 0
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            sign_x, sign_y = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+            concordant_minus_discordant += sign_x * sign_y
+            untied_x, untied_y = untied_x + (sign_x != 0), untied_y + (sign_y != 0)
+    return math.nan if not untied_x or not untied_y else concordant_minus_discordant / math.sqrt(untied_x * untied_y)
+
+
+@pytest.mark.parametrize("x, y, expected", [
+    ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], 1.0),
+    ([1, 2, 3, 4, 5], [5, 4, 3, 2, 1], -1.0),
+    ([0.1, 0.4, 0.2, 0.9], [0.3, 0.5, 0.1, 0.8], 4 / 6),  # 5 concordant pairs, 1 discordant
+    ([1, 1, 2, 3, 3, 3], [0.2, 0.1, 0.5, 0.5, 0.9, 0.4], 8 / math.sqrt(11 * 14)),  # 4 ties in x, 1 in y: τ-b
 ])
-def test_kendall_tau_matches_scipy(x, y):
-    assert evaluate.kendall_tau(x, y) == pytest.approx(scipy.stats.kendalltau(x, y).statistic)
+def test_kendall_tau_is_tau_b(x, y, expected):
+    assert evaluate.kendall_tau(x, y) == pytest.approx(expected)
+    assert pair_count_tau_b(x, y) == pytest.approx(expected)
 
 
-def test_kendall_tau_on_random_rankings_matches_scipy():
+def test_kendall_tau_on_random_rankings_matches_the_definition():
     rng = np.random.default_rng(0)
     for _ in range(50):
-        n = int(rng.integers(2, 40))
+        n = int(rng.integers(1, 40))
         x, y = rng.integers(0, 6, n).astype(float), rng.random(n)
-        expected = scipy.stats.kendalltau(x, y).statistic
-        got = evaluate.kendall_tau(x, y)
+        expected, got = pair_count_tau_b(x, y), evaluate.kendall_tau(x, y)
         assert (math.isnan(got) and math.isnan(expected)) or got == pytest.approx(expected)
+    assert math.isnan(evaluate.kendall_tau([1.0, 1.0, 1.0], [0.1, 0.2, 0.3]))  # a constant side ranks nothing
+    with pytest.raises(ValueError, match="same length"):
+        evaluate.kendall_tau([1.0, 2.0], [1.0, 2.0, 3.0])
 
 
 def test_argsort_variant_correlates_index_orders():

@@ -10,7 +10,7 @@ from distill.puzzles import is_solved, read_puzzles
 from zerolab.config import load_config
 
 PUZZLES = pathlib.Path(__file__).parent / "data" / "mate_puzzles.csv"
-TOY = ["workers=0", "annotate.nodes_per_move=20", "annotate.positions_per_chunk=32", "data.test_fraction=0.3",
+TOY = ["workers=0", "annotate.nodes_per_move=20", "annotate.positions_per_chunk=16", "data.test_fraction=0.3",
        "train.model_size=test", "train.batch_size=16", "train.num_steps=4", "train.log_every=2",
        "train.checkpoint_every=2", "evaluate.max_test_positions=20"]
 
@@ -33,11 +33,17 @@ def test_configs_load(name, preset):
     assert config.train.predictor == "action_value"
 
 
-def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, tmp_path):
+def file_states(*paths: pathlib.Path) -> dict[pathlib.Path, tuple[int, bytes]]:
+    """``{file: (modification time in ns, contents)}`` of the files among ``paths`` and under its directories."""
+    files = [file for path in paths for file in ([path] if path.is_file() else sorted(path.rglob("*")))]
+    return {file: (file.stat().st_mtime_ns, file.read_bytes()) for file in files if file.is_file()}
+
+
+def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, experiment_data_directory, tmp_path):
     from experiments import distill
 
     overrides = [*TOY, f"engine={stockfish_path}", f"data.pgn_files={generated_games[0].parent}/*.pgn",
-                 f"puzzles={PUZZLES}"]
+                 f"data.directory={experiment_data_directory}", f"puzzles={PUZZLES}"]
     config = load_config("distill", "tiny", overrides)
     summary = distill.run(config, tmp_path)
     for key in ("positions", "action_accuracy", "kendall_tau", "log_loss", "baselines", "puzzle_accuracy"):
@@ -47,17 +53,23 @@ def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, tm
     assert (tmp_path / "checkpoints" / "4").is_dir()
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [2, 4, 4] and records[-1]["phase"] == "evaluation"
+
+    annotations, dataset = experiment_data_directory / "annotations", experiment_data_directory / "dataset"
+    finished = file_states(annotations, dataset, tmp_path / "checkpoints")
+    assert any(path.parent == annotations for path in finished) and any(dataset in path.parents for path in finished)
     again = distill.run(config, tmp_path)  # every stage resumes: nothing is redone
     assert again["action_accuracy"] == summary["action_accuracy"] and again["training_steps"] == 4
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
+    # the annotation job (chunks, boards, index), the built dataset and the checkpoints: the same files, unwritten
+    assert file_states(annotations, dataset, tmp_path / "checkpoints") == finished
 
 
-def test_distill_bins_compares_bin_counts(stockfish_path, generated_games, tmp_path):
+def test_distill_bins_compares_bin_counts(stockfish_path, generated_games, experiment_data_directory, tmp_path):
     """Two bin counts trained and evaluated on the same data (the tournament is tested in test_engines)."""
     from experiments import distill_bins
 
     overrides = [*TOY, f"engine={stockfish_path}", f"data.pgn_files={generated_games[0].parent}/*.pgn",
-                 "bin_counts=(8, 16)", "tournament.games_per_pair=0"]
+                 f"data.directory={experiment_data_directory}", "bin_counts=(8, 16)", "tournament.games_per_pair=0"]
     summary = distill_bins.run(load_config("distill-bins", "tiny", overrides), tmp_path)
     assert set(summary["variants"]) == {"bins-8", "bins-16"}
     assert [summary["variants"][name]["num_bins"] for name in ("bins-8", "bins-16")] == [8, 16]

@@ -7,11 +7,13 @@ import sys
 
 import pytest
 
+from tests.game_record_checks import check_game_file
+
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TOY = [
     "iterations=2", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4",
     "search.max_num_considered_actions=4", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
-    "train.batch_size=16", "checkpoint.keep_period=1", "evaluation.games=4", "evaluation.engine_games=2",
+    "train.batch_size=16", "checkpoint.keep_period=1", "evaluation.games=2", "evaluation.engine_games=2",
     "evaluation.num_simulations=4", "evaluation.max_game_plies=30", "progress=False",
 ]
 
@@ -26,7 +28,8 @@ def test_quickstart_end_to_end(tmp_path, fairy_stockfish_path):
     for key in ("iterations", "frames", "score_vs_initial", "games_vs_initial", "score_vs_engine", "engine", "wall_s"):
         assert key in summary, key
     assert summary["iterations"] == 2 and summary["frames"] == 64
-    assert summary["games_vs_initial"] == 4 and summary["games_vs_engine"] == 2
+    assert summary["games_vs_initial"] == 2 and summary["games_vs_engine"] == 2  # one game a batch: one compile
+    assert summary["engine_fallback_moves"] == 0  # every Fairy-Stockfish move was legal under pgx's rules
     assert 0.0 <= summary["score_vs_initial"] <= 1.0
     assert summary["engine"] == "fairy-stockfish:skill=-20"
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
@@ -37,3 +40,6 @@ def test_quickstart_end_to_end(tmp_path, fairy_stockfish_path):
     pgns = sorted(p.name for p in (workdir / "games").glob("*.pgn"))
     assert "iteration-2-vs-engine.pgn" in pgns and "iteration-2-vs-iteration-0.pgn" in pgns
     assert (workdir / "games" / "iteration-2-vs-engine.pgn").read_text().count('[Variant "Gardner"]') == 2
+    for path in (workdir / "games").glob("*.pgn"):  # replayed by Fairy-Stockfish's move generator, Result checked
+        games = check_game_file(path)  # match files hold 2 games; training writes sample self-play games too
+        assert games == 2 if "-vs-" in path.name else games >= 1, path

@@ -162,3 +162,68 @@ def test_matchmaking_first_player_is_just_added_and_second_plays_it():
 def test_closest_opponent_breaks_ties_by_name():
     assert elo.closest_opponent(1000, {"b": 1050, "a": 950, "c": 1200}) == "a"
     assert elo.closest_opponent(1000, {"a": 950}, excluded=["a"]) is None
+
+
+# --- connected groups, malformed books, the eligibility filter ------------------------------------------------------
+
+
+def test_connected_groups_ignore_pairs_without_games_and_keep_lonely_players():
+    results = [MatchResult("a", "b", wins=1), MatchResult("b", "c", draws=1), MatchResult("d", "e"),
+               MatchResult("f", "g", losses=2)]
+    groups = elo.connected_groups(["z", "a"], results)
+    assert groups == [["a", "b", "c"], ["f", "g"], ["d"], ["e"], ["z"]]
+    assert elo.connected_groups([], []) == []
+
+
+def test_a_disconnected_book_saves_loads_and_names_its_groups(tmp_path):
+    book = EloBook([MatchResult("a", "b", wins=3, losses=1), MatchResult("c", "d", draws=2)], players=["e"])
+    path = tmp_path / "elo.json"
+    book.save(path)
+    data = json.loads(path.read_text())
+    assert data["ratings"] is None and "{a, b}" in data["ratings_error"] and "{e}" in data["ratings_error"]
+    loaded = EloBook.load(path)
+    assert loaded.players == book.players and loaded.results == book.results
+    with pytest.raises(DisconnectedPlayersError) as caught:
+        loaded.ratings()
+    assert caught.value.groups == [["a", "b"], ["c", "d"], ["e"]]
+    loaded.add_result(MatchResult("b", "c", wins=1))
+    loaded.add_result(MatchResult("d", "e", wins=1))
+    assert set(loaded.ratings()) == {"a", "b", "c", "d", "e"}  # one match between groups connects them
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"format": "other/1"}', "expected format"),
+    ('{"format": "zerolab.elo/1", "players": "ab", "results": []}', "must be lists"),
+    ('{"format": "zerolab.elo/1", "players": ["a", "b"], "results": [{"player_a": "a", "player_b": "b", "wins": 1,'
+     ' "draws": 0}]}', "lacks the field 'losses'"),
+    ('{"format": "zerolab.elo/1", "players": ["a", "b"], "results": [{"player_a": "a", "player_b": "b", "wins": -1,'
+     ' "draws": 0, "losses": 0}]}', "wins must be a non-negative integer"),
+    ('{"format": "zerolab.elo/1", "players": ["a"], "results": [{"player_a": "a", "player_b": "ghost", "wins": 1,'
+     ' "draws": 0, "losses": 0}]}', r"missing from its 'players' list: \['ghost'\]"),
+    ('{"format": "zerolab.elo/1", "players": ["a"], "results": [7]}', "must be a JSON object, got 7"),
+])
+def test_malformed_books_are_clear_errors(tmp_path, text, message):
+    path = tmp_path / "elo.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        EloBook.load(path)
+
+
+def test_matchmaking_only_plays_eligible_opponents():
+    ladder = {"p0": 800.0, "p1": 900.0, "p2": 1000.0, "p3": 1100.0, "p4": 1200.0}
+    rng = np.random.default_rng(5)
+    book = EloBook(round_robin(rng, ladder, games=60))
+    opponents = []
+
+    def play(player, opponent):
+        opponents.append(opponent)
+        return MatchResult(player, opponent, *simulate_match(rng, 1000.0, ladder[opponent], 20))
+
+    played = elo.rate_new_player(book, "new", play, num_opponents=5, initial_rating=1000.0,
+                                 eligible=lambda name: name in {"p0", "p4"})
+    assert sorted(opponents) == ["p0", "p4"] and len(played) == 2  # fewer eligible than num_opponents
+    assert book.games_of("new") == 40
+    nobody = elo.rate_new_player(book, "other", play, eligible=lambda name: False)
+    assert nobody == [] and "other" in book and book.games_of("other") == 0
