@@ -10,6 +10,7 @@ Agent specs (command line, configs):
   search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``.
 * ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
   :mod:`zerolab.engines` for its options.
+* ``gnugo[:level=N,timeout=S]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.gtp_client`).
 """
 
 from __future__ import annotations
@@ -172,6 +173,99 @@ class EngineAgent:
         self.engine.close()
 
 
+class GTPEngineAgent:
+    """An external GTP engine (GNU Go) playing Go, spec ``gnugo[:level=N,timeout=S]``; pgx stays the referee.
+
+    The agent keeps each game lane's moves: between two of its calls the opponent played one move, found by
+    comparing the lane's state after the agent's own move (replayed with pgx) with the new state (the point that
+    turned from empty to the opponent's colour; none means a pass).  Before each move the engine is given the lane's
+    game (``clear_board`` and the moves; only the new moves when it already holds that lane's game).  A move pgx
+    does not allow (GNU Go's ko rule is not pgx's positional superko), ``resign``, or a move lost to an engine crash
+    or time-out (the engine is restarted) becomes a uniformly random legal move, counted in ``fallback_moves``.
+    """
+
+    def __init__(self, spec: str, game: Game, seed: int = 0):
+        from zerolab.games import GoGame
+        from zerolab.gtp_client import GTPEngine, GTPEngineOptions
+
+        if not isinstance(game, GoGame):
+            raise ValueError(f"GTP engine agent {spec!r} plays go, not {game.name}")
+        self.name = spec
+        self.game = game
+        self.engine = GTPEngine(GTPEngineOptions.parse(spec, board_size=game.size, komi=game.komi))
+        self.rng = np.random.default_rng(seed)
+        self.fallback_moves = 0
+        self._step = jax.jit(game.step)
+        self.new_game()
+
+    def new_game(self) -> None:
+        self._moves: dict[int, list[int]] = {}  # lane -> pgx actions played so far
+        self._after_own_move: dict[int, pgx.State] = {}  # lane -> state after this agent's last move
+        self._engine_lane: int | None = None
+        self._engine_moves: list[int] = []
+
+    def _opponent_move(self, lane: int, state: pgx.State) -> int | None:
+        """The move played since this agent's last move in ``lane`` (None when the lane starts now)."""
+        before = self._after_own_move.get(lane)
+        if before is None:
+            before = self.game.init(jax.random.key(0))
+        if int(self.game.plies_played(state)) != int(self.game.plies_played(before)) + 1:
+            return None
+        old, new = np.asarray(self.game.stone_colours(before)), np.asarray(self.game.stone_colours(state))
+        placed = np.flatnonzero((old == 0) & (new != 0))
+        return int(placed[0]) if len(placed) else self.game.pass_action
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        del key
+        states = jax.device_get(states)
+        actions = np.zeros(states.terminated.shape[0], np.int32)
+        for lane in np.flatnonzero(~np.asarray(states.terminated)):
+            state = jax.tree.map(lambda leaf: leaf[lane], states)
+            moves = self._moves.setdefault(int(lane), [])
+            if int(self.game.plies_played(state)) != len(moves):
+                opponent = self._opponent_move(int(lane), state)
+                if opponent is None or int(self.game.plies_played(state)) != len(moves) + 1:
+                    raise ValueError(f"{self.name}: game lane {lane} is at ply {int(self.game.plies_played(state))} "
+                                     f"but the agent saw {len(moves)} moves; call new_game() before new games")
+                moves.append(opponent)
+            actions[lane] = self._choose(int(lane), state, moves)
+            moves.append(int(actions[lane]))
+            self._after_own_move[int(lane)] = self._step(state, actions[lane])
+        return actions
+
+    def _choose(self, lane: int, state: pgx.State, moves: list[int]) -> int:
+        from zerolab.gtp_client import GTPEngineError
+
+        colour = "b" if bool(self.game.black_to_move(state)) else "w"
+        try:
+            if self._engine_lane != lane or moves[: len(self._engine_moves)] != self._engine_moves:
+                self.engine.set_position([self.game.action_to_gtp(action) for action in moves])
+            else:
+                for index in range(len(self._engine_moves), len(moves)):
+                    self.engine.send(f"play {'b' if index % 2 == 0 else 'w'} {self.game.action_to_gtp(moves[index])}")
+            self._engine_lane, self._engine_moves = lane, list(moves)
+            vertex = self.engine.generate_move(colour)
+            self._engine_moves.append(-1)  # the engine played its move; a mismatch below forces a full replay
+            if vertex != "resign":
+                action = self.game.gtp_to_action(vertex)
+                if bool(state.legal_action_mask[action]):
+                    self._engine_moves[-1] = action
+                    return action
+                logger.warning("%s: move %s is illegal under pgx's rules", self.name, vertex)
+        except GTPEngineError as error:
+            logger.warning("%s failed (%s); restarting it", self.name, error)
+            self.engine.restart()
+            self._engine_lane = None
+        self.fallback_moves += 1
+        return int(self.rng.choice(np.flatnonzero(np.asarray(state.legal_action_mask))))
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+GTP_ENGINE_NAMES = ("gnugo",)
+
+
 def make_agent(spec: str, game: Game | None = None) -> Agent:
     """An agent from a spec string (see the module docstring)."""
     head, options = split_spec(spec)
@@ -179,4 +273,6 @@ def make_agent(spec: str, game: Game | None = None) -> Agent:
         return load_search_agent(head, options)
     if game is None:
         raise ValueError(f"engine agent {spec!r} needs the game it plays")
+    if pathlib.Path(head).name in GTP_ENGINE_NAMES:
+        return GTPEngineAgent(spec, game)
     return EngineAgent(spec, game)

@@ -10,6 +10,8 @@
 * ``legal-moves --game chess|gardner_chess --fens FILE`` — one line of sorted UCI legal moves per FEN line, computed
   by pgx and the project's action map; an invalid FEN gets an error line naming its line number, the other lines
   still print, and the exit status is 1.
+* ``gtp --checkpoint DIR [--simulations N] [--komi K]`` (or ``gtp --random``) — a GTP v2 server on stdin/stdout
+  over a Go checkpoint's search, pgx refereeing (see :mod:`zerolab.gtp`).
 * ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop.
 """
 
@@ -141,6 +143,29 @@ def command_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_gtp(args: argparse.Namespace) -> int:
+    """A GTP server on stdin/stdout over a Go checkpoint's search (or random moves with ``--random``)."""
+    from zerolab import gtp
+    from zerolab.games import GoGame
+
+    if args.random == bool(args.checkpoint):
+        raise ValueError("gtp: give exactly one of --checkpoint DIR and --random")
+    if args.random:
+        game, chooser, name = GoGame(size=args.size, komi=args.komi if args.komi is not None else 7.5), \
+            gtp.random_chooser, "zerolab-random"
+    else:
+        from zerolab.agents import load_search_agent
+
+        options = {} if args.simulations is None else {"simulations": str(args.simulations)}
+        agent = load_search_agent(args.checkpoint, options)
+        if not isinstance(agent.game, GoGame):
+            raise ValueError(f"gtp: --checkpoint {args.checkpoint} plays {agent.game.name}, not go")
+        game = agent.game if args.komi is None else GoGame(size=agent.game.size, komi=args.komi)
+        chooser, name = gtp.agent_chooser(agent), f"zerolab {agent.name}"
+    gtp.serve(game, chooser, name=name, seed=args.seed)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m zerolab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -175,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--game", default=None, choices=["chess", "gardner_chess"])
     bench.add_argument("--repeats", type=int, default=3)
     bench.set_defaults(handler=command_bench)
+
+    gtp = commands.add_parser("gtp", help="GTP server (stdin/stdout) over a Go checkpoint")
+    gtp.add_argument("--checkpoint", default=None, help="Go run directory (newest readable step) or step directory")
+    gtp.add_argument("--simulations", type=int, default=None, help="search simulations per move (default: the run's)")
+    gtp.add_argument("--random", action="store_true", help="play uniformly random legal moves (protocol tests)")
+    gtp.add_argument("--size", type=int, default=7, help="board size with --random")
+    gtp.add_argument("--komi", type=float, default=None, help="komi (default: the run's; GTP 'komi' changes it)")
+    gtp.add_argument("--seed", type=int, default=0)
+    gtp.set_defaults(handler=command_gtp)
     return parser
 
 
