@@ -1,12 +1,39 @@
-"""Shared pytest fixtures; each concern has its own section."""
+"""Shared pytest set-up; each concern has its own section."""
 
 import os
+import pathlib
 
 import pytest
 
-# --- external engines ----------------------------------------------------------------------------------------------
+# --- one persistent JAX compilation cache ---------------------------------------------------------------------------
+# Set before anything imports JAX (conftest.py is imported first): the whole session and every subprocess it starts
+# (they inherit the environment) read and write the same cache, which lives on between sessions under an ignored
+# folder.  A run that sets its own cache directory keeps it (``setdefault``).
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+COMPILATION_CACHE = REPOSITORY / ".cache" / "jax-compilation"
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(COMPILATION_CACHE))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+pathlib.Path(os.environ["JAX_COMPILATION_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+
+# --- markers --------------------------------------------------------------------------------------------------------
+# ``slow`` (20 s or more) is set on the tests themselves; ``engine`` is set here on every test that uses an engine
+# fixture, directly or through another fixture, so ``pytest -m "not slow and not engine"`` is a quick inner loop.
+
+ENGINE_FIXTURES = ("stockfish_path", "fairy_stockfish_path", "gnugo_path")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in ENGINE_FIXTURES):
+            item.add_marker(pytest.mark.engine)
+
+
+# --- external engines and test dependencies -------------------------------------------------------------------------
 # Engine tests never skip silently: a missing engine fails the run under CI (the CI environment variable is set)
-# and is reported as a skip with the reason everywhere else.
+# and is reported as a skip with the reason everywhere else.  A missing test dependency (``pip install -e '.[test]'``)
+# is always a failure.
 
 
 def engine_path(name: str) -> str:
@@ -19,6 +46,23 @@ def engine_path(name: str) -> str:
         if os.environ.get("CI"):
             pytest.fail(f"{error} (CI is set, so missing engines are failures)", pytrace=False)
         pytest.skip(str(error))
+
+
+def require_test_dependency(module_name: str):
+    """The module ``module_name`` of the ``test`` extra, or a failure that says how to install it (never a skip)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        pytest.fail(f"{module_name} is a test dependency and cannot be imported ({error}); "
+                    f"install it with: pip install -e '.[test]'", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def pyffish():
+    """The pyffish module (Fairy-Stockfish's move generator), which cross-checks Gardner chess; never skipped."""
+    return require_test_dependency("pyffish")
 
 
 @pytest.fixture(scope="session")

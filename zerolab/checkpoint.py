@@ -54,6 +54,10 @@ def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tup
     raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
 
 
+class UnreadableCheckpointError(RuntimeError):
+    """A directory holds checkpoints but none of them can be read (each was reported in the log)."""
+
+
 class Checkpointer:
     """Saves and restores ``{name: pytree}`` items plus a JSON ``metadata`` dict under ``directory/<step>/``.
 
@@ -74,7 +78,12 @@ class Checkpointer:
         return sorted(self.manager.all_steps())
 
     def save(self, step: int, items: Mapping[str, Any], metadata: Mapping[str, Any]) -> pathlib.Path:
+        """Writes step ``step``; a step of that number already there (left by a run that did not finish it, or
+        unreadable) is replaced, with a warning, rather than refused."""
         metadata = {**metadata, "library_versions": library_versions()}
+        if step in self.steps():
+            logger.warning("replacing checkpoint %s", self.directory / str(step))
+            self.manager.delete(step)
         arguments = {name: ocp.args.StandardSave(item) for name, item in items.items()}
         arguments["metadata"] = ocp.args.JsonSave(dict(metadata))
         self.manager.save(step, args=ocp.args.Composite(**arguments), force=True)

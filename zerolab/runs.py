@@ -103,14 +103,19 @@ class RunState:
 
 
 class RunCheckpoints:
-    """Train-state checkpoints (kept for rating) and replay-window checkpoints (only the latest few).
+    """Train-state checkpoints (``workdir/checkpoints``) and replay-window checkpoints (``workdir/replay``).
 
-    A step is complete when both are written; restoring picks the newest step readable in both.
+    A step is complete when both are written; restoring picks the newest step readable in both.  Both keep the
+    newest ``keep`` steps, so a run whose newest checkpoints cannot be read falls back at most ``keep - 1`` steps
+    (to the oldest of those ``keep``).  The train states of every ``keep_period``-th step are kept as well, for
+    rating, but without their (large) replay window they are not points a run resumes from.  When no complete step
+    can be read, :meth:`restore` stops with :class:`~zerolab.checkpoint.UnreadableCheckpointError` rather than start
+    the run again over its own history.
     """
 
     def __init__(self, workdir: pathlib.Path, keep: int, keep_period: int):
         self.states = Checkpointer(workdir / "checkpoints", keep=keep, keep_period=keep_period)
-        self.replay = Checkpointer(workdir / "replay", keep=2)
+        self.replay = Checkpointer(workdir / "replay", keep=keep)
 
     def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
         metadata = {
@@ -120,7 +125,8 @@ class RunCheckpoints:
             "config": config_lib.to_json(config),
             "metrics": run.last_record,
         }
-        self.replay.save(run.iteration, {"window": {"num_frames": np.asarray(len(run.window)), **run.window.arrays}}, {"iteration": run.iteration})
+        window = {"num_frames": np.asarray(len(run.window)), **run.window.arrays}
+        self.replay.save(run.iteration, {"window": window}, {"iteration": run.iteration})
         self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
 
     def discard_after(self, step: int) -> None:
@@ -135,24 +141,39 @@ class RunCheckpoints:
         return sorted(set(self.states.steps()) & set(self.replay.steps()))
 
     def restore(self, template: TrainState) -> RunState | None:
-        """The newest step whose train state and replay window are both readable, or None."""
+        """The newest step whose train state and replay window are both readable; None for a new run (no train
+        state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no complete step reads."""
         for step in reversed(self.complete_steps()):
             state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
             replay = self.replay.restore_newest([step], {"window": None}) if state is not None else None
             if state is None or replay is None:
                 continue
-            arrays = {k: np.asarray(v) for k, v in replay.items["window"].items() if k != "num_frames"}
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state.metadata["numpy_rng"]
-            return RunState(
-                iteration=int(state.metadata["iteration"]),
-                frames_seen=int(state.metadata["frames_seen"]),
-                train_state=state.items["train_state"],
-                window=FrameWindow(arrays),
-                numpy_rng=rng,
-                last_record=state.metadata.get("metrics"),
+            return self._run_state(state, replay)
+        state_steps = self.states.steps()
+        if state_steps:
+            from zerolab.checkpoint import UnreadableCheckpointError
+
+            raise UnreadableCheckpointError(
+                f"no complete readable checkpoint to resume from: train states {state_steps} in "
+                f"{self.states.directory}, replay windows {self.replay.steps()} in {self.replay.directory} (the "
+                f"unreadable ones are named above); a run falls back at most checkpoint.keep - 1 steps.  Move the "
+                f"work directory aside to start again, or repair the checkpoints"
             )
         return None
+
+    @staticmethod
+    def _run_state(state, replay) -> RunState:
+        arrays = {k: np.asarray(v) for k, v in replay.items["window"].items() if k != "num_frames"}
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state.metadata["numpy_rng"]
+        return RunState(
+            iteration=int(state.metadata["iteration"]),
+            frames_seen=int(state.metadata["frames_seen"]),
+            train_state=state.items["train_state"],
+            window=FrameWindow(arrays),
+            numpy_rng=rng,
+            last_record=state.metadata.get("metrics"),
+        )
 
     def saved_config(self) -> ml_collections.ConfigDict | None:
         for step in reversed(self.states.steps()):
