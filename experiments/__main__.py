@@ -1,4 +1,8 @@
-"""``python -m experiments run NAME [--preset tiny|paper] [--workdir DIR] [key=value ...]``."""
+"""``python -m experiments run NAME [--preset tiny|paper] [--workdir DIR] [key=value ...]``.
+
+On several hosts, start ``run`` once per process with ``--coordinator HOST:PORT --num-processes N --process-id I``
+(or ``--distributed``), as for ``python -m zerolab train``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import pkgutil
 import sys
 
 from zerolab.config import ConfigError, PRESETS, load_config
-from zerolab.cli import split_overrides
+from zerolab.cli import add_distributed_arguments, split_overrides, start_distributed
 from zerolab.logs import configure_logging
 
 
@@ -33,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--preset", default="tiny", choices=PRESETS)
     run.add_argument("--workdir", default=None, help="run directory (default runs/NAME); rerunning resumes")
     run.add_argument("overrides", nargs="*", help="config overrides key=value")
+    add_distributed_arguments(run)
     commands.add_parser("list", help="list the experiments")
     args, extra = parser.parse_known_args(argv)
     args.overrides = split_overrides(parser, args, extra)
@@ -42,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(available_experiments()))
         return 0
     try:
+        start_distributed(args)
         config = load_config(args.name, args.preset, args.overrides)
-    except ConfigError as error:
+    except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     runner = importlib.import_module("experiments." + args.name.replace("-", "_"))

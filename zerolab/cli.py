@@ -1,7 +1,9 @@
 """``python -m zerolab COMMAND``: train, match, legal-moves, bench.
 
 * ``train --config NAME --workdir DIR [--preset tiny|paper] [key=value ...]`` — trains with the config
-  ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.
+  ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.  On several hosts, start it once per process
+  with ``--coordinator HOST:PORT --num-processes N --process-id I`` (or ``--distributed`` to let JAX read them from
+  Slurm, Open MPI or a TPU pod); DIR must be a directory every host sees.
 * ``match --a SPEC --b SPEC --games N [--out DIR] [--game G] [--start-fens FILE]`` — plays the arena (SPEC: a run or
   checkpoint directory with search options, e.g. ``runs/quickstart:simulations=32``, or an engine such as
   ``stockfish:elo=1350`` or ``fairy-stockfish:skill=-20``); writes PGN, the games as JSON lines
@@ -32,7 +34,39 @@ def split_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, e
     return list(getattr(args, "overrides", []) or []) + extra
 
 
+def add_distributed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that make this process one of several (``jax.distributed``); see :func:`start_distributed`."""
+    group = parser.add_argument_group(
+        "several processes (jax.distributed)",
+        "start the same command once per process, each with its own --process-id; without these flags the run is a "
+        "single process")
+    group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0, which serves the coordination service (the same for every process)")
+    group.add_argument("--num-processes", type=int, default=None, metavar="N", help="number of processes in the run")
+    group.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's index in [0, N)")
+    group.add_argument("--distributed", action="store_true",
+                       help="join a multi-process run, letting JAX detect the values not given above from the "
+                            "cluster (Slurm, Open MPI, Cloud TPU) or JAX_COORDINATOR_ADDRESS")
+
+
+def start_distributed(args: argparse.Namespace) -> None:
+    """Initialises ``jax.distributed`` when any distributed flag was given; call it before any other JAX use."""
+    given = [args.coordinator, args.num_processes, args.process_id]
+    if not args.distributed and all(value is None for value in given):
+        return
+    import logging
+
+    import jax
+
+    from zerolab.devices import start_processes
+
+    start_processes(args.coordinator, args.num_processes, args.process_id)
+    if jax.process_index() != 0:  # process 0 logs for the run; the others say only what goes wrong
+        logging.getLogger().setLevel(logging.WARNING)
+
+
 def command_train(args: argparse.Namespace) -> int:
+    start_distributed(args)
     from zerolab import train
     from zerolab.config import load_config
 
@@ -176,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--workdir", required=True, type=pathlib.Path)
     train.add_argument("--preset", default="tiny")
     train.add_argument("overrides", nargs="*", help="key=value config overrides")
+    add_distributed_arguments(train)
     train.set_defaults(handler=command_train)
 
     match = commands.add_parser("match", help="play games between two agents")

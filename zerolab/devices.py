@@ -1,12 +1,15 @@
 """Devices: one data-parallel mesh axis over every device of every process.
 
 The same config runs unchanged on 1 device and on N: batches are split along the mesh axis ``data`` and must divide
-evenly by the number of devices (a clear error says so otherwise).  With ``jax.distributed`` initialised, the mesh
-spans all hosts; each process feeds and reads back only its own (addressable) part of a batch.
+evenly by the number of devices (a clear error says so otherwise).  With ``jax.distributed`` initialised
+(:func:`start_processes`, before any other JAX use), the mesh spans all hosts; each process feeds and reads back only
+its own (addressable) part of a batch, :func:`local_batch_size` says how large that part is, and
+:func:`process_numpy_rng` gives each process its own host random stream.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +18,41 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 DATA_AXIS = "data"
+COORDINATOR_ADDRESS = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[^:\s]+):(?P<port>[0-9]{1,5})$")
+
+
+def start_processes(coordinator_address: str | None = None, num_processes: int | None = None,
+                    process_id: int | None = None) -> None:
+    """Joins this process to a multi-process run: ``jax.distributed.initialize`` with the given values.
+
+    Must come before any other JAX use (JAX refuses otherwise).  Every process gets the same ``coordinator_address``
+    (``HOST:PORT`` of process 0, which serves it) and ``num_processes``, and its own ``process_id`` in
+    ``[0, num_processes)``.  A value left as None is detected by JAX from the cluster environment (Slurm, Open MPI,
+    Cloud TPU, Kubernetes) or from ``JAX_COORDINATOR_ADDRESS``.
+    """
+    if coordinator_address is not None and not COORDINATOR_ADDRESS.match(coordinator_address):
+        raise ValueError(f"coordinator address {coordinator_address!r} must be HOST:PORT (e.g. 10.0.0.1:1234)")
+    if num_processes is not None and num_processes < 1:
+        raise ValueError(f"number of processes must be at least 1, got {num_processes}")
+    if process_id is not None and (process_id < 0 or (num_processes is not None and process_id >= num_processes)):
+        raise ValueError(f"process id {process_id} must be in [0, {num_processes if num_processes else 'N'})")
+    jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                               process_id=process_id)
+
+
+def is_main_process() -> bool:
+    """Whether this process writes the run's shared files (metrics, logs of record, game records): process 0."""
+    return jax.process_index() == 0
+
+
+def process_numpy_rng(seed: int, process_index: int | None = None) -> np.random.Generator:
+    """The host random generator of process ``process_index`` (default: this one) for a run seeded ``seed``.
+
+    Process 0 gets ``default_rng(seed)``, so a single-process run draws exactly what it always drew; process ``i > 0``
+    gets ``default_rng([seed, i])``: a stream of its own, the same on every rerun.
+    """
+    process_index = jax.process_index() if process_index is None else process_index
+    return np.random.default_rng(int(seed) if process_index == 0 else [int(seed), int(process_index)])
 
 
 def make_mesh(devices: list[jax.Device] | None = None) -> Mesh:
@@ -50,10 +88,42 @@ def jit_step(step_fn: StepFn, mesh: Mesh, *, batch_axis: int = 0, donate_state: 
     )
 
 
+def process_share(name: str, size: int, num_devices: int, num_local_devices: int, num_processes: int = 1) -> int:
+    """This process's part of a global batch of ``size`` split evenly over ``num_devices`` devices, of which
+    ``num_local_devices`` belong to this process: ``size / num_devices * num_local_devices``.
+
+    Raises a ``ValueError`` naming ``name`` when ``size`` does not divide by the number of devices (``num_processes``
+    processes × their local devices).
+    """
+    if size % num_devices:
+        where = f"{num_processes} processes × {num_devices // num_processes} local devices = " if num_processes > 1 else ""
+        raise ValueError(f"{name}={size} must be divisible by the number of devices ({where}{num_devices})")
+    return size // num_devices * num_local_devices
+
+
+def mesh_processes(mesh: Mesh) -> int:
+    return len({device.process_index for device in mesh.devices.flat})
+
+
+def local_batch_size(name: str, size: int, mesh: Mesh) -> int:
+    """How many of a global batch's ``size`` rows this process supplies to :func:`shard_host_batch` (all of them on
+    a single host; ``size / process_count`` with equal hosts).  Raises naming ``name`` when it does not split."""
+    local = sum(device.process_index == jax.process_index() for device in mesh.devices.flat)
+    return process_share(name, size, mesh.devices.size, local, mesh_processes(mesh))
+
+
 def check_divisible(name: str, size: int, mesh: Mesh) -> None:
-    devices = mesh.devices.size
-    if size % devices:
-        raise ValueError(f"{name}={size} must be divisible by the number of devices ({devices})")
+    """Raises a ``ValueError`` naming ``name`` when ``size`` does not split evenly over the mesh's devices."""
+    local_batch_size(name, size, mesh)
+
+
+def sum_over_processes(value: int) -> int:
+    """``value`` summed over all processes (a collective: every process must call it); ``value`` on a single host."""
+    if jax.process_count() == 1:
+        return int(value)
+    from jax.experimental import multihost_utils
+
+    return int(np.sum(multihost_utils.process_allgather(np.asarray(value, np.int32))))
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
@@ -62,7 +132,11 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
 
 
 def shard_host_batch(tree: Any, mesh: Mesh, axis: int = 0) -> Any:
-    """Turns this process's part of a batch (numpy, split on ``axis``) into global arrays sharded over the mesh."""
+    """Turns this process's part of a batch (numpy, split on ``axis``) into global arrays sharded over the mesh.
+
+    On several hosts each process passes its own :func:`local_batch_size` rows; the global array holds them all, in
+    process order.
+    """
     sharding = batch_sharded(mesh, axis)
     if jax.process_count() == 1:
         return jax.device_put(tree, sharding)
