@@ -124,19 +124,24 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
 class EngineAgent:
     """An external UCI engine (Stockfish, Fairy-Stockfish) choosing moves one position at a time.
 
-    The engine sees each position as a FEN; pgx stays the referee.  When the engine's move is not legal under pgx's
-    rules (Gardner rules differ in details between the two), a uniformly random legal move is played instead and
-    counted in ``fallback_moves``; so is a move lost to an engine crash or time-out (the engine is restarted).
+    The engine sees the game's moves, not just a FEN: each game lane's python-chess board (a
+    :class:`zerolab.board.GardnerBoard` on 5×5) is continued from pgx's states by :class:`zerolab.board.GameBoards`
+    and sent as ``position startpos|fen ROOT moves ...``, so the engine knows the repetitions.  pgx stays the
+    referee: when the engine's move is not legal under pgx's rules (Gardner rules differ in details between the
+    two), a uniformly random legal move is played instead and counted in ``fallback_moves``; so is a move lost to
+    an engine crash or time-out (the engine is restarted).
     """
 
     def __init__(self, spec: str, game: ChessGame, seed: int = 0):
+        from zerolab.board import GameBoards
         from zerolab.engines import EngineSpec, UCIEngine
 
         if not isinstance(game, ChessGame):
             raise ValueError(f"engine agents play chess or gardner_chess, not {game.name}")
         self.name = spec
         self.game = game
-        self.engine = UCIEngine(EngineSpec.parse(spec), variant="gardner" if game.board_size == 5 else None)
+        self.engine = UCIEngine(EngineSpec.parse(spec), game.name)
+        self.boards = GameBoards(game)
         self.rng = np.random.default_rng(seed)
         self.fallback_moves = 0
 
@@ -149,17 +154,18 @@ class EngineAgent:
             state = jax.tree.map(lambda x: x[index], states)
             if bool(state.terminated):
                 continue
-            actions[index] = self._choose(state)
+            actions[index] = self._choose(index, state)
         return actions
 
-    def _choose(self, state: pgx.State) -> int:
+    def _choose(self, lane: int, state: pgx.State) -> int:
+        from zerolab.board import describe_position
         from zerolab.engines import EngineError
 
-        fen = self.game.to_fen(state)
+        board = self.boards.board(lane, state)
         try:
-            return self.game.uci_to_action(self.engine.choose_move(fen), state)
+            return self.game.uci_to_action(self.engine.play(board), state)
         except EngineError as error:  # the engine died or timed out: restart it for the next move
-            logger.warning("%s failed on %s (%s); restarting it", self.name, fen, error)
+            logger.warning("%s failed on %s (%s); restarting it", self.name, describe_position(board), error)
             self.engine.restart()
         except ValueError as error:  # a move pgx's rules do not allow
             logger.warning("%s: %s", self.name, error)
@@ -168,6 +174,7 @@ class EngineAgent:
 
     def new_game(self) -> None:
         self.engine.new_game()
+        self.boards.reset()
 
     def close(self) -> None:
         self.engine.close()

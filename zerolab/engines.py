@@ -7,22 +7,23 @@ Three pieces:
 - :class:`EngineSpec` is an engine plus its strength and search limit, written as one string such as
   ``stockfish:elo=1350``, ``stockfish:skill=0,nodes=1000``, ``fairy-stockfish:skill=-20``,
   ``stockfish:movetime=0.05`` or ``/path/to/engine:depth=3,option.Move Overhead=0`` (see :data:`SPEC_FIELDS`).
-- :class:`UCIEngine` runs one engine process: ``choose_move(fen, moves)`` and ``analyse(fen, ...)``.
+- :class:`UCIEngine` runs one engine process: ``play(board)`` / ``choose_move(fen, moves)`` and ``analyse``.
 
-Safety: every FEN is validated (:mod:`zerolab.games`' validators, the same as ``make_game(...).validate_fen``)
-and every move is checked before anything reaches the engine — Stockfish crashes on malformed positions.  Every
-call has a time limit (the search limit plus ``EngineSpec.timeout``); a hung, crashed or misbehaving engine raises
+**The engine sees the game's moves.**  A position is a board with its move stack (``chess.Board``, or
+:class:`zerolab.board.GardnerBoard` for 5×5), or a root FEN plus UCI moves; python-chess sends it as
+``position startpos moves ...`` or ``position fen ROOT moves ...``, so the engine knows the game's repetitions.
+:class:`zerolab.agents.EngineAgent` rebuilds those moves from the arena's pgx states (:mod:`zerolab.board`).
+
+**Safety**: every position is validated before anything reaches the engine — Stockfish crashes (segfault) on
+malformed FENs.  FENs are checked by :mod:`zerolab.fen`, moves by python-chess (8×8) or pgx (5×5).  Every call has a
+time limit (the search limit plus ``EngineSpec.timeout``); a hung, crashed or misbehaving engine raises
 :class:`EngineError` naming the engine and the position, after which the engine must be ``restart()``-ed.
 
 Gardner chess (5×5) with python-chess: ``chess.Board`` cannot hold a 5×5 position, but python-chess's UCI
-protocol only needs a few board methods (``UciProtocol._position``, ``_parse_uci_bestmove`` and
-``_parse_uci_info`` in ``chess/engine.py``): ``type(board).uci_variant``, ``chess960``, ``move_stack``, ``root()``,
-``fen()``, ``copy(stack=False)``, ``turn``, ``push_uci``, ``parse_uci`` and ``pop``.  :class:`GardnerBoard`
-provides exactly those for 5×5 positions.  Its class attribute ``uci_variant = "gardner"`` makes python-chess send
-``setoption name UCI_Variant value gardner`` by itself (``UCI_Variant`` is an option python-chess manages; it
-switches back to ``chess`` when it is next given a ``chess.Board``).  Moves are pushed with a pseudo-legality check
-(the piece belongs to the side to move and moves the way it can; checks are not looked at), so malformed moves
-never reach the engine and an engine's ``bestmove`` is checked the same way; pgx stays the referee of full legality.
+protocol only needs a few board methods, which :class:`zerolab.board.GardnerBoard` provides with pgx as the
+referee (no second rule set); its ``uci_variant = "gardner"`` makes python-chess send
+``setoption name UCI_Variant value gardner`` by itself.  Gardner positions import JAX and pgx (on first use);
+8×8 chess does not.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ from typing import Any, TypeVar
 import chess
 import chess.engine
 
+from zerolab.board import Board, GardnerBoard, board_with_moves, describe_position
+from zerolab.fen import InvalidPositionError
+
 DEFAULT_SEARCH_DIRECTORIES = ("/usr/games", "/usr/local/games")
 DEBIAN_PACKAGES = {"stockfish": "stockfish", "fairy-stockfish": "fairy-stockfish", "gnugo": "gnugo"}
 DEFAULT_NODES = 2000  # a small default search: a Stockfish move in a few milliseconds
 DEFAULT_TIMEOUT = 30.0  # seconds allowed beyond the search limit before an engine counts as hung
 GAMES = ("chess", "gardner_chess")
-GARDNER_START_FEN = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 
 T = TypeVar("T")
 
@@ -293,234 +296,6 @@ def check_options(
     return checked
 
 
-# --- Gardner chess board for python-chess's engine protocol ---------------------------------------------------------
-
-GARDNER_SIZE = 5
-_KNIGHT_STEPS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
-_KING_STEPS = ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1))
-_SLIDER_STEPS = {"b": _KING_STEPS[1::2], "r": _KING_STEPS[0::2], "q": _KING_STEPS}
-
-
-@dataclasses.dataclass(frozen=True)
-class _GardnerPosition:
-    pieces: tuple[tuple[int, str], ...]  # (chess.Square, symbol), sorted; only files a–e, ranks 1–5
-    turn: bool
-    halfmove_clock: int
-    fullmove_number: int
-
-
-def _validate_gardner_fen(fen: str) -> str:
-    from zerolab.games.chess import validate_gardner_fen  # imported on use: zerolab.games imports pgx (seconds)
-
-    return validate_gardner_fen(fen)
-
-
-def _validate_chess_fen(fen: str) -> str:
-    from zerolab.games.chess import validate_chess_fen  # imported on use: zerolab.games imports pgx (seconds)
-
-    return validate_chess_fen(fen)
-
-
-def _parse_gardner_fen(fen: str) -> _GardnerPosition:
-    board, side, _, _, halfmove, fullmove = _validate_gardner_fen(fen).split()
-    pieces = []
-    for row, rank_text in enumerate(board.split("/")):
-        file = 0
-        for symbol in rank_text:
-            if symbol.isdigit():
-                file += int(symbol)
-            else:
-                pieces.append((chess.square(file, GARDNER_SIZE - 1 - row), symbol))
-                file += 1
-    return _GardnerPosition(tuple(sorted(pieces)), side == "w", int(halfmove), int(fullmove))
-
-
-def _gardner_fen(position: _GardnerPosition) -> str:
-    pieces = dict(position.pieces)
-    rows = []
-    for rank in reversed(range(GARDNER_SIZE)):
-        row, empty = "", 0
-        for file in range(GARDNER_SIZE):
-            symbol = pieces.get(chess.square(file, rank))
-            if symbol is None:
-                empty += 1
-                continue
-            row += (str(empty) if empty else "") + symbol
-            empty = 0
-        rows.append(row + (str(empty) if empty else ""))
-    side = "w" if position.turn else "b"
-    return f"{'/'.join(rows)} {side} - - {position.halfmove_clock} {position.fullmove_number}"
-
-
-def _on_gardner_board(file: int, rank: int) -> bool:
-    return 0 <= file < GARDNER_SIZE and 0 <= rank < GARDNER_SIZE
-
-
-def _gardner_move_problem(position: _GardnerPosition, move: chess.Move) -> str | None:
-    """Why ``move`` is not pseudo-legal in ``position`` (None if it is); checks on the king are not examined."""
-    squares = (move.from_square, move.to_square)
-    if any(not _on_gardner_board(chess.square_file(s), chess.square_rank(s)) for s in squares):
-        return "a square is off the 5x5 board"
-    if move.drop is not None:
-        return "drops are not moves of Gardner chess"
-    pieces = dict(position.pieces)
-    symbol = pieces.get(move.from_square)
-    side = "white" if position.turn else "black"
-    if symbol is None or symbol.isupper() != position.turn:
-        return f"no {side} piece on {chess.square_name(move.from_square)}"
-    target = pieces.get(move.to_square)
-    if target is not None and target.isupper() == position.turn:
-        return f"{chess.square_name(move.to_square)} holds a {side} piece"
-    if target is not None and target.lower() == "k":
-        return "it captures a king"
-    kind = symbol.lower()
-    file_step = chess.square_file(move.to_square) - chess.square_file(move.from_square)
-    rank_step = chess.square_rank(move.to_square) - chess.square_rank(move.from_square)
-    last_rank = GARDNER_SIZE - 1 if position.turn else 0
-    if kind == "p":
-        forward = 1 if position.turn else -1
-        if rank_step != forward or abs(file_step) > 1:
-            return "a pawn moves one rank forward"
-        if file_step == 0 and target is not None:
-            return "a pawn cannot capture straight ahead"
-        if file_step != 0 and target is None:
-            return "a pawn moves diagonally only to capture (Gardner chess has no en passant)"
-        reaches_last_rank = chess.square_rank(move.to_square) == last_rank
-        if reaches_last_rank and move.promotion not in (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT):
-            return "a pawn reaching the last rank must promote to q, r, b or n"
-        if not reaches_last_rank and move.promotion is not None:
-            return "only a pawn reaching the last rank promotes"
-        return None
-    if move.promotion is not None:
-        return "only a pawn reaching the last rank promotes"
-    if kind == "n":
-        return None if (file_step, rank_step) in _KNIGHT_STEPS else "not a knight move"
-    if kind == "k":
-        return None if (file_step, rank_step) in _KING_STEPS else "not a king move (Gardner chess has no castling)"
-    distance = max(abs(file_step), abs(rank_step))
-    direction = (file_step // distance, rank_step // distance) if distance else (0, 0)
-    if distance == 0 or direction not in _SLIDER_STEPS[kind] or (file_step, rank_step) != (
-        direction[0] * distance,
-        direction[1] * distance,
-    ):
-        return f"not a {chess.piece_name(chess.PIECE_SYMBOLS.index(kind))} move"
-    file, rank = chess.square_file(move.from_square), chess.square_rank(move.from_square)
-    for step in range(1, distance):
-        if chess.square(file + direction[0] * step, rank + direction[1] * step) in pieces:
-            return "the path is blocked"
-    return None
-
-
-def _apply_gardner_move(position: _GardnerPosition, move: chess.Move) -> _GardnerPosition:
-    pieces = dict(position.pieces)
-    symbol = pieces.pop(move.from_square)
-    capture = move.to_square in pieces
-    if move.promotion is not None:
-        letter = chess.piece_symbol(move.promotion)
-        symbol = letter.upper() if position.turn else letter
-    pieces[move.to_square] = symbol
-    resets_clock = capture or symbol.lower() == "p" or move.promotion is not None
-    return _GardnerPosition(
-        pieces=tuple(sorted(pieces.items())),
-        turn=not position.turn,
-        halfmove_clock=0 if resets_clock else position.halfmove_clock + 1,
-        fullmove_number=position.fullmove_number + (0 if position.turn else 1),
-    )
-
-
-class GardnerBoard:
-    """A Gardner chess (5×5) position with its move stack, shaped for python-chess's UCI protocol.
-
-    Provides the subset of ``chess.Board`` that ``chess.engine`` uses (see the module docstring), so
-    ``SimpleEngine.play`` and ``analyse`` work with Fairy-Stockfish in its ``gardner`` variant.  Squares are
-    python-chess squares restricted to files a–e and ranks 1–5, so ``chess.Move.from_uci`` applies unchanged.
-    Moves are checked for pseudo-legality (checks on the king are not examined).
-    """
-
-    uci_variant = "gardner"
-    chess960 = False
-
-    def __init__(self, fen: str = GARDNER_START_FEN):
-        self._positions = [_parse_gardner_fen(fen)]
-        self.move_stack: list[chess.Move] = []
-
-    @property
-    def _position(self) -> _GardnerPosition:
-        return self._positions[-1]
-
-    @property
-    def turn(self) -> bool:
-        """``chess.WHITE`` or ``chess.BLACK``: the side to move."""
-        return self._position.turn
-
-    def fen(self, *, shredder: bool = False, en_passant: str = "legal", promoted: bool | None = None) -> str:
-        """The 5×5 FEN of the current position (the keyword arguments exist for python-chess and change nothing)."""
-        return _gardner_fen(self._position)
-
-    def root(self) -> GardnerBoard:
-        """The position before the first move of the stack, without a stack."""
-        return self._from_position(self._positions[0])
-
-    def copy(self, *, stack: bool | int = True) -> GardnerBoard:
-        """A copy; ``stack=False`` drops the move stack (the copy starts at the current position)."""
-        if stack is True:
-            board = GardnerBoard.__new__(GardnerBoard)
-            board._positions = list(self._positions)
-            board.move_stack = list(self.move_stack)
-            return board
-        return self._from_position(self._position)
-
-    @classmethod
-    def _from_position(cls, position: _GardnerPosition) -> GardnerBoard:
-        board = cls.__new__(cls)
-        board._positions = [position]
-        board.move_stack = []
-        return board
-
-    def parse_uci(self, uci: str) -> chess.Move:
-        """The move ``uci`` (e.g. ``a2a3``, ``b4b5q``) after checking it can be played here; raises ValueError."""
-        try:
-            move = chess.Move.from_uci(uci)
-        except chess.InvalidMoveError:
-            raise ValueError(f"malformed UCI move {uci!r} in Gardner position {self.fen()}") from None
-        problem = _gardner_move_problem(self._position, move)
-        if problem:
-            raise ValueError(f"illegal move {uci!r} in Gardner position {self.fen()}: {problem}")
-        return move
-
-    def push(self, move: chess.Move) -> None:
-        problem = _gardner_move_problem(self._position, move)
-        if problem:
-            raise ValueError(f"illegal move {move.uci()!r} in Gardner position {self.fen()}: {problem}")
-        self._positions.append(_apply_gardner_move(self._position, move))
-        self.move_stack.append(move)
-
-    def push_uci(self, uci: str) -> chess.Move:
-        move = self.parse_uci(uci)
-        self.push(move)
-        return move
-
-    def pop(self) -> chess.Move:
-        if not self.move_stack:
-            raise IndexError("pop from a Gardner board with an empty move stack")
-        self._positions.pop()
-        return self.move_stack.pop()
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GardnerBoard) and self._position == other._position
-
-    def __repr__(self) -> str:
-        return f"GardnerBoard({self.fen()!r}, moves={[move.uci() for move in self.move_stack]})"
-
-
-def apply_gardner_moves(fen: str, moves: Sequence[str]) -> str:
-    """FEN after playing ``moves`` (UCI) from the Gardner position ``fen``; raises ValueError on a bad move."""
-    board = GardnerBoard(fen)
-    for move in moves:
-        board.push_uci(move)
-    return board.fen()
-
-
 # --- running an engine -------------------------------------------------------------------------------------------
 
 
@@ -540,36 +315,32 @@ class _TimedSimpleEngine(chess.engine.SimpleEngine):
         return self.timeout + (limit.time or 0.0) + clock
 
 
-def board_for(game: str, fen: str, moves: Sequence[str] = ()) -> chess.Board | GardnerBoard:
+def board_for(game: str, fen: str, moves: Sequence[str] = ()) -> Board:
     """A validated board of ``game`` at ``fen`` with ``moves`` (UCI) pushed; raises ``InvalidPositionError``.
 
-    The FEN is checked with the project's validators (those behind ``make_game(game).validate_fen``); for chess every
-    move must be legal (python-chess), for Gardner chess pseudo-legal (:class:`GardnerBoard`).
+    The FEN is checked by :mod:`zerolab.fen`; on 8×8 python-chess checks the moves, on 5×5 pgx does
+    (:class:`zerolab.board.GardnerBoard`).
     """
-    from zerolab.games.base import InvalidPositionError
-
     if game not in GAMES:
         raise ValueError(f"game must be one of {', '.join(GAMES)}, got {game!r}")
     if not isinstance(fen, str):
         raise InvalidPositionError(f"a FEN must be a string, got {fen!r}")
-    if game == "chess":
-        board: chess.Board | GardnerBoard = chess.Board(_validate_chess_fen(fen.strip()))
-    else:
-        board = GardnerBoard(fen.strip())
-    for index, move in enumerate(moves):
-        try:
-            board.push_uci(move)
-        except ValueError as error:
-            raise InvalidPositionError(
-                f"move {index + 1} ({move!r}) cannot be played after {fen!r} and {list(moves[:index])}: {error}"
-            ) from None
-    return board
+    return board_with_moves(game, fen.strip(), moves)
 
 
-def describe_position(board: chess.Board | GardnerBoard) -> str:
-    """``fen <root fen> [moves ...]`` as sent to the engine."""
-    moves = " ".join(move.uci() for move in board.move_stack)
-    return f"fen {board.root().fen()}" + (f" moves {moves}" if moves else "")
+def checked_board(game: str, board: Board) -> Board:
+    """``board`` (with its move stack) after checking it is a position of ``game`` an engine may be sent.
+
+    A ``chess.Board`` is rebuilt from its root FEN and moves, since python-chess lets invalid positions and
+    unchecked moves into a board; a :class:`GardnerBoard`'s moves were checked by pgx when pushed.
+    """
+    if game == "gardner_chess":
+        if not isinstance(board, GardnerBoard):
+            raise InvalidPositionError(f"a Gardner chess engine needs a GardnerBoard, got {type(board).__name__}")
+        return board
+    if not isinstance(board, chess.Board) or type(board).uci_variant != "chess":
+        raise InvalidPositionError(f"a chess engine needs a chess.Board of standard chess, got {board!r}")
+    return board_for(game, board.root().fen(), [move.uci() for move in board.move_stack])
 
 
 class UCIEngine:
@@ -673,20 +444,20 @@ class UCIEngine:
         self._game_token = object()
 
     # --- searching -----------------------------------------------------------------------------------------------
-    def position(self, fen: str, moves: Sequence[str] = ()) -> chess.Board | GardnerBoard:
+    def position(self, fen: str, moves: Sequence[str] = ()) -> Board:
         """The validated board this engine would be sent for ``fen`` and ``moves`` (see :func:`board_for`)."""
         return board_for(self.game, fen, moves)
 
-    def choose_move(self, fen: str, moves: Sequence[str] = (), limit: chess.engine.Limit | None = None) -> str:
-        """The engine's move (UCI) in ``fen`` after ``moves``, searched with ``limit`` (default: the spec's).
+    def play(self, board: Board, limit: chess.engine.Limit | None = None) -> str:
+        """The engine's move (UCI) in ``board``, which is sent with its move stack (``position ... moves ...``).
 
         Raises:
-          InvalidPositionError: malformed FEN or unplayable move (nothing is sent to the engine).
+          InvalidPositionError: the board is not a valid position of this engine's game (nothing is sent).
           ValueError: the position has no legal move.
           EngineError: the engine crashed, hung, or answered with an illegal move.
         """
-        board = self.position(fen, moves)
-        if isinstance(board, chess.Board) and not any(board.legal_moves):
+        board = checked_board(self.game, board)
+        if not any(board.legal_moves):
             raise ValueError(f"no legal move in {describe_position(board)}: the game is over")
         limit = limit or self.spec.limit()
         result = self._call(lambda engine: engine.play(board, limit, game=self._game_token), board)
@@ -694,9 +465,17 @@ class UCIEngine:
             raise ValueError(f"{self.name} reports no legal move in {describe_position(board)}: the game is over")
         return result.move.uci()
 
+    def choose_move(self, fen: str, moves: Sequence[str] = (), limit: chess.engine.Limit | None = None) -> str:
+        """The engine's move (UCI) in ``fen`` after ``moves``, searched with ``limit`` (default: the spec's).
+
+        The engine is sent ``position fen FEN moves ...`` (``startpos`` for the standard start); raises as
+        :meth:`play`, and InvalidPositionError for a malformed FEN or an unplayable move.
+        """
+        return self.play(self.position(fen, moves), limit)
+
     def analyse(
         self,
-        fen: str,
+        fen: str | Board,
         limit: chess.engine.Limit | None = None,
         multipv: int | None = None,
         moves: Sequence[str] = (),
@@ -704,16 +483,20 @@ class UCIEngine:
     ) -> chess.engine.InfoDict | list[chess.engine.InfoDict]:
         """python-chess analysis info (``score``, ``pv``, ``nodes``, ``wdl`` with ``option.UCI_ShowWDL=true`` …).
 
-        With ``multipv`` a list of info dicts, best first; without, one dict. ``score`` is a ``PovScore``:
+        ``fen`` is a FEN (then ``moves`` are played from it) or a board with its move stack.  With ``multipv`` a list
+        of info dicts, best first; without, one dict. ``score`` is a ``PovScore``:
         ``info["score"].white().wdl(model="sf15.1")`` gives win/draw/loss expectations.
         """
-        board = self.position(fen, moves)
+        if isinstance(fen, str):
+            board = self.position(fen, moves)
+        else:
+            board = checked_board(self.game, fen)
         limit = limit or self.spec.limit()
         return self._call(
             lambda engine: engine.analyse(board, limit, multipv=multipv, game=self._game_token, info=info), board
         )
 
-    def _call(self, action: Callable[[chess.engine.SimpleEngine], T], board: chess.Board | GardnerBoard) -> T:
+    def _call(self, action: Callable[[chess.engine.SimpleEngine], T], board: Board) -> T:
         """Run ``action`` on the engine, turning every failure into :class:`EngineError` naming the position."""
         if self._failure is not None:
             raise EngineError(f"{self.name} failed earlier ({self._failure}); call restart() before using it again")
@@ -743,12 +526,10 @@ __all__ = [
     "EngineNotFoundError",
     "EngineSpec",
     "EngineSpecError",
-    "GardnerBoard",
     "SPEC_FIELDS",
     "UCIEngine",
-    "apply_gardner_moves",
     "board_for",
     "check_options",
-    "describe_position",
+    "checked_board",
     "find_engine",
 ]

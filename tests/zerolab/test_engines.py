@@ -1,10 +1,11 @@
-"""Tests of zerolab.engines: finding engines, specs, the Gardner board adapter, and real Stockfish/Fairy-Stockfish."""
+"""Tests of zerolab.engines: finding engines, specs, what reaches an engine, and real Stockfish/Fairy-Stockfish."""
 
 import stat
 import sys
 
 import chess
 import chess.engine
+import jax
 import numpy as np
 import pytest
 
@@ -13,14 +14,27 @@ from zerolab.engines import (
     EngineNotFoundError,
     EngineSpec,
     EngineSpecError,
-    GardnerBoard,
     UCIEngine,
-    apply_gardner_moves,
     find_engine,
 )
-from zerolab.games.base import InvalidPositionError
+from zerolab.board import GardnerBoard
+from zerolab.fen import InvalidPositionError
 
 GARDNER_START = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
+
+@pytest.fixture(scope="module")
+def chess_game():
+    from zerolab.games import make_game
+
+    return make_game("chess")
+
+
+@pytest.fixture(scope="module")
+def gardner_game():
+    from zerolab.games import make_game
+
+    return make_game("gardner_chess")
+
 
 # --- finding engines --------------------------------------------------------------------------------------------
 
@@ -96,54 +110,6 @@ def test_bad_specs_explain_what_is_expected(text, message):
         EngineSpec.parse(text)
 
 
-# --- the Gardner board ---------------------------------------------------------------------------------------------
-
-
-def test_gardner_board_matches_fairy_stockfish_move_application():
-    pyffish = pytest.importorskip("pyffish", reason="pyffish (a test dependency) cross-checks the Gardner board")
-    rng = np.random.default_rng(0)
-    for _ in range(6):
-        moves: list[str] = []
-        for _ in range(60):
-            legal = pyffish.legal_moves("gardner", GARDNER_START, moves)
-            if not legal:
-                break
-            moves.append(str(rng.choice(sorted(legal))))
-        assert apply_gardner_moves(GARDNER_START, moves) == pyffish.get_fen("gardner", GARDNER_START, moves)
-
-
-@pytest.mark.parametrize(
-    "move, problem",
-    [
-        ("a2a4", "one rank forward"),  # no double step in Gardner chess
-        ("a1a2", "holds a white piece"),
-        ("a2b3", "only to capture"),
-        ("a4a3", "no white piece"),
-        ("b1b3", "not a knight move"),
-        ("f2f3", "off the 5x5 board"),
-        ("a2a3q", "only a pawn reaching the last rank promotes"),
-        ("e2", "malformed"),
-    ],
-)
-def test_gardner_board_rejects_impossible_moves(move, problem):
-    with pytest.raises(ValueError, match=problem):
-        GardnerBoard(GARDNER_START).push_uci(move)
-
-
-def test_gardner_board_stack_root_copy_and_promotion():
-    board = GardnerBoard("k4/3P1/5/5/K4 w - - 7 30")
-    with pytest.raises(ValueError, match="must promote"):
-        board.parse_uci("d4d5")
-    board.push_uci("d4d5n")
-    assert board.fen() == "k2N1/5/5/5/K4 b - - 0 30"
-    board.push_uci("a5b5")
-    assert board.fen() == "1k1N1/5/5/5/K4 w - - 1 31"
-    assert [m.uci() for m in board.move_stack] == ["d4d5n", "a5b5"]
-    assert board.root().fen() == "k4/3P1/5/5/K4 w - - 7 30" and board.root().move_stack == []
-    assert board.copy(stack=False).fen() == board.fen() and board.copy(stack=False).move_stack == []
-    assert board.pop().uci() == "a5b5" and board.turn == chess.BLACK
-
-
 # --- a scripted fake engine: crashes, hangs, and what reaches the engine --------------------------------------------
 
 FAKE_ENGINE = """\
@@ -159,7 +125,16 @@ for line in sys.stdin:
         print("id name FakeEngine"); print("option name Skill Level type spin default 5 min 0 max 10"); print("uciok")
     elif command[0] == "isready":
         print("readyok")
+    elif command[0] == "position" and {mode!r} == "first-legal":
+        import chess
+        tokens = command[1:]
+        split = tokens.index("moves") if "moves" in tokens else len(tokens)
+        board = chess.Board() if tokens[0] == "startpos" else chess.Board(" ".join(tokens[1:split]))
+        for move in tokens[split + 1:]:
+            board.push_uci(move)
     elif command[0] == "go":
+        if {mode!r} == "first-legal":
+            print("bestmove " + sorted(move.uci() for move in board.legal_moves)[0]); sys.stdout.flush(); continue
         if {mode!r} == "hang":
             continue
         if {mode!r} == "die" and os.path.exists({marker!r}):
@@ -172,7 +147,8 @@ for line in sys.stdin:
 
 
 def fake_engine(tmp_path, mode):
-    """Path of an executable fake UCI engine in ``mode`` (normal, hang, die once, illegal) and its input log."""
+    """Path of an executable fake UCI engine in ``mode`` (normal, hang, die once, illegal, first-legal: the first
+    legal move of the position it was sent, in UCI order) and its input log."""
     log, marker = tmp_path / f"{mode}.log", tmp_path / f"{mode}.die-once"
     marker.touch()
     path = tmp_path / f"fake-{mode}"
@@ -240,6 +216,98 @@ def test_skill_outside_the_advertised_range_is_refused(tmp_path):
         UCIEngine(f"{path}:hash=16").open()
 
 
+# --- engines see the game's moves -----------------------------------------------------------------------------
+
+
+class RandomAgent:
+    """Plays uniformly random legal moves."""
+
+    def __init__(self, seed=0):
+        self.name, self.rng = "random", np.random.default_rng(seed)
+
+    def select_actions(self, states, key):
+        masks = np.asarray(states.legal_action_mask)
+        return np.array([self.rng.choice(np.flatnonzero(mask)) if mask.any() else 0 for mask in masks], np.int32)
+
+    def new_game(self):
+        pass
+
+
+def positions_sent(log):
+    return [line.strip() for line in log.read_text().splitlines() if line.startswith("position")]
+
+
+def expected_positions(match, agent_name, root):
+    """The ``position`` commands of every engine move of ``match``: the root and the game's moves so far."""
+    expected = []
+    for record in match.games:
+        first_ply = 0 if record.first_player == agent_name else 1
+        for ply in range(first_ply, record.plies, 2):
+            expected.append(root + (" moves " + " ".join(record.moves[:ply]) if ply else ""))
+    return expected
+
+
+def play_engine_match(game, spec, max_plies):
+    from zerolab.agents import EngineAgent
+    from zerolab.arena import play_match
+
+    agent = EngineAgent(spec, game)
+    try:
+        match = play_match(game, agent, RandomAgent(), 2, jax.random.key(0), max_plies, show_progress=False)
+    finally:
+        agent.close()
+    return agent, match
+
+
+def test_engine_agent_sends_the_games_moves(tmp_path, chess_game):
+    """In the arena (pgx states in, pgx referee) the engine is sent ``position startpos moves ...`` every move."""
+    path, log = fake_engine(tmp_path, "first-legal")
+    agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_plies=24)
+    assert agent.fallback_moves == 0
+    assert positions_sent(log) == expected_positions(match, agent.name, "position startpos")
+    assert any(line.count(" ") > 20 for line in positions_sent(log))  # long move lists, not FENs
+
+
+LOGGING_WRAPPER = """\
+#!{python}
+import subprocess, sys
+engine = subprocess.Popen([{engine!r}], stdin=subprocess.PIPE, text=True, bufsize=1)
+with open({log!r}, "a") as log:
+    for line in sys.stdin:
+        log.write(line); log.flush()
+        engine.stdin.write(line); engine.stdin.flush()
+        if line.strip() == "quit":
+            break
+engine.stdin.close()
+sys.exit(engine.wait())
+"""
+
+
+def logging_wrapper(tmp_path, engine_path):
+    """An executable that logs its input to a file and passes it on to the engine ``engine_path``."""
+    log, wrapper = tmp_path / "input.log", tmp_path / "logged-engine"
+    wrapper.write_text(LOGGING_WRAPPER.format(python=sys.executable, engine=engine_path, log=str(log)))
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return str(wrapper), log
+
+
+@pytest.mark.engine
+def test_stockfish_plays_arena_games_seeing_the_moves(tmp_path, stockfish_path, chess_game):
+    path, log = logging_wrapper(tmp_path, stockfish_path)
+    agent, match = play_engine_match(chess_game, f"{path}:nodes=200", max_plies=40)
+    assert agent.fallback_moves == 0 and match.result is not None
+    assert positions_sent(log) == expected_positions(match, agent.name, "position startpos")
+
+
+@pytest.mark.engine
+def test_fairy_stockfish_plays_gardner_arena_games_seeing_the_moves(tmp_path, fairy_stockfish_path, gardner_game):
+    path, log = logging_wrapper(tmp_path, fairy_stockfish_path)
+    agent, match = play_engine_match(gardner_game, f"{path}:skill=-20,nodes=100", max_plies=20)
+    assert "setoption name UCI_Variant value gardner" in log.read_text()
+    root = f"position fen {gardner_game.start_fen}"
+    assert positions_sent(log) == expected_positions(match, agent.name, root)
+
+
 # --- real engines ---------------------------------------------------------------------------------------------------
 
 POSITIONS = [
@@ -300,13 +368,6 @@ def test_stockfish_analyse_gives_scores_and_multipv(stockfish_path):
 def test_stockfish_cannot_play_gardner(stockfish_path):
     with pytest.raises(EngineError, match="cannot play Gardner chess.*fairy-stockfish"):
         UCIEngine("stockfish", game="gardner_chess").open()
-
-
-@pytest.fixture(scope="module")
-def gardner_game():
-    from zerolab.games import make_game
-
-    return make_game("gardner_chess")
 
 
 @pytest.mark.engine

@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 import pgx
 
+from zerolab.fen import InvalidPositionError  # defined with the FEN rules, which import no pgx
 
-class InvalidPositionError(ValueError):
-    """A position (FEN, board) that cannot be set up; the message names the input and what was expected."""
+
 
 
 class Game:

@@ -25,7 +25,8 @@ import pgx.gardner_chess as pgx_gardner
 from pgx._src.games import chess as pgx_chess_internals
 from pgx._src import gardner_chess_utils as pgx_gardner_internals
 
-from zerolab.games.base import Game, InvalidPositionError
+from zerolab.fen import GARDNER_START_FEN, InvalidPositionError, validate_chess_fen, validate_gardner_fen
+from zerolab.games.base import Game
 
 PROMOTION_PIECES = "rbn"  # order of pgx's under-promotion planes
 FILES = "abcdefgh"
@@ -95,48 +96,6 @@ def parse_square(name: str, board_size: int, color: int) -> int:
     return file * board_size + rank
 
 
-_GARDNER_FEN = re.compile(r"^([pnbrqkPNBRQK1-5]+(?:/[pnbrqkPNBRQK1-5]+){4}) ([wb]) (-) (-) (\d+) (\d+)$")
-
-
-def validate_gardner_fen(fen: str) -> str:
-    """Check a 5×5 FEN (``rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1``) and return it normalised; raise on error."""
-    fields = fen.split()
-    if len(fields) == 4:  # counters omitted, as some tools write
-        fields += ["0", "1"]
-    normalised = " ".join(fields)
-    match = _GARDNER_FEN.match(normalised)
-    if not match:
-        raise InvalidPositionError(
-            f"invalid Gardner FEN {fen!r}: expected 5 ranks of pieces 'pnbrqkPNBRQK' or digits, side 'w' or 'b', "
-            "'-' for castling and en passant, and two move counters"
-        )
-    ranks = match.group(1).split("/")
-    for index, rank in enumerate(ranks):
-        width = sum(int(c) if c.isdigit() else 1 for c in rank)
-        if width != 5:
-            raise InvalidPositionError(f"invalid Gardner FEN {fen!r}: rank {5 - index} covers {width} squares, not 5")
-    board = match.group(1)
-    for king in "Kk":
-        if board.count(king) != 1:
-            raise InvalidPositionError(f"invalid Gardner FEN {fen!r}: expected exactly one '{king}'")
-    if any(c in "pP" for c in ranks[0] + ranks[4]):
-        raise InvalidPositionError(f"invalid Gardner FEN {fen!r}: pawns on the first or last rank")
-    return normalised
-
-
-def validate_chess_fen(fen: str) -> str:
-    """Check an 8×8 FEN with python-chess and return it normalised; raise :class:`InvalidPositionError`."""
-    try:
-        board = chess.Board(fen)
-    except ValueError as error:
-        raise InvalidPositionError(f"invalid FEN {fen!r}: {error}") from None
-    status = board.status()
-    if status != chess.STATUS_VALID:
-        problems = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status]
-        raise InvalidPositionError(f"invalid FEN {fen!r}: {', '.join(problems)}")
-    return board.fen(en_passant="legal")
-
-
 def _board_codes(placement: str, board_size: int) -> np.ndarray:
     """[n, n] piece codes of a FEN placement, rank n first (+ white, − black; 1 pawn … 6 king)."""
     rows = []
@@ -157,6 +116,25 @@ def _mover_frame_squares(codes: np.ndarray, black_to_move: bool) -> np.ndarray:
     if black_to_move:
         codes = -np.flip(codes, axis=0)
     return np.rot90(codes, k=3).reshape(-1).astype(np.int32)
+
+
+def _placement(squares: np.ndarray, board_size: int, black_to_move: bool) -> str:
+    """FEN placement of [n*n] mover-frame squares (inverse of :func:`_mover_frame_squares` and ``_board_codes``)."""
+    codes = np.rot90(np.asarray(squares).reshape(board_size, board_size), k=1)
+    if black_to_move:
+        codes = -np.flip(codes, axis=0)
+    rows = []
+    for row in codes:
+        text, empty = "", 0
+        for code in row:
+            if code == 0:
+                empty += 1
+                continue
+            symbol = "pnbrqk"[abs(int(code)) - 1]
+            text += (str(empty) if empty else "") + (symbol.upper() if code > 0 else symbol)
+            empty = 0
+        rows.append(text + (str(empty) if empty else ""))
+    return "/".join(rows)
 
 
 @functools.cache
@@ -196,7 +174,13 @@ def _gardner_state_finisher():
 
 
 def chess_state_from_fen(fen: str) -> pgx.State:
-    """pgx 8×8 state of a validated FEN (pgx's own reader re-traces its functions on every call)."""
+    """pgx 8×8 state of a validated FEN, with no history: the position has no past positions.
+
+    pgx's own reader (``pgx.experimental.chess.from_fen``, and ``pgx.gardner_chess._from_fen``) starts from its
+    default state, so the standard start position becomes the FEN position's previous position in the history
+    planes of the observation and in the repetition hashes; it also re-traces its functions on every call.  Here
+    the history is empty, as in ``env.init``'s state: ``from_fen(start_fen)`` observes exactly as ``init`` does.
+    """
     placement, turn, castling, en_passant, halfmove, fullmove = fen.split()
     black = turn == "b"
     rights = np.array([["Q" in castling, "K" in castling], ["q" in castling, "k" in castling]])
@@ -214,6 +198,9 @@ def chess_state_from_fen(fen: str) -> pgx.State:
         en_passant=jnp.int32(en_passant_square),
         halfmove_count=jnp.int32(int(halfmove)),
         fullmove_count=jnp.int32(int(fullmove)),
+        # pgx's defaults hold the standard start position as the previous one; a FEN position has no past.
+        hash_history=jnp.zeros_like(pgx_chess_internals.GameState().hash_history),
+        board_history=jnp.zeros_like(pgx_chess_internals.GameState().board_history),
     )
     return _chess_state_finisher()(x)
 
@@ -227,6 +214,8 @@ def gardner_state_from_fen(fen: str) -> pgx.State:
         _turn=jnp.int32(int(black)),
         _halfmove_count=jnp.int32(int(halfmove)),
         _fullmove_count=jnp.int32(int(fullmove)),
+        _hash_history=jnp.zeros_like(pgx_gardner.State()._hash_history),  # no start position as the past
+        _board_history=jnp.zeros_like(pgx_gardner.State()._board_history),
     )
     return _gardner_state_finisher()(state)
 
@@ -259,7 +248,7 @@ class ChessGame(Game):
 
     @property
     def start_fen(self) -> str:
-        return chess.STARTING_FEN if self.board_size == 8 else "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
+        return chess.STARTING_FEN if self.board_size == 8 else GARDNER_START_FEN
 
     # --- pgx internals, read in one place -------------------------------------------------------------------
     def color(self, state: pgx.State) -> int:
@@ -277,6 +266,16 @@ class ChessGame(Game):
     def mover_board_batch(self, states: pgx.State) -> jax.Array:
         """[B, n*n] piece codes in the mover's frame, inside or outside jit."""
         return states._x.board if self.board_size == 8 else states._board
+
+    def history_placements(self, state: pgx.State) -> list[str | None]:
+        """FEN placements of an unbatched state's position and the (up to 7) positions before it, newest first.
+
+        They are the boards of pgx's observation history; None where the history holds no position (the game
+        started fewer plies ago, or from a FEN).
+        """
+        history = np.asarray(state._x.board_history if self.board_size == 8 else state._board_history)
+        black = self.color(state) == 1
+        return [_placement(board, self.board_size, black) if board.any() else None for board in history]
 
     # --- FEN ------------------------------------------------------------------------------------------------
     def validate_fen(self, fen: str) -> str:
