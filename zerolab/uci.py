@@ -18,12 +18,22 @@ Protocol handling:
   choices); ``position startpos|fen F [moves ...]`` is checked with python-chess; ``go``, ``stop``, ``ponderhit``,
   ``quit``, ``debug``.
 - The search runs in a worker thread, so ``isready`` and ``stop`` are answered during it.  ``stop`` sets
-  ``budget.stop_event``, which a searching callback may poll.  ``go infinite`` (and ``go ponder``) search with the
-  default budget and hold ``bestmove`` until ``stop`` (or ``ponderhit``).
-- Bad input never stops the server: a malformed or unknown command, an unplayable position (the previous position
-  is kept), a bad option value — each gets one ``info string error: ...`` line.  Every ``go`` gets exactly one
-  ``bestmove`` with a legal move: if the callback raises or returns an illegal move, that is reported in an
-  ``info string`` and the first legal move in UCI order is played (``bestmove (none)`` when there is no legal move).
+  ``budget.stop_event``, which a searching callback may poll.  ``go infinite`` searches with the default budget,
+  ``go ponder`` with the clocks' allowance for the pondered position (the default without clocks); both hold
+  ``bestmove`` until ``stop`` (or ``ponderhit``).  ``quit`` during a search stops it, waits up to 5 s for its ``bestmove`` and
+  ends the server.
+- ``go searchmoves m1 m2 ...`` restricts the move: a callback's move outside them, and the fallback move, are
+  replaced by the first legal one of them; illegal search moves are reported (all illegal: all moves are searched).
+- Bad input never stops the server: a malformed or unknown command, a bad option value — each gets one
+  ``info string error: ...`` line.  **An invalid ``position``** (bad FEN, unplayable move) leaves the server with
+  no position, rather than the previous one, which the GUI no longer means: the next ``go`` answers
+  ``info string error: no position to search ...`` and ``bestmove (none)``, until a valid ``position`` or
+  ``ucinewgame``.  Every other ``go`` gets exactly one ``bestmove`` with a legal move: if the callback raises or
+  returns an illegal move, that is reported in an ``info string`` and the first legal move in UCI order is played
+  (``bestmove (none)`` when there is no legal move).
+- Before ``bestmove`` the callback's :class:`MoveChoice` becomes one ``info`` line: ``depth``, ``score cp N`` or
+  ``score mate N`` (moves to mate, negative when being mated), ``nodes``, ``nps``, ``time`` and the legal prefix of
+  its ``pv``.
 
 Time management (:func:`time_for_move`): with a clock the move may take
 ``remaining / (movestogo or 30) + 0.75 * increment``, at most ``remaining - overhead``, less the ``Move Overhead``
@@ -44,6 +54,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 import chess
+
+from zerolab.fen import validate_chess_fen
 
 DEFAULT_MOVES_TO_GO = 30
 INCREMENT_SHARE = 0.75
@@ -251,14 +263,7 @@ def parse_position(arguments: Sequence[str]) -> chess.Board:
     elif kind == "fen":
         if not rest:
             raise ValueError("'position fen' needs a FEN")
-        fen = " ".join(rest)
-        try:
-            board = chess.Board(fen)
-        except ValueError as error:
-            raise ValueError(f"invalid FEN {fen!r}: {error}") from None
-        if not board.is_valid():
-            problems = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in board.status()]
-            raise ValueError(f"invalid FEN {fen!r}: {', '.join(problems)}")
+        board = chess.Board(validate_chess_fen(" ".join(rest)))
     else:
         raise ValueError(f"position expects 'startpos' or 'fen', got {kind!r}")
     for index, move in enumerate(moves):
@@ -358,16 +363,33 @@ def plan_budget(
         increment = fields.get("white_increment" if turn == chess.WHITE else "black_increment") or 0.0
         budgets.append(time_for_move(remaining, increment, fields.get("moves_to_go"), move_overhead))
     limited_otherwise = any(fields.get(key) is not None for key in ("nodes", "depth", "mate"))
-    if fields.get("infinite") or fields.get("ponder") or (not budgets and not limited_otherwise):
+    # `go ponder` with clocks searches as if the pondered move were played (the budget the clocks give);
+    # `go infinite` and a `go` without limits search the default time.
+    if fields.get("infinite") or (not budgets and not limited_otherwise) or (fields.get("ponder") and not budgets):
         budgets.append(default_move_time)
     return SearchBudget(**fields, time_budget=min(budgets) if budgets else None)
 
 
+def allowed_moves(board: chess.Board, search_moves: Iterable[str] = ()) -> list[chess.Move]:
+    """The legal moves of ``board`` in UCI order, only those among ``search_moves`` when some of them are legal."""
+    legal = sorted(board.legal_moves, key=lambda move: move.uci())
+    wanted = set(search_moves)
+    return [move for move in legal if move.uci() in wanted] or legal
+
+
+def search_move_problems(board: chess.Board, search_moves: Sequence[str]) -> list[str]:
+    """What is wrong with ``go searchmoves ...`` in ``board``: each move that is not legal, and none being legal."""
+    legal = {move.uci() for move in board.legal_moves}
+    problems = [f"go searchmoves: {move!r} is not a legal move in {board.fen()}; ignored"
+                for move in search_moves if move not in legal]
+    if search_moves and legal and not legal & set(search_moves):
+        problems.append("go searchmoves: none of the moves is legal; searching all moves")
+    return problems
+
+
 def fallback_move(board: chess.Board, search_moves: Iterable[str] = ()) -> chess.Move | None:
     """The first legal move in UCI order (among ``search_moves`` when some are legal), or None when none exists."""
-    legal = sorted(board.legal_moves, key=lambda move: move.uci())
-    allowed = [move for move in legal if move.uci() in set(search_moves)]
-    candidates = allowed or legal
+    candidates = allowed_moves(board, search_moves)
     return candidates[0] if candidates else None
 
 
@@ -440,7 +462,8 @@ class UCIServer:
                 MOVE_OVERHEAD_OPTION, "spin", DEFAULT_MOVE_OVERHEAD_MS, 0, 5000
             )
         self.option_values: dict[str, Any] = {option.name: option.default for option in self.options.values()}
-        self.board = chess.Board()
+        self.board: chess.Board | None = chess.Board()
+        self.position_error: str | None = None  # why the last `position` was rejected (then board is None)
         self.debug = False
         self._output: TextIO | None = None
         self._output_lock = threading.Lock()
@@ -533,7 +556,7 @@ class UCIServer:
         self.debug = arguments == ["on"]
 
     def _ucinewgame(self, arguments: Sequence[str]) -> None:
-        self.board = chess.Board()
+        self.board, self.position_error = chess.Board(), None
         if self.on_new_game is not None:
             try:
                 self.on_new_game()
@@ -565,15 +588,23 @@ class UCIServer:
 
     def _position(self, arguments: Sequence[str]) -> None:
         try:
-            self.board = parse_position(arguments)
+            self.board, self.position_error = parse_position(arguments), None
         except ValueError as error:
-            self.send_error(f"{error}; keeping the previous position")
+            # The GUI meant another position: searching the previous one would answer for the wrong board.
+            self.board, self.position_error = None, str(error)
+            self.send_error(f"{error}; no position until the next valid 'position' command")
 
     def _go(self, arguments: Sequence[str]) -> None:
         if self.searching:  # a protocol error by the GUI: finish that search (it answers its bestmove) first
             self.send_error("go while a search is running; stopping that search first")
             self._end_search(timeout=None)
+        if self.board is None:
+            self.send_error(f"no position to search: the last 'position' command was rejected ({self.position_error}); "
+                            "send a valid 'position' before 'go'")
+            self.send("bestmove (none)")
+            return
         fields, problems = parse_go(arguments)
+        problems += search_move_problems(self.board, fields.get("search_moves", ()))
         for problem in problems:
             self.send_error(problem)
         overhead = self.option_values.get(MOVE_OVERHEAD_OPTION, DEFAULT_MOVE_OVERHEAD_MS) / 1000.0
@@ -636,6 +667,10 @@ class UCIServer:
             self.send_error(
                 f"choose_move returned {choice.move!r}, not a legal move here: {error}; playing a fallback move"
             )
+            return fallback_move(board, budget.search_moves)
+        if move not in allowed_moves(board, budget.search_moves):
+            self.send_error(f"choose_move returned {move.uci()!r}, not one of the searchmoves "
+                            f"{' '.join(budget.search_moves)}; playing a fallback move")
             return fallback_move(board, budget.search_moves)
         line = info_line(choice, board, budget.elapsed())
         if line:

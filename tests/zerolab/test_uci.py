@@ -224,10 +224,15 @@ def test_bad_commands_get_info_strings_and_the_server_keeps_answering(harness):
     running.send("position startpos moves d2d4", *bad, "isready")
     lines = running.read_until("readyok")
     assert len(errors(lines)) == len(bad), lines
-    assert "keeping the previous position" in errors(lines)[1]
-    running.send("go nodes 1")
+    assert "no position until the next valid 'position'" in errors(lines)[1]
+    running.send("go nodes 1")  # the rejected position is not searched, nor is the one before it
+    lines = running.read_until("bestmove")
+    assert lines[-1] == "bestmove (none)" and "no position to search" in errors(lines)[0] and not recorder.calls
+    running.send("position startpos moves d2d4", "go nodes 1")
     assert running.read_until("bestmove")[-1].startswith("bestmove ")
-    assert [m.uci() for m in recorder.calls[0][0].move_stack] == ["d2d4"]  # the last good position
+    assert [m.uci() for m in recorder.calls[0][0].move_stack] == ["d2d4"]
+    running.send("position startpos moves e2e5", "ucinewgame", "go nodes 1")  # a new game starts a position
+    assert running.read_until("bestmove")[-1] == "bestmove h2h4"
     running.send("go nodes zero", "isready")
     lines = running.read_until("readyok")
     lines += running.read_until("bestmove") if not any(l.startswith("bestmove") for l in lines) else []
@@ -302,6 +307,82 @@ def test_back_to_back_searches_never_lose_a_bestmove(harness):
         running.send("position startpos", "go nodes 1")
         lines = running.read_until("bestmove", timeout=2)
         assert errors(lines) == [] and lines[-1] == "bestmove h2h4"
+
+
+def test_searchmoves_restrict_the_callback_and_the_fallback(harness):
+    running = harness(Recorder(lambda board: "e2e4"))
+    running.send("position startpos", "go nodes 1 searchmoves g1f3 b1c3")
+    lines = running.read_until("bestmove")
+    assert "not one of the searchmoves" in errors(lines)[0] and lines[-1] == "bestmove b1c3"
+    assert running.server.choose_move.calls[0][1].search_moves == ("g1f3", "b1c3")
+    running.send("go nodes 1 searchmoves e2e5 e2e4")  # one illegal search move: reported, the legal one plays
+    lines = running.read_until("bestmove")
+    assert "'e2e5' is not a legal move" in errors(lines)[0] and lines[-1] == "bestmove e2e4"
+    running.send("go nodes 1 searchmoves e7e5")  # none legal: reported, every move allowed
+    lines = running.read_until("bestmove")
+    assert "none of the moves is legal" in " ".join(errors(lines)) and lines[-1] == "bestmove e2e4"
+    failing = harness(Recorder(lambda board: 1 / 0))
+    failing.send("position startpos", "go nodes 1 searchmoves h2h3 g2g3")
+    assert failing.read_until("bestmove")[-1] == "bestmove g2g3"  # the first search move in UCI order
+
+
+def test_go_ponder_holds_bestmove_until_ponderhit(harness):
+    recorder = Recorder(lambda board: "e7e5")
+    running = harness(recorder)
+    running.send("position startpos moves e2e4", "go ponder wtime 60000 btime 3000 movestogo 1")
+    time.sleep(0.3)
+    assert running.pending() == []
+    assert recorder.calls[0][1].ponder and recorder.calls[0][1].time_budget == pytest.approx(3.0 - 0.05 - 0.05)
+    running.send("ponderhit")
+    assert running.read_until("bestmove") == ["bestmove e7e5"]
+    running.send("go ponder", "stop")  # the GUI's ponder move was not played: stop, and a bestmove still comes
+    assert running.read_until("bestmove") == ["bestmove e7e5"]
+
+
+def test_quit_during_a_search_stops_it_and_ends_the_server(harness):
+    stopped = threading.Event()
+
+    def search_until_stopped(board, budget):
+        budget.stop_event.wait(10)
+        stopped.set()
+        return "e2e4"
+
+    running = harness(search_until_stopped)
+    running.send("position startpos", "go infinite")
+    time.sleep(0.1)
+    started = time.monotonic()
+    running.quit()  # joins the server thread within 5 s
+    assert stopped.is_set() and time.monotonic() - started < 2
+
+
+def test_mate_scores_reach_python_chess_as_mates(harness):
+    running = harness(Recorder(lambda board: MoveChoice("d8h4", mate_in=1, nodes=3, principal_variation=("d8h4",))))
+    running.send("position startpos moves f2f3 e7e5 g2g4", "go nodes 3")
+    lines = running.read_until("bestmove")
+    assert lines[0].startswith("info score mate 1 nodes 3") and lines[-1] == "bestmove d8h4"
+    board = chess.Board()
+    info = chess.engine._parse_uci_info(lines[0][len("info "):], board)
+    assert info["score"].relative == chess.engine.Mate(1)
+    losing = uci.info_line(MoveChoice("e2e4", mate_in=-2, score_centipawns=-500), board, 0.1)
+    assert "score mate -2" in losing and "cp" not in losing
+
+
+@pytest.mark.parametrize(
+    "go, turn, expected",
+    [
+        ("wtime 0 btime 0", chess.WHITE, uci.MINIMUM_MOVE_TIME),  # a flagged clock still moves
+        ("wtime -300 btime 1000", chess.WHITE, uci.MINIMUM_MOVE_TIME),  # slightly negative clocks happen
+        ("wtime 3000 btime 3000 movestogo 0", chess.WHITE, 3.0 / 30 - 0.05),  # movestogo 0 means unknown
+        ("wtime 1000 winc 5000", chess.WHITE, 1.0 - 0.05 - 0.05),  # a big increment never exceeds the clock
+        ("winc 1000 binc 1000", chess.WHITE, uci.DEFAULT_MOVE_TIME),  # increments without clocks
+        ("movetime 10", chess.BLACK, uci.MINIMUM_MOVE_TIME),  # less than the overhead
+        ("movetime 500 wtime 600 btime 60000", chess.BLACK, 0.45),  # the smaller of movetime and the clock's
+    ],
+)
+def test_time_control_edge_cases(go, turn, expected):
+    fields, problems = uci.parse_go(go.split())
+    assert problems == []
+    assert uci.plan_budget(fields, turn).time_budget == pytest.approx(expected)
 
 
 def test_quit_and_end_of_input_stop_the_server():
