@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from alphagateau.graph import build_graphs, edge_logits_to_action_logits
 from alphagateau.layers import AttentionPooling, ResGATEAU
-from zerolab.api import AlphaZeroResNet, NetworkInputs, count_parameters
+from zerolab.api import AlphaZeroResNet, NetworkInputs, NetworkOutput, count_parameters
 
 
 class AlphaGateau(nn.Module):
@@ -51,7 +51,7 @@ class AlphaGateau(nn.Module):
     batch_norm_momentum: float = 0.9
 
     @nn.compact
-    def __call__(self, inputs: NetworkInputs, train: bool = False) -> tuple[jax.Array, jax.Array]:
+    def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
         """``(policy_logits [B, A], value [B])`` of a batch of chess (8×8) or Gardner chess (5×5) positions."""
         batch_size = inputs.observation.shape[0]
         graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
@@ -67,7 +67,7 @@ class AlphaGateau(nn.Module):
         edge_logits = nn.Dense(1, name="policy_head")(graphs.edges).reshape(batch_size, -1)
         pooled = AttentionPooling(self.embedding_size, name="value_pooling")(graphs)
         value = jnp.tanh(nn.Dense(1, name="value_head")(pooled))[:, 0]
-        return edge_logits_to_action_logits(edge_logits), value
+        return NetworkOutput(edge_logits_to_action_logits(edge_logits), value)
 
 
 CHESS_GAMES = ("chess", "gardner_chess")

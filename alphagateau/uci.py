@@ -329,7 +329,7 @@ class GateauEngine:
         if simulations == 0:
             def choose(variables, key, states):
                 del key
-                logits, value, _ = apply_network(network, variables, NetworkInputs.from_states(states))
+                (logits, value, _), _ = apply_network(network, variables, NetworkInputs.from_states(states))
                 return jnp.argmax(masked_logits(logits, states.legal_action_mask), axis=-1), value
         else:
             config = dataclasses.replace(self.search_config, num_simulations=simulations)

@@ -58,7 +58,7 @@ def reference_selfplay(game, network, num_games: int, plies: int, num_simulation
     """The bare loop: pgx + mctx.gumbel_muzero_policy + the network, nothing else."""
 
     def evaluate(variables, states):
-        logits, value = network.apply(variables, NetworkInputs(states.observation, states.legal_action_mask))
+        logits, value, _ = network.apply(variables, NetworkInputs(states.observation, states.legal_action_mask))
         return jnp.where(states.legal_action_mask, logits, jnp.finfo(logits.dtype).min), value
 
     def recurrent_fn(variables, key, action, states):

@@ -91,6 +91,8 @@ def set_value(config: ConfigDict, dotted_key: str, value: Any) -> None:
     for parent in parents:
         node = node[parent]
     current = node[leaf]
+    if isinstance(current, ConfigDict) and isinstance(value, dict):  # a whole options dict, e.g. search.rule_options
+        value = ConfigDict(value)
     if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if current is not None and value is not None and not isinstance(value, type(current)):

@@ -1,8 +1,13 @@
-"""Networks: Flax modules ``(inputs, train) -> (policy_logits [B, A], value [B])`` and the AlphaZero ResNet.
+"""Networks: Flax modules ``(inputs, train) -> NetworkOutput(policy_logits [B, A], value [B], extras)``.
 
 Every network reads a :class:`NetworkInputs` batch: the pgx observation and the legal-action mask of each
 position.  That pair is all a frame in the replay window stores, so any encoder (planes for the ResNet, a graph for
 AlphaGateau) is computed from it inside the network's ``__call__`` and stays under jit.
+
+A network returns a :class:`NetworkOutput`; ``extras`` holds any further heads a method needs (SAI's α and β, an
+auxiliary target), each ``[B, ...]``.  :func:`apply_network` is the seam between networks and everything else (search,
+losses, agents): it checks the output's shapes there, as mctx checks its model outputs, so a head of the wrong shape
+fails at trace time with the name of the field instead of broadcasting silently.
 
 Networks are chosen by ``config.model.name``: ``resnet`` is built in; any other name is a ``module:factory`` path,
 with ``factory(model_config, game) -> nn.Module``, so method packages add networks without ``zerolab`` importing
@@ -12,8 +17,8 @@ them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import flax.struct
@@ -22,6 +27,42 @@ import jax.numpy as jnp
 import pgx
 
 from zerolab.games import Game
+
+
+class NetworkOutput(NamedTuple):
+    """What a network returns for a batch of B positions.
+
+    Attributes:
+      policy_logits: [B, A] unnormalised move logits (illegal actions are masked by the caller).
+      value: [B] expected outcome from the side to move, in [-1, 1].
+      extras: ``{name: [B, ...]}`` further outputs for a method's loss or search (empty for AlphaZero networks).
+    """
+
+    policy_logits: jax.Array
+    value: jax.Array
+    extras: Mapping[str, jax.Array] = {}
+
+
+def check_network_output(output: Any, inputs: NetworkInputs) -> NetworkOutput:
+    """``output`` as a :class:`NetworkOutput` whose shapes fit ``inputs``, or a ValueError naming the field.
+
+    A bare ``(policy_logits, value)`` pair (networks written before ``NetworkOutput``) is accepted.
+    """
+    if not isinstance(output, NetworkOutput):
+        if not (isinstance(output, tuple) and len(output) == 2):
+            raise ValueError(f"a network must return NetworkOutput(policy_logits, value, extras), got {type(output).__name__}")
+        output = NetworkOutput(*output)
+    batch_size, num_actions = inputs.legal_action_mask.shape
+    expected = {"policy_logits": (batch_size, num_actions), "value": (batch_size,)}
+    for field, shape in expected.items():
+        found = tuple(getattr(output, field).shape)
+        if found != shape:
+            raise ValueError(f"network output {field} has shape {found}, expected {shape} (batch {batch_size}, "
+                             f"{num_actions} actions)")
+    for name, value in output.extras.items():
+        if value.ndim == 0 or value.shape[0] != batch_size:
+            raise ValueError(f"network output extras[{name!r}] has shape {tuple(value.shape)}, expected [{batch_size}, ...]")
+    return output
 
 
 @flax.struct.dataclass
@@ -67,7 +108,7 @@ class AlphaZeroResNet(nn.Module):
     value_hidden: int = 64
 
     @nn.compact
-    def __call__(self, inputs: NetworkInputs, train: bool = False) -> tuple[jax.Array, jax.Array]:
+    def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
         x = inputs.observation.astype(jnp.float32)
         x = nn.Conv(self.channels, (3, 3), use_bias=False)(x)
         x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(x))
@@ -82,7 +123,7 @@ class AlphaZeroResNet(nn.Module):
         value = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(value))
         value = nn.relu(nn.Dense(self.value_hidden)(value.reshape(value.shape[0], -1)))
         value = jnp.tanh(nn.Dense(1)(value)).squeeze(-1)
-        return policy_logits, value
+        return NetworkOutput(policy_logits, value)
 
 
 def make_resnet(model_config: Any, game: Game) -> nn.Module:
@@ -128,10 +169,10 @@ def count_parameters(params: Any) -> int:
 
 def apply_network(
     network: nn.Module, variables: dict, inputs: NetworkInputs, train: bool = False
-) -> tuple[jax.Array, jax.Array, dict]:
-    """``(policy_logits [B, A], value [B], batch_stats)``; batch_stats are updated only when ``train``."""
+) -> tuple[NetworkOutput, dict]:
+    """``(NetworkOutput, batch_stats)``, shapes checked; batch_stats are updated only when ``train``."""
     if train:
-        (logits, value), updates = network.apply(variables, inputs, train=True, mutable=["batch_stats"])
-        return logits, value, updates.get("batch_stats", {})
-    logits, value = network.apply(variables, inputs, train=False)
-    return logits, value, variables.get("batch_stats", {})
+        output, updates = network.apply(variables, inputs, train=True, mutable=["batch_stats"])
+        return check_network_output(output, inputs), updates.get("batch_stats", {})
+    output = network.apply(variables, inputs, train=False)
+    return check_network_output(output, inputs), variables.get("batch_stats", {})

@@ -31,7 +31,9 @@ from zerolab.checkpoint import Checkpointer, resolve_checkpoint
 from zerolab.games import Game, make_game
 from zerolab.networks import init_variables, make_network
 from zerolab.replay import FrameWindow
-from zerolab.search import SearchConfig
+from zerolab.replay_checkpoints import ReplayCheckpoints
+from zerolab.method import ALPHAZERO, Method, make_method
+from zerolab.search import SearchConfig, SearchRules
 from zerolab.selfplay import SelfPlayConfig
 
 logger = logging.getLogger(__name__)
@@ -72,21 +74,31 @@ def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTr
 
 @dataclasses.dataclass
 class Components:
-    """What a run is built from: the game, the network and the search, made from a config."""
+    """What a run is built from, made from its config: the game, the network, the search and its rules, the
+    self-play sizes and the training method.
+
+    Configs of runs written before a key existed (``search.rules``, ``method``, the temperature schedule) load with
+    that key's default, so old run directories keep working.
+    """
 
     game: Game
     network: nn.Module
     search: SearchConfig
     selfplay: SelfPlayConfig
+    rules: SearchRules | None = None
+    method: Method = ALPHAZERO
 
     @classmethod
     def from_config(cls, config: Any) -> Components:
         game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
+        search = SearchConfig.from_config(config.search)
         return cls(
             game=game,
             network=make_network(config.model, game),
-            search=SearchConfig.from_config(config.search),
-            selfplay=SelfPlayConfig(**config.selfplay.to_dict()),
+            search=search,
+            selfplay=SelfPlayConfig.from_config(config.selfplay),
+            rules=search.make_rules(),
+            method=make_method(config, game),
         )
 
 
@@ -111,11 +123,15 @@ class RunCheckpoints:
     rating, but without their (large) replay window they are not points a run resumes from.  When no complete step
     can be read, :meth:`restore` stops with :class:`~zerolab.checkpoint.UnreadableCheckpointError` rather than start
     the run again over its own history.
+
+    On several processes the train state is written collectively (orbax), and each process saves and restores its
+    own replay window and numpy random state (:mod:`zerolab.replay_checkpoints`, which also says what a single
+    process resuming a multi-process run restores: every process's window, concatenated).
     """
 
     def __init__(self, workdir: pathlib.Path, keep: int, keep_period: int):
         self.states = Checkpointer(workdir / "checkpoints", keep=keep, keep_period=keep_period)
-        self.replay = Checkpointer(workdir / "replay", keep=keep)
+        self.replay = ReplayCheckpoints(workdir / "replay", keep=keep)
 
     def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
         metadata = {
@@ -125,17 +141,16 @@ class RunCheckpoints:
             "config": config_lib.to_json(config),
             "metrics": run.last_record,
         }
-        window = {"num_frames": np.asarray(len(run.window)), **run.window.arrays}
-        self.replay.save(run.iteration, {"window": window}, {"iteration": run.iteration})
+        self.replay.save(run.iteration, run.window, run.numpy_rng)
         self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
 
     def discard_after(self, step: int) -> None:
         """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
-        for checkpointer in (self.states, self.replay):
-            for stale in [s for s in checkpointer.steps() if s > step]:
-                logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
-                               checkpointer.directory / str(stale), step)
-                checkpointer.manager.delete(stale)
+        for stale in [s for s in self.states.steps() if s > step]:
+            logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
+                           self.states.directory / str(stale), step)
+            self.states.manager.delete(stale)
+        self.replay.discard_after(step)
 
     def complete_steps(self) -> list[int]:
         return sorted(set(self.states.steps()) & set(self.replay.steps()))
@@ -145,7 +160,7 @@ class RunCheckpoints:
         state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no complete step reads."""
         for step in reversed(self.complete_steps()):
             state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
-            replay = self.replay.restore_newest([step], {"window": None}) if state is not None else None
+            replay = self.replay.restore(step) if state is not None else None
             if state is None or replay is None:
                 continue
             return self._run_state(state, replay)
@@ -163,14 +178,15 @@ class RunCheckpoints:
 
     @staticmethod
     def _run_state(state, replay) -> RunState:
-        arrays = {k: np.asarray(v) for k, v in replay.items["window"].items() if k != "num_frames"}
-        rng = np.random.default_rng()
-        rng.bit_generator.state = state.metadata["numpy_rng"]
+        rng = replay.numpy_rng
+        if rng is None:  # the single-process layout: the random state is the train-state checkpoint's
+            rng = np.random.default_rng()
+            rng.bit_generator.state = state.metadata["numpy_rng"]
         return RunState(
             iteration=int(state.metadata["iteration"]),
             frames_seen=int(state.metadata["frames_seen"]),
             train_state=state.items["train_state"],
-            window=FrameWindow(arrays),
+            window=replay.window,
             numpy_rng=rng,
             last_record=state.metadata.get("metrics"),
         )

@@ -14,6 +14,14 @@ point, in mctx's own style:
   ``update_node_state(tree, parent_index [B], action [B], leaf_index [B]) -> pytree``, called after every simulation.
 * ``backup_fn(tree, leaf_index) -> tree`` over one unbatched tree: how a new leaf's value reaches its ancestors
   (the default is mctx's running mean of ``v <- r + discount * v``; SAI gives each ancestor its own value).
+* ``summary_fn(tree) -> {name: [B]}`` over the batched tree after the search: per-search statistics that appear in
+  :attr:`SearchOutput.summary` and, averaged, in self-play's metrics.
+
+Rules are chosen from the config like networks are: ``search.rules = "package.module:factory"`` with
+``search.rule_options`` (a dict of keyword arguments), and ``factory(search_config, **rule_options) -> SearchRules``.
+Every consumer of a :class:`SearchConfig` (self-play, checkpoint agents, the UCI and GTP engines, ``zerolab bench``)
+gets the rules through :meth:`SearchConfig.make_rules`.  :func:`selection_functions` gives the standard root and
+interior selection functions of a config, for rules that wrap them.
 
 A policy with rules runs the project's own small simulation loop (:func:`make_search_loop`), passed to the mctx
 policy as its ``loop_fn``: mctx still draws the root noise, builds the tree and turns visits into the action and the
@@ -24,7 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import chex
@@ -44,10 +53,28 @@ from zerolab.networks import NetworkInputs, apply_network
 
 SEARCH_KINDS = ("gumbel", "muzero")
 
+RootActionSelectionFn = mctx.RootActionSelectionFn
+"""``(key, tree, node_index) -> action``: mctx's root rule, over one unbatched tree."""
+InteriorActionSelectionFn = mctx.InteriorActionSelectionFn
+"""``(key, tree, node_index, depth) -> action``: mctx's interior rule, over one unbatched tree."""
+InitNodeStateFn = Callable[[mctx.Tree], Any]
+"""``(batched tree) -> pytree`` of per-node state with leaves ``[B, N, ...]``, made before the first simulation."""
+UpdateNodeStateFn = Callable[[mctx.Tree, jax.Array, jax.Array, jax.Array], Any]
+"""``(batched tree, parent_index [B], action [B], leaf_index [B]) -> node state``, after every simulation's backup."""
+BackupFn = Callable[[mctx.Tree, chex.Numeric], mctx.Tree]
+"""``(unbatched tree, leaf_index) -> tree``: carries a new leaf's value to its ancestors."""
+SummaryFn = Callable[[mctx.Tree], Mapping[str, jax.Array]]
+"""``(batched tree) -> {name: [B]}``: statistics of each finished search."""
+
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
-    """How to search.  ``kind`` is ``gumbel`` (Gumbel MuZero) or ``muzero`` (PUCT with root Dirichlet noise)."""
+    """How to search.  ``kind`` is ``gumbel`` (Gumbel MuZero) or ``muzero`` (PUCT with root Dirichlet noise).
+
+    ``rules`` names a rules factory (``"package.module:factory"``, empty for the standard search) and
+    ``rule_options`` its keyword arguments, as a sorted tuple of ``(name, value)`` pairs so that the config stays
+    hashable (it is a static argument of jitted searches).
+    """
 
     kind: str = "gumbel"
     num_simulations: int = 32
@@ -60,12 +87,20 @@ class SearchConfig:
     dirichlet_fraction: float = 0.25
     pb_c_init: float = 1.25
     pb_c_base: float = 19652.0
+    # Search variants
+    rules: str = ""
+    rule_options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self):
         if self.kind not in SEARCH_KINDS:
             raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {self.kind!r}")
         if self.num_simulations < 1:
             raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
+        if isinstance(self.rule_options, Mapping) or hasattr(self.rule_options, "to_dict"):
+            options = self.rule_options.to_dict() if hasattr(self.rule_options, "to_dict") else self.rule_options
+            object.__setattr__(self, "rule_options", tuple(sorted(dict(options).items())))
+        if self.rule_options and not self.rules:
+            raise ValueError(f"search.rule_options {dict(self.rule_options)} given without search.rules")
 
     @classmethod
     def from_config(cls, config: Any) -> SearchConfig:
@@ -76,6 +111,31 @@ class SearchConfig:
         if unknown:
             raise ValueError(f"unknown search keys {unknown}; valid keys: {sorted(known)}")
         return cls(**values)
+
+    def make_rules(self) -> SearchRules | None:
+        """The rules named by ``rules`` built with ``rule_options``; None for the standard search."""
+        if not self.rules:
+            return None
+        factory = load_factory(self.rules, "search.rules")
+        rules = factory(self, **dict(self.rule_options))
+        if not isinstance(rules, SearchRules):
+            raise TypeError(f"search.rules={self.rules!r} returned {type(rules).__name__}, expected SearchRules")
+        return rules
+
+
+def load_factory(path: str, key: str) -> Callable:
+    """The callable named by ``"package.module:name"`` (config key ``key``), or a ValueError saying what is wrong."""
+    module_name, separator, attribute = path.partition(":")
+    if not separator or not module_name or not attribute:
+        raise ValueError(f"{key}={path!r} must name a callable as 'package.module:name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise ValueError(f"{key}={path!r}: cannot import {module_name} ({error})") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ValueError(f"{key}={path!r}: module {module_name} has no callable {attribute}")
+    return factory
 
 
 @flax.struct.dataclass
@@ -88,6 +148,7 @@ class SearchOutput:
         visit distribution).
       visit_counts: [B, A] root visit counts.
       root_value: [B] the root's searched value, from the side to move.
+      summary: ``{name: [B]}`` from the rules' ``summary_fn`` (empty without one).
       tree: the mctx search tree (dropped by callers that do not need it).
     """
 
@@ -95,6 +156,7 @@ class SearchOutput:
     policy_target: jax.Array
     visit_counts: jax.Array
     root_value: jax.Array
+    summary: dict = flax.struct.field(default_factory=dict)
     tree: Any = None
 
 
@@ -137,14 +199,46 @@ def standard_backup(tree: mctx.Tree, leaf_index: chex.Numeric) -> mctx.Tree:
 class SearchRules:
     """The hooks a search variant may replace; ``None`` keeps the standard behaviour of the chosen policy."""
 
-    root_action_selection_fn: Callable | None = None
-    interior_action_selection_fn: Callable | None = None
-    init_node_state: Callable[[mctx.Tree], Any] | None = None
-    update_node_state: Callable[[mctx.Tree, jax.Array, jax.Array, jax.Array], Any] | None = None
-    backup_fn: Callable[[mctx.Tree, chex.Numeric], mctx.Tree] = standard_backup
+    root_action_selection_fn: RootActionSelectionFn | None = None
+    interior_action_selection_fn: InteriorActionSelectionFn | None = None
+    init_node_state: InitNodeStateFn | None = None
+    update_node_state: UpdateNodeStateFn | None = None
+    backup_fn: BackupFn = standard_backup
+    summary_fn: SummaryFn | None = None
+
+    @property
+    def changes_simulations(self) -> bool:
+        """Whether the simulations need the project's loop (any hook but ``summary_fn`` replaced)."""
+        return (self.root_action_selection_fn, self.interior_action_selection_fn, self.init_node_state,
+                self.update_node_state, self.backup_fn) != (None, None, None, None, standard_backup)
 
 
 STANDARD_RULES = SearchRules()
+
+
+def selection_functions(config: SearchConfig) -> tuple[RootActionSelectionFn, InteriorActionSelectionFn]:
+    """The standard ``(root, interior)`` selection functions of ``config.kind``, as mctx's policies use them.
+
+    Gumbel: sequential halving at the root, Gumbel's deterministic interior rule; MuZero: PUCT at both (the root's
+    Dirichlet noise is in the root's priors, added by ``mctx.muzero_policy``).  Rules wrap these.
+    """
+    if config.kind == "gumbel":
+        qtransform = mctx.qtransform_completed_by_mix_value
+        root_selection = functools.partial(
+            mctx.gumbel_muzero_root_action_selection,
+            num_simulations=config.num_simulations,
+            max_num_considered_actions=config.max_num_considered_actions,
+            qtransform=qtransform,
+        )
+        interior_selection = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
+        return root_selection, interior_selection
+    interior_selection = functools.partial(
+        mctx.muzero_action_selection,
+        pb_c_base=config.pb_c_base,
+        pb_c_init=config.pb_c_init,
+        qtransform=mctx.qtransform_by_parent_and_siblings,
+    )
+    return functools.partial(interior_selection, depth=0), interior_selection
 
 
 def make_search_loop(
@@ -207,28 +301,14 @@ def policy(
     rules: SearchRules | None = None,
 ) -> mctx.PolicyOutput:
     """Runs the mctx policy named by ``config.kind``; with ``rules``, through the project's simulation loop."""
+    root_selection, interior_selection = selection_functions(config)
     if config.kind == "gumbel":
-        qtransform = mctx.qtransform_completed_by_mix_value
-        root_selection = functools.partial(
-            mctx.gumbel_muzero_root_action_selection,
-            num_simulations=config.num_simulations,
-            max_num_considered_actions=config.max_num_considered_actions,
-            qtransform=qtransform,
-        )
-        interior_selection = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
         run_policy = functools.partial(
             mctx.gumbel_muzero_policy,
             max_num_considered_actions=config.max_num_considered_actions,
             gumbel_scale=config.gumbel_scale,
         )
     else:
-        interior_selection = functools.partial(
-            mctx.muzero_action_selection,
-            pb_c_base=config.pb_c_base,
-            pb_c_init=config.pb_c_init,
-            qtransform=mctx.qtransform_by_parent_and_siblings,
-        )
-        root_selection = functools.partial(interior_selection, depth=0)
         run_policy = functools.partial(
             mctx.muzero_policy,
             dirichlet_fraction=config.dirichlet_fraction,
@@ -259,8 +339,8 @@ def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
 
 def evaluate(network: nn.Module, variables: Any, states: pgx.State) -> tuple[jax.Array, jax.Array]:
     """``(masked policy logits [B, A], value [B])`` of a batch of pgx states, in evaluation mode."""
-    logits, value, _ = apply_network(network, variables, NetworkInputs.from_states(states), train=False)
-    return masked_logits(logits, states.legal_action_mask), value
+    output, _ = apply_network(network, variables, NetworkInputs.from_states(states), train=False)
+    return masked_logits(output.policy_logits, states.legal_action_mask), output.value
 
 
 def make_recurrent_fn(game: Game, network: nn.Module) -> mctx.RecurrentFn:
@@ -294,12 +374,23 @@ def run_search(
     rules: SearchRules | None = None,
     keep_tree: bool = False,
 ) -> SearchOutput:
-    """Searches from each of the batched ``states`` (jittable; ``config``, ``game``, ``network`` are static)."""
+    """Searches from each of the batched ``states`` (jittable; ``config``, ``game``, ``network`` are static).
+
+    ``rules`` default to those named by ``config`` (:meth:`SearchConfig.make_rules`); pass them to override.
+    """
+    if rules is None:
+        rules = config.make_rules()
     logits, value = evaluate(network, variables, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+    loop_rules = rules if rules is not None and rules.changes_simulations else None
     output = policy(
-        config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask, rules=rules
+        config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask, rules=loop_rules
     )
+    summary = {}
+    if rules is not None and rules.summary_fn is not None:
+        summary = dict(rules.summary_fn(output.search_tree))
+        for name, value_array in summary.items():
+            chex.assert_shape(value_array, (states.legal_action_mask.shape[0],))
     visit_counts = output.search_tree.summary().visit_counts
     if config.kind == "gumbel":
         action = output.action
@@ -310,5 +401,6 @@ def run_search(
         policy_target=output.action_weights,
         visit_counts=visit_counts,
         root_value=output.search_tree.node_values[:, mctx.Tree.ROOT_INDEX],
+        summary=summary,
         tree=output.search_tree if keep_tree else None,
     )

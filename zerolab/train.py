@@ -2,7 +2,10 @@
 
 ``run(config, workdir)`` runs ``config.iterations`` iterations.  Each one plays a self-play batch, updates the
 frame window, trains ``train.epochs_per_iteration`` epochs over it, saves a checkpoint and appends one line to
-``metrics.jsonl``.  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
+``metrics.jsonl``.  What the loop plays and learns is chosen from the config: the network (``model.name``), the search
+rules (``search.rules``) and the method (``method``: loss, value targets, initial states, per-ply move rule or its
+own self-play; :mod:`zerolab.method`); ``hooks`` passed to :func:`run` see each iteration's record (evaluation,
+plots), as in Flax's examples.  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
 replay window, random state and counters are restored, and ``metrics.jsonl`` is reconciled so that each completed
 iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.
 
@@ -17,7 +20,7 @@ import logging
 import math
 import pathlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -29,8 +32,21 @@ import optax
 from jax.sharding import Mesh
 
 from zerolab import config as config_lib
-from zerolab.devices import batch_sharded, check_divisible, local_numpy, make_mesh, replicate, replicated, shard_host_batch
+from zerolab.devices import (
+    batch_sharded,
+    is_main_process,
+    jit_step,
+    local_batch_size,
+    local_numpy,
+    make_mesh,
+    process_numpy_rng,
+    replicate,
+    replicated,
+    shard_host_batch,
+    sum_over_processes,
+)
 from zerolab.games import Game
+from zerolab.method import LossFn, alphazero_loss
 from zerolab.metrics import MetricsLog
 from zerolab.networks import NetworkInputs, apply_network, count_parameters
 from zerolab.pgn import GameRecord, replay_moves, write_games
@@ -46,7 +62,6 @@ from zerolab.runs import (
     initialise_from,
     make_optimizer,
 )
-from zerolab.search import masked_logits
 from zerolab.selfplay import Frames, PlyRecord, finished_games, make_selfplay_fn, summarize
 
 logger = logging.getLogger(__name__)
@@ -70,6 +85,8 @@ def default_config() -> ml_collections.ConfigDict:
                 "dirichlet_fraction": 0.25,
                 "pb_c_init": 1.25,
                 "pb_c_base": 19652.0,
+                "rules": "",  # "package.module:factory" of a SearchRules variant; empty: the standard search
+                "rule_options": {},  # keyword arguments of that factory
             },
             "selfplay": {
                 "num_games": 64,
@@ -77,7 +94,14 @@ def default_config() -> ml_collections.ConfigDict:
                 "max_game_plies": 256,
                 "temperature_plies": 0,
                 "temperature": 1.0,
+                "temperature_schedule": "plies",  # or "moves" (lc0's; see zerolab.selfplay.SelfPlayConfig)
+                "temperature_delay_moves": 0,
+                "temperature_decay_moves": 0,
+                "temperature_end": 0.0,
+                "temperature_cutoff_moves": 0,
             },
+            "method": "",  # "package.module:factory" of a zerolab.method.Method; empty: AlphaZero
+            "method_options": {},  # keyword arguments of that factory
             "replay": {"window_size": 100_000, "mode": "sample"},
             "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0},
             "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network
@@ -87,26 +111,27 @@ def default_config() -> ml_collections.ConfigDict:
     )
 
 
+IterationHook = Callable[[RunState, dict], None]
+"""``(run_state, record) -> None``: called after each iteration's training, before its checkpoint and its line in
+``metrics.jsonl``; entries a hook adds to ``record`` (an Elo, a figure's path) are logged with it."""
+
+
 def loss_fn(
-    params: Any, batch_stats: Any, network: nn.Module, frames: Frames, l2_weight: float
+    params: Any, batch_stats: Any, network: nn.Module, frames: Frames, l2_weight: float,
+    method_loss: LossFn = alphazero_loss,
 ) -> tuple[jax.Array, tuple[dict, Any]]:
-    """Policy cross-entropy (illegal actions masked) + value MSE over known outcomes (+ L2)."""
+    """The method's loss (default: policy cross-entropy + value MSE over known outcomes) + L2."""
     inputs = NetworkInputs(observation=frames.observation, legal_action_mask=frames.legal_action_mask)
-    logits, value, new_batch_stats = apply_network(
-        network, {"params": params, "batch_stats": batch_stats}, inputs, train=True
-    )
-    logits = masked_logits(logits, frames.legal_action_mask)
-    policy_target = frames.policy_target.astype(jnp.float32)
-    policy_loss = optax.softmax_cross_entropy(logits, policy_target).mean()
-    value_mask = frames.value_mask.astype(jnp.float32)
-    value_loss = jnp.sum(value_mask * (value - frames.value_target) ** 2) / jnp.maximum(value_mask.sum(), 1.0)
+    output, new_batch_stats = apply_network(network, {"params": params, "batch_stats": batch_stats}, inputs, train=True)
+    data_loss, method_metrics = method_loss(output, frames)
     l2_loss = sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(params))
-    loss = policy_loss + value_loss + l2_weight * l2_loss
-    metrics = {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss}
+    loss = data_loss + l2_weight * l2_loss
+    metrics = {"loss": loss, **method_metrics}
     return loss, (metrics, new_batch_stats)
 
 
-def make_train_step(network: nn.Module, optimizer: optax.GradientTransformation, mesh: Mesh, l2_weight: float):
+def make_train_step(network: nn.Module, optimizer: optax.GradientTransformation, mesh: Mesh, l2_weight: float,
+                    method_loss: LossFn = alphazero_loss):
     """A jitted ``(state, frames) -> (state, metrics)``: frames sharded over the mesh, state replicated.
 
     The batch is one global array, so BatchNorm's batch statistics and the gradient are those of the whole batch:
@@ -115,32 +140,34 @@ def make_train_step(network: nn.Module, optimizer: optax.GradientTransformation,
 
     def train_step(state: TrainState, frames: Frames) -> tuple[TrainState, dict]:
         grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-        (_, (metrics, batch_stats)), grads = grad_fn(state.params, state.batch_stats, network, frames, l2_weight)
+        (_, (metrics, batch_stats)), grads = grad_fn(state.params, state.batch_stats, network, frames, l2_weight,
+                                                     method_loss)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics = {**metrics, "grad_norm": optax.global_norm(grads)}
         return TrainState(step=state.step + 1, params=params, batch_stats=batch_stats, opt_state=opt_state), metrics
 
-    return jax.jit(
-        train_step,
-        in_shardings=(replicated(mesh), batch_sharded(mesh)),
-        out_shardings=(replicated(mesh), replicated(mesh)),
-        donate_argnums=(0,),
-    )
+    return jit_step(train_step, mesh)
 
 
 def train_on_window(
     train_step: Callable, train_state: TrainState, window: FrameWindow, config: Any, mesh: Mesh,
     rng: np.random.Generator,
 ) -> tuple[TrainState, dict, int]:
-    """``epochs_per_iteration`` epochs of minibatches drawn without replacement from the window."""
+    """``epochs_per_iteration`` epochs of minibatches drawn without replacement from the window.
+
+    Returns the new state, the metrics averaged over the updates and the number of frames trained on (all processes'
+    together).  On several processes each trains from its own window: it supplies ``train.batch_size /
+    process_count`` frames of every global minibatch of ``train.batch_size``, and the number of updates counts the
+    frames of all windows, so every process makes the same number of (collective) updates.
+    """
     batch_size = int(config.train.batch_size)
-    check_divisible("train.batch_size", batch_size, mesh)
-    num_updates = max(1, math.ceil(config.train.epochs_per_iteration * len(window) / batch_size))
-    order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * batch_size / len(window)) + 1)])
+    local_size = local_batch_size("train.batch_size", batch_size, mesh)
+    num_updates = max(1, math.ceil(config.train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
+    order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * local_size / len(window)) + 1)])
     totals: dict[str, float] = {}
     for update in range(num_updates):
-        indices = np.sort(order[update * batch_size:(update + 1) * batch_size])
+        indices = np.sort(order[update * local_size:(update + 1) * local_size])
         batch = shard_host_batch(window.as_frames(indices), mesh)
         train_state, metrics = train_step(train_state, batch)
         for name, value in metrics.items():
@@ -181,8 +208,16 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     return record, run_state, train_state, records
 
 
+def make_run_selfplay_fn(components: Components, mesh: Mesh) -> Callable:
+    """The run's jitted, sharded self-play ``(variables, key) -> (frames, records)``, from its method's parts."""
+    play_fn, frozen_variables = components.method.selfplay_parts(components)
+    return make_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh,
+                            play_fn=play_fn, frozen_variables=frozen_variables)
+
+
 def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
-    """A few self-play games of the iteration as PGN, for a person to look at."""
+    """A few self-play games of the iteration as PGN, for a person to look at (games from the start position: the
+    records keep actions, which are replayed from ``game.init``)."""
     if max_games <= 0 or game.move_record_format is None:
         return
     games = [GameRecord("self-play", "self-play", replay_moves(game, actions), score, len(actions), False)
@@ -192,8 +227,9 @@ def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
-        after_iteration: Callable[[RunState, dict], None] | None = None) -> RunState:
-    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there."""
+        hooks: Sequence[IterationHook] = ()) -> RunState:
+    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there; ``hooks`` are called in
+    order after each iteration (see :data:`IterationHook`)."""
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     components = Components.from_config(config)
@@ -201,7 +237,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     optimizer = make_optimizer(config.train)
     checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
     metrics_log = MetricsLog(workdir)
-    show_progress = bool(config.progress)
+    main_process = is_main_process()  # on several processes, process 0 alone writes metrics, config and games
+    show_progress = bool(config.progress) and main_process
 
     saved_config = checkpoints.saved_config()
     if saved_config is not None:
@@ -212,18 +249,25 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     if run_state is None:
         if config.get("init_from"):
             template = initialise_from(template, config.init_from, optimizer)
-        run_state = RunState(0, 0, template, FrameWindow.empty(), np.random.default_rng(int(config.seed)))
+        run_state = RunState(0, 0, template, FrameWindow.empty(), process_numpy_rng(int(config.seed)))
         checkpoints.save(run_state, config)
-        metrics_log.reconcile(0, None)
+        if main_process:
+            metrics_log.reconcile(0, None)
         logger.info("new run in %s: %d parameters", workdir, count_parameters(template.params))
     else:
         checkpoints.discard_after(run_state.iteration)
-        metrics_log.reconcile(run_state.iteration, run_state.last_record)
+        if main_process:
+            metrics_log.reconcile(run_state.iteration, run_state.last_record)
         logger.info("resuming %s at iteration %d", workdir, run_state.iteration)
-    (workdir / "config.json").write_text(config_lib.to_json(config))
+    if main_process:
+        (workdir / "config.json").write_text(config_lib.to_json(config))
 
-    selfplay_fn = make_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh)
-    train_step = make_train_step(components.network, optimizer, mesh, float(config.train.l2_weight))
+    selfplay_fn = make_run_selfplay_fn(components, mesh)
+    # Self-play records replay from the start position; a method's own initial states or self-play have no PGN.
+    standard_games = components.method.initial_states_fn is None and components.method.selfplay is None
+    pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
+    train_step = make_train_step(components.network, optimizer, mesh, float(config.train.l2_weight),
+                                 components.method.loss_fn)
     train_state = replicate(run_state.train_state, mesh)
 
     previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))
@@ -236,13 +280,16 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             )
             record["wall_s"] = previous_wall_seconds + record["iteration_s"]
             previous_wall_seconds = record["wall_s"]
-            if after_iteration is not None:
-                after_iteration(run_state, record)
+            for hook in hooks:
+                hook(run_state, record)
             run_state.last_record = record
-            write_selfplay_games(components.game, last_records[0], workdir / "games" / f"selfplay-{iteration}.pgn",
-                                 int(config.get("selfplay_pgn_games", 2)), f"self-play iteration {iteration}")
+            if main_process:
+                write_selfplay_games(components.game, last_records[0],
+                                     workdir / "games" / f"selfplay-{iteration}.pgn",
+                                     pgn_games, f"self-play iteration {iteration}")
             checkpoints.save(run_state, config)
-            metrics_log.append(record)
+            if main_process:
+                metrics_log.append(record)
             bar.advance()
             bar.set_rate(f"loss {record['loss']:.3f} · {record['selfplay_moves_per_s']:.0f} moves/s")
             logger.info("iteration %d: %s", iteration, json.dumps(

@@ -119,7 +119,7 @@ def test_forward_shapes_on_both_boards_with_the_same_parameters(game_name, gardn
     """Parameters initialised on 5×5 run unchanged on 5×5 and 8×8 inputs."""
     inputs = network_inputs[game_name]
     batch_size, num_actions = inputs.legal_action_mask.shape
-    logits, value, batch_stats = forward(gardner_variables, inputs, train=False)
+    (logits, value, _), batch_stats = forward(gardner_variables, inputs, train=False)
     assert logits.shape == (batch_size, num_actions) and value.shape == (batch_size,)
     assert np.all(np.isfinite(logits)) and np.all(np.isfinite(value)) and np.all(np.abs(value) <= 1)
     graph = board_graph(8 if game_name == "chess" else 5)
@@ -136,7 +136,7 @@ def test_parameter_shapes_do_not_depend_on_the_board(tiny_network, chess_game, g
 
 
 def test_batch_norm_statistics_update_in_training(gardner_variables, forward, network_inputs):
-    _, _, new_stats = forward(gardner_variables, network_inputs["gardner_chess"], train=True)
+    _, new_stats = forward(gardner_variables, network_inputs["gardner_chess"], train=True)
     old, new = jax.tree.leaves(gardner_variables["batch_stats"]), jax.tree.leaves(new_stats)
     assert len(old) == len(new) == 2 * 4 * TINY_MODEL["num_blocks"]  # mean and var of 4 BatchNorms per block
     assert all(not np.allclose(a, b) for a, b in zip(old, new))
@@ -150,7 +150,7 @@ def test_a_gradient_step_lowers_a_simple_loss(tiny_network, gardner_variables, n
     optimizer = optax.adam(1e-2)
 
     def loss_fn(params, batch_stats):
-        logits, value, new_stats = apply_network(
+        (logits, value, _), new_stats = apply_network(
             tiny_network, {"params": params, "batch_stats": batch_stats}, inputs, train=True
         )
         logits = jnp.where(mask, logits, jnp.finfo(logits.dtype).min)

@@ -1,0 +1,256 @@
+"""The core's hooks: each default reproduces the loop it replaced bit for bit, and a small method package under
+``tests/zerolab/method_package`` uses every hook through a real training run that is killed and resumed."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from zerolab import selfplay as selfplay_lib
+from zerolab.checkpoint import Checkpointer
+from zerolab.config import load_config
+from zerolab.games import make_game
+from zerolab.method import ALPHAZERO, alphazero_loss
+from zerolab.networks import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables
+from zerolab.runs import Components
+from zerolab.search import SearchConfig, SearchRules, run_search
+from zerolab.selfplay import Frames, SelfPlayConfig, choose_actions, move_temperature, value_targets
+from tests.zerolab.method_package.method import START_FENS
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+PACKAGE = "tests.zerolab.method_package"
+
+
+@pytest.fixture(scope="module")
+def gardner():
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    return game, network, init_variables(network, game, jax.random.key(0))
+
+
+def reference_selfplay(game, network, search_config, config, variables, key, num_games):
+    """Self-play as the core played it before its parts became hooks (one jitted scan): the same key splits, one
+    search, visit sampling for the first plies, pgx steps, fresh games, value targets by the reverse scan."""
+    init = jax.vmap(game.init)
+
+    def one_ply(variables, carry):
+        states, ply, key = carry
+        key, search_key, sample_key, reset_key = jax.random.split(key, 4)
+        searched = run_search(search_config, game, network, variables, search_key, states)
+        action = choose_actions(sample_key, searched.visit_counts, searched.action, ply, config)
+        mover = states.current_player
+        following = jax.vmap(game.step)(states, action)
+        ply = ply + 1
+        over = following.terminated | (ply >= config.max_game_plies)
+        reward = following.rewards[jnp.arange(num_games), mover]
+        fresh = init(jax.random.split(reset_key, num_games))
+        following = jax.tree.map(lambda new, old: jnp.where(over.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+                                 fresh, following)
+        outputs = (states.observation, searched.policy_target, action, reward, over)
+        return (following, jnp.where(over, 0, ply), key), outputs
+
+    @jax.jit
+    def play(variables, key):
+        key, init_key = jax.random.split(key)
+        carry = (init(jax.random.split(init_key, num_games)), jnp.zeros(num_games, jnp.int32), key)
+        _, (observation, policy, action, reward, over) = jax.lax.scan(
+            lambda carry, _: one_ply(variables, carry), carry, None, length=config.plies_per_iteration)
+        return (observation, policy, action, *value_targets(reward, over))
+
+    return play(variables, key)
+
+
+@pytest.mark.parametrize("temperature_plies", [0, 3])
+def test_default_selfplay_parts_reproduce_the_previous_loop_bit_for_bit(gardner, temperature_plies):
+    game, network, variables = gardner
+    search_config = SearchConfig(num_simulations=4, max_num_considered_actions=4)
+    config = SelfPlayConfig(num_games=3, plies_per_iteration=7, max_game_plies=4, temperature_plies=temperature_plies)
+    frames, records = jax.jit(
+        lambda v, k: selfplay_lib.play(game, network, search_config, config, v, k, 3)
+    )(variables, jax.random.key(11))
+    observation, policy, action, value, known = reference_selfplay(
+        game, network, search_config, config, variables, jax.random.key(11), 3)
+    np.testing.assert_array_equal(frames.observation, observation)
+    np.testing.assert_array_equal(frames.policy_target, policy)
+    np.testing.assert_array_equal(records.action, action)
+    np.testing.assert_array_equal(frames.value_target, value)
+    np.testing.assert_array_equal(frames.value_mask, known)
+    assert frames.extras == {} and records.summary == {}
+
+
+def test_a_config_without_the_new_keys_builds_the_alphazero_defaults():
+    """Configs saved by runs written before the hooks existed load with the default of every hook."""
+    config = load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=8", "model.num_blocks=1"])
+    old = config.to_dict()
+    for key in ("method", "method_options"):
+        old.pop(key)
+    for key in ("rules", "rule_options"):
+        old["search"].pop(key)
+    for key in [k for k in old["selfplay"] if k.startswith("temperature_") and k != "temperature_plies"]:
+        old["selfplay"].pop(key)
+    import ml_collections
+
+    components = Components.from_config(ml_collections.ConfigDict(old))
+    assert components.method is ALPHAZERO and components.rules is None
+    assert components.selfplay.temperature_schedule == "plies"
+    assert components.search == SearchConfig.from_config(config.search)
+
+
+def test_alphazero_loss_is_policy_cross_entropy_plus_masked_value_error():
+    logits = jnp.array([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0]])
+    legal = jnp.array([[True, True, False], [True, True, True]])
+    frames = Frames(observation=jnp.zeros((2, 1)), legal_action_mask=legal,
+                    policy_target=jnp.array([[0.25, 0.75, 0.0], [0.0, 0.0, 1.0]]),
+                    value_target=jnp.array([1.0, -1.0]), value_mask=jnp.array([True, False]))
+    loss, metrics = alphazero_loss(NetworkOutput(logits, jnp.array([0.5, 0.9])), frames)
+    log_p0 = np.log(np.exp([2.0, 0.0]) / np.exp([2.0, 0.0]).sum())
+    log_p1 = np.log(np.exp(3.0) / np.exp([0.5, 0.5, 3.0]).sum())
+    expected_policy = (-(0.25 * log_p0[0] + 0.75 * log_p0[1]) - log_p1) / 2
+    np.testing.assert_allclose(metrics["policy_loss"], expected_policy, rtol=1e-6)
+    np.testing.assert_allclose(metrics["value_loss"], 0.25, rtol=1e-6)  # only the first frame's outcome is known
+    np.testing.assert_allclose(loss, expected_policy + 0.25, rtol=1e-6)
+
+
+def test_the_moves_temperature_schedule():
+    config = SelfPlayConfig(temperature_schedule="moves", temperature=1.0, temperature_delay_moves=2,
+                            temperature_decay_moves=4, temperature_end=0.2, temperature_cutoff_moves=5)
+    plies = jnp.arange(0, 14)
+    expected = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.8, 0.6, 0.6, 0.2, 0.2, 0.2, 0.2]  # cutoff at move 5 = ply 10
+    np.testing.assert_allclose(move_temperature(plies, config), expected, rtol=1e-6)
+    greedy = SelfPlayConfig(temperature_schedule="moves", temperature=1.0, temperature_delay_moves=1)
+    np.testing.assert_allclose(move_temperature(jnp.arange(4), greedy), [1.0, 1.0, 0.0, 0.0])
+    # Where τ = 0 the search's choice is played; where τ = 1 moves are drawn in proportion to the visits.
+    visits = jnp.tile(jnp.array([[1.0, 3.0, 0.0]]), (4000, 1))
+    search_action = jnp.full(4000, 2, jnp.int32)
+    drawn = choose_actions(jax.random.key(0), visits, search_action, jnp.zeros(4000, jnp.int32), greedy)
+    assert set(np.unique(drawn)) == {0, 1}
+    assert abs(float(jnp.mean(drawn == 1)) - 0.75) < 0.03
+    late = choose_actions(jax.random.key(0), visits, search_action, jnp.full(4000, 2, jnp.int32), greedy)
+    assert (late == 2).all()
+    with pytest.raises(ValueError, match="temperature_schedule"):
+        SelfPlayConfig(temperature_schedule="lc0")
+
+
+def test_search_rules_are_chosen_from_the_config(gardner):
+    game, network, variables = gardner
+    config = SearchConfig(num_simulations=5, max_num_considered_actions=4,
+                          rules=f"{PACKAGE}.rules:counting_rules", rule_options={"root_weight": 2.0})
+    assert config.rule_options == (("root_weight", 2.0),) and hash(config)
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 2))
+    output = jax.jit(lambda v, k, s: run_search(config, game, network, v, k, s))(variables, jax.random.key(1), states)
+    np.testing.assert_array_equal(output.summary["root_passes"], [10.0, 10.0])  # 2 × 5 simulations through the root
+    with pytest.raises(ValueError, match="search.rules='nowhere.rules:x': cannot import nowhere.rules"):
+        SearchConfig(rules="nowhere.rules:x").make_rules()
+    with pytest.raises(ValueError, match="must name a callable as 'package.module:name'"):
+        SearchConfig(rules="counting_rules").make_rules()
+    with pytest.raises(ValueError, match="rule_options .* without search.rules"):
+        SearchConfig(rule_options={"sc_limit": 3})
+
+
+def test_a_summary_alone_keeps_the_standard_search(gardner):
+    game, network, variables = gardner
+    config = SearchConfig(num_simulations=6, max_num_considered_actions=4)
+    rules = SearchRules(summary_fn=lambda tree: {"root_visits": tree.node_visits[:, 0].astype(jnp.float32)})
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 2))
+    search = jax.jit(lambda v, k, s, rules=None: run_search(config, game, network, v, k, s, rules=rules),
+                     static_argnames="rules")
+    plain = search(variables, jax.random.key(2), states)
+    summarised = search(variables, jax.random.key(2), states, rules=rules)
+    np.testing.assert_array_equal(plain.policy_target, summarised.policy_target)
+    np.testing.assert_array_equal(summarised.summary["root_visits"], [7.0, 7.0])  # the root's own visit + 6
+
+
+class WrongValueShape(nn.Module):
+    @nn.compact
+    def __call__(self, inputs, train=False):
+        logits = nn.Dense(inputs.legal_action_mask.shape[-1])(inputs.observation.reshape(inputs.observation.shape[0], -1))
+        return NetworkOutput(logits, logits[:, :1])
+
+
+def test_network_outputs_are_checked_at_the_seam(gardner):
+    game, _, _ = gardner
+    inputs = NetworkInputs.from_states(jax.vmap(game.init)(jax.random.split(jax.random.key(0), 2)))
+    network = WrongValueShape()
+    variables = network.init(jax.random.key(0), inputs)
+    with pytest.raises(ValueError, match=r"network output value has shape \(2, 1\), expected \(2,\)"):
+        apply_network(network, variables, inputs)
+
+
+# --- the method package, through a real run -------------------------------------------------------------------------
+
+METHOD_RUN = [
+    f"model.name={PACKAGE}.network:make_network", "model.channels=8", "model.num_blocks=1",
+    "search.num_simulations=4", "search.max_num_considered_actions=4", f"search.rules={PACKAGE}.rules:counting_rules",
+    f"method={PACKAGE}.method:make_method", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
+    "selfplay.max_game_plies=6", "train.batch_size=16", "progress=False",
+]
+
+
+def train_command(workdir, *overrides):
+    return [sys.executable, "-m", "zerolab", "train", "--config", "quickstart", "--workdir", str(workdir),
+            *METHOD_RUN, *overrides]
+
+
+def logged_iterations(workdir):
+    path = pathlib.Path(workdir) / "metrics.jsonl"
+    return [json.loads(line)["iteration"] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def method_run(tmp_path_factory):
+    """The test method trained in a subprocess killed with SIGKILL after its first iteration, then resumed."""
+    workdir = tmp_path_factory.mktemp("method") / "run"
+    process = subprocess.Popen(train_command(workdir, "iterations=3"), cwd=REPOSITORY,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not logged_iterations(workdir) and time.time() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()[1][-3000:]
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_after = logged_iterations(workdir)
+    resumed = subprocess.run(train_command(workdir, "iterations=3"), cwd=REPOSITORY, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    return workdir, killed_after, resumed
+
+
+@pytest.mark.slow
+def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
+    workdir, killed_after, resumed = method_run
+    assert killed_after and killed_after[-1] < 3 and "resuming" in resumed.stderr
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [record["iteration"] for record in records] == [1, 2, 3]
+    for record in records:
+        assert record["root_passes"] == 4.0  # the rules' summary: every simulation passes the root
+        assert np.isfinite(record["ply_loss"]) and record["loss"] > record["ply_loss"]  # the method's loss
+
+    # The replay window restored from the last checkpoint still has the per-frame extras, and they are right.
+    replay = Checkpointer(workdir / "replay").restore_newest(None, {"window": None})
+    assert replay is not None and replay.step == 3
+    window = replay.items["window"]
+    ply, partner_moves = np.asarray(window["extra_ply"]), np.asarray(window["extra_partner_moves"])
+    assert len(ply) == len(window["value_target"]) == 3 * 32
+    np.testing.assert_array_equal(partner_moves, ply // 2)  # the rule's per-game carry, reset with each game
+
+    game = make_game("gardner_chess")
+    starts = np.stack([np.asarray(game.from_fen(fen).observation) for fen in START_FENS])
+    observations, legal = np.asarray(window["observation"]), np.asarray(window["legal_action_mask"])
+    for index in np.flatnonzero(ply == 0):  # games start from the method's FENs, not pgx's start position only
+        assert (np.abs(starts - observations[index]) < 1e-3).all(axis=(1, 2, 3)).any()
+    first_positions = observations[ply == 0]
+    assert not (np.abs(first_positions - starts[0]) < 1e-3).all(axis=(1, 2, 3)).all(), "both FENs are drawn"
+    # Odd plies are the frozen partner's: its policy target peaks on the lowest legal action id.
+    policy = np.asarray(window["policy_target"], np.float32)
+    for index in np.flatnonzero(ply % 2 == 1):
+        assert policy[index].argmax() == np.flatnonzero(legal[index])[0]
