@@ -7,7 +7,9 @@ speaks pgx action ids.
 Agent specs (command line, configs):
 
 * ``DIR[:key=value,...]`` — a run directory (its newest checkpoint) or one checkpoint step directory, with
-  search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``.
+  search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``,
+  ``rules=package.module:factory`` (search rules; default: the run's own ``search.rules``) and ``rule.NAME=VALUE``
+  (the rules' options, e.g. ``rule.sc_limit=5``; a Python literal or a string).
 * ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
   :mod:`zerolab.engines` for its options.
 * ``gnugo[:level=N,timeout=S]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.gtp_client`).
@@ -25,10 +27,11 @@ import jax
 import numpy as np
 import pgx
 
+from zerolab.config import parse_value
 from zerolab.games import ChessGame, Game
 from zerolab.networks import make_network
 from zerolab.runs import Components, load_trained_variables
-from zerolab.search import run_search
+from zerolab.search import SearchConfig, run_search
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +94,28 @@ class SearchAgent:
         pass
 
 
-SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name"}
+SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name", "rules"}
+RULE_OPTION_PREFIX = "rule."
+
+
+def search_config_with_options(search: SearchConfig, options: dict[str, str]) -> SearchConfig:
+    """``search`` with a checkpoint agent spec's search options applied (see the module docstring)."""
+    rule_options = {key[len(RULE_OPTION_PREFIX):]: parse_value(value)
+                    for key, value in options.items() if key.startswith(RULE_OPTION_PREFIX)}
+    rules = options.get("rules", search.rules)
+    if rules != search.rules:  # other rules: the run's rule options belonged to the run's rules
+        base_options = {}
+    else:
+        base_options = dict(search.rule_options)
+    return dataclasses.replace(
+        search,
+        num_simulations=int(options.get("simulations", search.num_simulations)),
+        kind=options.get("kind", search.kind),
+        gumbel_scale=float(options.get("gumbel_scale", search.gumbel_scale)),
+        max_num_considered_actions=int(options.get("considered", search.max_num_considered_actions)),
+        rules=rules,
+        rule_options=tuple(sorted({**base_options, **rule_options}.items())),
+    )
 
 
 def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
@@ -103,20 +127,15 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
     carries the board size).  Agents of one architecture and game share one compiled search.
     """
     options = dict(options or {})
-    unknown = set(options) - SEARCH_OPTION_KEYS
+    unknown = {key for key in options if key not in SEARCH_OPTION_KEYS and not key.startswith(RULE_OPTION_PREFIX)}
     if unknown:
         raise ValueError(f"unknown checkpoint agent options {sorted(unknown)}; valid: {sorted(SEARCH_OPTION_KEYS)}")
     trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
     components = Components.from_config(trained.config)
     if game is not None and game != components.game:
         components = dataclasses.replace(components, game=game, network=make_network(trained.config.model, game))
-    search = dataclasses.replace(
-        components.search,
-        num_simulations=int(options.get("simulations", components.search.num_simulations)),
-        kind=options.get("kind", components.search.kind),
-        gumbel_scale=float(options.get("gumbel_scale", components.search.gumbel_scale)),
-        max_num_considered_actions=int(options.get("considered", components.search.max_num_considered_actions)),
-    )
+    search = search_config_with_options(components.search, options)
+    search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not inside a jitted search
     name = options.get("name", f"{pathlib.Path(path).name}@{trained.step}")
     return SearchAgent(name, components.game, components.network, trained.variables, search)
 

@@ -36,6 +36,7 @@ class BenchCase:
     plies: int = 32
     num_simulations: int = 32
     train_batch_size: int = 256
+    search: tuple[tuple[str, object], ...] = ()  # further SearchConfig fields, e.g. (("rules", "pkg.mod:rules"),)
 
 
 DEFAULT_CASES = (
@@ -55,7 +56,8 @@ def best_time(function: Callable[[], object], repeats: int) -> float:
 
 
 def reference_selfplay(game, network, num_games: int, plies: int, num_simulations: int):
-    """The bare loop: pgx + mctx.gumbel_muzero_policy + the network, nothing else."""
+    """The bare loop: pgx + mctx.gumbel_muzero_policy + the network, nothing else (the standard search; a case with
+    other search settings or rules is timed against it all the same, so its overhead includes theirs)."""
 
     def evaluate(variables, states):
         logits, value, _ = network.apply(variables, NetworkInputs(states.observation, states.legal_action_mask))
@@ -102,7 +104,7 @@ def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=case.channels, num_blocks=case.num_blocks)
     variables = init_variables(network, game, jax.random.key(0))
     mesh = make_mesh()
-    search = SearchConfig(kind="gumbel", num_simulations=case.num_simulations)
+    search = SearchConfig(**{"kind": "gumbel", "num_simulations": case.num_simulations, **dict(case.search)})
     config = SelfPlayConfig(num_games=case.num_games, plies_per_iteration=case.plies, max_game_plies=10_000)
     project = make_selfplay_fn(game, network, search, config, mesh)
     replicated_variables = replicate(variables, mesh)
@@ -114,6 +116,7 @@ def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     return {
         "case": "selfplay",
         **dataclasses.asdict(case),
+        "search": dict(case.search),
         "devices": mesh.devices.size,
         "selfplay_moves_per_s": moves / project_seconds,
         "simulations_per_s": moves * case.num_simulations / project_seconds,

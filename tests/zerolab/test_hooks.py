@@ -254,3 +254,16 @@ def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
     policy = np.asarray(window["policy_target"], np.float32)
     for index in np.flatnonzero(ply % 2 == 1):
         assert policy[index].argmax() == np.flatnonzero(legal[index])[0]
+
+
+def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
+    from zerolab.agents import search_config_with_options
+
+    rules = f"{PACKAGE}.rules:counting_rules"
+    base = SearchConfig(num_simulations=8, rules=rules, rule_options={"root_weight": 2.0})
+    assert search_config_with_options(base, {}) == base  # a run's own rules come with its agents
+    changed = search_config_with_options(base, {"simulations": "3", "rule.root_weight": "0.5"})
+    assert (changed.rules, changed.rule_options, changed.num_simulations) == (rules, (("root_weight", 0.5),), 3)
+    assert search_config_with_options(base, {"rules": "other.module:rules"}).rule_options == ()  # not the run's
+    chosen = search_config_with_options(SearchConfig(), {"rules": rules, "rule.root_weight": "3"})
+    assert chosen.rule_options == (("root_weight", 3),) and chosen.make_rules().summary_fn is not None
