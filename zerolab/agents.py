@@ -8,8 +8,10 @@ Agent specs (command line, configs):
 
 * ``DIR[:key=value,...]`` — a run directory (its newest checkpoint) or one checkpoint step directory, with
   search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``,
-  ``rules=package.module:factory`` (search rules; default: the run's own ``search.rules``) and ``rule.NAME=VALUE``
-  (the rules' options, e.g. ``rule.sc_limit=5``; a Python literal or a string).
+  ``rules=package.module:factory`` (search rules; default: the run's own ``search.rules``) and the rules' options
+  (``rules=contempt_search.rules:contempt_rules,sc_limit=5``; ``rule.NAME=VALUE`` also works; values are Python
+  literals or strings).  Any other option of an agent with rules goes to its rules' factory, which rejects names it
+  does not take.
 * ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
   :mod:`zerolab.engines` for its options.
 * ``gnugo[:level=N,timeout=S]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.gtp_client`).
@@ -100,9 +102,12 @@ RULE_OPTION_PREFIX = "rule."
 
 def search_config_with_options(search: SearchConfig, options: dict[str, str]) -> SearchConfig:
     """``search`` with a checkpoint agent spec's search options applied (see the module docstring)."""
-    rule_options = {key[len(RULE_OPTION_PREFIX):]: parse_value(value)
-                    for key, value in options.items() if key.startswith(RULE_OPTION_PREFIX)}
     rules = options.get("rules", search.rules)
+    rule_options = {key.removeprefix(RULE_OPTION_PREFIX): parse_value(value)
+                    for key, value in options.items() if key not in SEARCH_OPTION_KEYS}
+    if rule_options and not rules:
+        raise ValueError(f"unknown checkpoint agent options {sorted(rule_options)}; valid: {sorted(SEARCH_OPTION_KEYS)} "
+                         f"(and the options of the search rules, given rules=package.module:factory)")
     if rules != search.rules:  # other rules: the run's rule options belonged to the run's rules
         base_options = {}
     else:
@@ -127,9 +132,6 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
     carries the board size).  Agents of one architecture and game share one compiled search.
     """
     options = dict(options or {})
-    unknown = {key for key in options if key not in SEARCH_OPTION_KEYS and not key.startswith(RULE_OPTION_PREFIX)}
-    if unknown:
-        raise ValueError(f"unknown checkpoint agent options {sorted(unknown)}; valid: {sorted(SEARCH_OPTION_KEYS)}")
     trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
     components = Components.from_config(trained.config)
     if game is not None and game != components.game:

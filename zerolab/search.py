@@ -117,7 +117,10 @@ class SearchConfig:
         if not self.rules:
             return None
         factory = load_factory(self.rules, "search.rules")
-        rules = factory(self, **dict(self.rule_options))
+        try:
+            rules = factory(self, **dict(self.rule_options))
+        except TypeError as error:  # an option the factory does not take, or a missing one
+            raise ValueError(f"search.rules={self.rules!r} with options {dict(self.rule_options)}: {error}") from None
         if not isinstance(rules, SearchRules):
             raise TypeError(f"search.rules={self.rules!r} returned {type(rules).__name__}, expected SearchRules")
         return rules

@@ -265,5 +265,10 @@ def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
     changed = search_config_with_options(base, {"simulations": "3", "rule.root_weight": "0.5"})
     assert (changed.rules, changed.rule_options, changed.num_simulations) == (rules, (("root_weight", 0.5),), 3)
     assert search_config_with_options(base, {"rules": "other.module:rules"}).rule_options == ()  # not the run's
-    chosen = search_config_with_options(SearchConfig(), {"rules": rules, "rule.root_weight": "3"})
+    chosen = search_config_with_options(SearchConfig(), {"rules": rules, "root_weight": "3"})
     assert chosen.rule_options == (("root_weight", 3),) and chosen.make_rules().summary_fn is not None
+    with pytest.raises(ValueError, match="unknown checkpoint agent options \\['root_weight'\\]"):
+        search_config_with_options(SearchConfig(), {"root_weight": "3"})  # no rules to take it
+    misspelt = search_config_with_options(base, {"root_wieght": "3"})
+    with pytest.raises(ValueError, match="counting_rules' with options .*root_wieght.*unexpected keyword"):
+        misspelt.make_rules()
