@@ -1,0 +1,137 @@
+"""Search-contempt rules on real searches: freezing, sampling, the snapshot, the summary, and bit-identity with the
+standard search when nothing can freeze.  One compiled search per kind serves every N_scl (it is traced)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+
+from contempt_search.rules import contempt_rules, node_depths, validate_sc_limit
+from zerolab.games import make_game
+from zerolab.networks import AlphaZeroResNet, init_variables
+from zerolab.search import SearchConfig, run_search
+
+SIMULATIONS = 96
+
+
+@pytest.fixture(scope="module")
+def gardner():
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    keys = jax.random.split(jax.random.key(5), 3)
+    states = jax.vmap(game.init)(keys)
+    rng = np.random.default_rng(0)
+    step = jax.jit(jax.vmap(game.step))
+    for _ in range(4):  # a few random plies, so the three roots differ
+        legal = np.asarray(states.legal_action_mask)
+        states = step(states, jnp.asarray([rng.choice(np.flatnonzero(row)) for row in legal], jnp.int32))
+    return game, network, variables, states
+
+
+def search_config(kind):
+    # No root noise: the kinds' own randomness is enough, and it keeps both arms comparable.
+    return SearchConfig(kind=kind, num_simulations=SIMULATIONS, max_num_considered_actions=8, dirichlet_fraction=0.0)
+
+
+@pytest.fixture(scope="module", params=["gumbel", "muzero"])
+def searches(request, gardner):
+    """{N_scl: output with tree} for one kind, N_scl in 1, 2, 4 and ≥ simulations, plus the plain search."""
+    game, network, variables, states = gardner
+    config = search_config(request.param)
+
+    @jax.jit
+    def contempt(key, sc_limit):
+        rules = contempt_rules(config, sc_limit, max_sc_limit=SIMULATIONS)
+        return run_search(config, game, network, variables, key, states, rules=rules, keep_tree=True)
+
+    plain = jax.jit(lambda key: run_search(config, game, network, variables, key, states))(jax.random.key(3))
+    outputs = {limit: jax.device_get(contempt(jax.random.key(3), limit)) for limit in (1, 2, 4, SIMULATIONS)}
+    return request.param, config, jax.device_get(plain), outputs
+
+
+def opponent_nodes(tree, batch):
+    depths = np.asarray(node_depths(jnp.asarray(tree.parents[batch])))
+    exists = np.asarray(tree.parents[batch]) != mctx.Tree.NO_PARENT
+    return np.flatnonzero(exists & (depths % 2 == 1))
+
+
+def test_no_freezing_gives_the_standard_search_bit_for_bit(searches):
+    _, _, plain, outputs = searches
+    unfrozen = outputs[SIMULATIONS]
+    np.testing.assert_array_equal(unfrozen.action, plain.action)
+    np.testing.assert_array_equal(unfrozen.visit_counts, plain.visit_counts)
+    np.testing.assert_array_equal(unfrozen.policy_target, plain.policy_target)
+    np.testing.assert_array_equal(unfrozen.summary["sampled_visit_fraction"], 0.0)
+
+
+@pytest.mark.parametrize("sc_limit", [1, 2, 4])
+def test_opponent_nodes_never_leave_their_frozen_children(searches, sc_limit):
+    _, _, _, outputs = searches
+    tree = outputs[sc_limit].tree
+    frozen_nodes = 0
+    for batch in range(tree.parents.shape[0]):
+        for node in opponent_nodes(tree, batch):
+            visits = np.asarray(tree.children_visits[batch, node])
+            assert np.count_nonzero(visits) <= sc_limit
+            recorded = np.asarray(tree.extra_data.node_state[batch, node])
+            if visits.sum() >= sc_limit:  # frozen: every later visit went to a child of the snapshot
+                frozen_nodes += 1
+                snapshot = np.bincount(recorded[:sc_limit], minlength=visits.shape[0])
+                assert snapshot.sum() == sc_limit
+                assert (visits[snapshot == 0] == 0).all()
+    assert frozen_nodes > 0
+    assert (outputs[sc_limit].summary["sampled_visit_fraction"] > 0).all()
+
+
+def test_the_snapshot_records_the_first_visits_of_every_node(searches):
+    """While C(s) ≤ K the recorded actions are exactly the node's visits; past K they are its first K."""
+    _, _, _, outputs = searches
+    tree = outputs[SIMULATIONS].tree
+    for batch in range(tree.parents.shape[0]):
+        for node in np.flatnonzero(np.asarray(tree.parents[batch]) != mctx.Tree.NO_PARENT)[:40]:
+            visits = np.asarray(tree.children_visits[batch, node])
+            recorded = np.asarray(tree.extra_data.node_state[batch, node])
+            taken = recorded[recorded >= 0]
+            assert len(taken) == visits.sum()
+            np.testing.assert_array_equal(np.bincount(taken, minlength=visits.shape[0]), visits)
+
+
+def test_frozen_nodes_sample_the_snapshot_and_others_select_as_standard(searches):
+    kind, config, _, outputs = searches
+    sc_limit = 2
+    tree = jax.tree.map(lambda x: x[0], outputs[sc_limit].tree)
+    rules = contempt_rules(config, sc_limit)
+    from zerolab.search import selection_functions
+
+    _, standard = selection_functions(config)
+    keys = jax.random.split(jax.random.key(9), 20_000)
+    select = jax.jit(jax.vmap(rules.interior_action_selection_fn, in_axes=(0, None, None, None)))
+    select_standard = jax.jit(jax.vmap(standard, in_axes=(0, None, None, None)))
+    depths = np.asarray(node_depths(jnp.asarray(tree.parents)))
+    counts = np.asarray(tree.children_visits).sum(-1)
+    frozen = [n for n in range(len(depths)) if depths[n] % 2 == 1 and counts[n] >= sc_limit and tree.parents[n] >= 0]
+    assert frozen, "no frozen opponent node in the tree"
+    node = frozen[0]
+    drawn = np.asarray(select(keys, tree, node, float(depths[node])))
+    snapshot = np.bincount(np.asarray(tree.extra_data.node_state[node, :sc_limit]), minlength=tree.num_actions)
+    frequencies = np.bincount(drawn, minlength=tree.num_actions) / len(drawn)
+    assert np.abs(frequencies - snapshot / sc_limit).max() < 0.015
+    assert (frequencies[snapshot == 0] == 0).all()
+    # The same node at an even depth does not freeze; and an unfrozen opponent node is the standard rule's choice.
+    np.testing.assert_array_equal(select(keys[:64], tree, node, 2.0), select_standard(keys[:64], tree, node, 2.0))
+    young = [n for n in range(len(depths)) if depths[n] % 2 == 1 and 0 < counts[n] < sc_limit and tree.parents[n] >= 0]
+    for node in young[:3]:
+        np.testing.assert_array_equal(select(keys[:64], tree, node, float(depths[node])),
+                                      select_standard(keys[:64], tree, node, float(depths[node])))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "x", True])
+def test_sc_limit_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="sc_limit must be an integer from 1 to 1000000000"):
+        validate_sc_limit(bad)
+    with pytest.raises(ValueError, match="sc_limit"):
+        contempt_rules(SearchConfig(), bad)
