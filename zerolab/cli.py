@@ -1,4 +1,4 @@
-"""``python -m zerolab COMMAND``: train, match, legal-moves, bench.
+"""``python -m zerolab COMMAND``: train, match, legal-moves, gtp, uci, bench.
 
 * ``train --config NAME --workdir DIR [--preset tiny|paper] [key=value ...]`` — trains with the config
   ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.  On several hosts, start it once per process
@@ -14,6 +14,9 @@
   still print, and the exit status is 1.
 * ``gtp --checkpoint DIR [--simulations N] [--komi K]`` (or ``gtp --random``) — a GTP v2 server on stdin/stdout
   over a Go checkpoint's search, pgx refereeing (see :mod:`zerolab.gtp`).
+* ``uci --checkpoint DIR [--simulations N] [--step S] [search.KEY=VALUE ...]`` — a UCI chess engine on stdin/stdout
+  over a checkpoint's network and search (its rules included), with a time-to-simulations rule and a compile cache
+  (see :mod:`zerolab.uci_search`).
 * ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop.
 """
 
@@ -200,6 +203,30 @@ def command_gtp(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_uci(args: argparse.Namespace) -> int:
+    """A UCI chess engine on stdin/stdout over a checkpoint's network and search (see :mod:`zerolab.uci_search`)."""
+    from zerolab import uci_search
+
+    if not pathlib.Path(args.checkpoint).is_dir():
+        raise FileNotFoundError(f"uci: --checkpoint {args.checkpoint}: no such run or checkpoint directory")
+    overrides = {}
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        if not key.startswith("search.") or not value:
+            raise ValueError(f"uci: override {item!r} must be search.KEY=VALUE (e.g. search.kind=muzero)")
+        overrides[key[len("search."):]] = value
+    simulations = args.simulations or uci_search.run_simulations(args.checkpoint)
+    if not 1 <= simulations <= uci_search.MAXIMUM_SIMULATIONS:
+        raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, got {simulations}")
+
+    def load() -> uci_search.LoadedSearch:
+        return uci_search.checkpoint_search(args.checkpoint, args.step, simulations, overrides)
+
+    name = f"zerolab {pathlib.Path(args.checkpoint).resolve().name}"
+    return uci_search.serve_search_engine(load, name, simulations, seed=args.seed,
+                                          compilation_cache=args.compilation_cache)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m zerolab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -244,13 +271,23 @@ def build_parser() -> argparse.ArgumentParser:
     gtp.add_argument("--komi", type=float, default=None, help="komi (default: the run's; GTP 'komi' changes it)")
     gtp.add_argument("--seed", type=int, default=0)
     gtp.set_defaults(handler=command_gtp)
+
+    uci = commands.add_parser("uci", help="UCI chess engine (stdin/stdout) over a checkpoint's network and search")
+    uci.add_argument("--checkpoint", required=True, help="run directory (newest readable step) or step directory")
+    uci.add_argument("--step", type=int, default=None, help="checkpoint step of a run directory (default: newest)")
+    uci.add_argument("--simulations", type=int, default=None,
+                     help="start of the Simulations option (default: the run's search.num_simulations)")
+    uci.add_argument("--seed", type=int, default=0, help="seed of the search keys")
+    uci.add_argument("--compilation-cache", default="", help="directory of JAX's persistent compilation cache")
+    uci.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
+    uci.set_defaults(handler=command_uci)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if args.command == "train":
+    if args.command in ("train", "uci"):
         args.overrides = split_overrides(parser, args, extra)
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -1,4 +1,5 @@
-"""The AlphaGateau UCI engine: the time rule, and the engine process driven through python-chess and raw UCI.
+"""The AlphaGateau UCI engine (the core's search engine with AlphaGateau's defaults) driven through python-chess and
+raw UCI; the time rule and the generic ``zerolab uci`` command are tested in tests/zerolab/test_uci.py.
 
 Two engine processes (an untrained, tiny AlphaGateau) share one JAX compilation cache, so the second one reads its
 compiled programs back instead of compiling them again.
@@ -11,9 +12,6 @@ import sys
 import chess
 import chess.engine
 import pytest
-
-from alphagateau.uci import largest_power_of_two, plan_simulations, value_to_centipawns
-from zerolab.uci import plan_budget
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 ENGINE_ARGUMENTS = ["--random-init", "--simulations", "4", "--embedding-size", "8", "--blocks", "1"]
@@ -32,36 +30,6 @@ def engine(engine_command):
     with chess.engine.SimpleEngine.popen_uci(engine_command, timeout=START_TIMEOUT, cwd=REPOSITORY) as engine:
         engine.ping()  # isready: waits for the warm-up
         yield engine
-
-
-# --- the time rule (no JAX) -----------------------------------------------------------------------------------------
-
-
-def budget(**fields):
-    return plan_budget(fields, chess.WHITE, move_overhead=0.0)
-
-
-def test_nodes_are_simulations_and_plain_go_uses_the_option():
-    assert plan_simulations(budget(nodes=7), 64, 0.01, 0.001, [0, 64]) == 7
-    assert plan_simulations(budget(), 64, 0.01, 0.001, [0, 64]) == 64
-    assert plan_simulations(budget(infinite=True), 64, 0.01, 0.001, [0, 64]) == 64
-
-
-def test_time_maps_to_the_largest_compiled_power_of_two_that_fits():
-    compiled = [0, 1, 2, 4, 8, 16, 32, 48]
-    assert plan_simulations(budget(move_time=10.0), 48, 0.01, 0.001, compiled) == 48  # plenty of time
-    # 0.8 * 0.1 s - 0.01 s fixed = 70 ms at 2 ms per simulation: 35 affordable, 32 played
-    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, compiled) == 32
-    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, [0, 48]) == 0  # 32 not compiled yet: policy
-    assert plan_simulations(budget(move_time=0.005), 48, 0.01, 0.002, compiled) == 0  # no time: the raw policy
-    clock = budget(white_time=3.0, black_time=3.0)  # zerolab's rule: 3 s / 30 moves = 0.1 s
-    assert plan_simulations(clock, 48, 0.01, 0.002, compiled) == 32
-    assert [largest_power_of_two(n) for n in (0, 1, 5, 64, 100)] == [0, 1, 4, 64, 64]
-
-
-def test_value_to_centipawns_is_odd_and_monotone():
-    values = [value_to_centipawns(q) for q in (-1.0, -0.5, 0.0, 0.5, 1.0)]
-    assert values == sorted(values) and values[2] == 0 and values[1] == -values[3]
 
 
 # --- python-chess -----------------------------------------------------------------------------------------------------

@@ -435,3 +435,129 @@ def test_random_agent_plays_stockfish_through_python_chess(stockfish_path):
             assert result.move in board.legal_moves, (board.fen(), result.move)
             board.push(result.move)
         assert board.is_game_over(claim_draw=True) or board.ply() >= 60
+
+
+# --- the search engine behind the server (zerolab.uci_search): time rule, overrides, a checkpoint playing games -----
+
+
+def budget(**fields):
+    return uci.plan_budget(fields, chess.WHITE, move_overhead=0.0)
+
+
+def test_nodes_are_simulations_and_plain_go_uses_the_option():
+    from zerolab.uci_search import plan_simulations
+
+    assert plan_simulations(budget(nodes=7), 64, 0.01, 0.001, [0, 64]) == 7
+    assert plan_simulations(budget(), 64, 0.01, 0.001, [0, 64]) == 64
+    assert plan_simulations(budget(infinite=True), 64, 0.01, 0.001, [0, 64]) == 64
+    assert plan_simulations(budget(ponder=True, white_time=0.1), 64, 0.01, 0.001, [0, 64]) == 64
+
+
+def test_time_maps_to_the_largest_compiled_power_of_two_that_fits():
+    from zerolab.uci_search import largest_power_of_two, plan_simulations
+
+    compiled = [0, 1, 2, 4, 8, 16, 32, 48]
+    assert plan_simulations(budget(move_time=10.0), 48, 0.01, 0.001, compiled) == 48  # plenty of time
+    # 0.8 * 0.1 s - 0.01 s fixed = 70 ms at 2 ms per simulation: 35 affordable, 32 played
+    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, compiled) == 32
+    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, [0, 48]) == 0  # 32 not compiled yet: policy
+    assert plan_simulations(budget(move_time=0.005), 48, 0.01, 0.002, compiled) == 0  # no time: the raw policy
+    clock = budget(white_time=3.0, black_time=3.0)  # the server's rule: 3 s / 30 moves = 0.1 s
+    assert plan_simulations(clock, 48, 0.01, 0.002, compiled) == 32
+    assert [largest_power_of_two(n) for n in (0, 1, 5, 64, 100)] == [0, 1, 4, 64, 64]
+
+
+def test_time_per_simulation_follows_the_last_searches():
+    from zerolab.uci_search import TIMING_WINDOW, SearchEngine
+
+    engine = SearchEngine(load=None, simulations=8)
+    engine.fixed_seconds = 0.01
+    assert engine.seconds_per_simulation == 1e-3  # before any measurement
+    engine.record_search(8, 0.01 + 8 * 0.004)
+    assert engine.seconds_per_simulation == pytest.approx(0.004)
+    engine.record_search(0, 5.0)  # the raw policy says nothing about simulations
+    for _ in range(TIMING_WINDOW):  # the machine got slower: the estimate follows within the window
+        engine.record_search(4, 0.01 + 4 * 0.010)
+    assert engine.seconds_per_simulation == pytest.approx(0.010)
+
+
+def test_value_to_centipawns_is_odd_and_monotone():
+    from zerolab.uci_search import value_to_centipawns
+
+    values = [value_to_centipawns(q) for q in (-1.0, -0.5, 0.0, 0.5, 1.0)]
+    assert values == sorted(values) and values[2] == 0 and values[1] == -values[3]
+
+
+def test_search_overrides_reach_the_search_config():
+    from zerolab.search import SearchConfig
+    from zerolab.uci_search import apply_search_overrides, play_search
+
+    run = SearchConfig(kind="gumbel", num_simulations=32, gumbel_scale=1.0, dirichlet_fraction=0.25)
+    played = play_search(run, 8, {"kind": "muzero", "pb_c_init": "2"})
+    assert (played.kind, played.num_simulations, played.pb_c_init) == ("muzero", 8, 2.0)
+    assert played.gumbel_scale == 0.0 and played.dirichlet_fraction == 0.0  # no exploration noise when playing
+    with pytest.raises(ValueError, match="unknown search key 'bogus'.*valid keys"):
+        apply_search_overrides(run, {"bogus": "1"})
+    with pytest.raises(ValueError, match="search.num_simulations=many"):
+        apply_search_overrides(run, {"num_simulations": "many"})
+    if hasattr(run, "rule_options"):  # search rules from the config: they flow through the same overrides
+        ruled = apply_search_overrides(run, {"rules": "pkg.mod:factory", "rule_options.limit": "3"})
+        assert ruled.rules == "pkg.mod:factory" and dict(ruled.rule_options) == {"limit": 3}
+
+
+def zerolab_uci(*arguments):
+    return [sys.executable, "-m", "zerolab", "uci", *arguments]
+
+
+def test_uci_command_reports_bad_input_before_starting():
+    missing = subprocess.run(zerolab_uci("--checkpoint", "/nonexistent/run"), capture_output=True, text=True,
+                             cwd=REPOSITORY_ROOT, timeout=60)
+    assert missing.returncode == 2 and "/nonexistent/run" in missing.stderr
+    bad = subprocess.run(zerolab_uci("--checkpoint", str(REPOSITORY_ROOT), "kind=muzero"), capture_output=True,
+                         text=True, cwd=REPOSITORY_ROOT, timeout=60)
+    assert bad.returncode == 2 and "search.KEY=VALUE" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def chess_run(tmp_path_factory):
+    """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block)."""
+    from zerolab import train
+
+    config = train.default_config()
+    config.game.name = "chess"
+    config.model.channels, config.model.num_blocks = 4, 1
+    config.iterations = 1
+    config.selfplay.num_games, config.selfplay.plies_per_iteration = 2, 2
+    config.search.num_simulations, config.search.max_num_considered_actions = 2, 2
+    config.train.batch_size = 4
+    config.progress = False
+    workdir = tmp_path_factory.mktemp("chess-run") / "run"
+    train.run(config, workdir)
+    return workdir
+
+
+@pytest.mark.slow
+def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, stockfish_path):
+    """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, one simulation a
+    move, under node limits, clocks and searchmoves in turn; every move must be legal."""
+    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1", "search.kind=gumbel")
+    with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT, timeout=300) as engine, \
+            chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
+        assert engine.id["name"] == "zerolab run"
+        stockfish.configure({"Skill Level": 0})
+        for engine_colour in (chess.WHITE, chess.BLACK):
+            board = chess.Board()
+            while not board.is_game_over(claim_draw=True):
+                if board.turn == engine_colour:
+                    limit = [chess.engine.Limit(nodes=1), chess.engine.Limit(white_clock=10, black_clock=10),
+                             chess.engine.Limit(time=0.05)][board.ply() // 2 % 3]
+                    result = engine.play(board, limit, info=chess.engine.INFO_ALL)
+                    assert result.info.get("nodes", 0) <= 1
+                else:
+                    result = stockfish.play(board, chess.engine.Limit(nodes=1))
+                assert result.move in board.legal_moves, (board.fen(), result.move)
+                board.push(result.move)
+            assert board.is_game_over(claim_draw=True)
+        board = chess.Board()
+        only = chess.Move.from_uci("h2h3")
+        assert engine.play(board, chess.engine.Limit(nodes=1), root_moves=[only]).move == only
