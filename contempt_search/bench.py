@@ -1,0 +1,108 @@
+"""``python -m contempt_search.bench``: the cost of search-contempt against mctx's own search.
+
+For each game and kind, one batch of positions (random plies from the start) is searched three ways with the same
+network, key, batch and simulations: mctx's policy itself (``rules=None``), the project's simulation loop with the
+standard rules and search-contempt (``contempt_rules``).  Each is compiled first, then timed as
+the best of ``--repeats`` runs.  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx,
+``standard_ratio`` = standard rules / mctx, and contempt's mean ``sampled_visit_fraction``.  A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from contempt_search.rules import contempt_rules
+from zerolab.api import (
+    AlphaZeroResNet,
+    SearchConfig,
+    SearchRules,
+    init_variables,
+    make_game,
+    run_search,
+    standard_backup,
+)
+
+#: The standard rules through the project's simulation loop: a backup that is mctx's, but not the default object, so
+#: ``run_search`` does not hand the simulations back to mctx's own loop.
+STANDARD_RULES_IN_THE_PROJECT_LOOP = SearchRules(backup_fn=lambda tree, leaf_index: standard_backup(tree, leaf_index))
+
+
+def best_seconds(function: Callable[[], object], repeats: int) -> float:
+    jax.block_until_ready(function())  # compile
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        jax.block_until_ready(function())
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def random_positions(game, batch_size: int, plies: int, seed: int = 0):
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(seed), batch_size))
+    step = jax.jit(jax.vmap(game.step))
+    rng = np.random.default_rng(seed)
+    for _ in range(plies):
+        legal = np.asarray(states.legal_action_mask)
+        states = step(states, jnp.asarray([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal],
+                                          jnp.int32))
+    return states
+
+
+def bench_case(game_name: str, kind: str, batch_size: int, simulations: int, sc_limit: int, channels: int,
+               num_blocks: int, repeats: int) -> dict:
+    game = make_game(game_name)
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=channels, num_blocks=num_blocks)
+    variables = init_variables(network, game, jax.random.key(0))
+    states = random_positions(game, batch_size, plies=6)
+    config = SearchConfig(kind=kind, num_simulations=simulations, max_num_considered_actions=16)
+    key = jax.random.key(1)
+    searches = {
+        "mctx": None,
+        "standard_rules": STANDARD_RULES_IN_THE_PROJECT_LOOP,
+        "contempt": contempt_rules(config, sc_limit),
+    }
+    seconds, outputs = {}, {}
+    for name, rules in searches.items():
+        search = jax.jit(lambda v, k, s, rules=rules: run_search(config, game, network, v, k, s, rules=rules))
+        seconds[name] = best_seconds(lambda search=search: search(variables, key, states), repeats)
+        outputs[name] = search(variables, key, states)
+    return {
+        "game": game_name, "kind": kind, "batch_size": batch_size, "simulations": simulations, "sc_limit": sc_limit,
+        "network": f"resnet {channels}x{num_blocks}", "backend": jax.default_backend(),
+        "device": jax.devices()[0].device_kind,
+        **{f"{name}_s": value for name, value in seconds.items()},
+        "ratio": seconds["contempt"] / seconds["mctx"],
+        "standard_ratio": seconds["standard_rules"] / seconds["mctx"],
+        "sampled_visit_fraction": float(np.mean(outputs["contempt"].summary["sampled_visit_fraction"])),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m contempt_search.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", choices=["gardner_chess", "chess"], action="append")
+    parser.add_argument("--kind", choices=["gumbel", "muzero"], action="append")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--simulations", type=int, default=64)
+    parser.add_argument("--sc-limit", type=int, default=4)
+    parser.add_argument("--channels", type=int, default=32)
+    parser.add_argument("--num-blocks", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    for game_name in args.game or ["gardner_chess", "chess"]:
+        for kind in args.kind or ["gumbel", "muzero"]:
+            row = bench_case(game_name, kind, args.batch_size, args.simulations, args.sc_limit, args.channels,
+                             args.num_blocks, args.repeats)
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
