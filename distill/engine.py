@@ -161,9 +161,13 @@ class SearchlessEngine:
 
             self._decisive = UCIEngine(self.options.decisive_engine).open()
         limit = chess.engine.Limit(nodes=self.options.decisive_limit_nodes)
-        root, history = board.root().fen(), [move.uci() for move in board.move_stack]
-        opponent_scores = {index: self._decisive.analyse(root, limit, moves=history + [moves[index].uci()])[
-            "score"].relative for index in candidates}
+        opponent_scores = {}
+        for index in candidates:  # Stockfish is sent the game's moves, so it sees repetitions
+            board.push(moves[index])
+            try:
+                opponent_scores[index] = self._decisive.analyse(board, limit)["score"].relative
+            finally:
+                board.pop()
         return min(candidates, key=lambda index: opponent_scores[index])
 
     def new_game(self) -> None:

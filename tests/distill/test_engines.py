@@ -131,3 +131,31 @@ def test_tournament_in_the_arena_rated_by_elo(tmp_path):
     again = tournament(engines, tmp_path / "elo.json", games_per_pair=2, seed=0, max_game_plies=24,
                        show_progress=False)
     assert again["results"] == result["results"]
+
+
+def test_arena_agent_hands_the_engine_each_games_moves():
+    """The searchless agent gets pgx states from the arena; the engine must still see each game's move stack (the
+    core's board bridge), which the repetition workaround reads."""
+    import jax
+
+    from distill.agent import SearchlessAgent
+    from zerolab.api import make_game, play_match
+
+    class RecordingEngine(SearchlessEngine):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.seen = []
+
+        def choose_moves(self, boards, rng=None):
+            self.seen += [[move.uci() for move in board.move_stack] for board in boards]
+            return super().choose_moves(boards, rng)
+
+    game = make_game("chess")
+    engines = [RecordingEngine(ConstantScorer(), EngineOptions(temperature=1.0), name=name) for name in "ab"]
+    match = play_match(game, SearchlessAgent(engines[0], game), SearchlessAgent(engines[1], game), 2,
+                       jax.random.key(0), 20, show_progress=False)
+    seen = engines[0].seen + engines[1].seen
+    assert len(seen) == sum(record.plies for record in match.games)
+    for stack in seen:
+        assert any(record.moves[:len(stack)] == stack for record in match.games), stack
+    assert sorted({len(stack) for stack in seen}) == list(range(20))
