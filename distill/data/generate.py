@@ -122,7 +122,7 @@ def play_game(number: int, settings: GenerationSettings, engine_for_skill) -> ch
         if board.ply() < opening_plies or rng.random() < settings.random_move_probability:
             move = rng.choice(moves)
         else:
-            move = chess.Move.from_uci(engine_for_skill(skills[board.turn]).choose_move(board.fen()))
+            move = chess.Move.from_uci(engine_for_skill(skills[board.turn]).play(board))  # sent with its moves
         board.push(move)
     game = chess.pgn.Game.from_board(board)
     game.headers.update({
