@@ -30,8 +30,11 @@ def start_processes(coordinator_address: str | None = None, num_processes: int |
     ``[0, num_processes)``.  A value left as None is detected by JAX from the cluster environment (Slurm, Open MPI,
     Cloud TPU, Kubernetes) or from ``JAX_COORDINATOR_ADDRESS``.
     """
-    if coordinator_address is not None and not COORDINATOR_ADDRESS.match(coordinator_address):
-        raise ValueError(f"coordinator address {coordinator_address!r} must be HOST:PORT (e.g. 10.0.0.1:1234)")
+    if coordinator_address is not None:
+        address = COORDINATOR_ADDRESS.match(coordinator_address)
+        if not address or not 0 < int(address.group("port")) < 65536:
+            raise ValueError(f"coordinator address {coordinator_address!r} must be HOST:PORT with a port in "
+                             f"[1, 65535] (e.g. 10.0.0.1:1234)")
     if num_processes is not None and num_processes < 1:
         raise ValueError(f"number of processes must be at least 1, got {num_processes}")
     if process_id is not None and (process_id < 0 or (num_processes is not None and process_id >= num_processes)):
