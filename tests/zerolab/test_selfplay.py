@@ -10,7 +10,17 @@ from zerolab.games import make_game
 from zerolab.networks import AlphaZeroResNet, init_variables
 from zerolab.replay import FrameWindow, frames_to_arrays, update_window
 from zerolab.search import SearchConfig
-from zerolab.selfplay import Frames, SelfPlayConfig, make_selfplay_fn, summarize, value_targets
+from zerolab.selfplay import (
+    Frames,
+    PlyRecord,
+    SelfPlayConfig,
+    initial_states_from_fens,
+    make_play_fn,
+    make_selfplay_fn,
+    search_move_rule,
+    summarize,
+    value_targets,
+)
 
 
 def test_value_targets_follow_the_final_outcome_from_each_movers_view():
@@ -63,13 +73,71 @@ def test_selfplay_frames_are_consistent(selfplay_batch):
         np.testing.assert_array_equal(frames.observation[ply + 1, lane], start)
 
 
-def test_selfplay_statistics(selfplay_batch):
-    _, _, _, records = selfplay_batch
-    stats = summarize(records)
-    assert stats["games_finished"] == int(records.game_over.sum())
-    assert stats["first_player_wins"] + stats["draws"] + stats["first_player_losses"] == stats["games_finished"]
-    assert 1 <= stats["mean_game_length"] <= 5
-    assert 0 < stats["distinct_position_fraction"] <= 1
+def hand_built_records() -> PlyRecord:
+    """Four plies of three lanes (plies 0 and 2 are the first player's moves in a game that starts at ply 0).
+
+    Lane 0: the first player mates at ply 2.  Lane 1: the second player mates at ply 1.  Lane 2: a game capped at
+    four plies, a draw.  Positions: every ply's hash is distinct except that lane 2 repeats its ply-0 position at ply 2.
+    """
+    game_over = np.array([[False, False, False], [False, True, False], [True, False, False], [False, False, True]])
+    reward = np.zeros((4, 3), np.float32)
+    reward[2, 0] = 1.0  # from the mover's view: the first player won
+    reward[1, 1] = 1.0  # the second player won
+    hashes = np.arange(24, dtype=np.uint32).reshape(4, 3, 2)
+    hashes[2, 2] = hashes[0, 2]
+    game_length = np.array([[1, 1, 1], [2, 2, 2], [3, 1, 3], [1, 2, 4]], np.int32)
+    first_player_moved = np.array([[True, True, True], [False, False, False], [True, True, True], [False, True, False]])
+    first_player_moved[3, 0] = True  # lane 0 restarts at ply 3
+    first_player_moved[2, 1], first_player_moved[3, 1] = True, False  # lane 1 restarts at ply 2
+    return PlyRecord(action=np.zeros((4, 3), np.int32), reward=reward, game_over=game_over,
+                     first_player_moved=first_player_moved, game_length=game_length, position_hash=hashes)
+
+
+def test_summarize_counts_results_from_the_first_players_side():
+    stats = summarize(hand_built_records())
+    assert stats["games_finished"] == 3
+    assert (stats["first_player_wins"], stats["draws"], stats["first_player_losses"]) == (1, 1, 1)
+    assert stats["mean_game_length"] == pytest.approx((3 + 2 + 4) / 3)
+    assert stats["distinct_position_fraction"] == pytest.approx(11 / 12)
+
+
+def test_summarize_without_finished_games():
+    records = hand_built_records()
+    stats = summarize(records.replace(game_over=np.zeros_like(records.game_over)))
+    assert (stats["games_finished"], stats["first_player_wins"], stats["draws"], stats["first_player_losses"]) == (0, 0, 0, 0)
+    assert np.isnan(stats["mean_game_length"])
+
+
+# Black's only move is c4-c3; then White's Re1-e5 mates (one of White's 12 legal moves; Kc1-c2 stalemates).
+FORCED_MOVE_THEN_MATE_IN_ONE = "k4/p1p2/P4/5/1RK1R b - - 0 1"
+
+
+def test_a_real_win_reaches_the_value_targets_with_each_movers_sign(pyffish):
+    fen = FORCED_MOVE_THEN_MATE_IN_ONE
+    assert pyffish.legal_moves("gardner", fen, []) == ["c4c3"]
+    white_moves = pyffish.legal_moves("gardner", fen, ["c4c3"])
+    ending = {m: pyffish.gives_check("gardner", fen, ["c4c3", m]) for m in white_moves
+              if not pyffish.legal_moves("gardner", fen, ["c4c3", m])}
+    assert ending == {"e1e5": True, "c1c2": False}  # one mate, one stalemate (a draw)
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    config = SelfPlayConfig(num_games=2, plies_per_iteration=2, max_game_plies=10, temperature_plies=0)
+    search = SearchConfig(num_simulations=32, max_num_considered_actions=16)
+    play = make_play_fn(game, search_move_rule(game, network, search), config,
+                        initial_states=initial_states_from_fens(game, [fen]))
+    frames, records = jax.device_get(jax.jit(play, static_argnums=2)(variables, jax.random.key(3), 2))
+    start = game.from_fen(fen)
+    after_black = game.step(start, jnp.int32(game.text_to_action("c4c3", start)))
+    assert records.action[0].tolist() == [game.text_to_action("c4c3", start)] * 2
+    assert records.action[1].tolist() == [game.text_to_action("e1e5", after_black)] * 2  # the search finds the mate
+    np.testing.assert_array_equal(records.game_over, [[False, False], [True, True]])
+    np.testing.assert_array_equal(records.reward[1], [1.0, 1.0])  # from the mover's (White's) view
+    # Black moved at ply 0 and lost, White moved at ply 1 and won: each frame's target is from its mover's side.
+    np.testing.assert_array_equal(frames.value_target, [[-1.0, -1.0], [1.0, 1.0]])
+    assert frames.value_mask.all()
+    stats = summarize(records)  # the game's first player (the mover at its first ply) is Black here
+    assert (stats["games_finished"], stats["first_player_losses"], stats["mean_game_length"]) == (2, 2, 2.0)
 
 
 def make_frames(count: int, offset: int) -> Frames:
