@@ -173,8 +173,30 @@ def test_a_gradient_step_lowers_a_simple_loss(tiny_network, gardner_variables, n
     assert losses[-1] < 0.8 * losses[0], losses
 
 
+def alphagateau_parameters(size: int, blocks: int, node_features: int = 119, edge_features: int = 15) -> int:
+    """AlphaGateau's parameter count from its layer shapes (H = ``size``)."""
+    gateau = 6 * size * size + 2 * size + size  # 6 H×H matrices, 2 biases, the H×1 attention vector
+    block = 2 * gateau + 4 * 2 * size  # two GATEAU layers, four BatchNorms (scale and bias) on nodes and edges
+    embeddings = (node_features + 1) * size + (edge_features + 1) * size
+    heads = (size + 1) + (size + 1)  # edge policy logit, value
+    pooling = size + size * size + size  # attention vector, value projection with its bias
+    return blocks * block + embeddings + heads + pooling
+
+
+def resnet_parameters(channels: int, blocks: int, input_planes: int = 119, squares: int = 64, actions: int = 4672) -> int:
+    """The AlphaZero ResNet's parameter count from its layer shapes (3×3 convolutions without bias, BatchNorms)."""
+    stem = 9 * input_planes * channels + 2 * channels
+    tower = blocks * (2 * 9 * channels * channels + 2 * 2 * channels)
+    policy = channels * 2 + 2 * 2 + (2 * squares + 1) * actions  # 1×1 conv to 2 planes, BatchNorm, dense
+    value = channels * 1 + 2 * 1 + (squares + 1) * squares + (squares + 1)  # 1×1 conv, BatchNorm, 64 hidden, 1
+    return stem + tower + policy + value
+
+
 def test_parameter_counts():
     counts = parameter_counts()
-    # 10 GATEAU layers of 6 128×128 matrices ≈ 0.98M, plus embeddings and heads: the paper's "about 1.0M"
-    assert counts["alphagateau"] == 1_026_306
-    assert 2_100_000 < counts["alphazero_resnet"] < 2_300_000  # the paper's AlphaZero baseline: about 2.2M
+    assert counts["alphagateau"] == alphagateau_parameters(128, 5)
+    assert counts["alphazero_resnet"] == resnet_parameters(128, 5)
+    # The paper's sizes: AlphaGateau about 1.0M (10 GATEAU layers of 6 128×128 matrices ≈ 0.98M), the ResNet 2.2M.
+    assert round(counts["alphagateau"] / 1e5) == 10 and round(counts["alphazero_resnet"] / 1e5) == 22
+    smaller = parameter_counts(embedding_size=32, num_blocks=2)
+    assert smaller == {"alphagateau": alphagateau_parameters(32, 2), "alphazero_resnet": resnet_parameters(32, 2)}
