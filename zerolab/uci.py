@@ -20,8 +20,8 @@ Protocol handling:
 - The search runs in a worker thread, so ``isready`` and ``stop`` are answered during it.  ``stop`` sets
   ``budget.stop_event``, which a searching callback may poll.  ``go infinite`` searches with the default budget,
   ``go ponder`` with the clocks' allowance for the pondered position (the default without clocks); both hold
-  ``bestmove`` until ``stop`` (or ``ponderhit``).  ``quit`` during a search stops it, waits up to 5 s for its ``bestmove`` and
-  ends the server.
+  ``bestmove`` until ``stop`` (or ``ponderhit``).  ``quit`` during a search stops it, waits up to 5 s for its
+  ``bestmove`` and ends the server.
 - ``go searchmoves m1 m2 ...`` restricts the move: a callback's move outside them, and the fallback move, are
   replaced by the first legal one of them; illegal search moves are reported (all illegal: all moves are searched).
 - Bad input never stops the server: a malformed or unknown command, a bad option value — each gets one

@@ -103,7 +103,8 @@ def apply_search_overrides(search: SearchConfig, overrides: Mapping[str, str]) -
     """``search`` with ``{KEY: VALUE}`` overrides (keys without the ``search.`` prefix) of its fields.
 
     ``rule_options.NAME`` sets one option of the rules.  A field's value is converted to the type of its current
-    value (int, float, bool, str), other fields' values are Python literals (:func:`zerolab.config.parse_value`).  Raises ValueError naming an unknown key or a bad value.
+    value (int, float, bool, str); other fields' values are Python literals (:func:`zerolab.config.parse_value`).
+    Raises ValueError naming an unknown key or a bad value.
     """
     from zerolab.config import parse_value
 
