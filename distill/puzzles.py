@@ -24,6 +24,7 @@ import chess
 import chess.engine
 
 from distill.data.pgn import GamePositions, Problem, file_identifiers, read_games
+from zerolab.api import validate_fen
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +66,7 @@ def read_puzzles(path: str | pathlib.Path) -> tuple[list[Puzzle], list[Problem]]
 
 
 def _parse_row(row: dict[str, str], location: str) -> Puzzle:
-    board = chess.Board(row["FEN"])
-    if board.status() != chess.STATUS_VALID:
-        raise ValueError(f"invalid FEN {row['FEN']!r}")
+    board = chess.Board(validate_fen("chess", row["FEN"]))  # raises a ValueError naming the FEN and its problems
     moves = tuple(row["Moves"].split())
     if len(moves) < 2:
         raise ValueError(f"Moves {row['Moves']!r} needs the opponent's move and at least one solver move")

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 import chess
 import chess.pgn
 
+from zerolab.api import validate_fen
+
 logger = logging.getLogger(__name__)
 
 
@@ -118,8 +120,7 @@ def _players(game: chess.pgn.Game) -> str:
 
 def _positions(game: chess.pgn.Game) -> Iterator[str]:
     board = game.board()
-    if board.status() != chess.STATUS_VALID:
-        raise ValueError(f"invalid start position {board.fen()!r}")
+    validate_fen("chess", board.fen())  # raises a ValueError naming the start position and its problems
     for move in game.mainline_moves():
         yield board.fen()
         board.push(move)
