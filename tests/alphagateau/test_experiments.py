@@ -127,11 +127,6 @@ def test_rating_follows_algorithm_2_in_order_and_resumes(tmp_path):
 # --- end to end -------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def compilation_cache(tmp_path_factory):
-    return f"compilation_cache={tmp_path_factory.mktemp('jax-cache')}"
-
-
 def run_experiment(module, name, workdir, overrides):
     config = load_config(name, "tiny", overrides)
     return module.run(config, workdir)
@@ -165,8 +160,9 @@ def check_rerun_plays_nothing(module, name, workdir, overrides):
     assert {path: path.stat().st_mtime_ns for path in (workdir / "games").glob("*.pgn")} == pgns_before
 
 
-def test_speed_experiment_end_to_end(tmp_path, compilation_cache):
-    overrides = SPEED_RUN + SMALL_TRAINING + SMALL_EVALUATION + [compilation_cache]
+@pytest.mark.slow
+def test_speed_experiment_end_to_end(tmp_path):
+    overrides = SPEED_RUN + SMALL_TRAINING + SMALL_EVALUATION
     summary = run_experiment(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
     players = {"alphagateau@0", "alphagateau@1", "resnet@0", "resnet@1"}
     check_outputs(tmp_path, summary, "alphagateau_speed.png", players)
@@ -177,8 +173,9 @@ def test_speed_experiment_end_to_end(tmp_path, compilation_cache):
     check_rerun_plays_nothing(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
 
 
-def test_finetune_experiment_end_to_end(tmp_path, compilation_cache):
-    overrides = FINETUNE_RUN + SMALL_TRAINING + SMALL_EVALUATION + [compilation_cache]
+@pytest.mark.slow
+def test_finetune_experiment_end_to_end(tmp_path):
+    overrides = FINETUNE_RUN + SMALL_TRAINING + SMALL_EVALUATION
     summary = run_experiment(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)
     check_outputs(tmp_path, summary, "alphagateau_finetune.png", {"untrained", "gardner@1", "chess@1"})
     assert summary["before_finetuning"]["player"] == "gardner@1"

@@ -39,6 +39,7 @@ def file_states(*paths: pathlib.Path) -> dict[pathlib.Path, tuple[int, bytes]]:
     return {file: (file.stat().st_mtime_ns, file.read_bytes()) for file in files if file.is_file()}
 
 
+@pytest.mark.slow
 def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, experiment_data_directory, tmp_path):
     from experiments import distill
 
@@ -64,6 +65,7 @@ def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, ex
     assert file_states(annotations, dataset, tmp_path / "checkpoints") == finished
 
 
+@pytest.mark.slow
 def test_distill_bins_compares_bin_counts(stockfish_path, generated_games, experiment_data_directory, tmp_path):
     """Two bin counts trained and evaluated on the same data (the tournament is tested in test_engines)."""
     from experiments import distill_bins

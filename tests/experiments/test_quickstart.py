@@ -18,6 +18,7 @@ TOY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.engine
 def test_quickstart_end_to_end(tmp_path, fairy_stockfish_path):
     workdir = tmp_path / "quickstart"

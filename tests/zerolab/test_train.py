@@ -245,6 +245,7 @@ SHARDING_CHECK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_training_step_on_four_devices_equals_one_device():
     environment = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
     completed = subprocess.run([sys.executable, "-c", SHARDING_CHECK], cwd=REPOSITORY, env=environment,
