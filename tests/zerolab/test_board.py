@@ -9,19 +9,8 @@ import pytest
 
 from zerolab.board import GameBoards, GardnerBoard, StateTracker, board_from_state, board_with_moves
 from zerolab.fen import GARDNER_START_FEN, InvalidPositionError
-from zerolab.games import make_game
 
 MIDGAME_FEN = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
-
-
-@pytest.fixture(scope="module")
-def chess_game():
-    return make_game("chess")
-
-
-@pytest.fixture(scope="module")
-def gardner_game():
-    return make_game("gardner_chess")
 
 
 def stepped(game, state, moves):

@@ -22,20 +22,6 @@ from zerolab.fen import InvalidPositionError
 
 GARDNER_START = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 
-@pytest.fixture(scope="module")
-def chess_game():
-    from zerolab.games import make_game
-
-    return make_game("chess")
-
-
-@pytest.fixture(scope="module")
-def gardner_game():
-    from zerolab.games import make_game
-
-    return make_game("gardner_chess")
-
-
 # --- finding engines --------------------------------------------------------------------------------------------
 
 
