@@ -15,6 +15,9 @@ chess (8×8, ``chess.Board``) and Gardner chess (5×5, :class:`GardnerBoard`), w
   (``ChessGame.history_placements``): at each ply the one legal move leading to the next recorded placement.  So an
   agent that sees only pgx states (the arena) still hands engines the game's moves, up to 7 plies between two of its
   calls (a team member that skipped turns included); a game it cannot connect starts a new board at the state's FEN.
+  A game that its first call meets after the start is rebuilt from the standard start position when it began there;
+  a game from another FEN then starts at the state's own FEN (pgx keeps only the placements of earlier positions,
+  not their castling rights, en passant square or counters, so an earlier FEN cannot be rebuilt exactly).
 * :class:`GardnerBoard`: a 5×5 position and move stack with the few ``chess.Board`` methods python-chess's UCI
   protocol uses (see :mod:`zerolab.engines`), whose moves are checked and played by pgx: no second rule set.
 

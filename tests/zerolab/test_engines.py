@@ -224,22 +224,33 @@ def positions_sent(log):
 
 
 def expected_positions(match, agent_name, root):
-    """The ``position`` commands of every engine move of ``match``: the root and the game's moves so far."""
+    """The ``position`` commands of every engine move of ``match``: the root and the game's moves so far.
+
+    A game from a start FEN (``root`` is ``position fen ...``) that the engine joins after the first move starts, for
+    it, after that move: pgx's state keeps no castling rights or counters of earlier positions to rebuild it from.
+    """
     expected = []
     for record in match.games:
         first_ply = 0 if record.first_player == agent_name else 1
+        game_root, skipped = root, 0
+        if first_ply == 1 and root.startswith("position fen"):
+            board = chess.Board(root[len("position fen "):])
+            board.push_uci(record.moves[0])
+            game_root, skipped = f"position fen {board.fen(en_passant='fen')}", 1
         for ply in range(first_ply, record.plies, 2):
-            expected.append(root + (" moves " + " ".join(record.moves[:ply]) if ply else ""))
+            moves = record.moves[skipped:ply]
+            expected.append(game_root + (" moves " + " ".join(moves) if moves else ""))
     return expected
 
 
-def play_engine_match(game, spec, max_plies):
+def play_engine_match(game, spec, max_plies, start_fens=None):
     from zerolab.agents import EngineAgent
     from zerolab.arena import play_match
 
     agent = EngineAgent(spec, game)
     try:
-        match = play_match(game, agent, RandomAgent(), 2, jax.random.key(0), max_plies, show_progress=False)
+        match = play_match(game, agent, RandomAgent(), 2, jax.random.key(0), max_plies, show_progress=False,
+                           start_fens=start_fens)
     finally:
         agent.close()
     return agent, match
@@ -252,6 +263,10 @@ def test_engine_agent_sends_the_games_moves(tmp_path, chess_game):
     assert agent.fallback_moves == 0
     assert positions_sent(log) == expected_positions(match, agent.name, "position startpos")
     assert any(line.count(" ") > 20 for line in positions_sent(log))  # long move lists, not FENs
+    log.write_text("")  # games from a start position: its FEN, then the moves
+    start = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
+    agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_plies=8, start_fens=[start])
+    assert positions_sent(log) == expected_positions(match, agent.name, f"position fen {start}")
 
 
 LOGGING_WRAPPER = """\
