@@ -74,12 +74,22 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 @functools.lru_cache(maxsize=32)
 def compiled_search(search_config: Any, game: Game, network: Any):
-    """One jitted ``(variables, key, states) -> actions [B]`` per (search, game, network), shared by agents."""
-    return jax.jit(lambda variables, key, states: run_search(search_config, game, network, variables, key, states).action)
+    """One jitted ``(variables, key, states) -> (actions [B], summary {name: [B]})`` per (search, game, network),
+    shared by agents; the summary is the search rules' (empty for the standard search)."""
+
+    def search(variables, key, states):
+        output = run_search(search_config, game, network, variables, key, states)
+        return output.action, output.summary
+
+    return jax.jit(search)
 
 
 class SearchAgent:
-    """A network with a search, e.g. a training checkpoint; ``select_actions`` is one jitted batched search."""
+    """A network with a search, e.g. a training checkpoint; ``select_actions`` is one jitted batched search.
+
+    The search rules' per-search statistics (``SearchRules.summary_fn``) are averaged over the positions the agent
+    searched (those of games still running): :meth:`search_statistics`.
+    """
 
     def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any):
         self.name = name
@@ -88,9 +98,22 @@ class SearchAgent:
         self.variables = variables
         self.search_config = search_config
         self._search = compiled_search(search_config, game, network)
+        self._statistic_totals: dict[str, float] = {}
+        self._searched_positions = 0
 
     def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        return np.asarray(self._search(self.variables, key, states))
+        actions, summary = self._search(self.variables, key, states)
+        if summary:
+            running = ~np.asarray(states.terminated)
+            self._searched_positions += int(running.sum())
+            for name, values in summary.items():
+                total = float(np.asarray(values)[running].sum())
+                self._statistic_totals[name] = self._statistic_totals.get(name, 0.0) + total
+        return np.asarray(actions)
+
+    def search_statistics(self) -> dict[str, float]:
+        """``{name: mean}`` of the search summary over every position searched so far (empty without a summary)."""
+        return {name: total / max(self._searched_positions, 1) for name, total in self._statistic_totals.items()}
 
     def new_game(self) -> None:
         pass

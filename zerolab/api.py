@@ -112,6 +112,8 @@ PUBLIC_NAMES: dict[str, str] = {
     "load_search_agent": "zerolab.agents",
     "make_agent": "zerolab.agents",
     "play_match": "zerolab.arena",
+    "play_games": "zerolab.arena",
+    "Match": "zerolab.arena",
     "write_pgn": "zerolab.arena",
     "TeamAgent": "zerolab.arena",
     "GameBoards": "zerolab.board",

@@ -1,0 +1,44 @@
+"""contempt-odds (search-contempt, Table 1): an odds-giving network with PUCT and with search-contempt against a fixed
+opponent, at several search sizes.
+
+``tiny``: Gardner chess, knight odds, the quickstart's ResNet trained once into ``network`` (when that directory holds
+no checkpoint yet), 16 / 64 / 256 simulations, N_scl 5, against Fairy-Stockfish at skill −20, 64 games per cell.
+``paper``: 8×8 chess, queen odds, 100 / 800 / 20,000 nodes, N_scl 28 (unstated in the paper), against Stockfish at
+Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m zerolab.lc0 convert``), given as
+``network=RUN``.
+"""
+
+import ml_collections
+
+
+def get_config(preset: str = "tiny"):
+    config = ml_collections.ConfigDict({
+        "seed": 0,
+        "network": "runs/contempt-base",  # a run directory; trained from base_config when it has no checkpoint
+        "base_config": "quickstart",
+        "base_overrides": ["model.name=resnet"],
+        "game": "gardner_chess",
+        "odds_piece": "knight",
+        "simulations": [16, 64, 256],
+        "sc_limit": 5,
+        "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
+        "opponent": "fairy-stockfish:skill=-20",
+        "games_per_cell": 64,
+        "max_game_plies": 256,
+        "progress": True,
+    })
+    if preset == "tiny":
+        return config
+    if preset == "paper":
+        config.network = ""  # a converted maia-1900 run: network=RUN
+        config.base_config = ""
+        config.base_overrides = []
+        config.game = "chess"
+        config.odds_piece = "queen"
+        config.simulations = [100, 800, 20_000]
+        config.sc_limit = 28
+        config.opponent = "stockfish:elo=1350"
+        config.games_per_cell = 200
+        config.max_game_plies = 512
+        return config
+    raise KeyError(preset)

@@ -1,0 +1,145 @@
+"""contempt-odds: does search-contempt turn more search into more wins when giving odds to a weaker opponent?
+
+For each search size and each arm (PUCT; search-contempt with N_scl = ``sc_limit``), the network gives ``odds_piece``
+odds to ``opponent``: half the games as White from the odds opening without White's piece, half as Black without
+Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations and search kind, with root noise
+off; only the rules differ.  Each cell's W/D/L (the network's side) with 95 % Wilson intervals, the engine's fallback
+moves and contempt's ``sampled_visit_fraction`` go to ``cells.jsonl`` (a rerun plays only the missing cells) and
+``summary.json``; ``figures/contempt-odds.png`` plots the win rate against simulations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import pathlib
+import time
+
+import jax
+
+from contempt_search.odds import odds_fen
+from contempt_search.statistics import wilson_interval
+from zerolab import train
+from zerolab.agents import EngineAgent, SearchAgent, load_search_agent
+from zerolab.arena import play_games
+from zerolab.checkpoint import Checkpointer
+from zerolab.config import load_config
+from zerolab.games import make_game
+from zerolab.pgn import write_games
+from zerolab.plots import new_figure, save_figure
+from zerolab.progress import progress_bar
+
+logger = logging.getLogger(__name__)
+
+CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
+
+
+def base_network(config, workdir: pathlib.Path) -> pathlib.Path:
+    """The network's run directory; trains ``base_config`` into it first when it holds no checkpoint."""
+    if not config.network:
+        raise ValueError("contempt-odds needs network=RUN: the paper preset plays maia-1900 converted to a zerolab run "
+                         "(python -m zerolab.lc0 convert --workdir RUN)")
+    network = pathlib.Path(config.network)
+    if (network / "checkpoints").is_dir() and Checkpointer(network / "checkpoints").steps():
+        return network
+    if not config.base_config:
+        raise FileNotFoundError(f"network={network}: no checkpoint there, and no base_config to train one")
+    base = load_config(config.base_config, "tiny", list(config.base_overrides) + [f"progress={bool(config.progress)}"])
+    logger.info("training the base network into %s (%s %s)", network, config.base_config, list(config.base_overrides))
+    train.run(base, network)
+    return network
+
+
+def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
+    options = {"simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}"}
+    if arm.startswith("contempt"):
+        options.update(rules=CONTEMPT_RULES, sc_limit=str(config.sc_limit))
+    agent = load_search_agent(network, options, game=game)
+    search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
+    return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search)
+
+
+def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Array) -> tuple[dict, list]:
+    """The agent gives odds as White in half the games and as Black in the other half."""
+    half = int(config.games_per_cell) // 2
+    opponent = EngineAgent(opponent_spec, game, seed=int(config.seed))
+    try:
+        with progress_bar(f"{agent.name} vs {opponent_spec}", 2 * half, unit="game",
+                          enabled=bool(config.progress)) as bar:
+            as_white = play_games(game, agent, opponent, half, jax.random.fold_in(key, 0), int(config.max_game_plies),
+                                  bar, [odds_fen(game.name, config.odds_piece, "white")] * half)
+            as_black = play_games(game, opponent, agent, half, jax.random.fold_in(key, 1), int(config.max_game_plies),
+                                  bar, [odds_fen(game.name, config.odds_piece, "black")] * half)
+    finally:
+        opponent.close()
+    scores = [record.first_player_score for record in as_white] + [1 - record.first_player_score for record in as_black]
+    wins, draws, losses = (sum(score == value for score in scores) for value in (1.0, 0.5, 0.0))
+    games = len(scores)
+    cell = {
+        "arm": agent.name.rsplit("-", 1)[0], "simulations": agent.search_config.num_simulations, "games": games,
+        "wins": wins, "draws": draws, "losses": losses,
+        **{f"{name}_percent": 100 * count / games for name, count in (("win", wins), ("draw", draws), ("loss", losses))},
+        **{f"{name}_interval": [100 * bound for bound in wilson_interval(count, games)]
+           for name, count in (("win", wins), ("draw", draws), ("loss", losses))},
+        "score": (wins + draws / 2) / games,
+        "capped_games": sum(record.capped for record in as_white + as_black),
+        "engine_fallback_moves": opponent.fallback_moves,
+        **agent.search_statistics(),
+    }
+    return cell, as_white + as_black
+
+
+def read_cells(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def run(config, workdir: pathlib.Path) -> dict:
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    network = base_network(config, workdir)
+    game = make_game(config.game)
+    arms = ["puct", f"contempt{int(config.sc_limit)}"]
+    cells_path = workdir / "cells.jsonl"
+    cells = read_cells(cells_path)
+    done = {(cell["arm"], cell["simulations"]) for cell in cells}
+    key = jax.random.key(int(config.seed))
+    for simulations in config.simulations:
+        for arm in arms:
+            if (arm, int(simulations)) in done:
+                continue
+            agent = arm_agent(network, game, arm, int(simulations), config)
+            cell_started = time.perf_counter()
+            cell, records = play_cell(game, agent, config.opponent, config, jax.random.fold_in(key, int(simulations)))
+            cell["wall_s"] = time.perf_counter() - cell_started
+            write_games(game, records, workdir / "games" / f"{agent.name}.pgn", f"contempt-odds {agent.name}")
+            with cells_path.open("a") as stream:
+                stream.write(json.dumps(cell) + "\n")
+            cells.append(cell)
+            logger.info("%s: %s", agent.name, json.dumps(cell))
+
+    figure, axes = new_figure()
+    plot = axes[0, 0]
+    for arm in arms:
+        rows = sorted((cell for cell in cells if cell["arm"] == arm), key=lambda cell: cell["simulations"])
+        x = [row["simulations"] for row in rows]
+        y = [row["win_percent"] for row in rows]
+        errors = [[row["win_percent"] - row["win_interval"][0] for row in rows],
+                  [row["win_interval"][1] - row["win_percent"] for row in rows]]
+        plot.errorbar(x, y, yerr=errors, marker="o", capsize=3, label=arm)
+    plot.set_xscale("log")
+    plot.set_xlabel("simulations per move")
+    plot.set_ylabel(f"win % giving {config.odds_piece} odds (95 % Wilson)")
+    plot.set_title(f"{config.game}: vs {config.opponent}")
+    plot.legend()
+    figure_path = save_figure(figure, workdir / "figures" / "contempt-odds.png")
+    summary = {
+        "settings": {key: value for key, value in config.to_dict().items()},
+        "network": str(network),
+        "cells": cells,
+        "figure": str(figure_path),
+        "wall_s": time.perf_counter() - started,
+    }
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
