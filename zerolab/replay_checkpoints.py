@@ -44,8 +44,7 @@ def window_share(windows: list[dict[str, np.ndarray]], process_index: int, proce
     """
     if len(windows) == process_count:
         return windows[process_index]
-    names = [name for name in windows[0]]
-    concatenated = {name: np.concatenate([window[name] for window in windows]) for name in names}
+    concatenated = {name: np.concatenate([window[name] for window in windows]) for name in windows[0]}
     return {name: array[process_index::process_count] for name, array in concatenated.items()}
 
 
