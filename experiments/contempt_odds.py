@@ -18,38 +18,17 @@ import time
 
 import jax
 
+from contempt_search.experiment import CONTEMPT_RULES, append_row, base_network, read_rows
 from contempt_search.odds import odds_fen
 from contempt_search.statistics import wilson_interval
-from zerolab import train
 from zerolab.agents import EngineAgent, SearchAgent, load_search_agent
 from zerolab.arena import play_games
-from zerolab.checkpoint import Checkpointer
-from zerolab.config import load_config
 from zerolab.games import make_game
 from zerolab.pgn import write_games
 from zerolab.plots import new_figure, save_figure
 from zerolab.progress import progress_bar
 
 logger = logging.getLogger(__name__)
-
-CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
-
-
-def base_network(config, workdir: pathlib.Path) -> pathlib.Path:
-    """The network's run directory; trains ``base_config`` into it first when it holds no checkpoint."""
-    if not config.network:
-        raise ValueError("contempt-odds needs network=RUN: the paper preset plays maia-1900 converted to a zerolab run "
-                         "(python -m zerolab.lc0 convert --workdir RUN)")
-    network = pathlib.Path(config.network)
-    if (network / "checkpoints").is_dir() and Checkpointer(network / "checkpoints").steps():
-        return network
-    if not config.base_config:
-        raise FileNotFoundError(f"network={network}: no checkpoint there, and no base_config to train one")
-    base = load_config(config.base_config, "tiny", list(config.base_overrides) + [f"progress={bool(config.progress)}"])
-    logger.info("training the base network into %s (%s %s)", network, config.base_config, list(config.base_overrides))
-    train.run(base, network)
-    return network
-
 
 def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
     options = {"simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}"}
@@ -90,19 +69,15 @@ def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Arr
     return cell, as_white + as_black
 
 
-def read_cells(path: pathlib.Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-
-
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    network = base_network(config, workdir)
+    network = base_network(config)
     game = make_game(config.game)
     arms = ["puct", f"contempt{int(config.sc_limit)}"]
     cells_path = workdir / "cells.jsonl"
-    cells = read_cells(cells_path)
+    cells = read_rows(cells_path)
     done = {(cell["arm"], cell["simulations"]) for cell in cells}
     key = jax.random.key(int(config.seed))
     for simulations in config.simulations:
@@ -114,8 +89,7 @@ def run(config, workdir: pathlib.Path) -> dict:
             cell, records = play_cell(game, agent, config.opponent, config, jax.random.fold_in(key, int(simulations)))
             cell["wall_s"] = time.perf_counter() - cell_started
             write_games(game, records, workdir / "games" / f"{agent.name}.pgn", f"contempt-odds {agent.name}")
-            with cells_path.open("a") as stream:
-                stream.write(json.dumps(cell) + "\n")
+            append_row(cells_path, cell)
             cells.append(cell)
             logger.info("%s: %s", agent.name, json.dumps(cell))
 

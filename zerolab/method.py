@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -40,14 +40,15 @@ from zerolab.selfplay import (
     search_move_rule,
 )
 
-if TYPE_CHECKING:
-    from zerolab.runs import Components
+# The factories below receive the run's ``zerolab.runs.Components`` (game, network, search, rules, self-play
+# sizes); that module sits above this one (it builds the method), so the type is not imported here.
+Components = Any
 
 LossFn = Callable[[NetworkOutput, Frames], tuple[jax.Array, dict[str, jax.Array]]]
 """``(network output over a batch [N], frames [N]) -> (scalar loss, {metric name: scalar})``."""
-MoveRuleFactory = Callable[["Components"], MoveRule]
+MoveRuleFactory = Callable[[Components], MoveRule]
 """``(components) -> MoveRule``: builds the per-ply move rule from the run's game, network and search."""
-SelfPlayFactory = Callable[["Components"], PlayFn]
+SelfPlayFactory = Callable[[Components], PlayFn]
 """``(components) -> PlayFn``: builds one device's self-play function."""
 
 

@@ -441,20 +441,25 @@ def summarize(records: PlyRecord) -> dict[str, float]:
     }
 
 
-def finished_games(records: PlyRecord, max_games: int) -> list[tuple[int, np.ndarray, float]]:
-    """Up to ``max_games`` games that ended inside the scan and started at its first ply, as
-    ``(lane, actions, first_player_score)``; host (numpy) records.  Every lane starts from a fresh position."""
+def complete_games(records: PlyRecord) -> list[tuple[int, int, np.ndarray, float]]:
+    """Every game played wholly inside the scan, lane by lane, as ``(lane, first ply, actions, first_player_score)``
+    (host, numpy records).  A lane's first game starts at ply 0; each later one on the ply after the previous ended."""
     over = np.asarray(records.game_over)
+    actions, rewards = np.asarray(records.action), np.asarray(records.reward)
+    first_moved = np.asarray(records.first_player_moved)
     games = []
     for lane in range(over.shape[1]):
-        ends = np.flatnonzero(over[:, lane])
-        if len(ends) == 0:
-            continue
-        end = ends[0]
-        reward = float(np.asarray(records.reward)[end, lane])
-        mover_is_first = bool(np.asarray(records.first_player_moved)[end, lane])
-        score = (reward + 1) / 2 if mover_is_first else (1 - reward) / 2
-        games.append((lane, np.asarray(records.action)[: end + 1, lane], score))
-        if len(games) == max_games:
-            break
+        start = 0
+        for end in np.flatnonzero(over[:, lane]):
+            reward = float(rewards[end, lane])
+            score = (reward + 1) / 2 if bool(first_moved[end, lane]) else (1 - reward) / 2
+            games.append((lane, start, actions[start: end + 1, lane], score))
+            start = end + 1
     return games
+
+
+def finished_games(records: PlyRecord, max_games: int) -> list[tuple[int, np.ndarray, float]]:
+    """Up to ``max_games`` games that ended inside the scan and started at its first ply, as
+    ``(lane, actions, first_player_score)``, in lane order; host (numpy) records."""
+    first_games = [(lane, actions, score) for lane, start, actions, score in complete_games(records) if start == 0]
+    return first_games[:max_games]

@@ -184,7 +184,7 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
     frames, records = local_numpy((frames, records), axis=1)
     selfplay_seconds = time.perf_counter() - started
-    num_frames = frames.value_target.size
+    num_frames = sum_over_processes(frames.value_target.size)  # all processes' frames (a collective)
     window = update_window(run_state.window, frames, int(config.replay.window_size), run_state.numpy_rng,
                            config.replay.mode)
     bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
@@ -268,6 +268,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
     train_step = make_train_step(components.network, optimizer, mesh, float(config.train.l2_weight),
                                  components.method.loss_fn)
+    local_batch_size("train.batch_size", int(config.train.batch_size), mesh)  # a bad size stops before self-play
     train_state = replicate(run_state.train_state, mesh)
 
     previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))

@@ -272,3 +272,22 @@ def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
     misspelt = search_config_with_options(base, {"root_wieght": "3"})
     with pytest.raises(ValueError, match="counting_rules' with options .*root_wieght.*unexpected keyword"):
         misspelt.make_rules()
+
+
+def test_complete_games_lists_every_game_inside_the_scan():
+    from zerolab.selfplay import PlyRecord, complete_games, finished_games
+
+    over = np.array([[False, False], [True, False], [False, True], [False, False], [True, False]])
+    reward = np.array([[0, 0], [1, 0], [0, -1], [0, 0], [0, 0]], np.float32)  # from the mover's view
+    first_moved = np.array([[True, True], [False, False], [True, True], [False, False], [True, True]])
+    action = np.arange(10).reshape(5, 2)
+    records = PlyRecord(action=action, reward=reward, game_over=over, first_player_moved=first_moved,
+                        game_length=np.zeros((5, 2)), position_hash=np.zeros((5, 2, 2)))
+    games = complete_games(records)
+    assert [(lane, start, list(actions), score) for lane, start, actions, score in games] == [
+        (0, 0, [0, 2], 0.0),  # the second player moved last and won
+        (0, 2, [4, 6, 8], 0.5),  # a draw (reward 0)
+        (1, 0, [1, 3, 5], 0.0),  # the first player moved last and lost
+    ]
+    assert [(lane, list(actions), score) for lane, actions, score in finished_games(records, 5)] == [
+        (0, [0, 2], 0.0), (1, [1, 3, 5], 0.0)]

@@ -1,0 +1,138 @@
+"""contempt-selfplay: decisiveness and diversity of self-play under search-contempt and under PUCT.
+
+Each setting plays ``games`` self-play games with the base network through the core's jitted self-play (one lane per
+game, the first game of each lane, so long games are not under-counted), with root noise off and the setting's
+temperature schedule over full moves.  Each search roots at the side to move, so each side treats the other as the
+opponent.  Per setting (``settings.jsonl``; a rerun plays only the missing ones): W/D/L from White's side, (w+l)/d and
+the decisive fraction with bootstrap 95 % intervals, the mean game length, the fraction of distinct positions, the
+repeat rate r(m) for m = 1..``repeat_moves`` and the search's ``sampled_visit_fraction``.  Figures: (w+l)/d against
+N_scl and against τ, and r(m).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import pathlib
+import time
+
+import jax
+import numpy as np
+
+from contempt_search.statistics import decisiveness, repeat_rate
+from contempt_search.experiment import CONTEMPT_RULES, append_row, base_network, read_rows
+from zerolab.agents import load_search_agent
+from zerolab.devices import make_mesh, replicate
+from zerolab.plots import new_figure, save_figure
+from zerolab.selfplay import SelfPlayConfig, complete_games, make_selfplay_fn, summarize
+
+logger = logging.getLogger(__name__)
+
+
+def temperature_settings(config, temperature: str) -> dict:
+    """SelfPlayConfig fields of a schedule name (``tau1``, ``tau2``) or of a constant τ given as text."""
+    if temperature in ("tau1", "tau2"):
+        start, delay, decay, end, cutoff = config[temperature]
+        return {"temperature": float(start), "temperature_delay_moves": int(delay),
+                "temperature_decay_moves": int(decay), "temperature_end": float(end),
+                "temperature_cutoff_moves": int(cutoff)}
+    constant = float(temperature)
+    return {"temperature": constant, "temperature_delay_moves": 10**6, "temperature_end": constant}
+
+
+def settings(config) -> list[dict]:
+    """Every setting: name, N_scl (None for PUCT) and temperature."""
+    rows = [{"name": f"contempt{int(limit)}-tau1", "sc_limit": int(limit), "temperature": "tau1"}
+            for limit in config.sc_limits]
+    rows += [{"name": f"puct-{temperature}", "sc_limit": None, "temperature": temperature}
+             for temperature in config.puct_temperatures]
+    return rows
+
+
+def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
+    search = dataclasses.replace(agent.search_config, num_simulations=int(config.simulations), kind=config.kind,
+                                 dirichlet_fraction=0.0, gumbel_scale=0.0, rules="", rule_options=())
+    if setting["sc_limit"] is not None:
+        search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": setting["sc_limit"]})
+    selfplay = SelfPlayConfig(num_games=int(config.games), plies_per_iteration=int(config.max_game_plies),
+                              max_game_plies=int(config.max_game_plies), temperature_schedule="moves",
+                              **temperature_settings(config, setting["temperature"]))
+    mesh = make_mesh(jax.devices()[:1])
+    play = make_selfplay_fn(agent.game, agent.network, search, selfplay, mesh)
+    started = time.perf_counter()
+    _, records = play(replicate(agent.variables, mesh), key)
+    records = jax.device_get(records)
+    seconds = time.perf_counter() - started
+    games = [game for game in complete_games(records) if game[1] == 0]  # one per lane: its first game
+    outcomes = [score for _, _, _, score in games]
+    wins, draws, losses = (sum(score == value for score in outcomes) for value in (1.0, 0.5, 0.0))
+    lengths = [len(actions) for _, _, actions, _ in games]
+    move_lists = [[int(action) for action in actions] for _, _, actions, _ in games]
+    statistics = summarize(records)
+    return {
+        **setting,
+        "games": len(games), "white_wins": wins, "draws": draws, "white_losses": losses,
+        "capped_games": sum(length >= int(config.max_game_plies) for length in lengths),
+        **decisiveness(outcomes, resamples=int(config.bootstrap_resamples), seed=int(config.seed)),
+        "mean_game_length": float(np.mean(lengths)) if lengths else math.nan,
+        "distinct_position_fraction": statistics["distinct_position_fraction"],
+        "sampled_visit_fraction": statistics.get("sampled_visit_fraction", 0.0),
+        "repeat_rate": [repeat_rate(move_lists, moves) for moves in range(1, int(config.repeat_moves) + 1)],
+        "selfplay_s": seconds,
+    }
+
+
+def finite(value: float, cap: float) -> float:
+    return cap if math.isinf(value) else value
+
+
+def plot(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
+    figure, axes = new_figure(columns=3)
+    contempt = sorted((row for row in rows if row["sc_limit"] is not None), key=lambda row: row["sc_limit"])
+    puct = [row for row in rows if row["sc_limit"] is None]
+    cap = 2 * max([finite(row["ratio"], 0) for row in rows] + [1.0])
+    axes[0, 0].plot([row["sc_limit"] for row in contempt], [finite(row["ratio"], cap) for row in contempt], "o-",
+                    label="contempt, τ1")
+    for row in puct:
+        if row["temperature"] == "tau1":
+            axes[0, 0].axhline(finite(row["ratio"], cap), color="grey", linestyle="--", label="PUCT, τ1")
+    axes[0, 0].set_xscale("log")
+    axes[0, 0].set(xlabel="N_scl", ylabel="(w + l) / d", title="decisiveness against N_scl")
+    axes[0, 0].legend()
+    constants = sorted((row for row in puct if row["temperature"] not in ("tau1", "tau2")),
+                       key=lambda row: float(row["temperature"]))
+    axes[0, 1].plot([float(row["temperature"]) for row in constants], [finite(row["ratio"], cap) for row in constants],
+                    "o-", label="PUCT, constant τ")
+    axes[0, 1].set(xlabel="τ", ylabel="(w + l) / d", title="decisiveness against τ")
+    axes[0, 1].legend()
+    for row in rows:
+        axes[0, 2].plot(range(1, len(row["repeat_rate"]) + 1), row["repeat_rate"], label=row["name"])
+    axes[0, 2].set(xlabel="full moves m", ylabel="repeat rate r(m)", title="shared openings")
+    axes[0, 2].legend(fontsize=6)
+    return save_figure(figure, path)
+
+
+def run(config, workdir: pathlib.Path) -> dict:
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    network = base_network(config)
+    agent = load_search_agent(network, {"name": "base"})
+    rows_path = workdir / "settings.jsonl"
+    rows = read_rows(rows_path)
+    done = {row["name"] for row in rows}
+    key = jax.random.key(int(config.seed))
+    for index, setting in enumerate(settings(config)):
+        if setting["name"] in done:
+            continue
+        row = play_setting(config, agent, setting, jax.random.fold_in(key, index))
+        append_row(rows_path, row)
+        rows.append(row)
+        logger.info("%s: %s", setting["name"], json.dumps({k: v for k, v in row.items() if k != "repeat_rate"}))
+    figure_path = plot(rows, workdir / "figures" / "contempt-selfplay.png")
+    summary = {"settings": config.to_dict(), "network": str(network), "rows": rows, "figure": str(figure_path),
+               "wall_s": time.perf_counter() - started}
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
