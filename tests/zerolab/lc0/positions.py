@@ -17,6 +17,7 @@ FEN_ROOTS = (
     "1n2k3/PPP5/8/8/8/8/5ppp/4K1N1 w - - 0 1",  # promotions for both colours, with captures
     "4k1n1/5PPP/8/8/8/8/ppp5/1N2K3 b - - 0 1",
     "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",  # en passant that can be taken
+    "rnbqkbnr/pppp1ppp/8/8/3Pp3/8/PPP1PPPP/RNBQKBNR b KQkq d3 0 2",
     "rnbqkbnr/pppp1ppp/8/4p3/8/8/PPPPPPPP/RNBQKBNR w KQkq e6 0 2",  # en-passant square no pawn can take
     "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1",
     "rnbqkb1r/pppp1ppp/5n2/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",  # no en passant
