@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Union
 import chess
 import numpy as np
 
-from zerolab.fen import GARDNER_START_FEN, InvalidPositionError, position_key
+from zerolab.fen import BOARD_SIZES, GARDNER_START_FEN, InvalidPositionError, position_key, validate_fen
 
 if TYPE_CHECKING:
     import pgx
@@ -183,8 +183,8 @@ Board = Union[chess.Board, GardnerBoard]
 
 def new_board(game_name: str, fen: str | None = None) -> Board:
     """A board of ``game_name`` (``chess`` or ``gardner_chess``) at ``fen`` (default: the start), validated."""
-    from zerolab.fen import validate_fen
-
+    if game_name not in BOARD_SIZES:
+        raise ValueError(f"boards exist for {', '.join(BOARD_SIZES)}, not {game_name!r}")
     if game_name == "gardner_chess":
         return GardnerBoard(fen or GARDNER_START_FEN)
     if fen is None:

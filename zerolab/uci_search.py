@@ -326,6 +326,7 @@ class SearchEngine:
             from zerolab.board import StateTracker
 
             self.loaded = self.load()
+            logger.info("%s, searching with %s", self.loaded.description, self.loaded.search)
             self.game = self.loaded.game
             if self.simulations is None:
                 self.simulations = int(self.loaded.search.num_simulations)

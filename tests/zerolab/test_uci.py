@@ -539,8 +539,9 @@ def chess_run(tmp_path_factory):
 @pytest.mark.slow
 def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, stockfish_path):
     """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, one simulation a
-    move, under node limits, clocks and searchmoves in turn; every move must be legal."""
-    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1", "search.kind=gumbel")
+    move, PUCT search by a search override, under node limits, clocks and searchmoves in turn; every move must be
+    legal."""
+    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1", "search.kind=muzero")
     with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT, timeout=300) as engine, \
             chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
         assert engine.id["name"] == "zerolab run"
