@@ -223,18 +223,18 @@ def positions_sent(log):
     return [line.strip() for line in log.read_text().splitlines() if line.startswith("position")]
 
 
-def expected_positions(match, agent_name, root):
+def expected_positions(match, agent_name, root, start_fen=None):
     """The ``position`` commands of every engine move of ``match``: the root and the game's moves so far.
 
-    A game from a start FEN (``root`` is ``position fen ...``) that the engine joins after the first move starts, for
-    it, after that move: pgx's state keeps no castling rights or counters of earlier positions to rebuild it from.
+    A game from a ``start_fen`` (not the game's standard start) that the engine joins after the first move starts,
+    for it, after that move: pgx's state keeps no castling rights or counters of earlier positions to rebuild it.
     """
     expected = []
     for record in match.games:
         first_ply = 0 if record.first_player == agent_name else 1
         game_root, skipped = root, 0
-        if first_ply == 1 and root.startswith("position fen"):
-            board = chess.Board(root[len("position fen "):])
+        if first_ply == 1 and start_fen is not None:
+            board = chess.Board(start_fen)
             board.push_uci(record.moves[0])
             game_root, skipped = f"position fen {board.fen(en_passant='fen')}", 1
         for ply in range(first_ply, record.plies, 2):
@@ -266,7 +266,7 @@ def test_engine_agent_sends_the_games_moves(tmp_path, chess_game):
     log.write_text("")  # games from a start position: its FEN, then the moves
     start = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
     agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_plies=8, start_fens=[start])
-    assert positions_sent(log) == expected_positions(match, agent.name, f"position fen {start}")
+    assert positions_sent(log) == expected_positions(match, agent.name, f"position fen {start}", start_fen=start)
 
 
 LOGGING_WRAPPER = """\
