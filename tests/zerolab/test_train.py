@@ -161,6 +161,18 @@ def test_no_readable_complete_step_stops_with_a_clear_message_and_keeps_the_hist
     assert step_0_after == step_0_before  # step 0 is not written again
 
 
+def test_the_command_line_reports_unreadable_checkpoints_without_a_traceback(run_copy, capsys):
+    from zerolab import cli
+
+    for step in (1, 2, 3):
+        corrupt_train_state(run_copy, step)
+    status = cli.main(["train", "--config", "quickstart", "--workdir", str(run_copy), *TINY_RUN, "iterations=4"])
+    error = capsys.readouterr().err
+    assert status == 2
+    assert "error: no complete readable checkpoint to resume from" in error and "Traceback" not in error
+    assert iterations_logged(run_copy) == [1, 2, 3]
+
+
 def test_resuming_with_another_model_names_the_differing_keys(run_copy):
     config = tiny_config("model.channels=16", "iterations=9")
     with pytest.raises(runs.IncompatibleCheckpointError, match="model.channels: checkpoint 8 vs config 16"):
