@@ -104,11 +104,6 @@ def test_uci_engine_random_init_plays_a_full_game():
     assert board.is_game_over(claim_draw=True) or board.ply() == 400
 
 
-def test_uci_engine_from_a_checkpoint(trained_run_directory):
-    board = play_uci_game([sys.executable, "-m", "distill.uci", "--checkpoint", str(trained_run_directory)])
-    assert board.ply() > 0
-
-
 def test_uci_engine_reports_a_bad_checkpoint(tmp_path):
     import subprocess
 
