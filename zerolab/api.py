@@ -149,6 +149,8 @@ PUBLIC_NAMES: dict[str, str] = {
     "UCIOption": "zerolab.uci",
     "UCIServer": "zerolab.uci",
     "main_loop": "zerolab.uci",
+    "AgentMoveChooser": "zerolab.uci_search",
+    "agent_server": "zerolab.uci_search",
     "LoadedSearch": "zerolab.uci_search",
     "SearchEngine": "zerolab.uci_search",
     "checkpoint_search": "zerolab.uci_search",

@@ -232,6 +232,19 @@ def value_to_centipawns(value: float) -> int:
     return int(round(290.680623072 * math.tan(1.548090806 * value)))
 
 
+def restricted(game: ChessGame, state: pgx.State, search_moves: Sequence[str]) -> pgx.State:
+    """``state`` with its legal actions limited to ``search_moves`` (``go searchmoves``), when any is legal."""
+    allowed = np.zeros(game.num_actions, bool)
+    for move in search_moves:
+        try:
+            allowed[game.uci_to_action(move, state)] = True
+        except ValueError:
+            continue
+    if not allowed.any():
+        return state
+    return state.replace(legal_action_mask=state.legal_action_mask & allowed)
+
+
 def batched(state: pgx.State) -> pgx.State:
     """A batch of one."""
     import jax
@@ -402,18 +415,6 @@ class SearchEngine:
         action, value = self._program(simulations)(self.loaded.variables, key, states)
         return int(action[0]), float(value[0])
 
-    def restricted(self, state: pgx.State, search_moves: Sequence[str]) -> pgx.State:
-        """``state`` with its legal actions limited to ``search_moves`` (``go searchmoves``), when any is legal."""
-        allowed = np.zeros(self.game.num_actions, bool)
-        for move in search_moves:
-            try:
-                allowed[self.game.uci_to_action(move, state)] = True
-            except ValueError:
-                continue
-        if not allowed.any():
-            return state
-        return state.replace(legal_action_mask=state.legal_action_mask & allowed)
-
     def check_started(self) -> None:
         """Waits for the warm-up; raises RuntimeError if it failed."""
         self.wait_until_ready()
@@ -425,7 +426,7 @@ class SearchEngine:
         self.check_started()
         state = self.positions.state(board)
         if budget.search_moves:
-            state = self.restricted(state, budget.search_moves)
+            state = restricted(self.game, state, budget.search_moves)
         simulations = plan_simulations(budget, self.simulations, self.fixed_seconds, self.seconds_per_simulation,
                                        self.compiled_sizes())
         was_compiled = simulations in self.compiled_sizes()
@@ -453,6 +454,48 @@ class SearchServer(UCIServer):
             except RuntimeError as error:
                 self.send_error(str(error))
         return super().handle(line)
+
+
+class AgentMoveChooser:
+    """Any zerolab agent (``select_actions`` over pgx states: a search, a team, an external engine, a searchless
+    predictor) as a :data:`zerolab.uci.ChooseMove` callback for 8×8 chess, the UCI twin of
+    :func:`zerolab.gtp.agent_chooser`.  The GUI's board becomes a pgx state with its history
+    (:class:`zerolab.board.StateTracker`); ``searchmoves`` restrict the state's legal actions.  Each call gets a new
+    key split from ``seed``."""
+
+    def __init__(self, agent: Any, seed: int = 0):
+        import jax
+
+        from zerolab.board import StateTracker
+        from zerolab.games import make_game
+
+        self.agent = agent
+        self.game = getattr(agent, "game", None) or make_game("chess")
+        if getattr(self.game, "board_size", None) != 8:
+            raise ValueError(f"a UCI engine plays 8x8 chess; agent {getattr(agent, 'name', agent)!r} plays "
+                             f"{self.game.name}")
+        self.positions = StateTracker(self.game)
+        self.key = jax.random.key(seed)
+
+    def __call__(self, board: chess.Board, budget: SearchBudget) -> MoveChoice:
+        import jax
+
+        state = self.positions.state(board)
+        if budget.search_moves:
+            state = restricted(self.game, state, budget.search_moves)
+        self.key, key = jax.random.split(self.key)
+        action = int(np.asarray(self.agent.select_actions(batched(state), key))[0])
+        return MoveChoice(self.game.action_to_uci(action, state))
+
+    def new_game(self) -> None:
+        self.positions.reset()
+        self.agent.new_game()
+
+
+def agent_server(agent: Any, name: str | None = None, seed: int = 0) -> UCIServer:
+    """A UCI server in front of any zerolab agent (see :class:`AgentMoveChooser`)."""
+    chooser = AgentMoveChooser(agent, seed)
+    return UCIServer(name or f"zerolab {agent.name}", ENGINE_AUTHOR, chooser, on_new_game=chooser.new_game)
 
 
 def with_compilation_cache(load: Callable[[], LoadedSearch], directory: str) -> Callable[[], LoadedSearch]:
@@ -487,10 +530,12 @@ def serve_search_engine(load: Callable[[], LoadedSearch], name: str, simulations
 
 
 __all__ = [
+    "AgentMoveChooser",
     "LoadedSearch",
     "PLAY_SEARCH_DEFAULTS",
     "SearchEngine",
     "SearchServer",
+    "agent_server",
     "apply_search_overrides",
     "checkpoint_search",
     "largest_power_of_two",

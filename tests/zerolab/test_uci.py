@@ -9,6 +9,8 @@ import time
 
 import chess
 import chess.engine
+import jax
+import numpy as np
 import pytest
 
 from zerolab import uci
@@ -503,6 +505,51 @@ def test_search_overrides_reach_the_search_config():
     if hasattr(run, "rule_options"):  # search rules from the config: they flow through the same overrides
         ruled = apply_search_overrides(run, {"rules": "pkg.mod:factory", "rule_options.limit": "3"})
         assert ruled.rules == "pkg.mod:factory" and dict(ruled.rule_options) == {"limit": 3}
+
+
+class LowestActionAgent:
+    """Plays the legal action with the lowest pgx id and keeps the states it was given."""
+
+    name = "lowest"
+
+    def __init__(self, game):
+        self.game, self.states, self.new_games = game, [], 0
+
+    def select_actions(self, states, key):
+        self.states.append(states)
+        return np.argmax(np.asarray(states.legal_action_mask), axis=-1).astype(np.int32)
+
+    def new_game(self):
+        self.new_games += 1
+
+
+def test_any_agent_behind_the_uci_server_sees_pgx_states_with_history(chess_game):
+    from zerolab.uci_search import agent_server
+
+    agent = LowestActionAgent(chess_game)
+    running = Harness(agent_server(agent))
+    running.send("uci")
+    assert running.read_until("uciok")[0] == "id name zerolab lowest"
+    running.send("position startpos moves e2e4 e7e5", "go nodes 1")
+    answer = running.read_until("bestmove")[-1].split()[1]
+    state = jax.tree.map(lambda leaf: leaf[0], agent.states[-1])
+    legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+    assert answer == chess_game.action_to_uci(int(legal[0]), state)
+    board = chess.Board()
+    placements = [board.board_fen()]
+    for move in ("e2e4", "e7e5"):
+        board.push_uci(move)
+        placements.insert(0, board.board_fen())
+    assert chess_game.history_placements(state)[:3] == placements  # the game's positions, not a bare FEN
+    running.send("position startpos", "go nodes 1 searchmoves h2h3 g2g4")
+    answer = running.read_until("bestmove")[-1]
+    state = jax.tree.map(lambda leaf: leaf[0], agent.states[-1])
+    assert sorted(chess_game.legal_moves_uci(state)) == ["g2g4", "h2h3"] and answer in ("bestmove g2g4",
+                                                                                        "bestmove h2h3")
+    running.send("ucinewgame", "isready")
+    running.read_until("readyok")
+    assert agent.new_games == 1
+    running.quit()
 
 
 def zerolab_uci(*arguments):
