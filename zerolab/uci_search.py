@@ -41,6 +41,9 @@ the next start).
 ``infinite`` waits, not a search under way.  The ``info`` line gives the root value as centipawns (lc0's map,
 :func:`value_to_centipawns`).
 
+**Any agent** (a team, an external engine, a searchless predictor): :func:`agent_server` puts it behind the same
+server through :class:`AgentMoveChooser` (no time rule: the agent decides its own effort).
+
 **Start-up.** JAX, pgx and the network are loaded in a warm-up thread, so ``uci`` is answered at once; ``isready``
 (and the first ``go``) wait until the network is loaded and the ``Simulations`` search is compiled.  If loading
 fails, ``isready`` answers with an ``info string error`` first and every ``go`` plays the server's fallback move.
