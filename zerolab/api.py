@@ -44,6 +44,15 @@ PUBLIC_NAMES: dict[str, str] = {
     "init_variables": "zerolab.networks",
     "apply_network": "zerolab.networks",
     "count_parameters": "zerolab.networks",
+    # lc0-format networks (maia): make_game("chess", observation="lc0") plays them
+    "load_lc0_weights": "zerolab.lc0",
+    "read_lc0_weights": "zerolab.lc0.weights",
+    "maia_weights_path": "zerolab.lc0.weights",
+    "make_lc0": "zerolab.lc0.network",
+    "Lc0Network": "zerolab.lc0.network",
+    "PolicyAgent": "zerolab.lc0.agents",
+    "policy_actions": "zerolab.lc0.agents",
+    "policy_probabilities": "zerolab.lc0.agents",
     # search
     "SearchConfig": "zerolab.search",
     "SearchOutput": "zerolab.search",

