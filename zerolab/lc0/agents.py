@@ -41,6 +41,19 @@ def policy_actions(network: nn.Module, variables: Any, states: pgx.State, key: j
     raise ValueError(f"PolicyAgent mode must be one of {MODES}, got {mode!r}")
 
 
+def _actions_and_probabilities(network: nn.Module, variables: Any, states: pgx.State, key: jax.Array, mode: str,
+                               temperature: float) -> tuple[jax.Array, jax.Array]:
+    """([B] actions, [B, A] probabilities) from one forward pass (one compiled function serves both agent calls)."""
+    output = network.apply(variables, NetworkInputs.from_states(states), train=False)
+    logits = jnp.where(states.legal_action_mask, output.policy_logits, -jnp.inf)
+    probabilities = jax.nn.softmax(logits / temperature, axis=-1)
+    if mode == "argmax":
+        actions = jnp.argmax(logits, axis=-1)
+    else:
+        actions = jax.random.categorical(key, logits / temperature, axis=-1)
+    return actions.astype(jnp.int32), probabilities
+
+
 class PolicyAgent:
     """An lc0 network's raw policy as an :class:`zerolab.agents.Agent` (no search).
 
@@ -66,15 +79,15 @@ class PolicyAgent:
         self.network, self.variables = network, variables
         self.mode, self.temperature = mode, float(temperature)
         self.name = name or f"lc0-policy-{mode}" + (f"-t{temperature:g}" if mode == "sample" else "")
-        self._actions = jax.jit(functools.partial(policy_actions, network, mode=mode, temperature=self.temperature))
-        self._probabilities = jax.jit(functools.partial(policy_probabilities, network, temperature=self.temperature))
+        self._policy = jax.jit(functools.partial(_actions_and_probabilities, network, mode=mode,
+                                                 temperature=self.temperature))
 
     def probabilities(self, states: pgx.State) -> jax.Array:
         """[B, 4672] policy over the legal moves (for hand-and-brain hands and the expector)."""
-        return self._probabilities(self.variables, states)
+        return self._policy(self.variables, states, jax.random.key(0))[1]
 
     def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        return np.asarray(self._actions(self.variables, states, key))
+        return np.asarray(self._policy(self.variables, states, key)[0])
 
     def new_game(self) -> None:
         pass

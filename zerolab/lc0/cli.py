@@ -65,7 +65,7 @@ def evaluate(args: argparse.Namespace) -> None:
     if bool(state.terminated):
         raise SystemExit(f"the game is over in {game.to_fen(state)}")
     batch = jax.tree.map(lambda leaf: leaf[None], state)
-    output = network.apply(variables, NetworkInputs.from_states(batch))
+    output = jax.jit(lambda v, inputs: network.apply(v, inputs))(variables, NetworkInputs.from_states(batch))
     legal = np.flatnonzero(np.asarray(state.legal_action_mask))
     logits = np.asarray(output.policy_logits[0], np.float64)[legal]
     probabilities = np.exp(logits - logits.max())

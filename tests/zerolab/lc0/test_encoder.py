@@ -45,11 +45,10 @@ def python_chess_planes(position: Position) -> np.ndarray:
             break
         else:
             seen, repeated = _undo_double_push(history[0]), False
-        for rank in range(8):
-            for file in range(8):
-                piece = seen.piece_at(chess.square(file, rank if us == chess.WHITE else 7 - rank))
-                if piece:
-                    planes[13 * step + (0 if piece.color == us else 6) + piece.piece_type - 1, rank, file] = 1
+        for square, piece in seen.piece_map().items():
+            rank = chess.square_rank(square) if us == chess.WHITE else 7 - chess.square_rank(square)
+            planes[13 * step + (0 if piece.color == us else 6) + piece.piece_type - 1, rank,
+                   chess.square_file(square)] = 1
         planes[13 * step + 12] = float(repeated)
     planes[104] = current.has_queenside_castling_rights(us)
     planes[105] = current.has_kingside_castling_rights(us)

@@ -187,7 +187,7 @@ def test_train_mode_uses_batch_statistics(synthetic):
     network, variables = network_for_weights(weights), lc0_variables(weights)
     observation = (np.random.default_rng(0).random((8, 8, 8, 112)) < 0.3).astype(np.float32)
     inputs = NetworkInputs(observation, np.ones((8, 4672), bool))
-    _, updates = network.apply(variables, inputs, train=True, mutable=["batch_stats"])
+    _, updates = jax.jit(lambda v, i: network.apply(v, i, train=True, mutable=["batch_stats"]))(variables, inputs)
     before = variables["batch_stats"]["input_norm"]["mean"]
     after = np.asarray(updates["batch_stats"]["input_norm"]["mean"])
     assert not np.allclose(before, after)
