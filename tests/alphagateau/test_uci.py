@@ -1,10 +1,11 @@
 """The AlphaGateau UCI engine (the core's search engine with AlphaGateau's defaults) driven through python-chess and
 raw UCI; the time rule and the generic ``zerolab uci`` command are tested in tests/zerolab/test_uci.py.
 
-Two engine processes (an untrained, tiny AlphaGateau) share one JAX compilation cache, so the second one reads its
-compiled programs back instead of compiling them again.
+Two engine processes (an untrained, tiny AlphaGateau) share the session's JAX compilation cache, so the second one
+reads its compiled programs back instead of compiling them again.
 """
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -21,8 +22,10 @@ PLY_CAP = 60
 
 @pytest.fixture(scope="module")
 def engine_command(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("jax-cache")
-    return [sys.executable, "-m", "alphagateau.uci", *ENGINE_ARGUMENTS, "--compilation-cache", str(cache)]
+    """The engine with ``--compilation-cache``: the test session's persistent cache (tests/conftest.py), so a second
+    engine process — and the next session — reads its compiled programs back."""
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(tmp_path_factory.mktemp("jax-cache"))
+    return [sys.executable, "-m", "alphagateau.uci", *ENGINE_ARGUMENTS, "--compilation-cache", cache]
 
 
 @pytest.fixture(scope="module")
