@@ -177,14 +177,14 @@ class EngineAgent:
     """
 
     def __init__(self, spec: str, game: ChessGame, seed: int = 0):
-        from zerolab.board import GameBoards
+        from zerolab.board import GameBoards, rules_name
         from zerolab.engines import EngineSpec, UCIEngine
 
         if not isinstance(game, ChessGame):
             raise ValueError(f"engine agents play chess or gardner_chess, not {game.name}")
         self.name = spec
         self.game = game
-        self.engine = UCIEngine(EngineSpec.parse(spec), game.name)
+        self.engine = UCIEngine(EngineSpec.parse(spec), rules_name(game))
         self.boards = GameBoards(game)
         self.rng = np.random.default_rng(seed)
         self.fallback_moves = 0

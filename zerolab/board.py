@@ -181,6 +181,12 @@ class GardnerBoard:
 Board = Union[chess.Board, GardnerBoard]
 
 
+def rules_name(game: ChessGame) -> str:
+    """``chess`` or ``gardner_chess``: the rules a chess game is played by, whatever its observation (``chess:lc0``
+    observes 8×8 chess in lc0's planes)."""
+    return "chess" if game.board_size == 8 else "gardner_chess"
+
+
 def new_board(game_name: str, fen: str | None = None) -> Board:
     """A board of ``game_name`` (``chess`` or ``gardner_chess``) at ``fen`` (default: the start), validated."""
     if game_name not in BOARD_SIZES:
@@ -324,7 +330,7 @@ def board_from_state(game: ChessGame, state: pgx.State, known: Board | None = No
     """The board of the unbatched ``state``: ``known`` (a board of the same game, not changed) continued to it when
     it can be (see :func:`continue_board`), else the game from its start position when the state is one of its
     first plies, else a new board at the state's FEN (no moves)."""
-    starts = ([known] if known is not None else []) + [new_board(game.name)]
+    starts = ([known] if known is not None else []) + [new_board(rules_name(game))]
     for start in starts:
         continued = continue_board(game, start.copy(), state)
         if continued is not None:
@@ -365,5 +371,6 @@ __all__ = [
     "continue_board",
     "describe_position",
     "new_board",
+    "rules_name",
     "state_from_board",
 ]
