@@ -160,8 +160,12 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
     from zerolab.games import make_game
     from zerolab.networks import init_variables
 
-    game = make_game("chess")
-    agent = load_search_agent(path, {} if step is None else {"step": str(step)}, game=game)
+    options = {} if step is None else {"step": str(step)}
+    agent = load_search_agent(path, options)  # the run's own game: 8×8 chess in any observation (e.g. chess:lc0)
+    game = agent.game
+    if getattr(game, "board_size", None) != 8:  # trained on another board: the same network built for 8×8 chess
+        game = make_game("chess")
+        agent = load_search_agent(path, options, game=game)
     expected = jax.eval_shape(lambda: init_variables(agent.network, game, jax.random.key(0)))
     shapes = lambda tree: jax.tree.map(lambda leaf: tuple(leaf.shape), tree)  # noqa: E731
     if shapes(expected) != shapes(agent.variables):
