@@ -122,7 +122,7 @@ class PlyRecord:
     action: jax.Array  # the move played
     reward: jax.Array  # from the view of the player who moved
     game_over: jax.Array  # the move ended the game (or hit max_game_plies)
-    first_player_moved: jax.Array  # the mover was the game's first player (White in chess, Black in Go)
+    first_player_moved: jax.Array  # the mover was the game's first player (the side to move at its start)
     game_length: jax.Array  # plies played when the game ended (valid where game_over)
     position_hash: jax.Array  # [T, B, 2] hash of the position searched, for counting distinct positions
     summary: dict = flax.struct.field(default_factory=dict)  # {name: [T, B]} the move rule's statistics

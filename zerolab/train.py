@@ -15,6 +15,7 @@ along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.ke
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -46,7 +47,7 @@ from zerolab.devices import (
     sum_over_processes,
 )
 from zerolab.games import Game
-from zerolab.method import LossFn, alphazero_loss
+from zerolab.method import ALPHAZERO, LossFn, alphazero_loss
 from zerolab.metrics import MetricsLog
 from zerolab.networks import NetworkInputs, apply_network, count_parameters
 from zerolab.pgn import GameRecord, replay_moves, write_games
@@ -209,10 +210,30 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
 
 
 def make_run_selfplay_fn(components: Components, mesh: Mesh) -> Callable:
-    """The run's jitted, sharded self-play ``(variables, key) -> (frames, records)``, from its method's parts."""
+    """The run's jitted, sharded self-play ``(variables, key) -> (frames, records)``, from its method's parts.
+
+    With AlphaZero's parts the function is shared by every run of the process with the same game, network, search
+    and sizes (:func:`standard_selfplay_fn`), so an in-process resume does not trace and compile it again.
+    """
+    if components.method is ALPHAZERO:
+        return standard_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh)
     play_fn, frozen_variables = components.method.selfplay_parts(components)
     return make_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh,
                             play_fn=play_fn, frozen_variables=frozen_variables)
+
+
+@functools.lru_cache(maxsize=8)
+def standard_selfplay_fn(game: Game, network: nn.Module, search: Any, selfplay: Any, mesh: Mesh) -> Callable:
+    """:func:`make_selfplay_fn` with the default parts, one per (game, network, search, sizes, mesh)."""
+    return make_selfplay_fn(game, network, search, selfplay, mesh)
+
+
+@functools.lru_cache(maxsize=8)
+def standard_train_step(network: nn.Module, learning_rate: float, mesh: Mesh, l2_weight: float,
+                        method_loss: LossFn) -> Callable:
+    """:func:`make_train_step` with the project's optimiser (:func:`make_optimizer`), one per set of arguments."""
+    optimizer = make_optimizer(ml_collections.ConfigDict({"learning_rate": learning_rate}))
+    return make_train_step(network, optimizer, mesh, l2_weight, method_loss)
 
 
 def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
@@ -266,8 +287,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     # Self-play records replay from the start position; a method's own initial states or self-play have no PGN.
     standard_games = components.method.initial_states_fn is None and components.method.selfplay is None
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
-    train_step = make_train_step(components.network, optimizer, mesh, float(config.train.l2_weight),
-                                 components.method.loss_fn)
+    train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
+                                     float(config.train.l2_weight), components.method.loss_fn)
     local_batch_size("train.batch_size", int(config.train.batch_size), mesh)  # a bad size stops before self-play
     train_state = replicate(run_state.train_state, mesh)
 
