@@ -25,6 +25,7 @@ from zerolab.networks import AlphaZeroResNet, NetworkInputs, init_variables
 from zerolab.search import SearchConfig
 from zerolab.selfplay import Frames, SelfPlayConfig, make_selfplay_fn
 from zerolab.train import init_train_state, make_optimizer, make_train_step
+from zerolab.uci_search import apply_search_overrides
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +37,7 @@ class BenchCase:
     plies: int = 32
     num_simulations: int = 32
     train_batch_size: int = 256
-    search: tuple[tuple[str, object], ...] = ()  # further SearchConfig fields, e.g. (("rules", "pkg.mod:rules"),)
+    search: tuple[tuple[str, str], ...] = ()  # search overrides as text, e.g. (("rules", "pkg.mod:rules"),)
 
 
 DEFAULT_CASES = (
@@ -104,7 +105,7 @@ def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=case.channels, num_blocks=case.num_blocks)
     variables = init_variables(network, game, jax.random.key(0))
     mesh = make_mesh()
-    search = SearchConfig(**{"kind": "gumbel", "num_simulations": case.num_simulations, **dict(case.search)})
+    search = apply_search_overrides(SearchConfig(kind="gumbel", num_simulations=case.num_simulations), dict(case.search))
     config = SelfPlayConfig(num_games=case.num_games, plies_per_iteration=case.plies, max_game_plies=10_000)
     project = make_selfplay_fn(game, network, search, config, mesh)
     replicated_variables = replicate(variables, mesh)

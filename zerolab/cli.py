@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import sys
@@ -170,12 +171,34 @@ def command_legal_moves(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def search_overrides(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` items as ``{KEY: VALUE}``, checked by applying them to a default search
+    (:func:`zerolab.uci_search.apply_search_overrides`: SearchConfig fields and ``rule_options.NAME``)."""
+    from zerolab.search import SearchConfig
+    from zerolab.uci_search import apply_search_overrides
+
+    overrides = {}
+    for item in items:
+        key, separator, text = item.partition("=")
+        if not separator:
+            raise SystemExit(f"--search {item!r}: expected KEY=VALUE")
+        overrides[key] = text
+    try:
+        apply_search_overrides(SearchConfig(), overrides)
+    except ValueError as error:
+        raise SystemExit(f"--search: {error}") from None
+    return overrides
+
+
 def command_bench(args: argparse.Namespace) -> int:
     from zerolab import bench
 
     cases = bench.DEFAULT_CASES
     if args.game:
         cases = tuple(case for case in cases if case.game == args.game)
+    if args.search:
+        search = search_overrides(args.search)
+        cases = tuple(dataclasses.replace(case, search=tuple(search.items())) for case in cases)
     bench.run_benchmarks(cases, repeats=args.repeats)
     return 0
 
@@ -261,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="throughput benchmarks (JSON lines)")
     bench.add_argument("--game", default=None, choices=["chess", "gardner_chess"])
     bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--search", nargs="+", default=[], metavar="KEY=VALUE",
+                       help="search settings of the self-play cases, e.g. kind=muzero "
+                            "rules=package.module:factory rule_options.sc_limit=5")
     bench.set_defaults(handler=command_bench)
 
     gtp = commands.add_parser("gtp", help="GTP server (stdin/stdout) over a Go checkpoint")
