@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +21,7 @@ import numpy as np
 from contempt_search.rules import contempt_rules
 from zerolab.api import (
     AlphaZeroResNet,
+    best_time,
     SearchConfig,
     SearchRules,
     init_variables,
@@ -33,16 +33,6 @@ from zerolab.api import (
 #: The standard rules through the project's simulation loop: a backup that is mctx's, but not the default object, so
 #: ``run_search`` does not hand the simulations back to mctx's own loop.
 STANDARD_RULES_IN_THE_PROJECT_LOOP = SearchRules(backup_fn=lambda tree, leaf_index: standard_backup(tree, leaf_index))
-
-
-def best_seconds(function: Callable[[], object], repeats: int) -> float:
-    jax.block_until_ready(function())  # compile
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        jax.block_until_ready(function())
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def random_positions(game, batch_size: int, plies: int, seed: int = 0):
@@ -72,7 +62,7 @@ def bench_case(game_name: str, kind: str, batch_size: int, simulations: int, sc_
     seconds, outputs = {}, {}
     for name, rules in searches.items():
         search = jax.jit(lambda v, k, s, rules=rules: run_search(config, game, network, v, k, s, rules=rules))
-        seconds[name] = best_seconds(lambda search=search: search(variables, key, states), repeats)
+        seconds[name] = best_time(lambda search=search: search(variables, key, states), repeats)
         outputs[name] = search(variables, key, states)
     return {
         "game": game_name, "kind": kind, "batch_size": batch_size, "simulations": simulations, "sc_limit": sc_limit,

@@ -166,6 +166,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "play_search": "zerolab.uci_search",
     "serve_search_engine": "zerolab.uci_search",
     "split_overrides": "zerolab.cli",
+    "best_time": "zerolab.bench",
 }
 
 __all__ = sorted(PUBLIC_NAMES)

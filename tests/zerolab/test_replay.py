@@ -11,7 +11,7 @@ import pytest
 
 from zerolab.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.devices import make_mesh
-from zerolab.replay import FrameWindow, update_window
+from zerolab.replay import FrameWindow, frames_to_arrays, update_window
 from zerolab.runs import RunCheckpoints, RunState, TrainState
 from zerolab.selfplay import Frames
 from zerolab.train import train_on_window
@@ -180,3 +180,46 @@ def test_checkpointer_save_replaces_an_existing_step(tmp_path, caplog):
     restored = checkpointer.restore(2, {"x": None})
     np.testing.assert_array_equal(restored.items["x"]["a"], np.ones(3))
     assert restored.metadata["version"] == 2 and checkpointer.steps() == [2]
+
+
+def test_frame_window_keeps_new_frames_and_samples_old_ones():
+    rng = np.random.default_rng(0)
+    window = update_window(FrameWindow.empty(), make_frames(6, 0), window_size=10, rng=rng)
+    assert len(window) == 6
+    window = update_window(window, make_frames(6, 100), window_size=10, rng=rng)
+    values = window.arrays["value_target"]
+    assert len(window) == 10
+    assert set(range(100, 106)) <= set(values.tolist())  # every new frame is kept
+    assert len(set(values.tolist()) & set(range(6))) == 4  # 4 distinct old frames sampled
+    assert window.arrays["observation"].dtype == np.float16
+    np.testing.assert_array_equal(window.arrays["observation"][:, 0, 0, 0], values)  # fields stay aligned
+
+
+def test_frame_window_fifo_keeps_the_most_recent():
+    rng = np.random.default_rng(0)
+    window = update_window(FrameWindow.empty(), make_frames(6, 0), 8, rng, mode="fifo")
+    window = update_window(window, make_frames(4, 100), 8, rng, mode="fifo")
+    assert window.arrays["value_target"].tolist() == [2, 3, 4, 5, 100, 101, 102, 103]
+    with pytest.raises(ValueError, match="replay mode"):
+        update_window(window, make_frames(1, 0), 8, rng, mode="lifo")
+
+
+def test_frames_flatten_to_storage_dtypes():
+    arrays = frames_to_arrays(make_frames(5, 0))
+    assert arrays["policy_target"].dtype == np.float16 and arrays["legal_action_mask"].dtype == np.bool_
+
+
+def test_extra_frame_fields_travel_with_their_frames():
+    """A method's per-frame fields are stored as extra_<name>, sampled with their frames and given back as extras."""
+    rng = np.random.default_rng(0)
+    frames = make_frames(6, 0).replace(extras={"komi": np.arange(6, dtype=np.float32) + 0.5})
+    window = update_window(FrameWindow.empty(), frames, window_size=4, rng=rng)
+    assert sorted(window.arrays) == ["extra_komi", "legal_action_mask", "observation", "policy_target",
+                                     "value_mask", "value_target"]
+    np.testing.assert_array_equal(window.arrays["extra_komi"], window.arrays["value_target"] + 0.5)
+    more = make_frames(3, 100).replace(extras={"komi": np.arange(100, 103, dtype=np.float32) + 0.5})
+    window = update_window(window, more, window_size=5, rng=rng)
+    batch = window.as_frames(np.arange(len(window)))
+    np.testing.assert_array_equal(batch.extras["komi"], batch.value_target + 0.5)
+    with pytest.raises(ValueError, match="a run keeps one method's frame fields"):
+        update_window(window, make_frames(2, 200), window_size=5, rng=rng)

@@ -1,4 +1,4 @@
-"""Self-play frames, value targets and the frame window."""
+"""Self-play frames, value targets and statistics (the frame window is tested in test_replay.py)."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +8,6 @@ import pytest
 from zerolab.devices import make_mesh, replicate
 from zerolab.games import make_game
 from zerolab.networks import AlphaZeroResNet, init_variables
-from zerolab.replay import FrameWindow, frames_to_arrays, update_window
 from zerolab.search import SearchConfig
 from zerolab.selfplay import (
     Frames,
@@ -138,41 +137,3 @@ def test_a_real_win_reaches_the_value_targets_with_each_movers_sign(pyffish):
     assert frames.value_mask.all()
     stats = summarize(records)  # the game's first player (the mover at its first ply) is Black here
     assert (stats["games_finished"], stats["first_player_losses"], stats["mean_game_length"]) == (2, 2, 2.0)
-
-
-def make_frames(count: int, offset: int) -> Frames:
-    values = np.arange(offset, offset + count, dtype=np.float32)
-    return Frames(
-        observation=np.repeat(values[:, None, None, None], 2, axis=1),
-        legal_action_mask=np.ones((count, 3), bool),
-        policy_target=np.full((count, 3), 1 / 3, np.float32),
-        value_target=values,
-        value_mask=np.ones(count, bool),
-    )
-
-
-def test_frame_window_keeps_new_frames_and_samples_old_ones():
-    rng = np.random.default_rng(0)
-    window = update_window(FrameWindow.empty(), make_frames(6, 0), window_size=10, rng=rng)
-    assert len(window) == 6
-    window = update_window(window, make_frames(6, 100), window_size=10, rng=rng)
-    values = window.arrays["value_target"]
-    assert len(window) == 10
-    assert set(range(100, 106)) <= set(values.tolist())  # every new frame is kept
-    assert len(set(values.tolist()) & set(range(6))) == 4  # 4 distinct old frames sampled
-    assert window.arrays["observation"].dtype == np.float16
-    np.testing.assert_array_equal(window.arrays["observation"][:, 0, 0, 0], values)  # fields stay aligned
-
-
-def test_frame_window_fifo_keeps_the_most_recent():
-    rng = np.random.default_rng(0)
-    window = update_window(FrameWindow.empty(), make_frames(6, 0), 8, rng, mode="fifo")
-    window = update_window(window, make_frames(4, 100), 8, rng, mode="fifo")
-    assert window.arrays["value_target"].tolist() == [2, 3, 4, 5, 100, 101, 102, 103]
-    with pytest.raises(ValueError, match="replay mode"):
-        update_window(window, make_frames(1, 0), 8, rng, mode="lifo")
-
-
-def test_frames_flatten_to_storage_dtypes():
-    arrays = frames_to_arrays(make_frames(5, 0))
-    assert arrays["policy_target"].dtype == np.float16 and arrays["legal_action_mask"].dtype == np.bool_
