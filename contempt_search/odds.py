@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import chess
 
-from zerolab.api import InvalidPositionError
+from zerolab.api import START_FENS, validate_fen
 
 ODDS_PIECES = {"queen": "d", "rook": "a", "knight": "b", "bishop": "c"}
 COLOURS = ("white", "black")
-GARDNER_START = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
-GAMES = ("chess", "gardner_chess")
+GAMES = tuple(START_FENS)
 
 
 def odds_fen(game_name: str, piece: str, giver: str) -> str:
@@ -28,19 +27,16 @@ def odds_fen(game_name: str, piece: str, giver: str) -> str:
         raise ValueError(f"the odds-giver must be one of {COLOURS}, got {giver!r}")
     file = ODDS_PIECES[piece]
     if game_name == "chess":
-        board = chess.Board()
-        square = chess.parse_square(file + ("1" if giver == "white" else "8"))
-        board.remove_piece_at(square)
+        board = chess.Board(START_FENS["chess"])
+        board.remove_piece_at(chess.parse_square(file + ("1" if giver == "white" else "8")))
         board.castling_rights = board.clean_castling_rights()
-        if not board.is_valid():
-            raise InvalidPositionError(f"odds position {board.fen()} is not valid: {board.status()!r}")
-        return board.fen()
-    ranks = GARDNER_START.split()[0].split("/")
-    index = "abcde".index(file)
-    row = 4 if giver == "white" else 0  # ranks are listed from the 5th down to the 1st
-    rank = ranks[row]
-    ranks[row] = rank[:index] + "1" + rank[index + 1:]
-    return " ".join(["/".join(ranks)] + GARDNER_START.split()[1:])
+        return validate_fen("chess", board.fen())
+    placement, *rest = START_FENS[game_name].split()
+    ranks = placement.split("/")  # from the last rank down to the first; no empty square on either in the start
+    row = len(ranks) - 1 if giver == "white" else 0
+    index = "abcdefgh".index(file)
+    ranks[row] = ranks[row][:index] + "1" + ranks[row][index + 1:]
+    return validate_fen(game_name, " ".join(["/".join(ranks), *rest]))
 
 
 def odds_fens(game_name: str, piece: str) -> list[str]:

@@ -78,3 +78,21 @@ def fairy_stockfish_path() -> str:
 @pytest.fixture(scope="session")
 def gnugo_path() -> str:
     return engine_path("gnugo")
+
+
+# --- games ------------------------------------------------------------------------------------------------------------
+# The two chess games, built once a session (pgx is imported on first use).
+
+
+@pytest.fixture(scope="session")
+def chess_game():
+    from zerolab.games import make_game
+
+    return make_game("chess")
+
+
+@pytest.fixture(scope="session")
+def gardner_game():
+    from zerolab.games import make_game
+
+    return make_game("gardner_chess")

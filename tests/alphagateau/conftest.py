@@ -10,18 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab.games import make_game
 from zerolab.networks import NetworkInputs
 
 
-@pytest.fixture(scope="session")
-def chess_game():
-    return make_game("chess")
-
-
-@pytest.fixture(scope="session")
-def gardner_game():
-    return make_game("gardner_chess")
 
 
 def random_play(game, batch_size: int, num_plies: int, seed: int):

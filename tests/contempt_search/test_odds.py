@@ -6,7 +6,8 @@ from __future__ import annotations
 import chess
 import pytest
 
-from contempt_search.odds import GARDNER_START, ODDS_PIECES, odds_fen, odds_fens
+from contempt_search.odds import ODDS_PIECES, odds_fen, odds_fens
+from zerolab.fen import GARDNER_START_FEN
 from zerolab.games import make_game
 
 PIECE_TYPES = {"queen": chess.QUEEN, "rook": chess.ROOK, "knight": chess.KNIGHT, "bishop": chess.BISHOP}
@@ -41,7 +42,7 @@ def test_gardner_odds_agree_with_fairy_stockfish_and_pgx(piece):
         assert pyffish.validate_fen(fen, "gardner") == 1
         state = game.from_fen(fen)
         assert sorted(game.legal_moves_uci(state)) == sorted(pyffish.legal_moves("gardner", fen, []))
-    assert GARDNER_START.split()[1:] == white_gives.split()[1:]
+    assert GARDNER_START_FEN.split()[1:] == white_gives.split()[1:]
 
 
 def test_bad_odds_requests_are_refused():

@@ -53,10 +53,6 @@ class ScriptedAgent:
         self.new_games += 1
 
 
-@pytest.fixture(scope="module")
-def chess_game():
-    return make_game("chess")
-
 
 def parsed_games(path):
     games = []

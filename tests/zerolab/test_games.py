@@ -35,14 +35,6 @@ def special_move_biased_positions(num_games: int, max_plies: int, seed: int) -> 
     return fens
 
 
-@pytest.fixture(scope="module")
-def chess_game():
-    return make_game("chess")
-
-
-@pytest.fixture(scope="module")
-def gardner_game():
-    return make_game("gardner_chess")
 
 
 def test_move_tables_match_pgx_action_counts():
