@@ -51,6 +51,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "make_lc0": "zerolab.lc0.network",
     "Lc0Network": "zerolab.lc0.network",
     "PolicyAgent": "zerolab.lc0.agents",
+    "convert_to_run": "zerolab.lc0.convert",
     "policy_actions": "zerolab.lc0.agents",
     "policy_probabilities": "zerolab.lc0.agents",
     # search

@@ -404,6 +404,18 @@ class SearchEngine:
         with self._lock:
             return float(np.mean(self.simulation_seconds)) if self.simulation_seconds else 1e-3
 
+    def set_search(self, **changes: Any) -> None:
+        """Replaces fields of the search (``kind``, ``rules``, ``rule_options``, ...), as a UCI option does: the
+        compiled searches are dropped (each size compiles again on first use) and the cost is measured again."""
+        self.check_started()
+        search = dataclasses.replace(self.loaded.search, **changes)
+        search.make_rules()  # bad rules or options fail here, before any search is dropped
+        with self._lock:
+            self.loaded = dataclasses.replace(self.loaded, search=search)
+            self._programs = {size: program for size, program in self._programs.items() if size == 0}
+        logger.info("search is now %s", search)
+        self._measure()
+
     def set_simulations(self, simulations: int) -> None:
         """The ``Simulations`` option: compiles that search (if new) and re-measures the cost per simulation."""
         self.check_started()
@@ -449,9 +461,10 @@ class SearchEngine:
 class SearchServer(UCIServer):
     """The UCI server of a :class:`SearchEngine`: a ``Simulations`` option, and ``isready`` waits for the warm-up."""
 
-    def __init__(self, engine: SearchEngine, name: str, simulations: int):
+    def __init__(self, engine: SearchEngine, name: str, simulations: int, options: Sequence[UCIOption] = ()):
         option = UCIOption("Simulations", "spin", simulations, 1, MAXIMUM_SIMULATIONS, on_change=engine.set_simulations)
-        super().__init__(name, ENGINE_AUTHOR, engine.choose_move, options=[option], on_new_game=engine.new_game)
+        super().__init__(name, ENGINE_AUTHOR, engine.choose_move, options=[option, *options],
+                         on_new_game=engine.new_game)
         self.engine = engine
 
     def handle(self, line: str) -> bool:
@@ -518,16 +531,22 @@ def with_compilation_cache(load: Callable[[], LoadedSearch], directory: str) -> 
     return load_with_cache
 
 
+SearchOptionsFn = Callable[[SearchEngine], Sequence[UCIOption]]
+"""``(engine) -> options``: further UCI options of a search engine (a method's search settings, e.g. ``ScLimit``),
+whose ``on_change`` typically calls :meth:`SearchEngine.set_search`."""
+
+
 def serve_search_engine(load: Callable[[], LoadedSearch], name: str, simulations: int, *, seed: int = 0,
-                        compilation_cache: str = "") -> int:
+                        compilation_cache: str = "", options: SearchOptionsFn | None = None) -> int:
     """Runs a :class:`SearchEngine` on standard input and output; loading and compiling happen while the GUI
-    handshakes.  ``simulations`` is the ``Simulations`` option's start (it replaces the loaded search's count)."""
+    handshakes.  ``simulations`` is the ``Simulations`` option's start (it replaces the loaded search's count);
+    ``options`` adds UCI options built for the engine."""
     if compilation_cache:
         load = with_compilation_cache(load, compilation_cache)
     engine = SearchEngine(load, simulations, seed)
     warm_up = threading.Thread(target=engine.warm_up, name="warm-up", daemon=True)
     warm_up.start()
-    main_loop(SearchServer(engine, name, simulations))
+    main_loop(SearchServer(engine, name, simulations, options(engine) if options is not None else ()))
     engine.close()
     warm_up.join(QUIT_TIMEOUT)
     if warm_up.is_alive():  # still compiling: leaving the interpreter under a running XLA compilation aborts it
@@ -541,6 +560,7 @@ __all__ = [
     "LoadedSearch",
     "PLAY_SEARCH_DEFAULTS",
     "SearchEngine",
+    "SearchOptionsFn",
     "SearchServer",
     "agent_server",
     "apply_search_overrides",
