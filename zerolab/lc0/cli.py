@@ -115,13 +115,13 @@ def bench(args: argparse.Namespace) -> None:
     rows = []
     forward = jax.jit(lambda v, inputs: network.apply(v, inputs).policy_logits)
     step = jax.jit(jax.vmap(game.step))
-    for batch in (1, 16, 256):
+    for batch in (int(text) for text in args.batches.split(",") if text):
         states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), batch))
         states = step(states, np.full(batch, game.uci_to_action("e2e4", jax.tree.map(lambda x: x[0], states))))
         compile_s, rate = _timed(forward, variables, NetworkInputs.from_states(states), seconds=args.seconds)
         rows.append({"case": f"forward batch {batch}", "per_s": rate * batch, "unit": "positions/s",
                      "compile_s": compile_s})
-    for simulations in (32, 256):
+    for simulations in (int(text) for text in args.simulations.split(",") if text):
         batch = args.search_batch
         search = SearchConfig(num_simulations=simulations)
         keys = jax.random.split(jax.random.key(1), batch)
@@ -136,7 +136,7 @@ def bench(args: argparse.Namespace) -> None:
         backends = None
     if backends is not None:
         backend = backends.Backend(weights=backends.Weights(str(resolve_weights_path(args.weights))), backend="eigen")
-        for batch in (1, 16, 256):
+        for batch in (int(text) for text in args.batches.split(",") if text):
             inputs = [backends.GameState(moves=["e2e4"]).as_input(backend) for _ in range(batch)]
             start, calls = time.perf_counter(), 0
             while calls < 2 or time.perf_counter() - start < args.seconds:
@@ -149,7 +149,7 @@ def bench(args: argparse.Namespace) -> None:
     print("|---|---|---|")
     for row in rows:
         compile_text = f"{row['compile_s']:.1f} s" if row["compile_s"] is not None else "—"
-        print(f"| {row['case']} | {row['per_s']:.0f} {row['unit']} | {compile_text} |")
+        print(f"| {row['case']} | {row['per_s']:.3g} {row['unit']} | {compile_text} |")
     if args.json:
         print(json.dumps({"device": str(device), "rows": rows}))
 
@@ -172,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     _weights_argument(bench_parser)
     bench_parser.add_argument("--seconds", type=float, default=3.0, help="measuring time per case")
     bench_parser.add_argument("--search-batch", type=int, default=16, help="games searched at once")
+    bench_parser.add_argument("--batches", default="1,16,256", help="forward batch sizes (comma-separated)")
+    bench_parser.add_argument("--simulations", default="32,256", help="search simulations (comma-separated)")
     bench_parser.add_argument("--json", action="store_true", help="also print the rows as JSON")
     args = parser.parse_args(argv)
     try:
