@@ -51,12 +51,15 @@ def decisiveness(outcomes: Sequence[float], resamples: int = 2000, seed: int = 0
         ratios = np.where(resampled_draws > 0, resampled_decisive / np.maximum(resampled_draws, 1), np.inf)
     tail = (1 - confidence) / 2
     decisive = int((~draws).sum())
+
+    def central(values: np.ndarray) -> list[float]:  # order statistics, no interpolation (values may be infinite)
+        return [float(np.quantile(values, q, method="inverted_cdf")) for q in (tail, 1 - tail)]
+
     return {
         "ratio": decisive_ratio(decisive, 0, int(draws.sum())),
-        "ratio_interval": [float(np.quantile(ratios, tail)), float(np.quantile(ratios, 1 - tail))],
+        "ratio_interval": central(ratios),
         "decisive_fraction": decisive / outcomes.size,
-        "decisive_fraction_interval": [float(np.quantile(resampled_decisive / outcomes.size, tail)),
-                                       float(np.quantile(resampled_decisive / outcomes.size, 1 - tail))],
+        "decisive_fraction_interval": central(resampled_decisive / outcomes.size),
     }
 
 

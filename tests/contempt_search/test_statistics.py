@@ -32,7 +32,10 @@ def test_decisive_ratio_and_fraction():
     assert 0.6 < low < 1.0 < high < 1.6  # about ±0.4 for 100 games at p = 0.5
     low, high = result["decisive_fraction_interval"]
     assert 0.38 < low < 0.5 < high < 0.62
-    assert decisiveness([1.0, 0.0, 1.0])["ratio"] == math.inf
+    no_draw = decisiveness([1.0, 0.0, 1.0])
+    assert no_draw["ratio"] == math.inf and no_draw["ratio_interval"] == [math.inf, math.inf]
+    rare_draws = decisiveness([1.0] * 38 + [0.5] * 2)  # many resamples draw no draw at all: an infinite upper end
+    assert rare_draws["ratio"] == 19.0 and rare_draws["ratio_interval"][1] == math.inf
     with pytest.raises(ValueError, match="outcomes must be"):
         decisiveness([1.0, 0.3])
 
