@@ -70,11 +70,11 @@ def reference_selfplay(game, network, search_config, config, variables, key, num
     return play(variables, key)
 
 
-@pytest.mark.parametrize("temperature_plies", [0, 3])
-def test_default_selfplay_parts_reproduce_the_previous_loop_bit_for_bit(gardner, temperature_plies):
+def test_default_selfplay_parts_reproduce_the_previous_loop_bit_for_bit(gardner):
+    """Sampled plies (the first 3 of each game), search plies, game ends at the cap and fresh games all occur."""
     game, network, variables = gardner
     search_config = SearchConfig(num_simulations=4, max_num_considered_actions=4)
-    config = SelfPlayConfig(num_games=3, plies_per_iteration=7, max_game_plies=4, temperature_plies=temperature_plies)
+    config = SelfPlayConfig(num_games=3, plies_per_iteration=7, max_game_plies=4, temperature_plies=3)
     frames, records = jax.jit(
         lambda v, k: selfplay_lib.play(game, network, search_config, config, v, k, 3)
     )(variables, jax.random.key(11))
@@ -210,7 +210,7 @@ def logged_iterations(workdir):
 def method_run(tmp_path_factory):
     """The test method trained in a subprocess killed with SIGKILL after its first iteration, then resumed."""
     workdir = tmp_path_factory.mktemp("method") / "run"
-    process = subprocess.Popen(train_command(workdir, "iterations=3"), cwd=REPOSITORY,
+    process = subprocess.Popen(train_command(workdir, "iterations=2"), cwd=REPOSITORY,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
     while not logged_iterations(workdir) and time.time() < deadline and process.poll() is None:
@@ -219,7 +219,7 @@ def method_run(tmp_path_factory):
     process.send_signal(signal.SIGKILL)
     process.wait()
     killed_after = logged_iterations(workdir)
-    resumed = subprocess.run(train_command(workdir, "iterations=3"), cwd=REPOSITORY, capture_output=True, text=True,
+    resumed = subprocess.run(train_command(workdir, "iterations=2"), cwd=REPOSITORY, capture_output=True, text=True,
                              timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     return workdir, killed_after, resumed
@@ -228,19 +228,19 @@ def method_run(tmp_path_factory):
 @pytest.mark.slow
 def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
     workdir, killed_after, resumed = method_run
-    assert killed_after and killed_after[-1] < 3 and "resuming" in resumed.stderr
+    assert killed_after == [1] and "resuming" in resumed.stderr
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
-    assert [record["iteration"] for record in records] == [1, 2, 3]
+    assert [record["iteration"] for record in records] == [1, 2]
     for record in records:
         assert record["root_passes"] == 4.0  # the rules' summary: every simulation passes the root
         assert np.isfinite(record["ply_loss"]) and record["loss"] > record["ply_loss"]  # the method's loss
 
     # The replay window restored from the last checkpoint still has the per-frame extras, and they are right.
     replay = Checkpointer(workdir / "replay").restore_newest(None, {"window": None})
-    assert replay is not None and replay.step == 3
+    assert replay is not None and replay.step == 2
     window = replay.items["window"]
     ply, partner_moves = np.asarray(window["extra_ply"]), np.asarray(window["extra_partner_moves"])
-    assert len(ply) == len(window["value_target"]) == 3 * 32
+    assert len(ply) == len(window["value_target"]) == 2 * 32  # the frames of iteration 1 survived the kill
     np.testing.assert_array_equal(partner_moves, ply // 2)  # the rule's per-game carry, reset with each game
 
     game = make_game("gardner_chess")
