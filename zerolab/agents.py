@@ -34,6 +34,7 @@ from zerolab.games import ChessGame, Game
 from zerolab.networks import make_network
 from zerolab.runs import Components, load_trained_variables
 from zerolab.search import SearchConfig, run_search
+from zerolab.selfplay import SelfPlayConfig, choose_actions
 
 logger = logging.getLogger(__name__)
 
@@ -73,13 +74,24 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 
 @functools.lru_cache(maxsize=32)
-def compiled_search(search_config: Any, game: Game, network: Any):
-    """One jitted ``(variables, key, states) -> (actions [B], summary {name: [B]})`` per (search, game, network),
-    shared by agents; the summary is the search rules' (empty for the standard search)."""
+def compiled_search(search_config: Any, game: Game, network: Any, temperature: SelfPlayConfig | None = None):
+    """One jitted ``(variables, key, states) -> (actions [B], summary {name: [B]})`` per (search, game, network,
+    temperature), shared by agents; the summary is the search rules' (empty for the standard search).
+
+    With ``temperature`` (a :class:`zerolab.selfplay.SelfPlayConfig` whose temperature schedule is used), the move is
+    sampled from the root visits as in self-play (:func:`zerolab.selfplay.choose_actions`), at each game's ply
+    ``states._step_count`` (plies since its start position); the key is split into a search key and a sampling key.
+    Without it the move is the search's choice, from the whole key.
+    """
 
     def search(variables, key, states):
-        output = run_search(search_config, game, network, variables, key, states)
-        return output.action, output.summary
+        if temperature is None:
+            output = run_search(search_config, game, network, variables, key, states)
+            return output.action, output.summary
+        search_key, sample_key = jax.random.split(key)
+        output = run_search(search_config, game, network, variables, search_key, states)
+        action = choose_actions(sample_key, output.visit_counts, output.action, states._step_count, temperature)
+        return action, output.summary
 
     return jax.jit(search)
 
@@ -89,15 +101,25 @@ class SearchAgent:
 
     The search rules' per-search statistics (``SearchRules.summary_fn``) are averaged over the positions the agent
     searched (those of games still running): :meth:`search_statistics`.
+
+    ``temperature`` (default None: play the search's choice) samples each move from the root visits with a
+    self-play temperature schedule (a :class:`zerolab.selfplay.SelfPlayConfig`; only its ``temperature*`` fields
+    are read), counted from each game's start position: e.g. lc0's schedule over full moves
+    (``temperature_schedule="moves"``) for matches between self-play settings.
     """
 
-    def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any):
+    def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any,
+                 temperature: SelfPlayConfig | None = None):
+        if temperature is not None and not isinstance(temperature, SelfPlayConfig):
+            raise TypeError(f"temperature must be a zerolab.selfplay.SelfPlayConfig or None, "
+                            f"got {type(temperature).__name__}")
         self.name = name
         self.game = game
         self.network = network
         self.variables = variables
         self.search_config = search_config
-        self._search = compiled_search(search_config, game, network)
+        self.temperature = temperature
+        self._search = compiled_search(search_config, game, network, temperature)
         self._statistic_totals: dict[str, float] = {}
         self._searched_positions = 0
 
@@ -147,12 +169,13 @@ def search_config_with_options(search: SearchConfig, options: dict[str, str]) ->
 
 
 def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
-                      game: Game | None = None) -> SearchAgent:
+                      game: Game | None = None, temperature: SelfPlayConfig | None = None) -> SearchAgent:
     """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory.
 
     ``game`` (default: the run's own) is the game the agent plays: the network module is built for it from the run's
     model config, e.g. an AlphaGateau trained on 5×5 Gardner chess playing 8×8 chess (its graph, not its parameters,
-    carries the board size).  Agents of one architecture and game share one compiled search.
+    carries the board size).  Agents of one architecture and game share one compiled search.  ``temperature``: see
+    :class:`SearchAgent`.
     """
     options = dict(options or {})
     trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
@@ -162,7 +185,7 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
     search = search_config_with_options(components.search, options)
     search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not inside a jitted search
     name = options.get("name", f"{pathlib.Path(path).name}@{trained.step}")
-    return SearchAgent(name, components.game, components.network, trained.variables, search)
+    return SearchAgent(name, components.game, components.network, trained.variables, search, temperature)
 
 
 class EngineAgent:
