@@ -1,12 +1,15 @@
-"""What the search-contempt experiments share: the base network they play, and their resumable result files."""
+"""What the search-contempt experiments share: the base network they play, the temperature schedules, the choice of
+settings by their self-play decisiveness, and their resumable result files."""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import pathlib
+from collections.abc import Sequence
 
-from zerolab.api import Checkpointer, load_config, train
+from zerolab.api import Checkpointer, SelfPlayConfig, load_config, train
 
 logger = logging.getLogger(__name__)
 
@@ -41,3 +44,42 @@ def append_row(path: pathlib.Path, row: dict) -> None:
     """Appends one result, so that a rerun skips it."""
     with pathlib.Path(path).open("a") as stream:
         stream.write(json.dumps(row) + "\n")
+
+
+def temperature_settings(config, temperature: str) -> dict:
+    """SelfPlayConfig fields of a schedule name (``tau1``, ``tau2``: ``config``'s (start, delay, decay, end, cutoff)
+    over full moves) or of a constant τ given as text (``"0.6"``)."""
+    if temperature in ("tau1", "tau2"):
+        start, delay, decay, end, cutoff = config[temperature]
+        return {"temperature": float(start), "temperature_delay_moves": int(delay),
+                "temperature_decay_moves": int(decay), "temperature_end": float(end),
+                "temperature_cutoff_moves": int(cutoff)}
+    try:
+        constant = float(temperature)
+    except ValueError:
+        raise ValueError(f"temperature {temperature!r}: expected 'tau1', 'tau2' or a number") from None
+    return {"temperature": constant, "temperature_delay_moves": 10**6, "temperature_end": constant}
+
+
+def temperature_schedule(config, temperature: str) -> SelfPlayConfig:
+    """The ``moves`` schedule of :func:`temperature_settings` as a SelfPlayConfig (for agents and self-play)."""
+    return SelfPlayConfig(temperature_schedule="moves", **temperature_settings(config, temperature))
+
+
+def log_distance(ratio: float, target: float) -> float:
+    """|log(ratio / target)|: how far a (w+l)/d ratio is from ``target`` (infinite for a ratio of 0, ∞ or nan)."""
+    if not (0 < ratio < math.inf):
+        return math.inf
+    return abs(math.log(ratio / target))
+
+
+def nearest_setting(rows: Sequence[dict], target_ratio: float) -> dict:
+    """The row whose ``ratio`` ((w+l)/d) is nearest ``target_ratio`` on a log scale (the first of equals)."""
+    if not target_ratio > 0:
+        raise ValueError(f"target_ratio must be positive, got {target_ratio}")
+    if not rows:
+        raise ValueError("no self-play setting to choose from")
+    best = min(rows, key=lambda row: log_distance(float(row["ratio"]), target_ratio))
+    if math.isinf(log_distance(float(best["ratio"]), target_ratio)):
+        raise ValueError(f"no setting among {[row['name'] for row in rows]} has a finite, positive (w+l)/d")
+    return best

@@ -22,24 +22,13 @@ import jax
 import numpy as np
 
 from contempt_search.statistics import decisiveness, repeat_rate
-from contempt_search.experiment import CONTEMPT_RULES, append_row, base_network, read_rows
+from contempt_search.experiment import CONTEMPT_RULES, append_row, base_network, read_rows, temperature_settings
 from zerolab.agents import load_search_agent
 from zerolab.devices import make_mesh, replicate
 from zerolab.plots import new_figure, save_figure
 from zerolab.selfplay import SelfPlayConfig, complete_games, make_selfplay_fn, summarize
 
 logger = logging.getLogger(__name__)
-
-
-def temperature_settings(config, temperature: str) -> dict:
-    """SelfPlayConfig fields of a schedule name (``tau1``, ``tau2``) or of a constant τ given as text."""
-    if temperature in ("tau1", "tau2"):
-        start, delay, decay, end, cutoff = config[temperature]
-        return {"temperature": float(start), "temperature_delay_moves": int(delay),
-                "temperature_decay_moves": int(decay), "temperature_end": float(end),
-                "temperature_cutoff_moves": int(cutoff)}
-    constant = float(temperature)
-    return {"temperature": constant, "temperature_delay_moves": 10**6, "temperature_end": constant}
 
 
 def settings(config) -> list[dict]:

@@ -10,7 +10,8 @@ from zerolab.config import load_config
 
 @pytest.mark.parametrize("preset", ["tiny", "paper"])
 def test_contempt_selfplay_settings_and_schedules(preset):
-    from experiments.contempt_selfplay import settings, temperature_settings
+    from contempt_search.experiment import temperature_settings
+    from experiments.contempt_selfplay import settings
 
     config = load_config("contempt-selfplay", preset)
     names = [row["name"] for row in settings(config)]
@@ -41,3 +42,67 @@ def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
             base_network(load_config(name, "paper"))
         with pytest.raises(FileNotFoundError, match="no checkpoint there"):
             base_network(load_config(name, "paper", [f"network={tmp_path}"]))
+
+
+def test_the_paper_presets_of_match_and_train_have_the_paper_settings():
+    match = load_config("contempt-match", "paper")
+    assert (match.simulations, match.games, match.target_ratio, match.kind) == (1000, 400, 1.38, "muzero")
+    assert list(match.tau1) == [0.7, 0, 5, 0.1, 0] and list(match.tau2) == [0.9, 20, 60, 0.6, 40]
+    assert load_config("contempt-match", "tiny").target_ratio == 1.0
+    train = load_config("contempt-train", "paper")
+    assert (train.game.name, train.search.kind, train.search.num_simulations) == ("chess", "muzero", 1000)
+    assert train.iterations * train.selfplay.num_games == 30_000
+    assert (train.puct_temperature, train.contempt_temperature, train.sc_limit) == ("tau2", "tau1", 5)
+    assert not train.from_scratch and load_config("contempt-train", "tiny").from_scratch
+
+
+@pytest.mark.parametrize("preset", ["tiny", "paper"])
+def test_the_two_training_arms_differ_only_in_selfplay(preset, tmp_path):
+    from experiments.contempt_train import arm_config
+
+    overrides = [] if preset == "tiny" else [f"init_from={tmp_path}"]
+    if preset == "paper":
+        (tmp_path / "config.json").write_text('{"game": {"name": "chess:lc0", "go_size": 7, "komi": 7.5}, '
+                                              '"model": {"name": "zerolab.lc0.network:make_lc0"}}')
+    config = load_config("contempt-train", preset, overrides)
+    puct, contempt = (arm_config(config, arm).to_dict() for arm in ("puct", "contempt"))
+    assert contempt["search"].pop("rules") == "contempt_search.rules:contempt_rules"
+    assert contempt["search"].pop("rule_options") == {"sc_limit": 5}
+    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("", {})
+    assert (puct["selfplay"]["temperature"], contempt["selfplay"]["temperature"]) == (0.9, 0.7)
+    assert (puct["selfplay"]["temperature_end"], contempt["selfplay"]["temperature_end"]) == (0.6, 0.1)
+    for arm in (puct, contempt):
+        assert arm["selfplay"]["temperature_schedule"] == "moves"
+        for key in [key for key in arm["selfplay"] if key.startswith("temperature")]:
+            del arm["selfplay"][key]
+    assert puct == contempt
+    if preset == "paper":
+        assert puct["game"]["name"] == "chess:lc0" and puct["init_from"] == str(tmp_path)
+        with pytest.raises(ValueError, match="needs init_from=RUN"):
+            arm_config(load_config("contempt-train", "paper"), "puct")
+
+
+def test_match_settings_are_the_selfplay_rows_nearest_the_target_ratio(tmp_path):
+    from contempt_search.experiment import append_row, nearest_setting
+    from experiments.contempt_match import choose_settings
+
+    rows = [{"name": "contempt1-tau1", "sc_limit": 1, "temperature": "tau1", "ratio": float("inf")},
+            {"name": "contempt5-tau1", "sc_limit": 5, "temperature": "tau1", "ratio": 2.5},
+            {"name": "contempt10-tau1", "sc_limit": 10, "temperature": "tau1", "ratio": 0.3},
+            {"name": "puct-tau1", "sc_limit": None, "temperature": "tau1", "ratio": 0.0},
+            {"name": "puct-tau2", "sc_limit": None, "temperature": "tau2", "ratio": 0.8},
+            {"name": "puct-1.0", "sc_limit": None, "temperature": "1.0", "ratio": 1.2}]
+    assert nearest_setting(rows[:3], 1.0)["name"] == "contempt5-tau1"  # |log 2.5| < |log 0.3|; ∞ is farthest
+    assert nearest_setting(rows[3:], 1.0)["name"] == "puct-1.0"
+    assert nearest_setting(rows[3:], 0.7)["name"] == "puct-tau2"
+    with pytest.raises(ValueError, match="no setting"):
+        nearest_setting(rows[:1] + rows[3:4], 1.0)
+    for row in rows:
+        append_row(tmp_path / "settings.jsonl", {**row, "ratio_interval": [0, 1]})
+    chosen = choose_settings(load_config("contempt-match", "tiny", [f"selfplay_run={tmp_path}"]))
+    assert (chosen["puct"]["name"], chosen["contempt"]["name"]) == ("puct-1.0", "contempt5-tau1")
+    chosen = choose_settings(load_config("contempt-match", "tiny", [f"selfplay_run={tmp_path}", "sc_limit=2",
+                                                                     "puct_temperature=tau2"]))
+    assert (chosen["puct"]["temperature"], chosen["contempt"]["sc_limit"]) == ("tau2", 2)
+    with pytest.raises(FileNotFoundError, match="run contempt-selfplay"):
+        choose_settings(load_config("contempt-match", "tiny", [f"selfplay_run={tmp_path / 'none'}"]))

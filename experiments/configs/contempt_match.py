@@ -1,0 +1,44 @@
+"""contempt-match (search-contempt, Table 2): the PUCT setting and the search-contempt setting (τ1) whose self-play
+(w+l)/d is nearest ``target_ratio``, chosen from a contempt-selfplay run, play each other at equal simulations, each
+keeping its temperature schedule.
+
+``tiny``: Gardner chess with the contempt-odds base network, 64 simulations (as contempt-selfplay tiny), 128 games;
+settings from ``runs/contempt-selfplay``.  ``paper``: 8×8 from a converted maia-1900 run (``network=RUN``), 1000
+simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its two settings at; the default is 1).
+``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
+"""
+
+import ml_collections
+
+
+def get_config(preset: str = "tiny"):
+    config = ml_collections.ConfigDict({
+        "seed": 0,
+        "network": "runs/contempt-base",
+        "base_config": "quickstart",
+        "base_overrides": ["model.name=resnet"],
+        "selfplay_run": "runs/contempt-selfplay",  # a contempt-selfplay run directory (its settings.jsonl)
+        "target_ratio": 1.0,
+        "puct_temperature": "",  # "" = chosen from selfplay_run
+        "sc_limit": 0,  # 0 = chosen from selfplay_run
+        "simulations": 64,
+        "kind": "muzero",
+        # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
+        "tau1": [0.7, 0, 5, 0.1, 0],
+        "tau2": [0.9, 20, 60, 0.6, 40],
+        "games": 128,
+        "max_game_plies": 200,
+        "progress": True,
+    })
+    if preset == "tiny":
+        return config
+    if preset == "paper":
+        config.network = ""
+        config.base_config = ""
+        config.base_overrides = []
+        config.target_ratio = 1.38
+        config.simulations = 1000
+        config.games = 400
+        config.max_game_plies = 512
+        return config
+    raise KeyError(preset)

@@ -1,0 +1,65 @@
+"""contempt-train (search-contempt's efficiency claim): two training runs with equal budgets that differ only in
+self-play — PUCT with τ2 against search-contempt with τ1 and N_scl 5 — rated together under one plain-PUCT search.
+
+Every training key (game, model, search kind and simulations, root noise, games, plies, frame window, optimiser,
+checkpoints, seed) is shared; ``puct_temperature``, ``contempt_temperature`` and ``sc_limit`` set the two arms'
+self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; plain PUCT with
+``evaluation.num_simulations``), ``final_games`` the match between the two final networks.
+
+* ``tiny``: Gardner chess from scratch on a 2-core CPU, the quickstart's ResNet (32 channels, 2 blocks), PUCT with
+  16 simulations, 6 iterations of 32 games × 48 plies; checkpoints 0, 2, 4, 6 rated.
+* ``paper``: 8×8 from maia-1900 (``init_from=RUN``, converted with ``python -m zerolab.lc0 convert``; its game and
+  model are used), 1000 simulations, 30,000 games (60 iterations × 500 games × 512 plies), for accelerators.
+"""
+
+from zerolab.train import default_config
+
+
+def get_config(preset: str = "tiny"):
+    config = default_config()
+    config.search.kind = "muzero"  # PUCT, as lc0; root Dirichlet noise on in both arms
+    config.selfplay.temperature_schedule = "moves"
+    config.tau1 = [0.7, 0, 5, 0.1, 0]  # (start, delay, decay, end, cutoff) over full moves
+    config.tau2 = [0.9, 20, 60, 0.6, 40]
+    config.puct_temperature = "tau2"
+    config.contempt_temperature = "tau1"
+    config.sc_limit = 5
+    config.from_scratch = True  # False: init_from must name a run (maia-1900)
+    config.evaluation = {"games": 16, "num_simulations": 16, "max_game_plies": 256, "num_opponents": 3}
+    config.final_games = 64
+    config.compilation_cache = "~/.cache/zerolab/jax-compilation"
+    if preset == "tiny":
+        config.game.name = "gardner_chess"
+        config.model.name = "resnet"
+        config.model.channels = 32
+        config.model.num_blocks = 2
+        config.iterations = 6
+        config.checkpoint.keep_period = 2
+        config.search.num_simulations = 16
+        config.selfplay.num_games = 32
+        config.selfplay.plies_per_iteration = 48
+        config.selfplay.max_game_plies = 256
+        config.replay.window_size = 6144
+        config.train.batch_size = 128
+        config.train.epochs_per_iteration = 1.0
+        config.evaluation.num_simulations = 8
+        config.evaluation.max_game_plies = 100
+    elif preset == "paper":
+        config.from_scratch = False
+        config.game.name = "chess"
+        config.iterations = 60
+        config.checkpoint.keep_period = 10
+        config.search.num_simulations = 1000
+        config.selfplay.num_games = 500  # 30,000 games in 60 iterations
+        config.selfplay.plies_per_iteration = 512
+        config.selfplay.max_game_plies = 512
+        config.replay.window_size = 1_000_000
+        config.train.batch_size = 256
+        config.evaluation.games = 64
+        config.evaluation.num_simulations = 800
+        config.evaluation.num_opponents = 5
+        config.evaluation.max_game_plies = 512
+        config.final_games = 400
+    else:
+        raise KeyError(preset)
+    return config

@@ -1,0 +1,123 @@
+"""contempt-match (search-contempt, Table 2): at equal self-play decisiveness, which setting plays better chess?
+
+From a contempt-selfplay run's settings (``selfplay_run``/settings.jsonl), the PUCT setting and the search-contempt
+setting (τ1) whose (w+l)/d is nearest ``target_ratio`` on a log scale are chosen (``puct_temperature`` and
+``sc_limit`` pick them by hand instead).  The two then play each other at equal simulations with the same network and
+search kind, root noise off, each keeping its own temperature schedule (moves sampled from the root visits, counted
+from each game's start: :class:`zerolab.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
+settings with their self-play ratios, W/D/L from search-contempt's side with 95 % Wilson intervals, the Elo
+difference ± 2σ (the project's estimator, one virtual draw), ``sampled_visit_fraction`` and ``wall_s``; the games in
+``games/``.  A finished match is not played again (``match.json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import pathlib
+import time
+
+import jax
+
+from contempt_search.experiment import (
+    CONTEMPT_RULES,
+    base_network,
+    nearest_setting,
+    read_rows,
+    temperature_schedule,
+)
+from contempt_search.statistics import wilson_interval
+from zerolab.agents import SearchAgent, load_search_agent
+from zerolab.arena import play_match, write_pgn
+from zerolab.elo import EloBook
+
+logger = logging.getLogger(__name__)
+
+
+def choose_settings(config) -> dict[str, dict]:
+    """``{"puct": {temperature, ...}, "contempt": {sc_limit, temperature: "tau1", ...}}``: by hand when
+    ``puct_temperature`` / ``sc_limit`` are set, else the contempt-selfplay rows nearest ``target_ratio``."""
+    rows = read_rows(pathlib.Path(config.selfplay_run) / "settings.jsonl") if config.selfplay_run else []
+    chosen = {}
+    if config.puct_temperature:
+        chosen["puct"] = {"name": f"puct-{config.puct_temperature}", "sc_limit": None,
+                          "temperature": str(config.puct_temperature), "chosen_by": "config"}
+    if int(config.sc_limit) > 0:
+        chosen["contempt"] = {"name": f"contempt{int(config.sc_limit)}-tau1", "sc_limit": int(config.sc_limit),
+                              "temperature": "tau1", "chosen_by": "config"}
+    for arm, wanted in (("puct", lambda row: row["sc_limit"] is None),
+                        ("contempt", lambda row: row["sc_limit"] is not None and row["temperature"] == "tau1")):
+        if arm in chosen:
+            continue
+        candidates = [row for row in rows if wanted(row)]
+        if not candidates:
+            raise FileNotFoundError(
+                f"selfplay_run={config.selfplay_run!r} holds no {arm} setting in settings.jsonl: run "
+                f"`python -m experiments run contempt-selfplay --workdir {config.selfplay_run or 'DIR'}` first, or give "
+                f"{'puct_temperature' if arm == 'puct' else 'sc_limit'}")
+        row = nearest_setting(candidates, float(config.target_ratio))
+        chosen[arm] = {"name": row["name"], "sc_limit": row["sc_limit"], "temperature": row["temperature"],
+                       "chosen_by": f"(w+l)/d nearest {float(config.target_ratio)}",
+                       "selfplay_ratio": row["ratio"], "selfplay_ratio_interval": row["ratio_interval"],
+                       "selfplay_sampled_visit_fraction": row.get("sampled_visit_fraction")}
+    return chosen
+
+
+def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
+    """The base network with the setting's rules and temperature schedule; root noise off."""
+    options = {"simulations": str(int(config.simulations)), "kind": config.kind, "name": setting["name"]}
+    if setting["sc_limit"] is not None:
+        options.update(rules=CONTEMPT_RULES, sc_limit=str(setting["sc_limit"]))
+    agent = load_search_agent(network, options)
+    search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
+    return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search,
+                       temperature=temperature_schedule(config, setting["temperature"]))
+
+
+def match_summary(contempt: SearchAgent, puct: SearchAgent, result) -> dict:
+    """W/D/L from search-contempt's side with Wilson intervals, and the Elo difference ± 2σ."""
+    book = EloBook()
+    book.add_result(result)
+    difference, sigma = book.fit().difference(contempt.name, puct.name)
+    games = result.games
+    counts = {"win": result.wins, "draw": result.draws, "loss": result.losses}
+    return {
+        "players": [contempt.name, puct.name], "games": games,
+        "wins": result.wins, "draws": result.draws, "losses": result.losses,
+        **{f"{name}_percent": 100 * count / games for name, count in counts.items()},
+        **{f"{name}_interval": [100 * bound for bound in wilson_interval(count, games)]
+           for name, count in counts.items()},
+        "score": (result.wins + result.draws / 2) / games,
+        "elo_difference": difference, "elo_two_sigma": 2 * sigma,
+        "contempt_search_statistics": contempt.search_statistics(),
+    }
+
+
+def run(config, workdir: pathlib.Path) -> dict:
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    chosen = choose_settings(config)
+    network = base_network(config)
+    match_path = workdir / "match.json"
+    if match_path.exists():
+        match = json.loads(match_path.read_text())
+    else:
+        contempt = setting_agent(network, chosen["contempt"], config)
+        puct = setting_agent(network, chosen["puct"], config)
+        game = contempt.game
+        match_started = time.perf_counter()
+        played = play_match(game, contempt, puct, int(config.games), jax.random.key(int(config.seed)),
+                            max_game_plies=int(config.max_game_plies), show_progress=bool(config.progress))
+        write_pgn(game, played, workdir / "games" / f"{contempt.name}-vs-{puct.name}.pgn", "contempt-match")
+        match = {**match_summary(contempt, puct, played.result),
+                 "capped_games": sum(record.capped for record in played.games),
+                 "match_s": time.perf_counter() - match_started}
+        match_path.write_text(json.dumps(match, indent=2))
+        logger.info("contempt-match: %s", json.dumps(match))
+    summary = {"settings": config.to_dict(), "network": str(network), "chosen": chosen, "match": match,
+               "sampled_visit_fraction": match["contempt_search_statistics"].get("sampled_visit_fraction"),
+               "wall_s": time.perf_counter() - started}
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

@@ -1,0 +1,197 @@
+"""contempt-train (search-contempt's efficiency claim): does self-play with search-contempt train a better network
+for the same budget than self-play with a high-temperature PUCT?
+
+``run(config, workdir)``:
+
+1. trains two runs, ``workdir/puct`` and ``workdir/contempt``, with one training config that differs only in
+   self-play: PUCT with the ``puct_temperature`` schedule (τ2) against search-contempt (N_scl = ``sc_limit``) with
+   the ``contempt_temperature`` schedule (τ1).  Same game, network, seed (so the same initial network), simulations,
+   root noise, games, plies, frame window and optimiser; rerunning resumes each;
+2. rates the kept checkpoints of both runs together with Algorithm 2 (:func:`zerolab.rating.rate_contestants`) under
+   one plain-PUCT search (``evaluation.num_simulations``, no contempt, the training's root noise, so that games
+   differ), the shared initial network once, then both runs' checkpoints in iteration order;
+3. plays the two final networks against each other (``final_games``, the same search);
+4. writes ``elo.json``/``elo.txt``, ``figures/contempt-train.png`` (Elo against self-play games and against training
+   wall-clock) and ``summary.json`` (each run's self-play (w+l)/d per iteration, ``sampled_visit_fraction``, costs,
+   ratings, the final match with its Elo difference ± 2σ, ``wall_s``).
+
+``init_from`` (a run directory, e.g. maia-1900 converted with ``python -m zerolab.lc0 convert``) starts both runs from
+that network instead of from scratch; its game and model sections are then used.  Not built: re-tuning N_scl during
+training (the paper's Figure 6).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+import time
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+
+from contempt_search.experiment import CONTEMPT_RULES, temperature_settings
+from contempt_search.statistics import decisive_ratio
+from zerolab import train
+from zerolab.agents import load_search_agent
+from zerolab.arena import play_match, write_pgn
+from zerolab.elo import EloBook
+from zerolab.experiment_setup import training_config, use_compilation_cache
+from zerolab.games import make_game
+from zerolab.metrics import MetricsLog
+from zerolab.plots import new_figure, plot_elo_curves, save_figure
+from zerolab.rating import (
+    Contestant,
+    EvaluationConfig,
+    checkpoint_steps,
+    elo_series,
+    match_key,
+    rate_contestants,
+    rated_steps,
+    ratings_summary,
+    run_statistics,
+    training_wall_seconds,
+    write_elo_table,
+)
+from zerolab.runs import load_trained_variables
+
+logger = logging.getLogger(__name__)
+
+ARMS = ("puct", "contempt")
+#: Sections of an experiment config that are not training keys.
+EXPERIMENT_KEYS = ("tau1", "tau2", "puct_temperature", "contempt_temperature", "sc_limit", "evaluation",
+                   "final_games", "compilation_cache", "from_scratch")
+
+
+def arm_config(config: ml_collections.ConfigDict, arm: str) -> ml_collections.ConfigDict:
+    """The training config of one arm: the shared sections with the arm's self-play rules and temperature."""
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
+    if not config.from_scratch and not config.init_from:
+        raise ValueError("this experiment needs init_from=RUN: the paper preset starts from maia-1900 converted to a "
+                         "zerolab run (python -m zerolab.lc0 convert --workdir RUN)")
+    sections = config.to_dict()
+    for key in EXPERIMENT_KEYS:
+        sections.pop(key, None)
+    if config.init_from:
+        run_config = json.loads((pathlib.Path(config.init_from) / "config.json").read_text())
+        sections["game"], sections["model"] = run_config["game"], run_config["model"]
+    temperature = config.contempt_temperature if arm == "contempt" else config.puct_temperature
+    sections["selfplay"].update(temperature_schedule="moves", temperature_plies=0,
+                                **temperature_settings(config, temperature))
+    if arm == "contempt":
+        sections["search"].update(rules=CONTEMPT_RULES, rule_options={"sc_limit": int(config.sc_limit)})
+    else:
+        sections["search"].update(rules="", rule_options={})
+    model = sections.pop("model")
+    return training_config(ml_collections.ConfigDict(sections), model)
+
+
+def selfplay_statistics(run_directory: pathlib.Path) -> list[dict]:
+    """Per iteration: cumulative self-play games, the iteration's W/D/L from the first player's side, its (w+l)/d,
+    ``sampled_visit_fraction`` (0 without contempt) and the cumulative training wall-clock."""
+    rows, games = [], 0
+    for record in MetricsLog(run_directory).records():
+        games += int(record["games_finished"])
+        wins, draws, losses = (int(record[key]) for key in ("first_player_wins", "draws", "first_player_losses"))
+        rows.append({"iteration": int(record["iteration"]), "games": games, "wins": wins, "draws": draws,
+                     "losses": losses, "ratio": decisive_ratio(wins, losses, draws),
+                     "sampled_visit_fraction": float(record.get("sampled_visit_fraction", 0.0)),
+                     "wall_s": float(record["wall_s"])})
+    return rows
+
+
+def same_initial_network(first: pathlib.Path, second: pathlib.Path) -> bool:
+    """Whether two runs' step-0 checkpoints hold the same parameters."""
+    leaves = [jax.tree.leaves(load_trained_variables(run, 0).variables) for run in (first, second)]
+    return len(leaves[0]) == len(leaves[1]) and all(np.array_equal(a, b) for a, b in zip(*leaves))
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    use_compilation_cache(config.compilation_cache)
+    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    runs = {arm: workdir / arm for arm in ARMS}
+    for arm in ARMS:
+        logger.info("training %s in %s", arm, runs[arm])
+        train.run(arm_config(config, arm), runs[arm])
+
+    rating_started = time.perf_counter()
+    evaluation = EvaluationConfig.from_config(config.evaluation)
+    game = make_game(arm_config(config, "puct").game.name)
+
+    def agent(arm: str, step: int, name: str):
+        options = {"step": str(step), "simulations": str(evaluation.num_simulations), "kind": "muzero", "rules": "",
+                   "name": name}
+        return load_search_agent(runs[arm], options, game=game)
+
+    steps = {arm: rated_steps(checkpoint_steps(runs[arm]), int(config.checkpoint.keep_period)) for arm in ARMS}
+    walls = {arm: training_wall_seconds(runs[arm]) for arm in ARMS}
+    statistics = {arm: selfplay_statistics(runs[arm]) for arm in ARMS}
+    games_at = {arm: {0: 0, **{row["iteration"]: row["games"] for row in statistics[arm]}} for arm in ARMS}
+    shared_start = same_initial_network(runs["puct"], runs["contempt"])
+    contestants = []
+    if shared_start:
+        contestants.append(Contestant("initial", "initial", 0, 0.0, lambda: agent("puct", 0, "initial")))
+    for step in sorted(set().union(*steps.values())):
+        for arm in ARMS:
+            if step in steps[arm] and not (shared_start and step == 0):
+                contestants.append(Contestant(f"{arm}@{step}", arm, step, walls[arm].get(step, float("nan")),
+                                              lambda arm=arm, step=step: agent(arm, step, f"{arm}@{step}")))
+    book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
+                                     seed=int(config.seed) + 1, show_progress=bool(config.progress))
+    table = write_elo_table(book, workdir)
+    rating_seconds = time.perf_counter() - rating_started
+
+    finals = {arm: f"{arm}@{steps[arm][-1]}" for arm in ARMS}
+    final_path = workdir / "final_match.json"
+    if final_path.exists():
+        final = json.loads(final_path.read_text())
+    else:
+        agents = {arm: agent(arm, steps[arm][-1], f"final-{finals[arm]}") for arm in ARMS}
+        match = play_match(game, agents["contempt"], agents["puct"], int(config.final_games),
+                           match_key(int(config.seed) + 2, agents["contempt"].name, agents["puct"].name),
+                           max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress))
+        write_pgn(game, match, workdir / "games" / "final.pgn", "contempt-train final networks")
+        pair = EloBook()
+        pair.add_result(match.result)
+        difference, sigma = pair.fit().difference(agents["contempt"].name, agents["puct"].name)
+        final = {**match.summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
+        final_path.write_text(json.dumps(final, indent=2))
+
+    ratings = book.ratings()
+    initial = [(0.0, *ratings["initial"])] if shared_start else []
+    by_games = {arm: initial + [(games_at[arm].get(iteration, np.nan), rating, sigma)
+                                for iteration, rating, sigma in points]
+                for arm, points in elo_series(book, contestants, "iteration").items() if arm in ARMS}
+    by_minutes = {arm: initial + [(seconds / 60, rating, sigma) for seconds, rating, sigma in points]
+                  for arm, points in elo_series(book, contestants, "wall_seconds").items() if arm in ARMS}
+    figure, axes = new_figure(columns=2)
+    plot_elo_curves(axes[0, 0], by_games, "self-play games")
+    plot_elo_curves(axes[0, 1], by_minutes, "training wall-clock (minutes, compilation included)")
+    axes[0, 0].set_title(f"{game.name}: Elo against self-play games (plain PUCT, {evaluation.num_simulations} sims)")
+    axes[0, 1].set_title(f"{game.name}: Elo against training time ({jax.devices()[0].platform})")
+    figure_path = save_figure(figure, workdir / "figures" / "contempt-train.png")
+
+    summary: dict[str, Any] = {
+        "settings": config.to_dict(),
+        "runs": {arm: {**run_statistics(runs[arm]), "final_checkpoint": finals[arm],
+                       "final_rating": ratings[finals[arm]][0], "final_sigma": ratings[finals[arm]][1],
+                       "selfplay": statistics[arm]} for arm in ARMS},
+        "sampled_visit_fraction": float(np.mean([row["sampled_visit_fraction"] for row in statistics["contempt"]])),
+        "shared_initial_network": shared_start,
+        "elo": ratings_summary(book),
+        "elo_table": table,
+        "matches_played_now": matches,
+        "rating_wall_s": rating_seconds,
+        "final_match": final,
+        "figure": str(figure_path),
+        "device": f"{jax.devices()[0].platform} × {jax.device_count()}",
+        "wall_s": time.perf_counter() - started,
+    }
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
