@@ -334,6 +334,11 @@ def policy(
     )
 
 
+#: :func:`policy` under its public name (``zerolab.api.search_policy``): for methods whose search has its own root and
+#: recurrent functions (SAI's per-node α, β and komi) but runs through the project's rules and loop.
+search_policy = policy
+
+
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
     """[B, A] logits with illegal actions at the dtype's minimum (finite, so all-illegal rows stay NaN-free)."""
     logits = logits - jnp.max(logits, axis=-1, keepdims=True)

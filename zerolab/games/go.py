@@ -14,6 +14,7 @@ pass count, the step count).  Everything else asks it:
 * ``ended_by_two_passes(states)`` — the game ended by two consecutive passes, so its result is the area count
   (pgx also ends a game when a move repeats a position, positional superko, which the mover loses, and at the ply
   cap below, where it counts the area like after two passes);
+* ``ended_by_rule_violation(states)`` — the game ended by a positional-superko move (pgx's winner stands);
 * ``max_game_plies`` — pgx ends every game after ``2·N²`` plies (98 on 7×7);
 * ``black_player(states)`` — the pgx player id (0 or 1) playing Black, to read ``states.rewards``.
 """
@@ -64,6 +65,12 @@ class GoGame(Game):
     def ended_by_two_passes(self, states) -> jax.Array:
         """[B] bool: the game is over because both players passed in a row."""
         return states._x.consecutive_pass_count >= 2
+
+    def ended_by_rule_violation(self, states) -> jax.Array:
+        """[B] bool: the game is over because the last move broke a rule (a positional-superko repetition, which
+        pgx scores as a loss for the player who made it) rather than by two passes or the ply cap."""
+        at_cap = states._x.step_count >= self.max_game_plies
+        return states.terminated & ~self.ended_by_two_passes(states) & ~at_cap
 
     def stone_colours(self, states) -> jax.Array:
         """[B, N²] int32 in pgx's point order (row by row from the top): +1 Black stone, -1 White stone, 0 empty."""

@@ -1,0 +1,93 @@
+"""SAI's network: a residual tower with a policy head and two value-type heads for the sigmoid's α and β.
+
+``model.name = "sai_go.network:make_sai_network"``.  For a batch of positions it returns a
+:class:`~zerolab.api.NetworkOutput` whose ``extras`` hold ``alpha`` [B] (the expected area difference, mover minus
+opponent, komi excluded) and ``beta`` [B] (``c·exp(β*)``, ``c = beta_scale / N²``, 10/N² by default); komi is not an
+input.  :func:`sigmoid_value` reads them back as a :class:`SigmoidValue`.  ``value`` is the mover's outcome at komi 0,
+``2σ(βα) − 1``, for code that knows nothing of komi; SAI's own search and loss use α and β with each game's komi.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from zerolab.api import GoGame, NetworkInputs, NetworkOutput, ResidualBlock
+
+#: β* is clipped to this range before the exponential, so a wild head cannot overflow β (c·e^6 ≈ 82 on 7×7).
+RAW_BETA_RANGE = (-12.0, 6.0)
+
+
+class SigmoidValue(NamedTuple):
+    """α [B] and β [B] of a batch of positions, from the mover's view (see :mod:`sai_go.value`)."""
+
+    alpha: jax.Array
+    beta: jax.Array
+
+
+def sigmoid_value(output: NetworkOutput) -> SigmoidValue:
+    """The α and β heads of an SAI network's output, or a ValueError saying the network is not SAI's."""
+    if "alpha" not in output.extras or "beta" not in output.extras:
+        raise ValueError(f"the network has no SAI heads: its output extras are {sorted(output.extras)}, expected "
+                         f"'alpha' and 'beta' (model.name = 'sai_go.network:make_sai_network')")
+    return SigmoidValue(output.extras["alpha"], output.extras["beta"])
+
+
+class ValueTypeHead(nn.Module):
+    """AlphaZero's value head without its tanh: 1×1 conv, BatchNorm, ReLU, dense hidden layer, ReLU, one output."""
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+        y = nn.Conv(1, (1, 1), use_bias=False)(x)
+        y = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(y))
+        y = nn.relu(nn.Dense(self.hidden)(y.reshape(y.shape[0], -1)))
+        return nn.Dense(1)(y).squeeze(-1)
+
+
+class SaiNetwork(nn.Module):
+    """Conv stem, ``num_blocks`` residual blocks of ``channels``, a policy head and the α and β* heads (type V)."""
+
+    num_actions: int
+    board_points: int
+    channels: int = 128
+    num_blocks: int = 3
+    value_hidden: int = 64
+    beta_scale: float = 10.0
+
+    @nn.compact
+    def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
+        x = inputs.observation.astype(jnp.float32)
+        x = nn.Conv(self.channels, (3, 3), use_bias=False)(x)
+        x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(x))
+        for _ in range(self.num_blocks):
+            x = ResidualBlock(self.channels)(x, train)
+
+        policy = nn.Conv(2, (1, 1), use_bias=False)(x)
+        policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(policy))
+        policy_logits = nn.Dense(self.num_actions)(policy.reshape(policy.shape[0], -1))
+
+        alpha = ValueTypeHead(self.value_hidden, name="alpha_head")(x, train)
+        raw_beta = ValueTypeHead(self.value_hidden, name="beta_head")(x, train)
+        beta = (self.beta_scale / self.board_points) * jnp.exp(jnp.clip(raw_beta, *RAW_BETA_RANGE))
+        value = jnp.tanh(0.5 * beta * alpha)  # 2σ(βα) − 1: the mover's outcome at komi 0
+        return NetworkOutput(policy_logits, value, {"alpha": alpha, "beta": beta})
+
+
+def make_sai_network(model_config: Any, game: GoGame) -> nn.Module:
+    """The ``model.name`` factory: ``model.channels``, ``model.num_blocks`` and optional ``model.beta_scale``."""
+    if not isinstance(game, GoGame):
+        raise ValueError(f"sai_go.network:make_sai_network plays Go only, got game {game.name!r} (set game.name=go)")
+    get = model_config.get if hasattr(model_config, "get") else lambda key, default: getattr(model_config, key, default)
+    return SaiNetwork(
+        num_actions=game.num_actions,
+        board_points=game.size * game.size,
+        channels=int(model_config.channels),
+        num_blocks=int(model_config.num_blocks),
+        value_hidden=int(get("value_hidden", 64)),
+        beta_scale=float(get("beta_scale", 10.0)),
+    )
