@@ -1,0 +1,56 @@
+"""sai-go: SAI training on 7×7 Go (winrate-vs-komi sigmoid head, branching self-play, λ agent).
+
+``tiny``: a 2-core CPU; ``paper``: the paper's settings for an accelerator (3 blocks × 128, 250 visits, λ = 0.5,
+branching 0.025 × 3).  Ablations: ``method_options.branch_probability=0`` (no branching), ``method_options.lam=0``.
+"""
+
+from zerolab.train import default_config
+
+
+def get_config(preset: str = "tiny"):
+    config = default_config()
+    config.game.name = "go"
+    config.game.go_size = 7
+    config.game.komi = 9.5  # pgx's own komi: unused by SAI's scoring; the evaluation komi
+    config.model.name = "sai_go.network:make_sai_network"
+    config.model.beta_scale = 10.0  # β = beta_scale / N² · exp(β*)
+    config.model.value_hidden = 64
+    config.method = "sai_go.train:make_method"
+    config.method_options = {"lam": 0.5, "branch_probability": 0.025, "max_branches": 3, "queue_size": 64}
+    config.search.kind = "muzero"
+    config.search.dirichlet_alpha = 0.03 * 361 / 49
+    config.search.dirichlet_fraction = 0.25
+    config.selfplay.max_game_plies = 98
+    config.evaluation = {"komi": 9.5, "games": 20, "num_simulations": 16, "lam": 0.0,
+                         "gnugo_levels": [1], "max_game_plies": 98}
+    if preset == "tiny":
+        config.iterations = 8
+        config.checkpoint.keep_period = 4
+        config.model.channels = 32
+        config.model.num_blocks = 2
+        config.search.num_simulations = 16
+        config.selfplay.num_games = 64
+        config.selfplay.plies_per_iteration = 128
+        config.selfplay.temperature_plies = 8
+        config.replay.window_size = 40_000
+        config.train.batch_size = 256
+        config.train.epochs_per_iteration = 1.0
+        config.train.l2_weight = 1e-5
+    elif preset == "paper":
+        config.iterations = 200
+        config.checkpoint.keep_period = 10
+        config.model.channels = 128
+        config.model.num_blocks = 3
+        config.search.num_simulations = 250
+        config.selfplay.num_games = 256
+        config.selfplay.plies_per_iteration = 512
+        config.selfplay.temperature_plies = 8
+        config.replay.window_size = 1_000_000  # ≈ 20k games of ≈ 50 plies
+        config.train.batch_size = 512
+        config.train.l2_weight = 1e-4
+        config.evaluation.games = 100
+        config.evaluation.num_simulations = 250
+        config.evaluation.gnugo_levels = [1, 5, 10]
+    else:
+        raise KeyError(preset)
+    return config

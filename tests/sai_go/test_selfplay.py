@@ -1,0 +1,142 @@
+"""SAI's self-play: komi sampling, branching (none, exactly three at the first positions, k', the branch's own
+result), the loss and the identifiability of α, β from outcomes at varied komi."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from scipy import special
+
+from zerolab.api import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
+from sai_go.selfplay import SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn, sample_komi
+from sai_go.train import sai_loss
+
+
+def test_fresh_komi_is_half_integer_and_logistic_around_alpha():
+    alpha, beta = 9.3, 0.4
+    komi = np.asarray(sample_komi(jax.random.key(0), alpha, beta, (40_000,), 49.5))
+    np.testing.assert_array_equal(komi - np.floor(komi), 0.5)
+    # P(K = j + ½) = P(j <= α + logit(U)/β < j + 1), a logistic of centre α and scale 1/β.
+    values, counts = np.unique(komi, return_counts=True)
+    expected = special.expit(beta * (values + 0.5 - alpha)) - special.expit(beta * (values - 0.5 - alpha))
+    np.testing.assert_allclose(counts / len(komi), expected, atol=0.006)
+    assert abs(komi.mean() - alpha) < 0.1
+    # Black's winrate at K, σ(β(α − K)), is uniform up to the rounding to half-integers: mean ½.
+    assert abs(np.mean(special.expit(beta * (alpha - komi))) - 0.5) < 0.01
+    np.testing.assert_array_equal(half_integer_komi(jnp.array([3.2, -0.1, 80.0, -80.0]), 49.5), [3.5, -0.5, 49.5, -49.5])
+
+
+PLAY_CONFIG = SelfPlayConfig(num_games=2, plies_per_iteration=24, max_game_plies=8, temperature_plies=2)
+SEARCH = SearchConfig(kind="muzero", num_simulations=2, dirichlet_alpha=0.22)
+
+
+@pytest.fixture(scope="module")
+def branching_play(go_game, tiny_network):
+    """Self-play with branch probability 0 and 1 (traced: one compilation)."""
+    network, variables = tiny_network
+    options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.025, max_branches=3, queue_size=8)
+    play = jax.jit(make_sai_play_fn(go_game, network, SEARCH, PLAY_CONFIG, options), static_argnums=2)
+    return {probability: jax.device_get(play(variables, jax.random.key(4), 2, None, probability))
+            for probability in (0.0, 1.0)}
+
+
+def test_no_branches_without_branch_probability(branching_play):
+    frames, records = branching_play[0.0]
+    assert not np.asarray(frames.extras["branch"]).any()
+    assert float(records.summary["branches_started"][0, 0]) == 0.0
+    assert float(records.summary["branches_pushed"][0, 0]) == 0.0
+    # Games end at the 8-ply cap, counted at each game's own komi; fresh games draw their komi.
+    over = np.asarray(records.game_over)
+    assert over[7].all() and over[15].all() and over.sum() == 6
+
+
+def replay_actions(game, actions):
+    step = jax.jit(game.step)
+    state = game.init(jax.random.key(0))
+    for action in actions:
+        state = step(state, int(action))
+    return state
+
+
+def test_branches_start_at_the_first_positions_with_the_evening_komi_and_keep_their_own_result(
+        go_game, branching_play):
+    frames, records = branching_play[1.0]
+    over, action = np.asarray(records.game_over), np.asarray(records.action)
+    komi, branch = np.asarray(frames.extras["komi"]), np.asarray(frames.extras["branch"])
+    alpha, observation = np.asarray(frames.extras["alpha"]), np.asarray(frames.observation)
+    # Both lanes' first games end at ply 7 (the cap); each had exactly 3 branch points, the positions after its
+    # moves 1, 2 and 3 (frames 1, 2, 3).  Lane 0 takes the first pending one (lane 0's move-1 position), lane 1
+    # the next (lane 0's move-2 position).
+    assert over[7].all() and not over[:7].any()
+    assert not branch[:8].any() and branch[8].all()
+    np.testing.assert_array_equal(observation[8, 0], observation[1, 0])
+    np.testing.assert_array_equal(observation[8, 1], observation[2, 0])
+    black_to_move = lambda t: t % 2 == 0  # noqa: E731  (fresh games start with Black)
+    for lane, source in ((0, 1), (1, 2)):
+        black_alpha = alpha[source, 0] if black_to_move(source) else -alpha[source, 0]
+        assert komi[8, lane] == np.floor(black_alpha) + 0.5
+        assert (komi[8:][np.cumsum(over[8:, lane]) == 0, lane] == komi[8, lane]).all()  # the branch keeps k'
+    # Each finished game offered 3 branch points; the queue of 8 held them all at first.
+    finished = int(over.sum())
+    summary = {name: float(values[0, 0]) for name, values in records.summary.items()}
+    assert summary["branches_pushed"] + summary["branches_dropped"] == 3 * finished
+    assert summary["branches_started"] >= 2 and summary["branches_dropped"] >= 0
+    # The branch in lane 0 is played from lane 0's position after move 1 to its end at the cap (8 plies in all);
+    # its value targets are its own result at k' (not the first game's komi).
+    end = 8 + int(np.flatnonzero(over[8:, 0])[0])
+    assert end == 14
+    final = replay_actions(go_game, [action[0, 0], *action[8:end + 1, 0]])
+    black_result = np.sign(float(go_game.area_difference(final)) - komi[8, 0])
+    value = np.asarray(frames.value_target)[8:end + 1, 0]
+    movers_black = np.array([black_to_move(1 + i) for i in range(end - 7)])
+    np.testing.assert_array_equal(value, np.where(movers_black, black_result, -black_result))
+    assert np.asarray(frames.value_mask)[8:end + 1, 0].all()
+    np.testing.assert_array_equal(frames.extras["signed_komi"][8, 0], komi[8, 0])  # White moves at ply 1: +k'
+
+
+def test_the_loss_uses_each_frames_signed_komi():
+    alpha, beta = jnp.array([5.0, 5.0]), jnp.array([0.5, 0.5])
+    output = NetworkOutput(jnp.zeros((2, 3)), jnp.zeros(2), {"alpha": alpha, "beta": beta})
+    frames = Frames(observation=jnp.zeros((2, 1)), legal_action_mask=jnp.ones((2, 3), bool),
+                    policy_target=jnp.full((2, 3), 1 / 3), value_target=jnp.array([1.0, -1.0]),
+                    value_mask=jnp.array([True, True]), extras={"signed_komi": jnp.array([-7.5, 3.0])})
+    loss, metrics = sai_loss(output, frames)
+    predicted = np.tanh(0.5 * 0.5 * (5.0 + np.array([-7.5, 3.0])))
+    np.testing.assert_allclose(metrics["value_loss"], np.mean((np.array([1.0, -1.0]) - predicted) ** 2), rtol=1e-6)
+    np.testing.assert_allclose(metrics["policy_loss"], np.log(3.0), rtol=1e-6)
+    with pytest.raises(ValueError, match="signed_komi"):
+        sai_loss(output, frames.replace(extras={}))
+
+
+def test_alpha_and_beta_are_recovered_from_outcomes_at_varied_komi():
+    """Outcomes of one position simulated at komi from −15 to +15 with true α₀ = 4, β₀ = 0.4: minimising the
+    loss over (α, β* with β = c·exp(β*)) recovers them."""
+    true_alpha, true_beta, count = 4.0, 0.4, 20_000
+    keys = jax.random.split(jax.random.key(0), 2)
+    komi_for_mover = jax.random.uniform(keys[0], (count,), minval=-15.0, maxval=15.0)
+    wins = jax.random.bernoulli(keys[1], special.expit(true_beta * (true_alpha + np.asarray(komi_for_mover))))
+    frames = Frames(observation=jnp.zeros((count, 1)), legal_action_mask=jnp.ones((count, 2), bool),
+                    policy_target=jnp.full((count, 2), 0.5), value_target=jnp.where(wins, 1.0, -1.0),
+                    value_mask=jnp.ones(count, bool), extras={"signed_komi": komi_for_mover})
+    scale = 10.0 / 49
+
+    def loss(params):
+        output = NetworkOutput(jnp.zeros((count, 2)), jnp.zeros(count),
+                               {"alpha": jnp.full(count, params[0]), "beta": jnp.full(count, scale * jnp.exp(params[1]))})
+        return sai_loss(output, frames)[0]
+
+    optimizer = optax.adam(0.05)
+
+    def update(carry, _):
+        params, state = carry
+        grads = jax.grad(loss)(params)
+        updates, state = optimizer.update(grads, state)
+        return (optax.apply_updates(params, updates), state), None
+
+    params = jnp.zeros(2)
+    (params, _), _ = jax.jit(lambda p: jax.lax.scan(update, (p, optimizer.init(p)), None, length=1500))(params)
+    assert abs(float(params[0]) - true_alpha) < 0.3
+    assert abs(scale * float(np.exp(params[1])) / true_beta - 1) < 0.15
