@@ -1,0 +1,75 @@
+"""SAI through the core loop: two tiny iterations in a subprocess killed with SIGKILL after the first, then resumed;
+the replay window restored from the checkpoint keeps the frames' komi, and bad method options fail by name."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from zerolab.api import Checkpointer, load_config
+from zerolab.runs import Components
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+TINY = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",
+        "selfplay.num_games=4", "selfplay.plies_per_iteration=24", "selfplay.max_game_plies=10",
+        "train.batch_size=16", "method_options.queue_size=8", "method_options.branch_probability=0.3",
+        "iterations=2", "progress=False"]
+
+
+def train_command(workdir):
+    return [sys.executable, "-m", "zerolab", "train", "--config", "sai-go", "--workdir", str(workdir), *TINY]
+
+
+def logged_iterations(workdir):
+    path = pathlib.Path(workdir) / "metrics.jsonl"
+    return [json.loads(line)["iteration"] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_two_sai_iterations_killed_and_resumed_keep_the_frames_komi(tmp_path):
+    workdir = tmp_path / "run"
+    process = subprocess.Popen(train_command(workdir), cwd=REPOSITORY, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not logged_iterations(workdir) and time.time() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()[1][-3000:]
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert logged_iterations(workdir) == [1]
+    resumed = subprocess.run(train_command(workdir), cwd=REPOSITORY, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stderr
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [record["iteration"] for record in records] == [1, 2]
+    for record in records:
+        assert np.isfinite(record["value_loss"]) and record["branches_pushed"] >= record["branches_started"] >= 1
+        assert record["mean_beta"] > 0 and np.isfinite(record["score_estimate_mae"])
+
+    replay = Checkpointer(workdir / "replay").restore_newest(None, {"window": None})
+    assert replay is not None and replay.step == 2
+    window = replay.items["window"]
+    komi, signed = np.asarray(window["extra_komi"]), np.asarray(window["extra_signed_komi"])
+    assert len(komi) == len(window["value_target"]) == 2 * 4 * 24  # iteration 1's frames survived the kill
+    np.testing.assert_array_equal(komi - np.floor(komi), 0.5)  # half-integer komi, fresh and branch games
+    np.testing.assert_array_equal(np.abs(signed), np.abs(komi))
+    assert np.asarray(window["extra_branch"]).any() and not np.asarray(window["extra_branch"]).all()
+    assert len(np.unique(komi)) > 1  # games at several komi
+
+
+def test_bad_sai_settings_fail_by_name():
+    with pytest.raises(ValueError, match=r"method_options.lam must be in \[0, 1\], got 2.0"):
+        Components.from_config(load_config("sai-go", "tiny", ["method_options.lam=2.0"]))
+    with pytest.raises(ValueError, match="needs model.name='sai_go.network:make_sai_network'"):
+        Components.from_config(load_config("sai-go", "tiny", ["model.name=resnet"]))
+    with pytest.raises(ValueError, match="method_options.branch_probability must be in"):
+        Components.from_config(load_config("sai-go", "tiny", ["method_options.branch_probability=1.5"]))
+    with pytest.raises(ValueError, match="plays Go only, got game .gardner_chess."):
+        Components.from_config(load_config("sai-go", "tiny", ["game.name=gardner_chess"]))
