@@ -13,14 +13,16 @@ Step 4 follows the reference lc0 fork, which samples as soon as 1 + C(s) > ``ScL
 s exceed the limit); the paper's eq. 5 reads as PUCT while C ≤ N_scl, one more standard step.
 
 The snapshot is kept as the first K = min(N_scl, num_simulations) actions taken from each node, in order
-(``tree.extra_data.node_state``); their counts are F, so drawing one of the first N_scl uniformly is step 4 and costs
-O(1).  Only the nodes on each simulation's path are updated.  ``sc_limit`` may be a traced value (a sweep over it
+(:class:`ContemptNodeState` in ``tree.extra_data.node_state``); their counts are F, so drawing one of the first N_scl
+uniformly is step 4 and costs O(1).  C(s) and each node's depth are kept there too, so no step sums a node's A
+children.  Only the nodes on each simulation's path are updated.  ``sc_limit`` may be a traced value (a sweep over it
 compiles once) when ``max_sc_limit`` bounds it statically; otherwise K comes from ``sc_limit`` itself.  With
 N_scl ≥ num_simulations no node can freeze and the search equals the standard one bit for bit.
 """
 
 from __future__ import annotations
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 import mctx
@@ -37,41 +39,47 @@ def validate_sc_limit(sc_limit) -> int:
     return sc_limit
 
 
-def record_path_actions(first_actions: jax.Array, parents: jax.Array, children_visits: jax.Array,
-                        action_from_parent: jax.Array, leaf_index: jax.Array) -> jax.Array:
-    """``first_actions`` [N, K] of one tree with this simulation's actions written in: for each node p on the path from
-    the root to ``leaf_index``, the action taken from p goes to slot C(p) − 1 (C counted after the backup), if < K."""
+@flax.struct.dataclass
+class ContemptNodeState:
+    """What the rules keep per node, in ``tree.extra_data.node_state`` (leaves ``[B, N, ...]``).
+
+    Attributes:
+      first_actions: [B, N, K] the first K actions taken from each node, in order (``UNRECORDED`` after them).
+      child_visits: [B, N] C(s) = Σₐ N(s, a), kept equal to the tree's ``children_visits`` sums (so that reading it
+        costs O(1), not O(A)).
+      depth: [B, N] plies from the root (the root and nodes not yet in the tree: 0).
+    """
+
+    first_actions: jax.Array
+    child_visits: jax.Array
+    depth: jax.Array
+
+
+def record_path_actions(first_actions: jax.Array, child_visits: jax.Array, parents: jax.Array,
+                        action_from_parent: jax.Array, leaf_index: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(first_actions [N, K], child_visits [N])`` of one tree after a simulation to ``leaf_index``: for each node p
+    on its path, the action taken from p goes to slot C(p) (counted before this simulation), if < K, and C(p) grows
+    by one."""
 
     def has_parent(carry):
-        _, node = carry
+        _, _, node = carry
         return parents[node] != mctx.Tree.NO_PARENT
 
     def climb(carry):
-        first_actions, node = carry
+        first_actions, child_visits, node = carry
         parent = parents[node]
-        slot = jnp.sum(children_visits[parent]) - 1
-        first_actions = first_actions.at[parent, slot].set(action_from_parent[node], mode="drop")
-        return first_actions, parent
+        first_actions = first_actions.at[parent, child_visits[parent]].set(action_from_parent[node], mode="drop")
+        return first_actions, child_visits.at[parent].add(1), parent
 
-    first_actions, _ = jax.lax.while_loop(has_parent, climb, (first_actions, jnp.asarray(leaf_index, jnp.int32)))
-    return first_actions
-
-
-def node_depths(parents: jax.Array) -> jax.Array:
-    """[N] depth of each node of one tree (the root 0); a child's index is always above its parent's."""
-
-    def set_depth(index, depths):
-        parent = parents[index]
-        return depths.at[index].set(jnp.where(parent >= 0, depths[jnp.maximum(parent, 0)] + 1, 0))
-
-    return jax.lax.fori_loop(1, parents.shape[0], set_depth, jnp.zeros(parents.shape[0], jnp.int32))
+    first_actions, child_visits, _ = jax.lax.while_loop(
+        has_parent, climb, (first_actions, child_visits, jnp.asarray(leaf_index, jnp.int32)))
+    return first_actions, child_visits
 
 
-def sampled_visit_fraction(tree: mctx.Tree, sc_limit) -> jax.Array:
+def sampled_visit_fraction(node_state: ContemptNodeState, sc_limit) -> jax.Array:
     """[B] Σ_odd max(C − N_scl, 0) / Σ_odd C over the opponent nodes of each search (0 when they have no visits)."""
-    depths = jax.vmap(node_depths)(tree.parents)
-    opponent = (depths % 2 == 1) & (tree.parents != mctx.Tree.NO_PARENT)
-    counts = jnp.sum(tree.children_visits, axis=-1)
+    opponent = node_state.depth % 2 == 1  # nodes not in the tree have depth 0
+    counts = node_state.child_visits
     sampled = jnp.sum(jnp.where(opponent, jnp.maximum(counts - sc_limit, 0), 0), axis=-1)
     total = jnp.sum(jnp.where(opponent, counts, 0), axis=-1)
     return (sampled / jnp.maximum(total, 1)).astype(jnp.float32)
@@ -90,25 +98,32 @@ def contempt_rules(search_config: SearchConfig, sc_limit, max_sc_limit: int | No
     slots = min(bound, search_config.num_simulations)
     _, standard_interior = selection_functions(search_config)
 
-    def init_node_state(tree: mctx.Tree) -> jax.Array:
-        return jnp.full(tree.node_visits.shape + (slots,), UNRECORDED, jnp.int32)
+    def init_node_state(tree: mctx.Tree) -> ContemptNodeState:
+        nodes = tree.node_visits.shape
+        return ContemptNodeState(first_actions=jnp.full(nodes + (slots,), UNRECORDED, jnp.int32),
+                                 child_visits=jnp.zeros(nodes, jnp.int32), depth=jnp.zeros(nodes, jnp.int32))
 
     def update_node_state(tree, parent_index, action, leaf_index):
-        del parent_index, action
-        return jax.vmap(record_path_actions)(tree.extra_data.node_state, tree.parents, tree.children_visits,
-                                             tree.action_from_parent, leaf_index)
+        del action
+        state = tree.extra_data.node_state
+        first_actions, child_visits = jax.vmap(record_path_actions)(
+            state.first_actions, state.child_visits, tree.parents, tree.action_from_parent, leaf_index)
+        batch = jnp.arange(leaf_index.shape[0])
+        depth = state.depth.at[batch, leaf_index].set(state.depth[batch, parent_index] + 1)
+        return ContemptNodeState(first_actions=first_actions, child_visits=child_visits, depth=depth)
 
     def interior_action_selection_fn(key, tree, node_index, depth):
         standard = standard_interior(key, tree, node_index, depth)
-        visits = jnp.sum(tree.children_visits[node_index])
-        frozen = (depth % 2 == 1) & (visits >= sc_limit)
+        state = tree.extra_data.node_state
+        frozen = (depth % 2 == 1) & (state.child_visits[node_index] >= sc_limit)
         slot = jax.random.randint(key, (), 0, jnp.minimum(sc_limit, slots))
-        drawn = tree.extra_data.node_state[node_index, slot]
+        drawn = state.first_actions[node_index, slot]
         return jnp.where(frozen, drawn, standard).astype(standard.dtype)
 
     return SearchRules(
         interior_action_selection_fn=interior_action_selection_fn,
         init_node_state=init_node_state,
         update_node_state=update_node_state,
-        summary_fn=lambda tree: {"sampled_visit_fraction": sampled_visit_fraction(tree, sc_limit)},
+        summary_fn=lambda tree: {"sampled_visit_fraction": sampled_visit_fraction(tree.extra_data.node_state,
+                                                                                  sc_limit)},
     )

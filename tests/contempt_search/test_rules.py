@@ -9,7 +9,7 @@ import mctx
 import numpy as np
 import pytest
 
-from contempt_search.rules import contempt_rules, node_depths, validate_sc_limit
+from contempt_search.rules import contempt_rules, validate_sc_limit
 from zerolab.games import make_game
 from zerolab.networks import AlphaZeroResNet, init_variables
 from zerolab.search import SearchConfig, run_search
@@ -30,6 +30,14 @@ def gardner():
         legal = np.asarray(states.legal_action_mask)
         states = step(states, jnp.asarray([rng.choice(np.flatnonzero(row)) for row in legal], jnp.int32))
     return game, network, variables, states
+
+
+def node_depths(parents: np.ndarray) -> np.ndarray:
+    """[N] plies from the root of each node of one tree, from its parents (a child's index is above its parent's)."""
+    depths = np.zeros(len(parents), np.int64)
+    for index in range(1, len(parents)):
+        depths[index] = depths[parents[index]] + 1 if parents[index] >= 0 else 0
+    return depths
 
 
 def search_config(kind):
@@ -54,7 +62,7 @@ def searches(request, gardner):
 
 
 def opponent_nodes(tree, batch):
-    depths = np.asarray(node_depths(jnp.asarray(tree.parents[batch])))
+    depths = node_depths(np.asarray(tree.parents[batch]))
     exists = np.asarray(tree.parents[batch]) != mctx.Tree.NO_PARENT
     return np.flatnonzero(exists & (depths % 2 == 1))
 
@@ -77,7 +85,7 @@ def test_opponent_nodes_never_leave_their_frozen_children(searches, sc_limit):
         for node in opponent_nodes(tree, batch):
             visits = np.asarray(tree.children_visits[batch, node])
             assert np.count_nonzero(visits) <= sc_limit
-            recorded = np.asarray(tree.extra_data.node_state[batch, node])
+            recorded = np.asarray(tree.extra_data.node_state.first_actions[batch, node])
             if visits.sum() >= sc_limit:  # frozen: every later visit went to a child of the snapshot
                 frozen_nodes += 1
                 snapshot = np.bincount(recorded[:sc_limit], minlength=visits.shape[0])
@@ -88,13 +96,21 @@ def test_opponent_nodes_never_leave_their_frozen_children(searches, sc_limit):
 
 
 def test_the_snapshot_records_the_first_visits_of_every_node(searches):
-    """While C(s) ≤ K the recorded actions are exactly the node's visits; past K they are its first K."""
+    """While C(s) ≤ K the recorded actions are exactly the node's visits; past K they are its first K.  The kept
+    C(s) and depths equal those of the tree."""
     _, _, _, outputs = searches
     tree = outputs[SIMULATIONS].tree
+    for limit in (1, 4, SIMULATIONS):
+        state, limited = outputs[limit].tree.extra_data.node_state, outputs[limit].tree
+        np.testing.assert_array_equal(state.child_visits, np.asarray(limited.children_visits).sum(-1))
+        for batch in range(limited.parents.shape[0]):
+            exists = np.asarray(limited.parents[batch]) != mctx.Tree.NO_PARENT
+            np.testing.assert_array_equal(state.depth[batch][exists],
+                                          node_depths(np.asarray(limited.parents[batch]))[exists])
     for batch in range(tree.parents.shape[0]):
         for node in np.flatnonzero(np.asarray(tree.parents[batch]) != mctx.Tree.NO_PARENT)[:40]:
             visits = np.asarray(tree.children_visits[batch, node])
-            recorded = np.asarray(tree.extra_data.node_state[batch, node])
+            recorded = np.asarray(tree.extra_data.node_state.first_actions[batch, node])
             taken = recorded[recorded >= 0]
             assert len(taken) == visits.sum()
             np.testing.assert_array_equal(np.bincount(taken, minlength=visits.shape[0]), visits)
@@ -111,13 +127,13 @@ def test_frozen_nodes_sample_the_snapshot_and_others_select_as_standard(searches
     keys = jax.random.split(jax.random.key(9), 20_000)
     select = jax.jit(jax.vmap(rules.interior_action_selection_fn, in_axes=(0, None, None, None)))
     select_standard = jax.jit(jax.vmap(standard, in_axes=(0, None, None, None)))
-    depths = np.asarray(node_depths(jnp.asarray(tree.parents)))
+    depths = node_depths(np.asarray(tree.parents))
     counts = np.asarray(tree.children_visits).sum(-1)
     frozen = [n for n in range(len(depths)) if depths[n] % 2 == 1 and counts[n] >= sc_limit and tree.parents[n] >= 0]
     assert frozen, "no frozen opponent node in the tree"
     node = frozen[0]
     drawn = np.asarray(select(keys, tree, node, float(depths[node])))
-    snapshot = np.bincount(np.asarray(tree.extra_data.node_state[node, :sc_limit]), minlength=tree.num_actions)
+    snapshot = np.bincount(np.asarray(tree.extra_data.node_state.first_actions[node, :sc_limit]), minlength=tree.num_actions)
     frequencies = np.bincount(drawn, minlength=tree.num_actions) / len(drawn)
     assert np.abs(frequencies - snapshot / sc_limit).max() < 0.015
     assert (frequencies[snapshot == 0] == 0).all()
