@@ -4,28 +4,37 @@
 (``zerolab.selfplay``) and a bare reference loop written here in a few lines — pgx + ``mctx.gumbel_muzero_policy``
 + the same network, with its own recurrent function — on the same game, network, batch and number of simulations,
 and reports ``overhead`` = project time / reference time.  A training case times ``zerolab.train``'s update step.
-Each timing is the best of ``repeats`` runs after a warm-up run that compiles.
+Each timing is the best of ``repeats`` runs after a warm-up run that compiles; ``compile_s`` is that first run's
+time (compilation plus one run), and ``peak_memory_gib`` the device's peak allocation where the backend reports it
+(GPU, TPU).  Cases name any network the configs can (``model="alphagateau.network:make_alphagateau"``), so the same
+command measures the paper-scale settings on an accelerator:
+``python -m zerolab bench --game chess --model alphagateau.network:make_alphagateau --width 128 --blocks 5
+--games 256 --plies 32 --simulations 128``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import mctx
+import ml_collections
 import numpy as np
 
 from zerolab.devices import make_mesh, replicate, shard_host_batch
 from zerolab.games import make_game
-from zerolab.networks import AlphaZeroResNet, NetworkInputs, init_variables
+from zerolab.networks import NetworkInputs, apply_network, count_parameters, init_variables, make_network
 from zerolab.search import SearchConfig
 from zerolab.selfplay import Frames, SelfPlayConfig, make_selfplay_fn
 from zerolab.train import init_train_state, make_optimizer, make_train_step
 from zerolab.uci_search import apply_search_overrides
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +47,15 @@ class BenchCase:
     num_simulations: int = 32
     train_batch_size: int = 256
     search: tuple[tuple[str, str], ...] = ()  # search overrides as text, e.g. (("rules", "pkg.mod:rules"),)
+    model: str = "resnet"  # config.model.name: "resnet" or "package.module:factory"
+    reference: bool = True  # also time the bare pgx + mctx loop
+
+    def model_config(self) -> ml_collections.ConfigDict:
+        """``config.model`` for this case: ``channels`` and ``num_blocks`` (and ``embedding_size`` = channels, which
+        AlphaGateau reads) under the case's network name."""
+        return ml_collections.ConfigDict(
+            {"name": self.model, "channels": self.channels, "embedding_size": self.channels,
+             "num_blocks": self.num_blocks})
 
 
 DEFAULT_CASES = (
@@ -46,14 +64,31 @@ DEFAULT_CASES = (
 )
 
 
-def best_time(function: Callable[[], object], repeats: int) -> float:
-    jax.block_until_ready(function())  # compile
+def timed_runs(function: Callable[[], object], repeats: int, label: str = "") -> tuple[float, float]:
+    """``(first_seconds, best_seconds)``: the first call (compilation included), then the best of ``repeats``.
+    Each call's time is logged (INFO), so a case cut short by a time limit still says how far it got."""
+    started = time.perf_counter()
+    jax.block_until_ready(function())
+    first = time.perf_counter() - started
+    logger.info("%s: first call (compiling) %.1f s", label, first)
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
         jax.block_until_ready(function())
         times.append(time.perf_counter() - started)
-    return min(times)
+        logger.info("%s: run %.2f s", label, times[-1])
+    return first, min(times)
+
+
+def best_time(function: Callable[[], object], repeats: int, label: str = "") -> float:
+    return timed_runs(function, repeats, label)[1]
+
+
+def peak_memory_gib() -> float | None:
+    """Peak bytes the first local device has allocated, in GiB, or None where the backend keeps no statistics."""
+    stats = jax.local_devices()[0].memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    return None if peak is None else peak / 2**30
 
 
 def reference_selfplay(game, network, num_games: int, plies: int, num_simulations: int):
@@ -61,8 +96,9 @@ def reference_selfplay(game, network, num_games: int, plies: int, num_simulation
     other search settings or rules is timed against it all the same, so its overhead includes theirs)."""
 
     def evaluate(variables, states):
-        logits, value, _ = network.apply(variables, NetworkInputs(states.observation, states.legal_action_mask))
-        return jnp.where(states.legal_action_mask, logits, jnp.finfo(logits.dtype).min), value
+        output, _ = apply_network(network, variables, NetworkInputs(states.observation, states.legal_action_mask))
+        logits = output.policy_logits
+        return jnp.where(states.legal_action_mask, logits, jnp.finfo(logits.dtype).min), output.value
 
     def recurrent_fn(variables, key, action, states):
         mover = states.current_player
@@ -102,7 +138,7 @@ def reference_selfplay(game, network, num_games: int, plies: int, num_simulation
 
 def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     game = make_game(case.game)
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=case.channels, num_blocks=case.num_blocks)
+    network = make_network(case.model_config(), game)
     variables = init_variables(network, game, jax.random.key(0))
     mesh = make_mesh()
     search = apply_search_overrides(SearchConfig(kind="gumbel", num_simulations=case.num_simulations), dict(case.search))
@@ -110,27 +146,34 @@ def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     project = make_selfplay_fn(game, network, search, config, mesh)
     replicated_variables = replicate(variables, mesh)
     key = jax.random.key(1)
-    project_seconds = best_time(lambda: project(replicated_variables, key), repeats)
-    reference = reference_selfplay(game, network, case.num_games, case.plies, case.num_simulations)
-    reference_seconds = best_time(lambda: reference(variables, key), repeats)
+    compile_seconds, project_seconds = timed_runs(lambda: project(replicated_variables, key), repeats,
+                                                  f"self-play {case.model} {case.game}")
     moves = case.num_games * case.plies
-    return {
+    result = {
         "case": "selfplay",
         **dataclasses.asdict(case),
         "search": dict(case.search),
+        "parameters": count_parameters(variables["params"]),
         "devices": mesh.devices.size,
         "selfplay_moves_per_s": moves / project_seconds,
         "simulations_per_s": moves * case.num_simulations / project_seconds,
+        # one evaluation of the root and one per simulation, for every game of the batch
+        "network_evaluations_per_s": moves * (case.num_simulations + 1) / project_seconds,
         "project_s": project_seconds,
-        "reference_s": reference_seconds,
-        "reference_moves_per_s": moves / reference_seconds,
-        "overhead": project_seconds / reference_seconds,
+        "compile_s": compile_seconds,
+        "peak_memory_gib": peak_memory_gib(),
     }
+    if case.reference:
+        reference = reference_selfplay(game, network, case.num_games, case.plies, case.num_simulations)
+        reference_seconds = best_time(lambda: reference(variables, key), repeats, "reference loop")
+        result.update(reference_s=reference_seconds, reference_moves_per_s=moves / reference_seconds,
+                      overhead=project_seconds / reference_seconds)
+    return result
 
 
 def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
     game = make_game(case.game)
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=case.channels, num_blocks=case.num_blocks)
+    network = make_network(case.model_config(), game)
     optimizer = make_optimizer(type("TrainConfig", (), {"learning_rate": 1e-3}))
     mesh = make_mesh()
     step = make_train_step(network, optimizer, mesh, 0.0)
@@ -151,15 +194,21 @@ def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
             state_holder[0], metrics = step(state_holder[0], shard_host_batch(frames, mesh))
         return metrics
 
-    seconds = best_time(run_updates, repeats)
-    return {"case": "train", "game": case.game, "channels": case.channels, "num_blocks": case.num_blocks,
-            "batch_size": batch, "devices": mesh.devices.size, "train_samples_per_s": updates * batch / seconds}
+    seconds = best_time(run_updates, repeats, f"{updates} updates {case.model}")
+    return {"case": "train", "game": case.game, "model": case.model, "channels": case.channels,
+            "num_blocks": case.num_blocks, "batch_size": batch, "devices": mesh.devices.size,
+            "train_samples_per_s": updates * batch / seconds, "peak_memory_gib": peak_memory_gib()}
 
 
-def run_benchmarks(cases=DEFAULT_CASES, repeats: int = 3, print_fn=print) -> list[dict]:
+def run_benchmarks(cases=DEFAULT_CASES, repeats: int = 3, print_fn=print,
+                   benches: tuple[str, ...] = ("selfplay", "train")) -> list[dict]:
+    known = {"selfplay": bench_selfplay, "train": bench_training}
+    unknown = [name for name in benches if name not in known]
+    if unknown:
+        raise ValueError(f"benches {unknown}: expected some of {sorted(known)}")
     results = []
     for case in cases:
-        for bench in (bench_selfplay, bench_training):
+        for bench in (known[name] for name in benches):
             result = bench(case, repeats)
             result["backend"] = jax.default_backend()
             print_fn(json.dumps(result))

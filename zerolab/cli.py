@@ -196,10 +196,16 @@ def command_bench(args: argparse.Namespace) -> int:
     cases = bench.DEFAULT_CASES
     if args.game:
         cases = tuple(case for case in cases if case.game == args.game)
+    sizes = {"model": args.model, "channels": args.width, "num_blocks": args.blocks, "num_games": args.games,
+             "plies": args.plies, "num_simulations": args.simulations, "train_batch_size": args.batch_size}
+    sizes = {field: value for field, value in sizes.items() if value is not None}
+    if args.no_reference:
+        sizes["reference"] = False
+    cases = tuple(dataclasses.replace(case, **sizes) for case in cases)
     if args.search:
         search = search_overrides(args.search)
         cases = tuple(dataclasses.replace(case, search=tuple(search.items())) for case in cases)
-    bench.run_benchmarks(cases, repeats=args.repeats)
+    bench.run_benchmarks(cases, repeats=args.repeats, benches=tuple(args.only or ("selfplay", "train")))
     return 0
 
 
@@ -284,6 +290,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="throughput benchmarks (JSON lines)")
     bench.add_argument("--game", default=None, choices=["chess", "gardner_chess"])
     bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--only", nargs="+", choices=["selfplay", "train"], default=None, help="which benchmarks")
+    bench.add_argument("--model", default=None, help="network name, as config.model.name (default resnet)")
+    bench.add_argument("--width", type=int, default=None, help="channels (ResNet) or embedding size (AlphaGateau)")
+    bench.add_argument("--blocks", type=int, default=None, help="residual or GATEAU blocks")
+    bench.add_argument("--games", type=int, default=None, help="games per self-play batch")
+    bench.add_argument("--plies", type=int, default=None, help="plies per timed self-play scan")
+    bench.add_argument("--simulations", type=int, default=None, help="search simulations per move")
+    bench.add_argument("--batch-size", type=int, default=None, help="training batch size")
+    bench.add_argument("--no-reference", action="store_true", help="skip the bare pgx + mctx loop")
     bench.add_argument("--search", nargs="+", default=[], metavar="KEY=VALUE",
                        help="search settings of the self-play cases, e.g. kind=muzero "
                             "rules=package.module:factory rule_options.sc_limit=5")
