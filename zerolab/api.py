@@ -122,6 +122,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "GTPEngineOptions": "zerolab.gtp_client",
     "GTPEngineError": "zerolab.gtp_client",
     "GTPServer": "zerolab.gtp",
+    "GTPError": "zerolab.gtp",
     "MoveChooser": "zerolab.gtp",
     "agent_chooser": "zerolab.gtp",
     "load_search_agent": "zerolab.agents",

@@ -94,6 +94,14 @@ class GTPServer:
     version: str = "0.1"
     seed: int = 0
 
+    #: Commands a subclass adds (answered by its ``command_<name>`` method, ``-`` read as ``_``), listed after
+    #: GTP's own by ``list_commands`` and known to ``known_command``.
+    extra_commands = ()
+
+    @property
+    def command_names(self) -> tuple[str, ...]:
+        return COMMANDS + tuple(self.extra_commands)
+
     def __post_init__(self):
         self.board_sizes = tuple(self.board_sizes) or (self.game.size,)
         self.key = jax.random.key(self.seed)
@@ -139,9 +147,9 @@ class GTPServer:
                 return f"?{identifier} missing command\n\n"
         command, arguments = words[0].lower(), words[1:]
         try:
-            if command not in COMMANDS:
+            if command not in self.command_names:
                 raise GTPError(f"unknown command {words[0]!r}")
-            response = getattr(self, f"command_{command}")(arguments)
+            response = getattr(self, f"command_{command.replace('-', '_')}")(arguments)
         except GTPError as error:
             return f"?{identifier} {error}\n\n"
         if command == "quit":
@@ -174,10 +182,10 @@ class GTPServer:
 
     def command_known_command(self, arguments):
         (command,) = self._arguments("known_command", arguments, ("command",))
-        return "true" if command.lower() in COMMANDS else "false"
+        return "true" if command.lower() in self.command_names else "false"
 
     def command_list_commands(self, arguments):
-        return "\n".join(COMMANDS)
+        return "\n".join(self.command_names)
 
     def command_quit(self, arguments):
         return ""

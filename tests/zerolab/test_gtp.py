@@ -198,3 +198,19 @@ def test_engine_crash_and_hang_raise_errors_naming_the_engine_and_restart_works(
             gnugo.send("genmove b")
         gnugo.restart()
         assert GoGame(7).gtp_to_action(gnugo.generate_move("b")) < 49
+
+
+def test_a_subclass_adds_commands_that_list_commands_and_known_command_see():
+    class EchoServer(GTPServer):
+        extra_commands = ("zerolab-echo",)
+
+        def command_zerolab_echo(self, arguments):
+            return " ".join(arguments)
+
+    server = EchoServer(GoGame(size=7, komi=7.5), random_chooser)
+    output = io.StringIO()
+    server.serve(io.StringIO("1 ZEROLAB-ECHO a b\n2 known_command zerolab-echo\n3 list_commands\n"), output)
+    responses = output.getvalue()[:-2].split("\n\n")
+    assert responses[:2] == ["=1 a b", "=2 true"]
+    assert responses[2].split("\n")[-1] == "zerolab-echo" and responses[2].startswith("=3 protocol_version")
+    assert run_script("1 zerolab-echo x\n")[0].startswith("?1 unknown command")  # the base server has no such command

@@ -1,0 +1,110 @@
+"""SAI agents: an SAI network with its λ search, playing each game at its own komi; GNU Go comes from the core.
+
+:class:`SaiAgent` satisfies the core's ``Agent`` protocol (``select_actions(states, key)``), so the core's arena and
+GTP server play it.  Its moves are never a positional-superko repetition (pgx allows such a move and ends the game
+with it lost): each candidate is tried on pgx first, and the most visited safe move is played.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import pathlib
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pgx
+
+from zerolab.api import GoGame, SearchConfig, load_trained_variables, make_game, make_network
+from sai_go.search import SaiSearchOutput, check_lambda, sai_search
+
+SAI_NETWORK = "sai_go.network:make_sai_network"
+
+
+def safe_actions(game: GoGame, states: pgx.State, visit_counts: jax.Array, prior: jax.Array) -> jax.Array:
+    """[B] the most visited legal move that does not end the game by superko (ties and unvisited: the prior)."""
+    actions = jnp.arange(game.num_actions)
+
+    def repeats(state):
+        following = jax.vmap(game.step, in_axes=(None, 0))(state, actions)
+        return game.ended_by_rule_violation(following)
+
+    allowed = states.legal_action_mask & ~jax.vmap(repeats)(states)
+    allowed = allowed.at[:, game.pass_action].set(True)  # passing never repeats a position
+    score = jnp.where(allowed, visit_counts + 1e-3 * jax.nn.softmax(prior, axis=-1), -1.0)
+    return jnp.argmax(score, axis=-1).astype(jnp.int32)
+
+
+@dataclasses.dataclass
+class SaiAgent:
+    """An SAI network with PUCT (no root noise) and the λ backup, at ``komi`` (default: the game's).
+
+    Attributes:
+      name: the agent's name in matches.
+      game: a Go game (its komi is the default komi).
+      network, variables: an SAI network (α and β heads) and its variables.
+      search: the search configuration (``num_simulations``, PUCT constants).
+      lam: λ of the agent, in [0, 1].
+      komi: the komi it plays at (to White); None: ``game.komi``.
+    """
+
+    name: str
+    game: GoGame
+    network: nn.Module
+    variables: Any
+    search: SearchConfig
+    lam: float = 0.0
+    komi: float | None = None
+
+    def __post_init__(self):
+        self.lam = check_lambda(self.lam, "lambda")
+
+    @classmethod
+    def from_checkpoint(cls, path: str | pathlib.Path, step: int | None = None, lam: float = 0.0,
+                        simulations: int | None = None, name: str | None = None) -> SaiAgent:
+        """The SAI network of a run (or step) directory; a ValueError naming ``path`` if it is not an SAI run."""
+        trained = load_trained_variables(path, step)
+        config = trained.config
+        if config.model.name != SAI_NETWORK or config.game.name != "go":
+            raise ValueError(f"{path} is not an SAI run: its model.name is {config.model.name!r} and game "
+                             f"{config.game.name!r}, expected {SAI_NETWORK!r} on go")
+        game = make_game("go", go_size=int(config.game.go_size), komi=float(config.game.komi))
+        search = SearchConfig(kind="muzero", num_simulations=int(simulations or config.search.num_simulations),
+                              dirichlet_fraction=0.0, pb_c_init=float(config.search.pb_c_init),
+                              pb_c_base=float(config.search.pb_c_base))
+        return cls(name or f"sai-{pathlib.Path(path).name}-{trained.step}", game, make_network(config.model, game),
+                   trained.variables, search, lam)
+
+    def with_options(self, **changes) -> SaiAgent:
+        return dataclasses.replace(self, **changes)
+
+    @functools.cached_property
+    def _search(self):
+        game, network, search = self.game, self.network, self.search
+
+        @jax.jit
+        def run(variables, key, states, komi, lam):
+            output = sai_search(search, game, network, variables, key, states, komi, lam, keep_tree=True)
+            prior = output.tree.children_prior_logits[:, 0]
+            action = safe_actions(game, states, output.visit_counts, prior)
+            return output.replace(action=action, tree=None)
+
+        return run
+
+    def analyse(self, states: pgx.State, key: jax.Array, komi: float | np.ndarray | None = None,
+                lam: float | None = None) -> SaiSearchOutput:
+        """One search from each of the batched ``states`` at ``komi`` (default: the agent's): numpy outputs."""
+        komi = self.game.komi if komi is None and self.komi is None else (self.komi if komi is None else komi)
+        batch = states.legal_action_mask.shape[0]
+        komi = jnp.broadcast_to(jnp.asarray(komi, jnp.float32), (batch,))
+        lam = self.lam if lam is None else check_lambda(lam, "lambda")
+        return jax.device_get(self._search(self.variables, key, states, komi, jnp.float32(lam)))
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        return np.asarray(self.analyse(states, key).action)
+
+    def new_game(self) -> None:
+        pass
