@@ -17,7 +17,7 @@ action token starts out aligned with the squares it names.
 the embeddings of the two board tokens the action's squares name, so every token can find the move's squares
 through two vectors shared by all 1968 actions instead of a lookup each action embedding must learn on its own.
 With the table alone the tiny preset's model never learnt what stands on its move's destination and could not
-value a capture; with the markers it could (README, ``scripts/distill_diagnostics.py``).
+value a capture; with the markers it could (distill/README.md, ``scripts/distill_diagnostics.py``).
 
 Sizes (``MODEL_SIZES``) follow the paper — ``9M``: 8 layers of width 256, ``136M``: 8 × 1024, ``270M``: 16 × 1024,
 all with 8 heads and an MLP 4 × wider — plus small ones for CPU runs and tests.

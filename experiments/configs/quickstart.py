@@ -2,7 +2,7 @@
 
 ``tiny`` trains on a 2-core CPU in under 10 minutes; ``paper`` uses the AlphaGateau paper's 5×5 settings.
 ``model.name=resnet`` runs the same with the AlphaZero ResNet baseline (the quickstart's network until
-AlphaGateau was measured to train better here: see the README).
+AlphaGateau was measured to train better here: see zerolab/README.md).
 """
 
 from zerolab.train import default_config

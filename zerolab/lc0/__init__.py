@@ -1,6 +1,6 @@
 """lc0-format networks (maia) in Flax: the file reader, the network, lc0's input planes and policy mapping, agents.
 
-See the README section "zerolab.lc0" and :mod:`zerolab.lc0.weights`, :mod:`zerolab.lc0.network`,
+See zerolab/lc0/README.md and :mod:`zerolab.lc0.weights`, :mod:`zerolab.lc0.network`,
 :mod:`zerolab.lc0.policy`, :mod:`zerolab.lc0.agents`; ``python -m zerolab.lc0 describe|eval|convert|bench``.  The lc0
 and maia files are GPL; this port is written from the file-format description, not from lc0's code.  Names resolve
 lazily (PEP 562), so the command line starts without importing JAX.
