@@ -3,14 +3,14 @@
 ``tiny`` fits a 2-core CPU in under 20 minutes: 300 generated games (about 28,000 boards) annotated by Stockfish at
 100 nodes per legal move, each training board also seen colour-mirrored, and a 2-layer action-value transformer of
 width 32 (``cpu-tiny``) whose board tokens carry markers on the action's origin and destination squares
-(``mark_action_squares``; without them this model never learnt to value captures — distill/README.md), trained
-for 60,000 steps of 16 examples with K = 128 value bins at Adam 3e-3 with a cosine decay (K = 128 beat 32 on the same
+(``mark_action_squares``; without them this model never learnt to value captures — distill/README.md), trained for
+60,000 steps of 16 examples with K = 128 value bins at Adam 3e-3 with a cosine decay (K = 128 beat 32 on the same
 data: distill/README.md) — on 2 CPU cores this small model at small batches trains on 3.6 times the examples per
 second of ``cpu-small`` at 128 (distill/README.md), and 3e-3 learnt faster than 1e-3 in short trials. ``paper`` is the
-paper's recipe where it can be followed offline: the 9M model (``train.model_size='270M'`` for the largest), Adam 1e-4, gradient
-clipping 1, EMA 0.99, K = 128 bins, the paper's action tokens (no square markers), no mirrored boards and Stockfish
-at 50 ms per legal move; the paper's data were 10M Lichess games, so at that scale point ``data.pgn_files`` at a
-Lichess dump instead of generating games.
+paper's recipe where it can be followed offline: the 9M model (``train.model_size='270M'`` for the largest), Adam
+1e-4, gradient clipping 1, EMA 0.99, K = 128 bins, the paper's action tokens (no square markers), no mirrored boards
+and Stockfish at 50 ms per legal move; the paper's data were 10M Lichess games, so at that scale point
+``data.pgn_files`` at a Lichess dump instead of generating games.
 """
 
 from __future__ import annotations
