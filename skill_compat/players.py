@@ -37,9 +37,13 @@ class Positions:
 
     states: Any
     boards: list[chess.Board]
+    _host_states: Any = dataclasses.field(default=None, repr=False)
 
     def state(self, lane: int) -> Any:
-        return jax.tree.map(lambda leaf: leaf[lane], self.states)
+        """The unbatched state of one lane, on the host (the batch is fetched from the device once)."""
+        if self._host_states is None:
+            self._host_states = jax.device_get(self.states)
+        return jax.tree.map(lambda leaf: leaf[lane], self._host_states)
 
 
 class Player(Protocol):

@@ -1,0 +1,9 @@
+"""skill-compat-hb (Hamade et al., ICLR 2024, Tables 1, 4, 7): tree, expector, junior-as-brain and the hand alone
+with maia-1900 as hand against Stockfish's team in hand and brain; plain chess; Table 4/7 analogs.  Keys and presets:
+:mod:`skill_compat.configs`."""
+
+from skill_compat.configs import framework_config
+
+
+def get_config(preset: str = "tiny"):
+    return framework_config("hb", preset)

@@ -1,0 +1,8 @@
+"""skill-compat-hb: the focal brains against Stockfish's team in hand and brain (see
+:mod:`skill_compat.experiment`); rerunning on the same directory plays only the missing games."""
+
+from skill_compat.experiment import run_framework_experiment
+
+
+def run(config, workdir):
+    return run_framework_experiment(config, workdir)

@@ -1,0 +1,8 @@
+"""skill-compat-stt: the focal seniors against Stockfish's team in stochastic tag team (see
+:mod:`skill_compat.experiment`); rerunning on the same directory plays only the missing games."""
+
+from skill_compat.experiment import run_framework_experiment
+
+
+def run(config, workdir):
+    return run_framework_experiment(config, workdir)

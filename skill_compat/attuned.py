@@ -1,0 +1,167 @@
+"""Attuned training: the senior's network fine-tuned on framework games, through the core's jitted self-play.
+
+Both teams are (learner + frozen junior): each ply of the scan searches every game with the learner's network and
+asks the junior (maia's policy, frozen variables passed as a jit argument through ``PlayVariables.frozen``) for its
+move; then
+
+* STT (:func:`stt_move_rule`): ``where(bit, search's move, junior's argmax)`` with fresh random bits per game, held
+  in the rule's per-game carry ``[B, max_game_plies]`` (reset by the core when a game restarts);
+* HB (:func:`hb_move_rule`): the search's move names its piece type, the hand (maia at T = 1) plays the two-stage
+  draw.
+
+``policy_target``: ``played`` (one-hot of the move played, the paper's) or ``search`` (the search's improved
+policy); ``train_on``: ``all`` plies or ``senior`` plies only (STT's bit-1 plies; every HB ply has a brain).  The value
+target is the game's result W − L from the mover's view with a squared error (a deviation: the paper trains lc0's
+W/D/L head with cross-entropy).  Frames carry ``extra_senior`` (the ply's bit; HB also ``extra_named_type``,
+``extra_brain_move`` and ``extra_h0``).
+
+``make_method(config, game, framework="stt", ...)`` is the ``config.method`` factory.  A junior that is an external
+UCI engine cannot run inside the scan; such a setup uses the host driver (:mod:`skill_compat.driver`) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from skill_compat.frameworks import action_piece_types, two_stage_hand
+from zerolab.api import (
+    Method,
+    MoveRule,
+    PlyDecision,
+    load_lc0_weights,
+    masked_logits,
+    policy_actions,
+    policy_probabilities,
+    run_search,
+)
+
+#: ``(learner variables, key, states [B]) -> SearchOutput``: the senior's search (default: the run's search).
+SearchFn = Callable[[Any, jax.Array, Any], Any]
+
+POLICY_TARGETS = ("played", "search")
+TRAIN_ON = ("all", "senior")
+FRAMEWORKS = ("stt", "hb")
+
+
+def _check(policy_target: str, train_on: str, framework: str = "stt") -> None:
+    if policy_target not in POLICY_TARGETS:
+        raise ValueError(f"attuned.policy_target must be one of {POLICY_TARGETS}, got {policy_target!r}")
+    if train_on not in TRAIN_ON:
+        raise ValueError(f"attuned.train_on must be one of {TRAIN_ON}, got {train_on!r}")
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"attuned framework must be one of {FRAMEWORKS}, got {framework!r}")
+
+
+def random_bits(max_game_plies: int):
+    """The STT rule's carry initialiser: ``[num_games, max_game_plies]`` fair bits."""
+
+    def init_carry(key: jax.Array, num_games: int) -> jax.Array:
+        return jax.random.bernoulli(key, 0.5, (num_games, max_game_plies))
+
+    return init_carry
+
+
+def default_search(game, network, search_config, rules=None) -> SearchFn:
+    def search(variables, key, states):
+        return run_search(search_config, game, network, variables, key, states, rules=rules)
+
+    return search
+
+
+def _target(policy_target: str, action: jax.Array, search_target: jax.Array) -> jax.Array:
+    if policy_target == "played":
+        return jax.nn.one_hot(action, search_target.shape[-1], dtype=search_target.dtype)
+    return search_target
+
+
+def stt_move_rule(game, network, search_config, junior_variables: Any, max_game_plies: int,
+                  policy_target: str = "played", rules=None, search_fn: SearchFn | None = None) -> MoveRule:
+    """The STT rule (see the module docstring); ``ply`` [B] indexes each game's bits.  ``search_fn`` replaces the
+    senior's search (default: ``run_search`` with ``search_config`` and ``rules``)."""
+    _check(policy_target, "all")
+    search_fn = search_fn or default_search(game, network, search_config, rules)
+
+    def act(variables, key, states, ply, bits):
+        search_key, junior_key = jax.random.split(key)
+        searched = search_fn(variables.learner, search_key, states)
+        junior = policy_actions(network, variables.frozen, states, junior_key, "argmax")
+        senior = jnp.take_along_axis(bits, jnp.clip(ply, 0, max_game_plies - 1)[:, None], axis=1)[:, 0]
+        action = jnp.where(senior, searched.action, junior).astype(jnp.int32)
+        return PlyDecision(action=action, policy_target=_target(policy_target, action, searched.policy_target),
+                           carry=bits, frame_extras={"senior": senior},
+                           summary={**searched.summary, "senior_fraction": senior.astype(jnp.float32)})
+
+    return MoveRule(act=act, init_carry=random_bits(max_game_plies), frozen_variables=junior_variables)
+
+
+def hb_move_rule(game, network, search_config, junior_variables: Any, policy_target: str = "played",
+                 rules=None, search_fn: SearchFn | None = None) -> MoveRule:
+    """The HB rule: the brain's search names its move's piece type, the frozen hand plays the two-stage draw."""
+    _check(policy_target, "all")
+    search_fn = search_fn or default_search(game, network, search_config, rules)
+
+    def act(variables, key, states, ply, carry):
+        del ply
+        search_key, hand_key = jax.random.split(key)
+        searched = search_fn(variables.learner, search_key, states)
+        types = action_piece_types(game, states)
+        named = jnp.take_along_axis(types, searched.action[:, None], axis=1)[:, 0]
+        probabilities = policy_probabilities(network, variables.frozen, states)
+        h0, played = two_stage_hand(hand_key, probabilities, types, named)
+        agreement = (h0 == searched.action).astype(jnp.float32)
+        return PlyDecision(action=played, policy_target=_target(policy_target, played, searched.policy_target),
+                           carry=carry, frame_extras={"senior": jnp.ones_like(named, bool), "named_type": named,
+                                                      "brain_move": searched.action, "h0": h0},
+                           summary={**searched.summary, "agreement": agreement,
+                                    "brain_move_played": (played == searched.action).astype(jnp.float32)})
+
+    return MoveRule(act=act, frozen_variables=junior_variables)
+
+
+def attuned_loss(train_on: str = "all"):
+    """Policy cross-entropy over legal moves (on ``train_on`` frames) + value squared error on W − L over frames
+    whose game ended inside the scan."""
+    _check("played", train_on)
+
+    def loss(output, frames):
+        logits = masked_logits(output.policy_logits, frames.legal_action_mask)
+        cross_entropy = optax.softmax_cross_entropy(logits, frames.policy_target.astype(jnp.float32))
+        weight = jnp.ones_like(cross_entropy)
+        if train_on == "senior":
+            weight = frames.extras["senior"].astype(jnp.float32)
+        policy_loss = jnp.sum(weight * cross_entropy) / jnp.maximum(weight.sum(), 1.0)
+        value_mask = frames.value_mask.astype(jnp.float32)
+        value_loss = jnp.sum(value_mask * (output.value - frames.value_target) ** 2) / jnp.maximum(value_mask.sum(), 1.0)
+        return policy_loss + value_loss, {"policy_loss": policy_loss, "value_loss": value_loss,
+                                          "policy_frames": weight.sum()}
+
+    return loss
+
+
+def make_method(config, game, framework: str = "stt", policy_target: str = "played", train_on: str = "all",
+                junior_weights: str = "") -> Method:
+    """``config.method = "skill_compat.attuned:make_method"`` with ``method_options`` ``framework`` (stt|hb),
+    ``policy_target``, ``train_on``, ``junior_weights`` (empty: maia-1900)."""
+    del config
+    _check(policy_target, train_on, framework)
+    if getattr(game, "name", "") != "chess:lc0":
+        raise ValueError(f"attuned training plays chess with maia's observation (game.name='chess:lc0'), "
+                         f"not {getattr(game, 'name', game)!r}")
+    _, junior_variables = load_lc0_weights(junior_weights or None)
+
+    def move_rule(components):
+        if framework == "stt":
+            return stt_move_rule(components.game, components.network, components.search, junior_variables,
+                                 components.selfplay.max_game_plies, policy_target, components.rules)
+        return hb_move_rule(components.game, components.network, components.search, junior_variables,
+                            policy_target, components.rules)
+
+    return Method(loss_fn=attuned_loss(train_on), move_rule=move_rule)
+
+
+__all__ = ["SearchFn", "attuned_loss", "default_search", "hb_move_rule", "make_method", "random_bits", "stt_move_rule"]

@@ -1,0 +1,46 @@
+"""The skill-compat experiments' configs (one place for both frameworks' keys; ``experiments/configs/`` picks).
+
+``tiny`` (2 CPU cores): 16 bitstrings (HB: seeds) × 2 colours = 32 games per matchup, S 2,000 nodes, E 5,000, tree
+32 simulations, expector evaluations 400 (HB 100), cap 200 plies, 8 plain-chess games.  ``paper`` (GPU + ≥ 16
+cores): 5,000 × 2 games, S 50,000 nodes, E 200,000, tree 1,500 simulations, evaluations 10,000 (HB 1,700).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+PRESETS = ("tiny", "paper")
+
+
+def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
+    if framework not in ("stt", "hb"):
+        raise ValueError(f"framework must be 'stt' or 'hb', got {framework!r}")
+    if preset not in PRESETS:
+        raise KeyError(preset)
+    hb = framework == "hb"
+    config = ml_collections.ConfigDict({
+        "framework": {"name": framework, "seed": 0, "num_bitstrings": 16, "max_game_plies": 200,
+                      "batch_games": 32},
+        "seniors": ["tree", "expector", "junior"] + (["hand"] if hb else []),
+        "senior": {"engine": "stockfish", "nodes": 2000, "threads": 1},
+        "evaluator": {"nodes": 5000},
+        "junior": {"weights": "", "mode": "sample" if hb else "argmax"},
+        "tree": {"simulations": 32, "kind": "gumbel", "considered": 16},
+        "expector": {"eval_nodes": 100 if hb else 400, "candidates": 5, "top": 3, "reference_00_quirk": False},
+        "attuned": {"run": ""},
+        "plain_chess": {"games": 8, "seniors": ["tree", "junior"] + ([] if hb else ["expector"])},
+        "progress": True,
+    })
+    if preset == "paper":
+        config.framework.num_bitstrings = 5000
+        config.framework.batch_games = 256
+        config.senior.nodes = 50_000
+        config.evaluator.nodes = 200_000
+        config.tree.simulations = 1500
+        config.tree.kind = "muzero"  # PUCT, as lc0
+        config.expector.eval_nodes = 1700 if hb else 10_000
+        config.plain_chess.games = 200
+    return config
+
+
+__all__ = ["framework_config", "PRESETS"]

@@ -1,0 +1,266 @@
+"""What the skill-compat experiments share: building the agents from a config, resumable matchups, summaries.
+
+A run directory holds ``bitstrings.json`` (STT), ``matchups/<senior>/`` and ``plain/<senior>/`` (each
+``games.jsonl`` + ``moves.jsonl``, see :mod:`skill_compat.records`, and ``games.pgn``), ``summary.json`` and
+``tables.md``.  Rerunning on the same directory plays only the games that are missing.
+
+Focal seniors (config ``seniors``): ``tree`` (maia + zerolab search, no root noise), ``expector`` (STT or HB as the
+framework defines it), ``junior`` (the junior as senior / brain: its argmax move or that move's type), ``hand`` (HB:
+the hand alone, playing its free draw), ``attuned`` (a trained run, ``attuned.run``).  The alter team is Stockfish
+(``senior``: fixed nodes, one thread) with the same junior.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import pathlib
+import time
+from typing import Any
+
+import chess
+import chess.pgn
+import jax
+import numpy as np
+
+from skill_compat import analysis
+from skill_compat.driver import HbTeam, SttTeam, play_framework_games
+from skill_compat.frameworks import bitstrings_for_run, game_pairing, result_counts, win_share
+from skill_compat.oracle import StockfishOracle
+from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, NetworkPlayer, SttExpector
+from skill_compat.records import MatchupFiles, evaluate_game
+from zerolab.api import PolicyAgent, SearchAgent, SearchConfig, load_lc0_weights, load_search_agent, make_game, progress_bar, to_json
+
+logger = logging.getLogger(__name__)
+
+FRAMEWORKS = ("stt", "hb")
+SENIORS = {"stt": ("tree", "expector", "junior", "attuned"), "hb": ("tree", "expector", "junior", "hand", "attuned")}
+
+
+def check_seniors(framework: str, names) -> list[str]:
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework.name must be one of {FRAMEWORKS}, got {framework!r}")
+    names = list(names)
+    unknown = [name for name in names if name not in SENIORS[framework]]
+    if unknown:
+        raise ValueError(f"unknown agent(s) {unknown} for {framework}; valid: {list(SENIORS[framework])}")
+    return names
+
+
+@dataclasses.dataclass
+class Cast:
+    """Everything a run plays with, built once: the game, the junior (and the HB hand), S, E and the tree."""
+
+    game: Any
+    junior: PolicyAgent
+    hand: PolicyAgent
+    senior: StockfishOracle
+    evaluator: StockfishOracle
+    tree: SearchAgent
+    config: Any
+
+    def close(self) -> None:
+        self.senior.close()
+        self.evaluator.close()
+
+
+def match_search(config) -> SearchConfig:
+    """Tree's search in matches: no root noise (Gumbel scale 0, no Dirichlet noise)."""
+    return SearchConfig(kind=config.tree.kind, num_simulations=int(config.tree.simulations), gumbel_scale=0.0,
+                        dirichlet_fraction=0.0, max_num_considered_actions=int(config.tree.considered))
+
+
+def build_cast(config) -> Cast:
+    game = make_game("chess", observation="lc0")
+    network, variables = load_lc0_weights(config.junior.weights or None)
+    junior = PolicyAgent(network, variables, game, mode=config.junior.mode, name="maia")
+    hand = PolicyAgent(network, variables, game, mode="sample", temperature=1.0, name="maia-hand")
+    senior = StockfishOracle(config.senior.engine, int(config.senior.nodes), int(config.senior.threads))
+    evaluator = StockfishOracle(config.senior.engine, int(config.evaluator.nodes), int(config.senior.threads))
+    tree = SearchAgent("tree", game, network, variables, match_search(config))
+    return Cast(game, junior, hand, senior, evaluator, tree, config)
+
+
+def junior_model(cast: Cast):
+    """The expectors' model of a junior: maia's argmax (the STT junior)."""
+    argmax = PolicyAgent(cast.junior.network, cast.junior.variables, cast.game, mode="argmax", name="maia-model")
+    return lambda states: argmax.select_actions(states, jax.random.key(0))
+
+
+def attuned_agent(cast: Cast) -> SearchAgent:
+    run = cast.config.attuned.run
+    if not run:
+        raise ValueError("the attuned senior needs attuned.run=RUN (a skill-compat-attuned run directory)")
+    agent = load_search_agent(run, {"simulations": str(cast.config.tree.simulations)}, game=cast.game)
+    search = dataclasses.replace(match_search(cast.config), rules=agent.search_config.rules,
+                                 rule_options=agent.search_config.rule_options)
+    return SearchAgent("attuned", cast.game, agent.network, agent.variables, search)
+
+
+def senior_player(cast: Cast, name: str):
+    """A focal STT senior (or plain-chess player)."""
+    config = cast.config
+    if name == "tree":
+        return NetworkPlayer(cast.tree)
+    if name == "junior":
+        return NetworkPlayer(cast.junior, name="junior")
+    if name == "attuned":
+        return NetworkPlayer(attuned_agent(cast))
+    if name == "expector":
+        return SttExpector(cast.game, cast.senior, cast.senior.with_nodes(int(config.expector.eval_nodes)),
+                           junior_model(cast), candidates=int(config.expector.candidates),
+                           reference_00_quirk=bool(config.expector.reference_00_quirk))
+    raise ValueError(f"unknown agent {name!r}; valid: {list(SENIORS['stt'])}")
+
+
+def brain(cast: Cast, name: str):
+    """A focal HB brain (None for the hand alone)."""
+    if name == "hand":
+        return None
+    if name == "expector":
+        return HbExpector(cast.game, cast.senior.with_nodes(int(cast.config.expector.eval_nodes)),
+                          cast.hand.probabilities, top=int(cast.config.expector.top))
+    return MoveBrain(senior_player(cast, name), cast.game, name=name)
+
+
+def teams(cast: Cast, framework: str, name: str, plain: bool = False):
+    """(focal team, alter team) of a matchup; ``plain``: the senior alone against S alone."""
+    stockfish = EnginePlayer(cast.senior, cast.game, name="stockfish")
+    junior = NetworkPlayer(cast.junior, name="maia")
+    if plain:
+        return SttTeam(name, senior_player(cast, name), junior), SttTeam("stockfish", stockfish, junior)
+    if framework == "stt":
+        return SttTeam(name, senior_player(cast, name), junior), SttTeam("stockfish", stockfish, junior)
+    hand = cast.hand.probabilities
+    return (HbTeam(name, brain(cast, name), hand, cast.game),
+            HbTeam("stockfish", MoveBrain(stockfish, cast.game, name="stockfish"), hand, cast.game))
+
+
+def play_matchup(cast: Cast, directory: pathlib.Path, focal, alter, num_games: int, batch_games: int,
+                 max_game_plies: int, seed: int, bitstrings: np.ndarray | None, show_progress: bool) -> MatchupFiles:
+    """Plays the games of a matchup that ``directory`` does not hold yet, ``batch_games`` at a time; each batch's
+    games are evaluated by E and appended."""
+    files = MatchupFiles(directory)
+    missing = [slot for slot in game_pairing(num_games) if slot.index not in files.done()]
+    with progress_bar(f"{focal.name} vs {alter.name}", len(missing), unit="game", enabled=show_progress) as bar:
+        for start in range(0, len(missing), batch_games):
+            slots = missing[start: start + batch_games]
+            key = jax.random.fold_in(jax.random.key(seed), slots[0].index)
+            games = play_framework_games(cast.game, focal, alter, slots, key, max_game_plies, bitstrings=bitstrings,
+                                         hand_seed=seed, progress=bar)
+            for game in games:
+                files.append(game, evaluate_game(game, cast.evaluator))
+    write_pgn(files, directory / "games.pgn", focal.name, alter.name)
+    return files
+
+
+def write_pgn(files: MatchupFiles, path: pathlib.Path, focal: str, alter: str) -> pathlib.Path:
+    """The matchup's games as PGN, with the bitstring (or hand seed) and each ply's team and role as comments."""
+    moves_by_game: dict[int, list[dict]] = {}
+    for move in files.moves():
+        moves_by_game.setdefault(move["game"], []).append(move)
+    with path.open("w") as handle:
+        for summary in sorted(files.games(), key=lambda game: game["game"]):
+            game = chess.pgn.Game()
+            white, black = (focal, alter) if summary["focal_is_white"] else (alter, focal)
+            game.headers.update({"Event": "skill-compat", "Round": str(summary["game"]), "White": white,
+                                 "Black": black})
+            score = summary["focal_score"] if summary["focal_is_white"] else 1 - summary["focal_score"]
+            game.headers["Result"] = {1.0: "1-0", 0.0: "0-1"}.get(score, "1/2-1/2")
+            if summary.get("bitstring"):
+                game.headers["Bitstring"] = summary["bitstring"][: summary["plies"]]
+            if summary.get("capped"):
+                game.headers["Termination"] = "ply cap"
+            node = game
+            for move in sorted(moves_by_game.get(summary["game"], []), key=lambda record: record["ply"]):
+                node = node.add_variation(chess.Move.from_uci(move["move"]))
+                comment = f"{move['team_name']}/{move['role']}"
+                if move.get("named_type"):
+                    comment += f" {move['named_type']} h0={move['h0']} {move.get('interaction') or ''}".rstrip()
+                node.comment = comment
+            print(game, file=handle, end="\n\n")
+    return path
+
+
+def score_row(files: MatchupFiles) -> dict:
+    games = files.games()
+    wins, draws, losses = result_counts([game["focal_score"] for game in games])
+    share, se = win_share(wins, draws, losses) if games else (math.nan, math.nan)
+    return {"games": len(games), "wins": wins, "draws": draws, "losses": losses, "win_share": share,
+            "win_share_se": se, "capped": sum(bool(game["capped"]) for game in games),
+            "mean_plies": float(np.mean([game["plies"] for game in games])) if games else math.nan}
+
+
+def analyse(framework: str, files: MatchupFiles) -> dict[str, dict]:
+    moves = files.moves()
+    if not moves:
+        return {}
+    if framework == "stt":
+        return {"table2": analysis.stt_losses(moves), "table3": analysis.stt_interactions(moves)}
+    return {"table4": analysis.hb_savings(moves), "table7": analysis.hb_interactions(moves)}
+
+
+def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
+    """The skill-compat-stt / -hb experiment (see the module docstring)."""
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    framework = config.framework.name
+    seniors = check_seniors(framework, config.seniors)
+    if config.attuned.run and "attuned" not in seniors:
+        seniors.append("attuned")
+    plain_seniors = check_seniors(framework, config.plain_chess.seniors)
+    max_plies = int(config.framework.max_game_plies)
+    pairings = int(config.framework.num_bitstrings)
+    bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_plies) \
+        if framework == "stt" else None
+    (workdir / "config.json").write_text(to_json(config))
+    cast = build_cast(config)
+    started = time.perf_counter()
+    summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}
+    try:
+        for name in seniors:
+            focal, alter = teams(cast, framework, name)
+            begun = time.perf_counter()
+            files = play_matchup(cast, workdir / "matchups" / name, focal, alter, 2 * pairings,
+                                 int(config.framework.batch_games), max_plies, int(config.framework.seed),
+                                 bitstrings, bool(config.progress))
+            summary["matchups"][name] = {**score_row(files), "seconds_this_run": time.perf_counter() - begun,
+                                         **analyse(framework, files)}
+        for name in plain_seniors:
+            if name in ("hand",) or (framework == "hb" and name == "expector"):
+                continue  # they name piece types, they do not play chess alone
+            focal, alter = teams(cast, framework, name, plain=True)
+            files = play_matchup(cast, workdir / "plain" / name, focal, alter, int(config.plain_chess.games),
+                                 int(config.framework.batch_games), max_plies, int(config.framework.seed) + 1,
+                                 None, bool(config.progress))
+            summary["plain_chess"][name] = score_row(files)
+    finally:
+        cast.close()
+    summary["seconds_this_run"] = time.perf_counter() - started
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    (workdir / "tables.md").write_text(markdown_summary(summary))
+    return summary
+
+
+def markdown_summary(summary: dict) -> str:
+    lines = [f"# skill-compat ({summary['framework']})", "",
+             "| focal senior | games | W | D | L | capped | win-share | se |", "|---|---|---|---|---|---|---|---|"]
+    for name, row in summary["matchups"].items():
+        lines.append(f"| {name} | {row['games']} | {row['wins']} | {row['draws']} | {row['losses']} | "
+                     f"{row['capped']} | {row['win_share']:.3f} | {row['win_share_se']:.3f} |")
+    lines += ["", "## Plain chess vs Stockfish", "", "| player | games | W | D | L | score | se |",
+              "|---|---|---|---|---|---|---|"]
+    for name, row in summary["plain_chess"].items():
+        lines.append(f"| {name} | {row['games']} | {row['wins']} | {row['draws']} | {row['losses']} | "
+                     f"{row['win_share']:.3f} | {row['win_share_se']:.3f} |")
+    for name, row in summary["matchups"].items():
+        for table in ("table2", "table3", "table4", "table7"):
+            if table in row:
+                lines += ["", analysis.markdown_table(f"{table} — {name}", row[table])]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["Cast", "FRAMEWORKS", "SENIORS", "build_cast", "check_seniors", "run_framework_experiment",
+           "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]

@@ -1,0 +1,147 @@
+"""Attuned training through the core's jitted self-play: the STT rule plays the same games as the host driver in a
+deterministic setup (Gumbel search with scale 0, argmax junior, tiny lc0 networks), the HB rule plays the named
+type, one attuned step lowers the loss on a fixed batch, and bad options are refused."""
+
+from __future__ import annotations
+
+import types
+
+import chess
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+
+from skill_compat import attuned, frameworks
+from skill_compat.driver import SttTeam, play_framework_games
+from skill_compat.players import NetworkPlayer, batched_step
+from zerolab.api import (
+    NetworkInputs,
+    NetworkOutput,
+    PlayVariables,
+    PolicyAgent,
+    SearchAgent,
+    SearchConfig,
+    SearchOutput,
+    SelfPlayConfig,
+    init_variables,
+    make_game,
+    make_lc0,
+    make_play_fn,
+)
+
+PLIES = 12
+
+
+@pytest.fixture(scope="module")
+def setup():
+    game = make_game("chess", observation="lc0")
+    model = ml_collections.ConfigDict({"channels": 8, "num_blocks": 1, "se_channels": 2, "value_channels": 4,
+                                       "value_hidden": 8, "weights": ""})
+    network = make_lc0(model, game)
+    learner = init_variables(network, game, jax.random.key(1))
+    junior = init_variables(network, game, jax.random.key(2))
+    search = SearchConfig(kind="gumbel", num_simulations=2, max_num_considered_actions=4, gumbel_scale=0.0)
+    return types.SimpleNamespace(game=game, network=network, learner=learner, junior=junior, search=search)
+
+
+@pytest.fixture(scope="module")
+def stt_selfplay(setup):
+    rule = attuned.stt_move_rule(setup.game, setup.network, setup.search, setup.junior, PLIES, "played")
+    config = SelfPlayConfig(num_games=2, plies_per_iteration=PLIES, max_game_plies=PLIES)
+    play = jax.jit(make_play_fn(setup.game, rule, config), static_argnums=2)
+    frames, records = play(setup.learner, jax.random.key(3), 2, setup.junior)
+    return jax.device_get(frames), jax.device_get(records)
+
+
+def test_jitted_stt_selfplay_and_the_host_driver_play_the_same_game(setup, stt_selfplay):
+    frames, records = stt_selfplay
+    bits = np.asarray(frames.extras["senior"])[:, 0].astype(np.uint8)  # lane 0's game: PLIES plies, capped
+    assert 0 < bits.sum() < PLIES  # both roles play
+    senior = NetworkPlayer(SearchAgent("learner", setup.game, setup.network, setup.learner, setup.search))
+    junior = NetworkPlayer(PolicyAgent(setup.network, setup.junior, setup.game, mode="argmax", name="junior"))
+    team = SttTeam("team", senior, junior)
+    games = play_framework_games(setup.game, team, team, frameworks.game_pairing(2), jax.random.key(9), PLIES,
+                                 bitstrings=bits[None])
+    host_moves = games[0].moves
+    step = batched_step(setup.game)  # the driver's compiled step
+    states = jax.tree.map(lambda leaf: leaf[None], setup.game.init(jax.random.key(0)))
+    jitted_moves = []
+    for action in np.asarray(records.action)[:, 0]:
+        jitted_moves.append(setup.game.action_to_uci(int(action), jax.tree.map(lambda leaf: leaf[0], states)))
+        states = step(states, jnp.array([action], jnp.int32))
+    assert host_moves == jitted_moves
+    assert [r["role"] for r in games[0].records] == ["senior" if b else "junior" for b in bits]
+    # the played-move target is the one-hot of the action
+    np.testing.assert_array_equal(np.argmax(frames.policy_target[:, 0], -1), np.asarray(records.action)[:, 0])
+    board = chess.Board()
+    for move in host_moves:
+        board.push_uci(move)  # legal in python-chess too
+
+
+def highest_action_brain(variables, key, states):
+    """A stand-in for the brain's search (the search is compiled and checked in the STT test): the highest legal
+    action id, whose piece type varies over positions."""
+    del variables, key
+    mask = states.legal_action_mask
+    action = (mask.shape[-1] - 1 - jnp.argmax(mask[:, ::-1], axis=-1)).astype(jnp.int32)
+    target = jax.nn.one_hot(action, mask.shape[-1])
+    return SearchOutput(action=action, policy_target=target, visit_counts=target, root_value=jnp.zeros(len(action)))
+
+
+def test_hb_rule_plays_the_brains_piece_type(setup):
+    rule = attuned.hb_move_rule(setup.game, setup.network, setup.search, setup.junior, search_fn=highest_action_brain)
+    states = jax.vmap(setup.game.init)(jax.random.split(jax.random.key(0), 4))
+    decision = jax.jit(rule.act)(PlayVariables(setup.learner, setup.junior), jax.random.key(4), states,
+                                 jnp.zeros(4, jnp.int32), None)
+    piece_types = np.asarray(frameworks.action_piece_types(setup.game, states))
+    lanes = np.arange(4)
+    brain_move, h0 = (np.asarray(decision.frame_extras[name]) for name in ("brain_move", "h0"))
+    played = np.asarray(decision.action)
+    named = np.asarray(decision.frame_extras["named_type"])
+    assert (piece_types[lanes, played] == named).all() and (piece_types[lanes, brain_move] == named).all()
+    assert np.asarray(states.legal_action_mask)[lanes, played].all() and np.asarray(states.legal_action_mask)[lanes, h0].all()
+    # h0 is played whenever it has the named type
+    kept = piece_types[lanes, h0] == named
+    np.testing.assert_array_equal(played[kept], h0[kept])
+
+
+def test_one_attuned_step_lowers_the_loss(setup, stt_selfplay):
+    frames, _ = stt_selfplay
+    batch = frames.flatten()
+    loss_fn = attuned.attuned_loss("senior")
+
+    def loss(params):
+        output = setup.network.apply({"params": params, "batch_stats": setup.learner["batch_stats"]},
+                                     NetworkInputs(batch.observation, batch.legal_action_mask), train=False)
+        return loss_fn(output, batch)[0]
+
+    params = setup.learner["params"]
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
+    before, gradient = value_and_grad(params)
+    optimizer = optax.sgd(0.05)
+    updates, _ = optimizer.update(gradient, optimizer.init(params), params)
+    after, _ = value_and_grad(optax.apply_updates(params, updates))
+    assert float(after) < float(before)
+    # train_on=senior averages the policy loss over the senior plies only: with uniform logits each frame's
+    # cross-entropy is log(legal moves)
+    senior = np.asarray(batch.extras["senior"], bool)
+    assert 0 < senior.sum() < len(senior)
+    uniform = NetworkOutput(jnp.zeros(batch.legal_action_mask.shape), jnp.zeros(len(senior)))
+    legal = np.asarray(batch.legal_action_mask).sum(-1)
+    for train_on, frames_used in (("senior", senior), ("all", np.ones_like(senior))):
+        _, metrics = attuned.attuned_loss(train_on)(uniform, batch)
+        assert float(metrics["policy_loss"]) == pytest.approx(np.log(legal[frames_used]).mean(), rel=1e-5)
+
+
+def test_bad_options_are_refused(setup):
+    with pytest.raises(ValueError, match="policy_target"):
+        attuned.stt_move_rule(setup.game, setup.network, setup.search, setup.junior, PLIES, "visits")
+    with pytest.raises(ValueError, match="train_on"):
+        attuned.attuned_loss("juniors")
+    with pytest.raises(ValueError, match="chess:lc0"):
+        attuned.make_method(None, make_game("gardner_chess"))
+    with pytest.raises(ValueError, match="framework"):
+        attuned.make_method(None, setup.game, framework="blitz")
