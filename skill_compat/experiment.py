@@ -13,6 +13,7 @@ the hand alone, playing its free draw), ``attuned`` (a trained run, ``attuned.ru
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -72,11 +73,19 @@ def match_search(config) -> SearchConfig:
                         dirichlet_fraction=0.0, max_num_considered_actions=int(config.tree.considered))
 
 
-def build_cast(config) -> Cast:
+@functools.lru_cache(maxsize=2)
+def maia_agents(weights: str, mode: str) -> tuple[Any, PolicyAgent, PolicyAgent]:
+    """(game, junior, hand) of one lc0 file, built once per process (their compiled functions are reused)."""
     game = make_game("chess", observation="lc0")
-    network, variables = load_lc0_weights(config.junior.weights or None)
-    junior = PolicyAgent(network, variables, game, mode=config.junior.mode, name="maia")
+    network, variables = load_lc0_weights(weights or None)
+    junior = PolicyAgent(network, variables, game, mode=mode, name="maia")
     hand = PolicyAgent(network, variables, game, mode="sample", temperature=1.0, name="maia-hand")
+    return game, junior, hand
+
+
+def build_cast(config) -> Cast:
+    game, junior, hand = maia_agents(config.junior.weights, config.junior.mode)
+    network, variables = junior.network, junior.variables
     senior = StockfishOracle(config.senior.engine, int(config.senior.nodes), int(config.senior.threads))
     evaluator = StockfishOracle(config.senior.engine, int(config.evaluator.nodes), int(config.senior.threads))
     tree = SearchAgent("tree", game, network, variables, match_search(config))
@@ -125,17 +134,17 @@ def brain(cast: Cast, name: str):
     return MoveBrain(senior_player(cast, name), cast.game, name=name)
 
 
-def teams(cast: Cast, framework: str, name: str, plain: bool = False):
-    """(focal team, alter team) of a matchup; ``plain``: the senior alone against S alone."""
-    stockfish = EnginePlayer(cast.senior, cast.game, name="stockfish")
+def teams(cast: Cast, framework: str, name: str, plain: bool = False, alter: str = "stockfish"):
+    """(focal team, alter team) of a matchup; ``plain``: the senior alone against the alter senior alone.  The alter
+    senior is S (``stockfish``) or another focal senior (``tree``: the attuned run's controlled baseline)."""
     junior = NetworkPlayer(cast.junior, name="maia")
-    if plain:
-        return SttTeam(name, senior_player(cast, name), junior), SttTeam("stockfish", stockfish, junior)
-    if framework == "stt":
-        return SttTeam(name, senior_player(cast, name), junior), SttTeam("stockfish", stockfish, junior)
+    alter_senior = EnginePlayer(cast.senior, cast.game, name="stockfish") if alter == "stockfish" \
+        else senior_player(cast, alter)
+    if plain or framework == "stt":
+        return SttTeam(name, senior_player(cast, name), junior), SttTeam(alter, alter_senior, junior)
     hand = cast.hand.probabilities
     return (HbTeam(name, brain(cast, name), hand, cast.game),
-            HbTeam("stockfish", MoveBrain(stockfish, cast.game, name="stockfish"), hand, cast.game))
+            HbTeam(alter, MoveBrain(alter_senior, cast.game, name=alter), hand, cast.game))
 
 
 def play_matchup(cast: Cast, directory: pathlib.Path, focal, alter, num_games: int, batch_games: int,
@@ -148,10 +157,16 @@ def play_matchup(cast: Cast, directory: pathlib.Path, focal, alter, num_games: i
         for start in range(0, len(missing), batch_games):
             slots = missing[start: start + batch_games]
             key = jax.random.fold_in(jax.random.key(seed), slots[0].index)
+            begun = time.perf_counter()
             games = play_framework_games(cast.game, focal, alter, slots, key, max_game_plies, bitstrings=bitstrings,
                                          hand_seed=seed, progress=bar)
+            played = time.perf_counter()
             for game in games:
                 files.append(game, evaluate_game(game, cast.evaluator))
+            with (directory / "timing.jsonl").open("a") as handle:
+                handle.write(json.dumps({"games": len(games), "plies": sum(game.plies for game in games),
+                                         "play_s": played - begun,
+                                         "evaluate_s": time.perf_counter() - played}) + "\n")
     write_pgn(files, directory / "games.pgn", focal.name, alter.name)
     return files
 
@@ -184,13 +199,24 @@ def write_pgn(files: MatchupFiles, path: pathlib.Path, focal: str, alter: str) -
     return path
 
 
+def host_moves_per_second(directory: pathlib.Path) -> float:
+    """Moves per second of the host driver over a matchup's batches (``timing.jsonl``; evaluation excluded)."""
+    path = directory / "timing.jsonl"
+    if not path.exists():
+        return math.nan
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    seconds = sum(row["play_s"] for row in rows)
+    return sum(row["plies"] for row in rows) / seconds if seconds else math.nan
+
+
 def score_row(files: MatchupFiles) -> dict:
     games = files.games()
     wins, draws, losses = result_counts([game["focal_score"] for game in games])
     share, se = win_share(wins, draws, losses) if games else (math.nan, math.nan)
     return {"games": len(games), "wins": wins, "draws": draws, "losses": losses, "win_share": share,
             "win_share_se": se, "capped": sum(bool(game["capped"]) for game in games),
-            "mean_plies": float(np.mean([game["plies"] for game in games])) if games else math.nan}
+            "mean_plies": float(np.mean([game["plies"] for game in games])) if games else math.nan,
+            "host_moves_per_s": host_moves_per_second(files.directory)}
 
 
 def analyse(framework: str, files: MatchupFiles) -> dict[str, dict]:
@@ -263,4 +289,4 @@ def markdown_summary(summary: dict) -> str:
 
 
 __all__ = ["Cast", "FRAMEWORKS", "SENIORS", "build_cast", "check_seniors", "run_framework_experiment",
-           "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]
+           "host_moves_per_second", "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]

@@ -1,0 +1,9 @@
+"""skill-compat-attuned (Hamade et al., ICLR 2024, the attuned senior): maia-1900 fine-tuned in the framework
+(``framework.name=stt|hb``) through zerolab's jitted self-play, then played against Stockfish's team and against
+tree's team on the same bitstrings.  Keys and presets: :mod:`skill_compat.configs`."""
+
+from skill_compat.configs import attuned_config
+
+
+def get_config(preset: str = "tiny"):
+    return attuned_config(preset)

@@ -1,0 +1,83 @@
+"""The experiments' presets (hyper-parameters asserted, configs built), unknown agents refused, and a small STT run
+end to end with the junior as senior: outputs written, a rerun plays nothing, more bitstrings play only the new
+games."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from skill_compat.attuned_experiment import training_config
+from skill_compat.experiment import check_seniors, run_framework_experiment
+from zerolab.api import load_config
+
+
+def test_paper_presets_hold_the_issues_hyper_parameters():
+    stt = load_config("skill-compat-stt", "paper", [])
+    hb = load_config("skill-compat-hb", "paper", [])
+    for config in (stt, hb):
+        assert config.framework.num_bitstrings == 5000 and config.senior.nodes == 50_000
+        assert config.evaluator.nodes == 200_000 and config.tree.simulations == 1500
+        assert config.senior.threads == 1
+    assert stt.expector.eval_nodes == 10_000 and hb.expector.eval_nodes == 1700
+    assert stt.junior.mode == "argmax" and hb.junior.mode == "sample"
+    assert "hand" in hb.seniors and "hand" not in stt.seniors
+    tiny = load_config("skill-compat-stt", "tiny", [])
+    assert (tiny.framework.num_bitstrings, tiny.senior.nodes, tiny.evaluator.nodes, tiny.tree.simulations,
+            tiny.expector.eval_nodes, tiny.framework.max_game_plies, tiny.plain_chess.games) == (
+        16, 2000, 5000, 32, 400, 200, 8)
+    assert load_config("skill-compat-hb", "tiny", []).expector.eval_nodes == 100
+    assert not stt.expector.reference_00_quirk
+
+
+def test_attuned_presets_build_a_training_run(tmp_path):
+    base = tmp_path / "base"
+    base.mkdir()
+    architecture = {"name": "zerolab.lc0.network:make_lc0", "weights": "", "channels": 64, "num_blocks": 6,
+                    "se_channels": 8, "value_channels": 32, "value_hidden": 128}
+    (base / "config.json").write_text(json.dumps({"model": architecture}))
+    tiny = training_config(load_config("skill-compat-attuned", "tiny", ["framework.name=hb"]), base)
+    assert (tiny.iterations, tiny.selfplay.num_games, tiny.selfplay.plies_per_iteration,
+            tiny.search.num_simulations) == (4, 32, 48, 16)
+    assert tiny.method == "skill_compat.attuned:make_method" and tiny.method_options.framework == "hb"
+    assert tiny.game.name == "chess:lc0" and tiny.init_from == str(base) and tiny.model.channels == 64
+    paper = training_config(load_config("skill-compat-attuned", "paper", []), base)
+    assert (paper.iterations, paper.selfplay.num_games, paper.train.learning_rate, paper.train.batch_size,
+            paper.train.l2_weight, paper.search.num_simulations) == (1, 10_000, 1e-5, 1024, 5e-5, 1500)
+
+
+def test_unknown_agents_and_frameworks_are_refused():
+    with pytest.raises(ValueError, match=r"unknown agent\(s\) \['leela'\]"):
+        check_seniors("stt", ["tree", "leela"])
+    with pytest.raises(ValueError, match="hand"):
+        check_seniors("stt", ["hand"])  # the hand alone exists in HB only
+    with pytest.raises(ValueError, match="framework.name"):
+        check_seniors("chess", ["tree"])
+
+
+@pytest.mark.slow
+def test_a_small_stt_run_writes_its_outputs_and_resumes(tmp_path, stockfish_path):
+    overrides = ["framework.num_bitstrings=1", "framework.max_game_plies=6", "seniors=['junior']",
+                 "plain_chess.seniors=['junior']", "plain_chess.games=2", "senior.nodes=50", "evaluator.nodes=50",
+                 f"senior.engine={stockfish_path}", "progress=False"]
+    config = load_config("skill-compat-stt", "tiny", overrides)
+    summary = run_framework_experiment(config, tmp_path)
+    row = summary["matchups"]["junior"]
+    assert row["games"] == 2 and row["capped"] == 2 and row["win_share"] == 0.5
+    assert "L(S)" in row["table2"] and "tricking(S)" in row["table3"]
+    assert summary["plain_chess"]["junior"]["games"] == 2
+    matchup = tmp_path / "matchups" / "junior"
+    moves = [json.loads(line) for line in (matchup / "moves.jsonl").read_text().splitlines()]
+    assert len(moves) == 12 and all("loss" in move and "bits_before" in move for move in moves)
+    assert (tmp_path / "tables.md").read_text().count("| junior |") == 2
+    assert (matchup / "games.pgn").read_text().count("[Bitstring") == 2
+    before = (matchup / "games.jsonl").read_text()
+    run_framework_experiment(config, tmp_path)  # nothing missing: nothing played
+    assert (matchup / "games.jsonl").read_text() == before
+    more = load_config("skill-compat-stt", "tiny", overrides[1:] + ["framework.num_bitstrings=2"])
+    summary = run_framework_experiment(more, tmp_path)
+    assert summary["matchups"]["junior"]["games"] == 4
+    assert (matchup / "games.jsonl").read_text().startswith(before)
+    stored = json.loads((tmp_path / "bitstrings.json").read_text())["bitstrings"]
+    assert len(stored) == 2 and stored[0][:6] == json.loads(before.splitlines()[0])["bitstring"][:6]
