@@ -136,7 +136,17 @@ def reference_selfplay(game, network, num_games: int, plies: int, num_simulation
     return run
 
 
-def bench_selfplay(case: BenchCase, repeats: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class SelfPlayProgram:
+    """A case's jitted self-play with its arguments: ``run()`` plays one scan (the thing timed and profiled)."""
+
+    game: object
+    network: object
+    variables: dict
+    run: Callable[[], object]
+
+
+def selfplay_program(case: BenchCase) -> SelfPlayProgram:
     game = make_game(case.game)
     network = make_network(case.model_config(), game)
     variables = init_variables(network, game, jax.random.key(0))
@@ -146,15 +156,20 @@ def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     project = make_selfplay_fn(game, network, search, config, mesh)
     replicated_variables = replicate(variables, mesh)
     key = jax.random.key(1)
-    compile_seconds, project_seconds = timed_runs(lambda: project(replicated_variables, key), repeats,
-                                                  f"self-play {case.model} {case.game}")
+    return SelfPlayProgram(game, network, variables, lambda: project(replicated_variables, key))
+
+
+def bench_selfplay(case: BenchCase, repeats: int) -> dict:
+    program = selfplay_program(case)
+    game, network, variables, key = program.game, program.network, program.variables, jax.random.key(1)
+    compile_seconds, project_seconds = timed_runs(program.run, repeats, f"self-play {case.model} {case.game}")
     moves = case.num_games * case.plies
     result = {
         "case": "selfplay",
         **dataclasses.asdict(case),
         "search": dict(case.search),
         "parameters": count_parameters(variables["params"]),
-        "devices": mesh.devices.size,
+        "devices": jax.device_count(),
         "selfplay_moves_per_s": moves / project_seconds,
         "simulations_per_s": moves * case.num_simulations / project_seconds,
         # one evaluation of the root and one per simulation, for every game of the batch
@@ -171,7 +186,8 @@ def bench_selfplay(case: BenchCase, repeats: int) -> dict:
     return result
 
 
-def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
+def training_program(case: BenchCase, updates: int = 10) -> Callable[[], object]:
+    """``updates`` training steps of the case's network on one random batch of ``train_batch_size`` frames."""
     game = make_game(case.game)
     network = make_network(case.model_config(), game)
     optimizer = make_optimizer(type("TrainConfig", (), {"learning_rate": 1e-3}))
@@ -194,9 +210,14 @@ def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
             state_holder[0], metrics = step(state_holder[0], shard_host_batch(frames, mesh))
         return metrics
 
-    seconds = best_time(run_updates, repeats, f"{updates} updates {case.model}")
+    return run_updates
+
+
+def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
+    seconds = best_time(training_program(case, updates), repeats, f"{updates} updates {case.model}")
+    batch = case.train_batch_size
     return {"case": "train", "game": case.game, "model": case.model, "channels": case.channels,
-            "num_blocks": case.num_blocks, "batch_size": batch, "devices": mesh.devices.size,
+            "num_blocks": case.num_blocks, "batch_size": batch, "devices": jax.device_count(),
             "train_samples_per_s": updates * batch / seconds, "peak_memory_gib": peak_memory_gib()}
 
 
