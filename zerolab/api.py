@@ -60,6 +60,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "SearchOutput": "zerolab.search",
     "SearchRules": "zerolab.search",
     "STANDARD_RULES": "zerolab.search",
+    "project_loop_rules": "zerolab.search",
     "run_search": "zerolab.search",
     "search_policy": "zerolab.search",
     "masked_logits": "zerolab.search",

@@ -172,30 +172,42 @@ class SearchExtraData:
 
 
 def standard_backup(tree: mctx.Tree, leaf_index: chex.Numeric) -> mctx.Tree:
-    """mctx's backup on one unbatched tree: each ancestor's value is the running mean of ``r + discount * v``."""
+    """mctx's backup on one unbatched tree: each ancestor's value is the running mean of ``r + discount * v``.
+
+    The same arithmetic as mctx's ``backward``, in the same order, but the tree is written once: the loop climbs the
+    path computing each ancestor's new value into small per-level buffers, and one scatter per array writes them (a
+    node appears at most once on a path).  mctx writes the whole tree at every level of its loop, which on CPU copies
+    the [N, A] arrays each time: this is what made PUCT searches (deep paths) slow.
+    """
+    leaf_index = jnp.asarray(leaf_index, dtype=jnp.int32)
+    num_nodes = tree.parents.shape[0]  # a path has fewer levels; index num_nodes marks unused ones (dropped)
 
     def has_parent(loop_state):
-        _, _, index = loop_state
-        return index != mctx.Tree.ROOT_INDEX
+        return loop_state[0] != mctx.Tree.ROOT_INDEX
 
-    def back_up_one_level(loop_state):
-        tree, leaf_value, index = loop_state
+    def climb(loop_state):
+        index, node_value, leaf_value, level, path = loop_state
         parent = tree.parents[index]
         count = tree.node_visits[parent]
         action = tree.action_from_parent[index]
         leaf_value = tree.children_rewards[parent, action] + tree.children_discounts[parent, action] * leaf_value
         parent_value = (tree.node_values[parent] * count + leaf_value) / (count + 1.0)
-        tree = tree.replace(
-            node_values=tree.node_values.at[parent].set(parent_value),
-            node_visits=tree.node_visits.at[parent].set(count + 1),
-            children_values=tree.children_values.at[parent, action].set(tree.node_values[index]),
-            children_visits=tree.children_visits.at[parent, action].add(1),
-        )
-        return tree, leaf_value, parent
+        parents, actions, parent_values, child_values = path
+        path = (parents.at[level].set(parent), actions.at[level].set(action),
+                parent_values.at[level].set(parent_value), child_values.at[level].set(node_value))
+        return parent, parent_value, leaf_value, level + 1, path
 
-    leaf_index = jnp.asarray(leaf_index, dtype=jnp.int32)
-    tree, _, _ = jax.lax.while_loop(has_parent, back_up_one_level, (tree, tree.node_values[leaf_index], leaf_index))
-    return tree
+    value = tree.node_values[leaf_index]
+    empty_path = (jnp.full(num_nodes, num_nodes, jnp.int32), jnp.zeros(num_nodes, jnp.int32),
+                  jnp.zeros(num_nodes, tree.node_values.dtype), jnp.zeros(num_nodes, tree.node_values.dtype))
+    *_, (parents, actions, parent_values, child_values) = jax.lax.while_loop(
+        has_parent, climb, (leaf_index, value, value, 0, empty_path))
+    return tree.replace(
+        node_values=tree.node_values.at[parents].set(parent_values, mode="drop"),
+        node_visits=tree.node_visits.at[parents].add(1, mode="drop"),
+        children_values=tree.children_values.at[parents, actions].set(child_values, mode="drop"),
+        children_visits=tree.children_visits.at[parents, actions].add(1, mode="drop"),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,15 +220,27 @@ class SearchRules:
     update_node_state: UpdateNodeStateFn | None = None
     backup_fn: BackupFn = standard_backup
     summary_fn: SummaryFn | None = None
+    project_loop: bool = False
 
     @property
     def changes_simulations(self) -> bool:
-        """Whether the simulations need the project's loop (any hook but ``summary_fn`` replaced)."""
-        return (self.root_action_selection_fn, self.interior_action_selection_fn, self.init_node_state,
-                self.update_node_state, self.backup_fn) != (None, None, None, None, standard_backup)
+        """Whether the simulations run in the project's loop: any hook but ``summary_fn`` replaced, or
+        ``project_loop`` asked for (the standard rules there give mctx's result bit for bit, faster: see
+        :func:`standard_backup`)."""
+        return self.project_loop or (
+            self.root_action_selection_fn, self.interior_action_selection_fn, self.init_node_state,
+            self.update_node_state, self.backup_fn) != (None, None, None, None, standard_backup)
 
 
 STANDARD_RULES = SearchRules()
+
+
+def project_loop_rules(search_config: SearchConfig) -> SearchRules:
+    """The standard rules in the project's simulation loop (``search.rules=zerolab.search:project_loop_rules``):
+    mctx's search bit for bit, with the backup that writes the tree once per simulation (on a 2-core CPU a third
+    to a half of mctx's own time for 64 simulations: ``python -m contempt_search.bench``)."""
+    del search_config
+    return SearchRules(project_loop=True)
 
 
 def selection_functions(config: SearchConfig) -> tuple[RootActionSelectionFn, InteriorActionSelectionFn]:
