@@ -22,6 +22,7 @@ import jax
 
 from contempt_search.experiment import (
     CONTEMPT_RULES,
+    PLAIN_RULES,
     base_network,
     nearest_setting,
     read_rows,
@@ -66,7 +67,8 @@ def choose_settings(config) -> dict[str, dict]:
 
 def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
     """The base network with the setting's rules and temperature schedule; root noise off."""
-    options = {"simulations": str(int(config.simulations)), "kind": config.kind, "name": setting["name"]}
+    options = {"simulations": str(int(config.simulations)), "kind": config.kind, "name": setting["name"],
+               "rules": PLAIN_RULES}
     if setting["sc_limit"] is not None:
         options.update(rules=CONTEMPT_RULES, sc_limit=str(setting["sc_limit"]))
     agent = load_search_agent(network, options)

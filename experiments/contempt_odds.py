@@ -18,7 +18,7 @@ import time
 
 import jax
 
-from contempt_search.experiment import CONTEMPT_RULES, append_row, base_network, read_rows
+from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, append_row, base_network, read_rows
 from contempt_search.odds import odds_fen
 from contempt_search.statistics import wilson_interval
 from zerolab.agents import EngineAgent, SearchAgent, load_search_agent
@@ -31,7 +31,8 @@ from zerolab.progress import progress_bar
 logger = logging.getLogger(__name__)
 
 def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
-    options = {"simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}"}
+    options = {"simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}",
+               "rules": PLAIN_RULES}
     if arm.startswith("contempt"):
         options.update(rules=CONTEMPT_RULES, sc_limit=str(config.sc_limit))
     agent = load_search_agent(network, options, game=game)

@@ -22,7 +22,14 @@ import jax
 import numpy as np
 
 from contempt_search.statistics import decisiveness, repeat_rate
-from contempt_search.experiment import CONTEMPT_RULES, append_row, base_network, read_rows, temperature_settings
+from contempt_search.experiment import (
+    CONTEMPT_RULES,
+    PLAIN_RULES,
+    append_row,
+    base_network,
+    read_rows,
+    temperature_settings,
+)
 from zerolab.agents import load_search_agent
 from zerolab.devices import make_mesh, replicate
 from zerolab.plots import new_figure, save_figure
@@ -42,7 +49,7 @@ def settings(config) -> list[dict]:
 
 def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
     search = dataclasses.replace(agent.search_config, num_simulations=int(config.simulations), kind=config.kind,
-                                 dirichlet_fraction=0.0, gumbel_scale=0.0, rules="", rule_options=())
+                                 dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES, rule_options=())
     if setting["sc_limit"] is not None:
         search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": setting["sc_limit"]})
     selfplay = SelfPlayConfig(num_games=int(config.games), plies_per_iteration=int(config.max_game_plies),

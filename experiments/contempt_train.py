@@ -32,7 +32,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from contempt_search.experiment import CONTEMPT_RULES, temperature_settings
+from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
 from contempt_search.statistics import decisive_ratio
 from zerolab import train
 from zerolab.agents import load_search_agent
@@ -84,7 +84,7 @@ def arm_config(config: ml_collections.ConfigDict, arm: str) -> ml_collections.Co
     if arm == "contempt":
         sections["search"].update(rules=CONTEMPT_RULES, rule_options={"sc_limit": int(config.sc_limit)})
     else:
-        sections["search"].update(rules="", rule_options={})
+        sections["search"].update(rules=PLAIN_RULES, rule_options={})
     model = sections.pop("model")
     return training_config(ml_collections.ConfigDict(sections), model)
 
@@ -125,8 +125,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     game = make_game(arm_config(config, "puct").game.name)
 
     def agent(arm: str, step: int, name: str):
-        options = {"step": str(step), "simulations": str(evaluation.num_simulations), "kind": "muzero", "rules": "",
-                   "name": name}
+        options = {"step": str(step), "simulations": str(evaluation.num_simulations), "kind": "muzero",
+                   "rules": PLAIN_RULES, "name": name}
         return load_search_agent(runs[arm], options, game=game)
 
     steps = {arm: rated_steps(checkpoint_steps(runs[arm]), int(config.checkpoint.keep_period)) for arm in ARMS}

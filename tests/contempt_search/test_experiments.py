@@ -68,7 +68,7 @@ def test_the_two_training_arms_differ_only_in_selfplay(preset, tmp_path):
     puct, contempt = (arm_config(config, arm).to_dict() for arm in ("puct", "contempt"))
     assert contempt["search"].pop("rules") == "contempt_search.rules:contempt_rules"
     assert contempt["search"].pop("rule_options") == {"sc_limit": 5}
-    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("", {})
+    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("zerolab.search:project_loop_rules", {})
     assert (puct["selfplay"]["temperature"], contempt["selfplay"]["temperature"]) == (0.9, 0.7)
     assert (puct["selfplay"]["temperature_end"], contempt["selfplay"]["temperature_end"]) == (0.6, 0.1)
     for arm in (puct, contempt):
