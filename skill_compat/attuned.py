@@ -149,7 +149,7 @@ def make_method(config, game, framework: str = "stt", policy_target: str = "play
     ``policy_target``, ``train_on``, ``junior_weights`` (empty: maia-1900)."""
     del config
     _check(policy_target, train_on, framework)
-    if getattr(game, "name", "") != "chess:lc0":
+    if getattr(game, "observation", None) != "lc0":
         raise ValueError(f"attuned training plays chess with maia's observation (game.name='chess:lc0'), "
                          f"not {getattr(game, 'name', game)!r}")
     _, junior_variables = load_lc0_weights(junior_weights or None)

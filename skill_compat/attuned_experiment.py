@@ -1,7 +1,7 @@
 """skill-compat-attuned: fine-tune maia-1900 in a framework with the core's training loop, then play it.
 
 1. ``WORKDIR/maia-base``: maia-1900 converted to a zerolab run (step 0), unless ``training.base_run`` names one.
-2. ``WORKDIR/train``: ``zerolab.api.train`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
+2. ``WORKDIR/train``: ``zerolab.api.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
    (the framework's move rule in the jitted, sharded self-play scan; the frozen junior passed as a jit argument), the
    Gumbel search of ``training.simulations`` and Adam at ``training.learning_rate`` (the core's optimiser; the paper
    fine-tunes with SGD + Nesterov).  Resumable like any run.
@@ -76,7 +76,7 @@ def run_attuned_experiment(config, workdir: str | pathlib.Path) -> dict:
         convert_to_run(config.junior.weights or None, base_run)
     train_dir = workdir / "train"
     started = time.perf_counter()
-    train(training_config(config, base_run), train_dir)
+    train.run(training_config(config, base_run), train_dir)
     training_seconds = time.perf_counter() - started
 
     evaluation = ml_collections.ConfigDict(config.to_dict())

@@ -57,6 +57,7 @@ class Cast:
     game: Any
     junior: PolicyAgent
     hand: PolicyAgent
+    argmax: PolicyAgent
     senior: StockfishOracle
     evaluator: StockfishOracle
     tree: SearchAgent
@@ -74,28 +75,30 @@ def match_search(config) -> SearchConfig:
 
 
 @functools.lru_cache(maxsize=2)
-def maia_agents(weights: str, mode: str) -> tuple[Any, PolicyAgent, PolicyAgent]:
-    """(game, junior, hand) of one lc0 file, built once per process (their compiled functions are reused)."""
+def maia_agents(weights: str, mode: str) -> tuple[Any, PolicyAgent, PolicyAgent, PolicyAgent]:
+    """(game, junior, hand, argmax) of one lc0 file, built once per process (their compiled functions are reused):
+    the junior plays ``mode``, the hand samples at T = 1, ``argmax`` is the junior as senior and the expectors'
+    model of the juniors."""
     game = make_game("chess", observation="lc0")
     network, variables = load_lc0_weights(weights or None)
     junior = PolicyAgent(network, variables, game, mode=mode, name="maia")
     hand = PolicyAgent(network, variables, game, mode="sample", temperature=1.0, name="maia-hand")
-    return game, junior, hand
+    argmax = junior if mode == "argmax" else PolicyAgent(network, variables, game, mode="argmax", name="maia-argmax")
+    return game, junior, hand, argmax
 
 
 def build_cast(config) -> Cast:
-    game, junior, hand = maia_agents(config.junior.weights, config.junior.mode)
+    game, junior, hand, argmax = maia_agents(config.junior.weights, config.junior.mode)
     network, variables = junior.network, junior.variables
     senior = StockfishOracle(config.senior.engine, int(config.senior.nodes), int(config.senior.threads))
     evaluator = StockfishOracle(config.senior.engine, int(config.evaluator.nodes), int(config.senior.threads))
     tree = SearchAgent("tree", game, network, variables, match_search(config))
-    return Cast(game, junior, hand, senior, evaluator, tree, config)
+    return Cast(game, junior, hand, argmax, senior, evaluator, tree, config)
 
 
 def junior_model(cast: Cast):
     """The expectors' model of a junior: maia's argmax (the STT junior)."""
-    argmax = PolicyAgent(cast.junior.network, cast.junior.variables, cast.game, mode="argmax", name="maia-model")
-    return lambda states: argmax.select_actions(states, jax.random.key(0))
+    return lambda states: cast.argmax.select_actions(states, jax.random.key(0))
 
 
 def attuned_agent(cast: Cast) -> SearchAgent:
@@ -113,8 +116,8 @@ def senior_player(cast: Cast, name: str):
     config = cast.config
     if name == "tree":
         return NetworkPlayer(cast.tree)
-    if name == "junior":
-        return NetworkPlayer(cast.junior, name="junior")
+    if name == "junior":  # the junior as senior / brain: its argmax move (or that move's type)
+        return NetworkPlayer(cast.argmax, name="junior")
     if name == "attuned":
         return NetworkPlayer(attuned_agent(cast))
     if name == "expector":
