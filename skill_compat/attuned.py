@@ -30,6 +30,7 @@ import optax
 
 from skill_compat.frameworks import action_piece_types, two_stage_hand
 from zerolab.api import (
+    Frames,
     Method,
     MoveRule,
     PlyDecision,
@@ -164,4 +165,36 @@ def make_method(config, game, framework: str = "stt", policy_target: str = "play
     return Method(loss_fn=attuned_loss(train_on), move_rule=move_rule)
 
 
-__all__ = ["SearchFn", "attuned_loss", "default_search", "hb_move_rule", "make_method", "random_bits", "stt_move_rule"]
+def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
+    """The slow path: training Frames ``[N]`` from host-driver games (a junior that is a UCI engine cannot run inside
+    the jitted scan).  The same fields as the jitted STT rule's frames with ``policy_target="played"``: observation
+    and legal moves of each position (pgx, stepped move by move), the played move one-hot, the result W − L from the
+    mover's view (a capped game: a draw, as in the scan), ``extras["senior"]`` the ply's role."""
+    import numpy as np
+
+    if policy_target != "played":
+        raise ValueError("host frames know only the played move: policy_target must be 'played'")
+    from skill_compat.players import batched_step
+
+    step = batched_step(game)
+    observations, masks, targets, values, seniors = [], [], [], [], []
+    for framework_game in framework_games:
+        states = jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], game.init(jax.random.key(0)))
+        for record in framework_game.records:
+            state = jax.tree.map(lambda leaf: leaf[0], jax.device_get(states))
+            action = game.uci_to_action(record["move"], state)
+            observations.append(np.asarray(state.observation))
+            masks.append(np.asarray(state.legal_action_mask))
+            targets.append(np.eye(game.num_actions, dtype=np.float32)[action])
+            focal_moved = record["team"] == "focal"
+            score = framework_game.focal_score if focal_moved else 1 - framework_game.focal_score
+            values.append(2.0 * score - 1.0)
+            seniors.append(record.get("role") != "junior")
+            states = step(states, jnp.array([action], jnp.int32))
+    count = len(values)
+    return Frames(observation=jnp.asarray(np.stack(observations)), legal_action_mask=jnp.asarray(np.stack(masks)),
+                  policy_target=jnp.asarray(np.stack(targets)), value_target=jnp.asarray(values, jnp.float32),
+                  value_mask=jnp.ones(count, bool), extras={"senior": jnp.asarray(seniors)})
+
+
+__all__ = ["SearchFn", "host_frames", "attuned_loss", "default_search", "hb_move_rule", "make_method", "random_bits", "stt_move_rule"]

@@ -74,6 +74,13 @@ def test_jitted_stt_selfplay_and_the_host_driver_play_the_same_game(setup, stt_s
         states = step(states, jnp.array([action], jnp.int32))
     assert host_moves == jitted_moves
     assert [r["role"] for r in games[0].records] == ["senior" if b else "junior" for b in bits]
+    # the host's slow-path frames equal the scan's (observations, legal moves, targets, roles; capped: a draw)
+    host = attuned.host_frames(setup.game, games[:1])
+    np.testing.assert_array_equal(np.asarray(host.observation), np.asarray(frames.observation)[:, 0])
+    np.testing.assert_array_equal(np.asarray(host.legal_action_mask), np.asarray(frames.legal_action_mask)[:, 0])
+    np.testing.assert_array_equal(np.asarray(host.policy_target), np.asarray(frames.policy_target)[:, 0])
+    np.testing.assert_array_equal(np.asarray(host.extras["senior"]), bits.astype(bool))
+    np.testing.assert_array_equal(np.asarray(host.value_target), np.asarray(frames.value_target)[:, 0])
     # the played-move target is the one-hot of the action
     np.testing.assert_array_equal(np.argmax(frames.policy_target[:, 0], -1), np.asarray(records.action)[:, 0])
     board = chess.Board()
