@@ -183,8 +183,9 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
     max_branches = int(options.max_branches)
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
-             branch_probability: jax.Array | float | None = None):
-        """``branch_probability`` (a traced scalar allowed) overrides the options' for this call."""
+             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None):
+        """``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar) replaces the
+        sampled komi of fresh games (both may be traced)."""
         del frozen_variables
         if branch_probability is None:
             branch_probability = options.branch_probability
@@ -196,6 +197,8 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
         def fresh(key, count):
             state_key, komi_key = jax.random.split(key)
             states = jax.vmap(game.init)(jax.random.split(state_key, count))
+            if fresh_komi is not None:
+                return states, jnp.full((count,), fresh_komi, jnp.float32)
             return states, sample_komi(komi_key, empty_alpha, empty_beta, (count,), limit)
 
         states, komi = fresh(init_key, num_games)
