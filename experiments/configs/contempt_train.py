@@ -7,7 +7,7 @@ self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; pla
 ``evaluation.num_simulations``), ``final_games`` the match between the two final networks.
 
 * ``tiny``: Gardner chess from scratch on a 2-core CPU, the quickstart's ResNet (32 channels, 2 blocks), PUCT with
-  16 simulations, 6 iterations of 32 games × 48 plies; checkpoints 0, 2, 4, 6 rated.
+  16 simulations, 6 iterations of 32 games × 96 plies; checkpoints 0, 2, 4, 6 rated.
 * ``paper``: 8×8 from maia-1900 (``init_from=RUN``, converted with ``python -m zerolab.lc0 convert``; its game and
   model are used), 1000 simulations, 30,000 games (60 iterations × 500 games × 512 plies), for accelerators.
 """
@@ -37,9 +37,9 @@ def get_config(preset: str = "tiny"):
         config.checkpoint.keep_period = 2
         config.search.num_simulations = 16
         config.selfplay.num_games = 32
-        config.selfplay.plies_per_iteration = 48
+        config.selfplay.plies_per_iteration = 96  # from scratch, few games end sooner
         config.selfplay.max_game_plies = 256
-        config.replay.window_size = 6144
+        config.replay.window_size = 12_288  # four iterations of frames
         config.train.batch_size = 128
         config.train.epochs_per_iteration = 1.0
         config.evaluation.num_simulations = 8
