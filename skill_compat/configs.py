@@ -19,8 +19,9 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         raise KeyError(preset)
     hb = framework == "hb"
     config = ml_collections.ConfigDict({
+        # batch_games: games played in one lock-step batch; a batch's games are saved when it ends (resume unit)
         "framework": {"name": framework, "seed": 0, "num_bitstrings": 16, "max_game_plies": 200,
-                      "batch_games": 32},
+                      "batch_games": 8},
         "seniors": ["tree", "expector", "junior"] + (["hand"] if hb else []),
         "senior": {"engine": "stockfish", "nodes": 2000, "threads": 1},
         "evaluator": {"nodes": 5000},
