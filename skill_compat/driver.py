@@ -86,7 +86,7 @@ class HbTeam:
     name: str
     brain: Brain | None
     hand: Any  # (states [B]) -> [B, A] probabilities
-    game: ChessGame = None
+    game: ChessGame
 
     def move(self, positions: Positions, key: jax.Array, active: np.ndarray, ply: int,
              bits: np.ndarray, game_keys: jax.Array) -> tuple[np.ndarray, list[dict]]:
