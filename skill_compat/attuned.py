@@ -15,7 +15,8 @@ target is the game's result W − L from the mover's view with a squared error (
 W/D/L head with cross-entropy).  Frames carry ``extra_senior`` (the ply's bit; HB also ``extra_named_type``,
 ``extra_brain_move`` and ``extra_h0``).
 
-``make_method(config, game, framework="stt", ...)`` is the ``config.method`` factory.  A junior that is an external
+``make_method(config, game, framework="stt", ...)`` is the ``config.method`` factory (the experiment passes the
+config keys ``attuned.policy_target`` and ``attuned.train_on``).  A junior that is an external
 UCI engine cannot run inside the scan; such a setup uses the host driver (:mod:`skill_compat.driver`) instead.
 """
 

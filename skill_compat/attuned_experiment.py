@@ -49,8 +49,8 @@ def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict
     run.selfplay.max_game_plies = int(config.training.max_game_plies)
     run.method = "skill_compat.attuned:make_method"
     run.method_options = ml_collections.ConfigDict({
-        "framework": config.framework.name, "policy_target": config.training.policy_target,
-        "train_on": config.training.train_on, "junior_weights": config.junior.weights})
+        "framework": config.framework.name, "policy_target": config.attuned.policy_target,
+        "train_on": config.attuned.train_on, "junior_weights": config.junior.weights})
     run.train.learning_rate = float(config.training.learning_rate)
     run.train.batch_size = int(config.training.batch_size)
     run.train.l2_weight = float(config.training.l2_weight)

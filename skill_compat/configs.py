@@ -28,7 +28,8 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         "junior": {"weights": "", "mode": "sample" if hb else "argmax"},
         "tree": {"simulations": 32, "kind": "gumbel", "considered": 16},
         "expector": {"eval_nodes": 100 if hb else 400, "candidates": 5, "top": 3, "reference_00_quirk": False},
-        "attuned": {"run": ""},
+        # the attuned senior: a trained run to play (attuned.run), and how skill-compat-attuned trains it
+        "attuned": {"run": "", "policy_target": "played", "train_on": "all"},
         "plain_chess": {"games": 8, "seniors": ["tree", "junior"] + ([] if hb else ["expector"])},
         "progress": True,
     })
@@ -56,7 +57,7 @@ def attuned_config(preset: str, framework: str = "stt") -> ml_collections.Config
     config.training = ml_collections.ConfigDict({
         "base_run": "", "iterations": 4, "num_games": 32, "plies_per_iteration": 48, "max_game_plies": 48,
         "simulations": 16, "learning_rate": 3e-4, "batch_size": 256, "epochs_per_iteration": 1.0,
-        "l2_weight": 0.0, "policy_target": "played", "train_on": "all"})
+        "l2_weight": 0.0})
     if preset == "paper":
         config.training.update({"iterations": 1, "num_games": 10_000, "plies_per_iteration": 512,
                                 "max_game_plies": 512, "simulations": 1500, "learning_rate": 1e-5,

@@ -37,7 +37,9 @@ def test_attuned_presets_build_a_training_run(tmp_path):
     architecture = {"name": "zerolab.lc0.network:make_lc0", "weights": "", "channels": 64, "num_blocks": 6,
                     "se_channels": 8, "value_channels": 32, "value_hidden": 128}
     (base / "config.json").write_text(json.dumps({"model": architecture}))
-    tiny = training_config(load_config("skill-compat-attuned", "tiny", ["framework.name=hb"]), base)
+    tiny = training_config(load_config("skill-compat-attuned", "tiny", ["framework.name=hb",
+                                                                        "attuned.train_on=senior"]), base)
+    assert tiny.method_options.train_on == "senior" and tiny.method_options.policy_target == "played"
     assert (tiny.iterations, tiny.selfplay.num_games, tiny.selfplay.plies_per_iteration,
             tiny.search.num_simulations) == (4, 32, 48, 16)
     assert tiny.method == "skill_compat.attuned:make_method" and tiny.method_options.framework == "hb"
