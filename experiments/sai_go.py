@@ -61,7 +61,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     def agent(step: int) -> SaiAgent:
         loaded = SaiAgent.from_checkpoint(workdir, step, lam=float(evaluation.lam),
                                           simulations=int(evaluation.num_simulations), name=checkpoint_name(step))
-        return loaded.with_options(komi=float(evaluation.komi))
+        return loaded.with_options(komi=float(evaluation.komi), temperature_plies=int(evaluation.temperature_plies))
 
     book, scores = EloBook(), {}
     engines = {level: make_agent(f"gnugo:level={level}", game) for level in evaluation.gnugo_levels}

@@ -47,7 +47,8 @@ def run(config, workdir: pathlib.Path) -> dict:
                 row_key = f"lambda={lam:g} gnugo-{level}"
                 if row_key in rows:
                     continue
-                agent = base.with_options(lam=float(lam), komi=float(config.komi), name=f"sai-lambda-{lam:g}")
+                agent = base.with_options(lam=float(lam), komi=float(config.komi), name=f"sai-lambda-{lam:g}",
+                                          temperature_plies=int(config.temperature_plies))
                 match = play_match(game, agent, engine, int(config.games), jax.random.fold_in(key, int(level)),
                                    max_game_plies=int(config.max_game_plies), show_progress=bool(config.progress))
                 write_pgn(game, match, workdir / "games" / f"{agent.name}-vs-gnugo-{level}.sgf")

@@ -24,8 +24,10 @@ from sai_go.search import SaiSearchOutput, check_lambda, sai_search
 SAI_NETWORK = "sai_go.network:make_sai_network"
 
 
-def safe_actions(game: GoGame, states: pgx.State, visit_counts: jax.Array, prior: jax.Array) -> jax.Array:
-    """[B] the most visited legal move that does not end the game by superko (ties and unvisited: the prior)."""
+def safe_actions(game: GoGame, states: pgx.State, visit_counts: jax.Array, prior: jax.Array,
+                 key: jax.Array | None = None, sample: jax.Array | None = None) -> jax.Array:
+    """[B] the most visited legal move that does not end the game by superko (ties and unvisited: the prior); where
+    ``sample`` [B] is true, a safe move drawn in proportion to its visits instead (with ``key``)."""
     actions = jnp.arange(game.num_actions)
 
     def repeats(state):
@@ -35,7 +37,29 @@ def safe_actions(game: GoGame, states: pgx.State, visit_counts: jax.Array, prior
     allowed = states.legal_action_mask & ~jax.vmap(repeats)(states)
     allowed = allowed.at[:, game.pass_action].set(True)  # passing never repeats a position
     score = jnp.where(allowed, visit_counts + 1e-3 * jax.nn.softmax(prior, axis=-1), -1.0)
-    return jnp.argmax(score, axis=-1).astype(jnp.int32)
+    best = jnp.argmax(score, axis=-1).astype(jnp.int32)
+    if sample is None:
+        return best
+    logits = jnp.where(allowed & (visit_counts > 0), jnp.log(jnp.maximum(visit_counts, 1e-30)), -jnp.inf)
+    drawn = jax.random.categorical(key, logits).astype(jnp.int32)
+    return jnp.where(sample & jnp.isfinite(logits).any(-1), drawn, best)
+
+
+@functools.lru_cache(maxsize=16)
+def compiled_agent_search(game: GoGame, network: nn.Module, search: SearchConfig, temperature_plies: int):
+    """The agents' jitted ``(variables, key, states, komi [B], lam) -> SaiSearchOutput`` (safe action), shared by
+    every agent with the same game, network, search and temperature (checkpoints and λ are arguments)."""
+
+    @jax.jit
+    def run(variables, key, states, komi, lam):
+        search_key, sample_key = jax.random.split(key)
+        output = sai_search(search, game, network, variables, search_key, states, komi, lam, keep_tree=True)
+        prior = output.tree.children_prior_logits[:, 0]
+        sample = game.plies_played(states) < temperature_plies
+        action = safe_actions(game, states, output.visit_counts, prior, sample_key, sample)
+        return output.replace(action=action, tree=None)
+
+    return run
 
 
 @dataclasses.dataclass
@@ -49,6 +73,8 @@ class SaiAgent:
       search: the search configuration (``num_simulations``, PUCT constants).
       lam: λ of the agent, in [0, 1].
       komi: the komi it plays at (to White); None: ``game.komi``.
+      temperature_plies: the first plies of a game draw the move in proportion to the visits (0: always the most
+        visited), so that matches between deterministic players are not one game repeated.
     """
 
     name: str
@@ -58,6 +84,7 @@ class SaiAgent:
     search: SearchConfig
     lam: float = 0.0
     komi: float | None = None
+    temperature_plies: int = 0
 
     def __post_init__(self):
         self.lam = check_lambda(self.lam, "lambda")
@@ -81,18 +108,9 @@ class SaiAgent:
     def with_options(self, **changes) -> SaiAgent:
         return dataclasses.replace(self, **changes)
 
-    @functools.cached_property
+    @property
     def _search(self):
-        game, network, search = self.game, self.network, self.search
-
-        @jax.jit
-        def run(variables, key, states, komi, lam):
-            output = sai_search(search, game, network, variables, key, states, komi, lam, keep_tree=True)
-            prior = output.tree.children_prior_logits[:, 0]
-            action = safe_actions(game, states, output.visit_counts, prior)
-            return output.replace(action=action, tree=None)
-
-        return run
+        return compiled_agent_search(self.game, self.network, self.search, self.temperature_plies)
 
     def analyse(self, states: pgx.State, key: jax.Array, komi: float | np.ndarray | None = None,
                 lam: float | None = None) -> SaiSearchOutput:

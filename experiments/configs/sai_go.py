@@ -21,7 +21,8 @@ def get_config(preset: str = "tiny"):
     config.search.dirichlet_alpha = 0.03 * 361 / 49
     config.search.dirichlet_fraction = 0.25
     config.selfplay.max_game_plies = 98
-    config.evaluation = {"komi": 9.5, "games": 20, "num_simulations": 16, "lam": 0.0,
+    # temperature_plies: each game's first plies are drawn from the visits, so games differ (the agents have no noise)
+    config.evaluation = {"komi": 9.5, "games": 20, "num_simulations": 16, "lam": 0.0, "temperature_plies": 4,
                          "gnugo_levels": [1], "max_game_plies": 98}
     if preset == "tiny":
         config.iterations = 8

@@ -17,6 +17,7 @@ def get_config(preset: str = "tiny"):
         "games": 8,  # per (λ, level): half with each colour
         "komi": 9.5,
         "simulations": 16,
+        "temperature_plies": 4,  # the first plies are drawn from the visits: games differ
         "max_game_plies": 98,
         "progress": True,
     })
