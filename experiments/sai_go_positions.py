@@ -17,6 +17,7 @@ and λ's effect on the choice between two winning moves.
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 
@@ -53,15 +54,23 @@ def replay(game, actions):
     return state
 
 
+@functools.lru_cache(maxsize=4)
+def compiled_selfplay(game, network, num_simulations: int):
+    """Self-play from the empty board, one game per lane (at most 2·N² plies), no branches, λ = 0; jitted once (the
+    komi of fresh games is an argument: NaN samples it as in training)."""
+    config = SelfPlayConfig(num_games=1, plies_per_iteration=game.max_game_plies, max_game_plies=game.max_game_plies,
+                            temperature_plies=8)
+    search = SearchConfig(kind="muzero", num_simulations=num_simulations, dirichlet_alpha=0.03 * 361 / 49)
+    play = make_sai_play_fn(game, network, search, config, SaiSelfPlayOptions(lam=0.0, branch_probability=0.0))
+    return jax.jit(lambda variables, key, komi, num_games: play(variables, key, num_games, None, None, komi),
+                   static_argnums=3)
+
+
 def selfplay(agent: SaiAgent, num_games: int, key, fresh_komi=None):
-    """Frames and records of ``num_games`` games from the empty board (one game per lane, at most 2·N² plies)."""
-    config = SelfPlayConfig(num_games=num_games, plies_per_iteration=agent.game.max_game_plies,
-                            max_game_plies=agent.game.max_game_plies, temperature_plies=8)
-    search = SearchConfig(kind="muzero", num_simulations=agent.search.num_simulations, dirichlet_alpha=0.03 * 361 / 49)
-    play = make_sai_play_fn(agent.game, agent.network, search, config,
-                            SaiSelfPlayOptions(lam=0.0, branch_probability=0.0))
-    play = jax.jit(play, static_argnums=2)
-    return jax.device_get(play(agent.variables, key, num_games, None, None, fresh_komi))
+    """Frames and records of ``num_games`` self-play games of ``agent``'s network (``fresh_komi``: None samples)."""
+    play = compiled_selfplay(agent.game, agent.network, agent.search.num_simulations)
+    return jax.device_get(play(agent.variables, key, jnp.float32(np.nan if fresh_komi is None else fresh_komi),
+                               num_games))
 
 
 def run(config, workdir: pathlib.Path) -> dict:
@@ -115,16 +124,16 @@ def run(config, workdir: pathlib.Path) -> dict:
     capture, dame = game.gtp_to_action(CAPTURE), game.gtp_to_action(DAME)
     endgame = {"root": [], "capture_child": [], "dame_child": [], "capture_share": {f"{lam:g}": [] for lam in config.lambdas}}
     search_config = SearchConfig(kind="muzero", num_simulations=int(config.simulations), dirichlet_alpha=0.03 * 361 / 49)
+    endgame_search = jax.jit(lambda variables, k, lam: sai_search(search_config, game, last.network, variables, k, batch,
+                                                                  jnp.full(seeds, ENDGAME_KOMI), lam).action)
     for agent in agents:
         _, root = evaluate(agent.network, agent.variables, jax.tree.map(lambda leaf: leaf[None], state))
         _, child = evaluate(agent.network, agent.variables, children)
         endgame["root"].append([float(root.alpha[0]), float(root.beta[0])])
         endgame["capture_child"].append([float(child.alpha[0]), float(child.beta[0])])
         endgame["dame_child"].append([float(child.alpha[1]), float(child.beta[1])])
-        search = jax.jit(lambda k, lam, agent=agent: sai_search(search_config, game, agent.network, agent.variables, k,
-                                                                batch, jnp.full(seeds, ENDGAME_KOMI), lam).action)
         for lam in config.lambdas:
-            actions = np.asarray(search(jax.random.fold_in(key, 7), jnp.float32(lam)))
+            actions = np.asarray(endgame_search(agent.variables, jax.random.fold_in(key, 7), jnp.float32(lam)))
             chosen = actions[(actions == capture) | (actions == dame)]
             endgame["capture_share"][f"{lam:g}"].append(float(np.mean(actions == capture)))
             endgame.setdefault("two_move_share", {}).setdefault(f"{lam:g}", []).append(len(chosen) / seeds)

@@ -184,8 +184,8 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
              branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None):
-        """``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar) replaces the
-        sampled komi of fresh games (both may be traced)."""
+        """``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar; NaN: sample)
+        replaces the sampled komi of fresh games (both may be traced)."""
         del frozen_variables
         if branch_probability is None:
             branch_probability = options.branch_probability
@@ -197,9 +197,11 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
         def fresh(key, count):
             state_key, komi_key = jax.random.split(key)
             states = jax.vmap(game.init)(jax.random.split(state_key, count))
-            if fresh_komi is not None:
-                return states, jnp.full((count,), fresh_komi, jnp.float32)
-            return states, sample_komi(komi_key, empty_alpha, empty_beta, (count,), limit)
+            sampled = sample_komi(komi_key, empty_alpha, empty_beta, (count,), limit)
+            if fresh_komi is None:
+                return states, sampled
+            fixed = jnp.asarray(fresh_komi, jnp.float32)  # NaN: sample
+            return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((count,), fixed))
 
         states, komi = fresh(init_key, num_games)
         candidate_states = jax.tree.map(lambda leaf: jnp.repeat(leaf[:, None], max(max_branches, 1), axis=1), states)

@@ -1,0 +1,30 @@
+"""The SAI experiments' configs and the panel score (first covariance-PCA component of the win-rate matrix)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zerolab.api import PRESETS, load_config
+from experiments.sai_go_panel import panel_scores
+
+
+@pytest.mark.parametrize("name", ["sai-go", "sai-go-gnugo", "sai-go-positions", "sai-go-panel"])
+def test_every_preset_loads(name):
+    for preset in PRESETS:
+        config = load_config(name, preset)
+        assert config.get("seed") == 0
+
+
+def test_the_panel_score_is_the_first_principal_component():
+    rng = np.random.default_rng(0)
+    strength = np.linspace(0.0, 1.0, 12)
+    # Members: one that everybody beats, two that separate the checkpoints by strength, one pure noise.
+    win_rates = np.stack([np.ones(12), strength, 0.5 * strength + 0.1, 0.05 * rng.standard_normal(12)], axis=1)
+    weights, scores = panel_scores(win_rates)
+    covariance = np.cov(win_rates, rowvar=False)
+    values, vectors = np.linalg.eigh(covariance)
+    np.testing.assert_allclose(np.abs(weights), np.abs(vectors[:, -1]), atol=1e-8)
+    assert weights.sum() > 0 and abs(weights[0]) < 1e-8  # a member nobody differs on gets no weight
+    assert np.all(np.diff(scores) > 0)  # stronger checkpoints score higher
+    np.testing.assert_allclose(scores, (win_rates - win_rates.mean(0)) @ weights)
