@@ -79,16 +79,30 @@ def jitted_piece_types(game) -> Callable:
 
 
 class NetworkPlayer:
-    """A zerolab agent (``select_actions(states, key) -> [B]``) as a framework player: one batched call."""
+    """A zerolab agent (``select_actions(states, key) -> [B]``) as a framework player: one batched call.
+
+    The call sees only the active lanes, gathered into a sub-batch of ⌈B/2⌉ positions when they fit (in lock-step
+    framework games the team to move has at most half the lanes: each pairing is played with both colours), else
+    the whole batch; so a search runs on half the positions and compiles for at most two batch sizes.
+    """
 
     def __init__(self, agent: Any, name: str | None = None):
         self.agent = agent
         self.name = name or agent.name
 
     def select_actions(self, positions: Positions, key: jax.Array, active: np.ndarray) -> np.ndarray:
-        if not np.asarray(active).any():
-            return np.zeros(len(positions.boards), np.int32)
-        return np.asarray(self.agent.select_actions(positions.states, key), np.int32)
+        batch = len(positions.boards)
+        lanes = np.flatnonzero(active)
+        actions = np.zeros(batch, np.int32)
+        if not len(lanes):
+            return actions
+        size = (batch + 1) // 2 if len(lanes) <= (batch + 1) // 2 else batch
+        if size == batch:
+            return np.asarray(self.agent.select_actions(positions.states, key), np.int32)
+        indices = np.concatenate([lanes, np.full(size - len(lanes), lanes[0])])
+        gathered = jax.tree.map(lambda leaf: leaf[jnp.asarray(indices)], positions.states)
+        actions[lanes] = np.asarray(self.agent.select_actions(gathered, key), np.int32)[: len(lanes)]
+        return actions
 
     def new_game(self) -> None:
         self.agent.new_game()
