@@ -251,3 +251,35 @@ def test_clear_errors(chess_game, gardner_game):
     oracle = StockfishOracle("/no/such/stockfish", nodes=10)
     with pytest.raises(FileNotFoundError, match="/no/such/stockfish"):
         oracle.best_move(chess.Board())
+
+
+class EchoAgent:
+    """An agent whose move is ten times the lane number it was given; records its batch sizes."""
+
+    name = "echo"
+
+    def __init__(self):
+        self.sizes: list[int] = []
+
+    def select_actions(self, states, key):
+        self.sizes.append(len(states["lane"]))
+        return np.asarray(states["lane"]) * 10
+
+
+def test_network_player_searches_only_the_active_lanes():
+    from skill_compat.players import NetworkPlayer
+
+    agent = EchoAgent()
+    player = NetworkPlayer(agent)
+    positions = Positions({"lane": np.arange(8)}, [chess.Board()] * 8)
+    active = np.zeros(8, bool)
+    active[[1, 4, 6]] = True
+    actions = player.select_actions(positions, jax.random.key(0), active)
+    np.testing.assert_array_equal(actions, [0, 10, 0, 0, 40, 0, 60, 0])
+    assert agent.sizes == [4]  # a half batch
+    active[[0, 2]] = True  # five lanes: the whole batch
+    np.testing.assert_array_equal(player.select_actions(positions, jax.random.key(0), active)[active],
+                                  [0, 10, 20, 40, 60])
+    assert agent.sizes == [4, 8]
+    assert not player.select_actions(positions, jax.random.key(0), np.zeros(8, bool)).any()
+    assert agent.sizes == [4, 8]  # no call without active lanes
