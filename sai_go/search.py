@@ -206,7 +206,7 @@ def lambda_rules(search_config: SearchConfig | None = None, lam: float = 0.0) ->
     return SearchRules(backup_fn=lambda_backup(check_lambda(lam, "search.rule_options.lam")))
 
 
-def root_score_estimates(tree: mctx.Tree, game: GoGame) -> tuple[jax.Array, jax.Array]:
+def root_score_estimates(tree: mctx.Tree) -> tuple[jax.Array, jax.Array]:
     """``([B] root network's α^B − k, [B] the same averaged over the root's children by visits)``."""
     nodes: SaiEmbedding = tree.embeddings
     black_sign = jnp.where(nodes.black_to_move, 1.0, -1.0)
@@ -239,7 +239,7 @@ def sai_search(config: SearchConfig, game: GoGame, network: nn.Module, variables
         action = output.action
     else:
         action = jnp.argmax(jnp.where(states.legal_action_mask, visit_counts, -1), axis=-1).astype(jnp.int32)
-    root_estimate, searched_estimate = root_score_estimates(tree, game)
+    root_estimate, searched_estimate = root_score_estimates(tree)
     return SaiSearchOutput(
         action=action,
         policy_target=output.action_weights,
