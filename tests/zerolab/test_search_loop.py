@@ -1,8 +1,10 @@
-"""The project's simulation loop with the standard rules (``search.rules=zerolab.search:project_loop_rules``) is
-mctx's search bit for bit: the backup that writes the tree once per simulation changes no number."""
+"""The project's simulation loop with the standard rules — what ``run_search`` runs by default, and what
+``search.rules=zerolab.search:project_loop_rules`` names — is mctx's own search bit for bit: the backup that writes
+the tree once per simulation changes no number."""
 
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 
 from zerolab import search as search_lib
@@ -24,15 +26,23 @@ def test_the_project_loop_gives_mctx_search_bit_for_bit():
                                      rules="zerolab.search:project_loop_rules")
     assert looped.make_rules().changes_simulations and not search_lib.STANDARD_RULES.changes_simulations
 
-    @jax.jit
-    def both(key):
-        return [search_lib.run_search(config, game, network, variables, key, states, keep_tree=True)
-                for config in (plain, looped)]
+    recurrent_fn = search_lib.make_recurrent_fn(game, network)
 
-    mctx_output, loop_output = both(jax.random.key(2))
-    for name in ("action", "visit_counts", "policy_target", "root_value"):
-        np.testing.assert_array_equal(getattr(mctx_output, name), getattr(loop_output, name), err_msg=name)
-    for name in ("node_visits", "node_values", "children_visits", "children_values", "parents"):
-        np.testing.assert_array_equal(getattr(mctx_output.tree, name), getattr(loop_output.tree, name), err_msg=name)
+    @jax.jit
+    def searches(key):
+        logits, value = search_lib.evaluate(network, variables, states)
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+        mctx_own = search_lib.policy(plain, variables, key, root, recurrent_fn, ~states.legal_action_mask, rules=None)
+        return mctx_own, [search_lib.run_search(config, game, network, variables, key, states, keep_tree=True)
+                          for config in (plain, looped)]
+
+    mctx_output, loop_outputs = searches(jax.random.key(2))
+    for loop_output in loop_outputs:  # run_search's default and the rules that name the project loop
+        np.testing.assert_array_equal(mctx_output.action_weights, loop_output.policy_target)
+        np.testing.assert_array_equal(mctx_output.search_tree.summary().visit_counts, loop_output.visit_counts)
+        for name in ("node_visits", "node_values", "children_visits", "children_values", "parents"):
+            np.testing.assert_array_equal(getattr(mctx_output.search_tree, name), getattr(loop_output.tree, name),
+                                          err_msg=name)
     # depth-limited leaves were expanded again: their visits exceed their children's
-    assert (np.asarray(mctx_output.tree.node_visits) > np.asarray(mctx_output.tree.children_visits).sum(-1) + 1).any()
+    tree = mctx_output.search_tree
+    assert (np.asarray(tree.node_visits) > np.asarray(tree.children_visits).sum(-1) + 1).any()
