@@ -1,6 +1,7 @@
 """Attuned training through the core's jitted self-play: the STT rule plays the same games as the host driver in a
-deterministic setup (Gumbel search with scale 0, argmax junior, tiny lc0 networks), the HB rule plays the named
-type, one attuned step lowers the loss on a fixed batch, and bad options are refused."""
+deterministic setup (the senior's search stood in for by its network's argmax, argmax junior, tiny lc0 networks),
+the host's slow-path frames equal the scan's, the HB rule plays the named type, one attuned step lowers the loss on
+a fixed batch, and bad options are refused."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from zerolab.api import (
     NetworkOutput,
     PlayVariables,
     PolicyAgent,
-    SearchAgent,
     SearchConfig,
     SearchOutput,
     SelfPlayConfig,
@@ -47,9 +47,26 @@ def setup():
     return types.SimpleNamespace(game=game, network=network, learner=learner, junior=junior, search=search)
 
 
+def policy_argmax_search(network):
+    """A deterministic stand-in for the senior's search: the network's most probable legal move.  (A real 8×8 search
+    inside the scan costs minutes of compilation on a CPU; the rule's default search is ``run_search`` itself, run
+    by the attuned experiment.)"""
+
+    def search(variables, key, states):
+        del key
+        output = network.apply(variables, NetworkInputs.from_states(states), train=False)
+        logits = jnp.where(states.legal_action_mask, output.policy_logits, -jnp.inf)
+        action = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        target = jax.nn.softmax(logits, axis=-1)
+        return SearchOutput(action=action, policy_target=target, visit_counts=target, root_value=output.value)
+
+    return search
+
+
 @pytest.fixture(scope="module")
 def stt_selfplay(setup):
-    rule = attuned.stt_move_rule(setup.game, setup.network, setup.search, setup.junior, PLIES, "played")
+    rule = attuned.stt_move_rule(setup.game, setup.network, setup.search, setup.junior, PLIES, "played",
+                                 search_fn=policy_argmax_search(setup.network))
     config = SelfPlayConfig(num_games=2, plies_per_iteration=PLIES, max_game_plies=PLIES)
     play = jax.jit(make_play_fn(setup.game, rule, config), static_argnums=2)
     frames, records = play(setup.learner, jax.random.key(3), 2, setup.junior)
@@ -60,7 +77,7 @@ def test_jitted_stt_selfplay_and_the_host_driver_play_the_same_game(setup, stt_s
     frames, records = stt_selfplay
     bits = np.asarray(frames.extras["senior"])[:, 0].astype(np.uint8)  # lane 0's game: PLIES plies, capped
     assert 0 < bits.sum() < PLIES  # both roles play
-    senior = NetworkPlayer(SearchAgent("learner", setup.game, setup.network, setup.learner, setup.search))
+    senior = NetworkPlayer(PolicyAgent(setup.network, setup.learner, setup.game, mode="argmax", name="senior"))
     junior = NetworkPlayer(PolicyAgent(setup.network, setup.junior, setup.game, mode="argmax", name="junior"))
     team = SttTeam("team", senior, junior)
     games = play_framework_games(setup.game, team, team, frameworks.game_pairing(2), jax.random.key(9), PLIES,
