@@ -4,7 +4,7 @@ For each game and kind, one batch of positions (random plies from the start) is 
 network, key, batch and simulations: mctx's policy itself (``rules=None``), the project's simulation loop with the
 standard rules (``zerolab.search.project_loop_rules``: mctx's result bit for bit, with the core's backup) and
 search-contempt (``contempt_rules``, in that loop).  Each is compiled first, then timed as the best of ``--repeats``
-runs.  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard
+runs, interleaved (each round times each search once).  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard
 rules in the project loop / mctx, ``rules_overhead`` = contempt / standard rules in the project loop (what the
 contempt rules themselves cost), and contempt's mean ``sampled_visit_fraction``.  A benchmark, not a test.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 
 import jax
@@ -23,7 +24,6 @@ import numpy as np
 from contempt_search.rules import contempt_rules
 from zerolab.api import (
     AlphaZeroResNet,
-    best_time,
     SearchConfig,
     init_variables,
     make_game,
@@ -56,11 +56,15 @@ def bench_case(game_name: str, kind: str, batch_size: int, simulations: int, sc_
         "standard_rules": project_loop_rules(config),
         "contempt": contempt_rules(config, sc_limit),
     }
-    seconds, outputs = {}, {}
-    for name, rules in searches.items():
-        search = jax.jit(lambda v, k, s, rules=rules: run_search(config, game, network, v, k, s, rules=rules))
-        seconds[name] = best_time(lambda search=search: search(variables, key, states), repeats)
-        outputs[name] = search(variables, key, states)
+    compiled = {name: jax.jit(lambda v, k, s, rules=rules: run_search(config, game, network, v, k, s, rules=rules))
+                for name, rules in searches.items()}
+    outputs = {name: jax.block_until_ready(search(variables, key, states)) for name, search in compiled.items()}
+    seconds = {name: float("inf") for name in compiled}
+    for _ in range(repeats):  # interleaved, so that a busy spell on a shared machine slows every search alike
+        for name, search in compiled.items():
+            started = time.perf_counter()
+            jax.block_until_ready(search(variables, key, states))
+            seconds[name] = min(seconds[name], time.perf_counter() - started)
     return {
         "game": game_name, "kind": kind, "batch_size": batch_size, "simulations": simulations, "sc_limit": sc_limit,
         "network": f"resnet {channels}x{num_blocks}", "backend": jax.default_backend(),
