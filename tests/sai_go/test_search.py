@@ -14,7 +14,7 @@ from scipy import integrate, special
 from zerolab.api import STANDARD_RULES, NetworkOutput, SearchConfig, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import lambda_bonus, signed_komi
-from tests.sai_go.conftest import random_games
+from sai_go.bench import random_positions
 
 
 def numpy_mean_winrate(alpha, beta, komi_for_mover, end):
@@ -101,9 +101,9 @@ def test_the_lambda_backup_of_a_hand_built_chain(lam):
 
 @pytest.fixture(scope="module")
 def midgame_positions(go_game):
-    _, path = random_games(go_game, jax.random.key(5), 6)
-    # Positions 20 and 60 plies in (some games are over by then: those lanes keep their last position).
-    positions = jax.tree.map(lambda leaf: jnp.concatenate([leaf[20], leaf[60]]), path)
+    """Positions after 20 and 40 random legal moves (one compiled pgx step, no compiled whole game)."""
+    early, late = random_positions(go_game, 6, 20, seed=5), random_positions(go_game, 6, 40, seed=6)
+    positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), early, late)
     keep = ~np.asarray(positions.terminated)
     return jax.tree.map(lambda leaf: leaf[keep], positions)
 
