@@ -96,7 +96,7 @@ def test_a_scripted_session(sai_run):
 
 def test_bad_checkpoints_and_options_fail_naming_them(sai_run, tmp_path):
     result = subprocess.run([sys.executable, "-m", "sai_go.gtp", "--checkpoint", str(sai_run), "--lambda", "1.5"],
-                            cwd=REPOSITORY, capture_output=True, text=True, timeout=120)
+                            cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
     assert result.returncode == 2 and "--lambda must be in [0, 1], got 1.5" in result.stderr
     other = tmp_path / "resnet"
     train.run(load_config("sai-go", "tiny", TINY + ["model.name=resnet", "method=", "game.go_size=5"]), other)
@@ -126,7 +126,7 @@ def test_a_whole_game_against_gnugo_through_the_command(sai_run, gnugo_path):
     game = GoGame(size=7, komi=9.5)
     command = [sys.executable, "-m", "sai_go.gtp", "--checkpoint", str(sai_run), "--simulations", "2",
                "--lambda", "0.5"]
-    with GTPEngine(GTPEngineOptions(timeout=300.0), command=command, name="sai_go gtp") as sai, \
+    with GTPEngine(GTPEngineOptions(timeout=900.0), command=command, name="sai_go gtp") as sai, \
             GTPEngine(GTPEngineOptions(engine=gnugo_path, level=1, komi=9.5)) as gnugo:
         sai.send("boardsize 7")
         sai.send("komi 9.5")
