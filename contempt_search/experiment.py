@@ -15,8 +15,8 @@ logger = logging.getLogger(__name__)
 
 #: ``search.rules`` / agent-spec name of the search-contempt rules.
 CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
-#: The plain search's rules in the experiments: mctx's search bit for bit, in the same simulation loop as contempt's
-#: (faster than mctx's own on CPU), so that the arms differ only in the rules.
+#: The plain search's rules in the experiments: mctx's search bit for bit, in the same simulation loop as contempt's,
+#: so that the arms differ only in the rules (run_search now runs every search in that loop; this names it).
 PLAIN_RULES = "zerolab.search:project_loop_rules"
 
 
