@@ -94,7 +94,8 @@ def plot(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     for row in puct:
         if row["temperature"] == "tau1":
             axes[0, 0].axhline(finite(row["ratio"], cap), color="grey", linestyle="--", label="PUCT, τ1")
-    axes[0, 0].set_xscale("log")
+    if contempt:  # a log axis with nothing on it cannot be laid out
+        axes[0, 0].set_xscale("log")
     axes[0, 0].set(xlabel="N_scl", ylabel="(w + l) / d", title="decisiveness against N_scl")
     axes[0, 0].legend()
     constants = sorted((row for row in puct if row["temperature"] not in ("tau1", "tau2")),
