@@ -1,7 +1,7 @@
 """``python -m contempt_search.bench``: the cost of search-contempt against mctx's own search.
 
 For each game and kind, one batch of positions (random plies from the start) is searched three ways with the same
-network, key, batch and simulations: mctx's policy itself (``rules=None``), the project's simulation loop with the
+network, key, batch and simulations: mctx's policy with its own loop (``run_search(..., mctx_loop=True)``), the project's simulation loop with the
 standard rules (``zerolab.search.project_loop_rules``: mctx's result bit for bit, with the core's backup) and
 search-contempt (``contempt_rules``, in that loop).  Each is compiled first, then timed as the best of ``--repeats``
 runs, interleaved (each round times each search once).  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard
@@ -56,7 +56,8 @@ def bench_case(game_name: str, kind: str, batch_size: int, simulations: int, sc_
         "standard_rules": project_loop_rules(config),
         "contempt": contempt_rules(config, sc_limit),
     }
-    compiled = {name: jax.jit(lambda v, k, s, rules=rules: run_search(config, game, network, v, k, s, rules=rules))
+    compiled = {name: jax.jit(lambda v, k, s, rules=rules, reference=name == "mctx": run_search(
+                    config, game, network, v, k, s, rules=rules, mctx_loop=reference))
                 for name, rules in searches.items()}
     outputs = {name: jax.block_until_ready(search(variables, key, states)) for name, search in compiled.items()}
     seconds = {name: float("inf") for name in compiled}

@@ -412,16 +412,26 @@ def run_search(
     states: pgx.State,
     rules: SearchRules | None = None,
     keep_tree: bool = False,
+    mctx_loop: bool = False,
 ) -> SearchOutput:
     """Searches from each of the batched ``states`` (jittable; ``config``, ``game``, ``network`` are static).
 
     ``rules`` default to those named by ``config`` (:meth:`SearchConfig.make_rules`); pass them to override.
+    ``mctx_loop=True`` runs mctx's own simulation loop instead of the project's — the same result with the standard
+    rules, only slower: the reference for benchmarks (rules that change the simulations cannot run there).
     """
     if rules is None:
         rules = config.make_rules()
+    if mctx_loop:
+        rules = dataclasses.replace(rules or STANDARD_RULES, project_loop=False)
+        if rules.changes_simulations:
+            raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
+                             f"({config.rules!r}): search with mctx_loop=False")
     logits, value = evaluate(network, variables, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-    loop_rules = rules if rules is not None else STANDARD_RULES  # always the project's loop (module docstring)
+    loop_rules = rules if rules is not None else STANDARD_RULES  # the project's loop (module docstring)
+    if mctx_loop:
+        loop_rules = None
     output = policy(
         config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask, rules=loop_rules
     )

@@ -4,8 +4,8 @@ the tree once per simulation changes no number."""
 
 import jax
 import jax.numpy as jnp
-import mctx
 import numpy as np
+import pytest
 
 from zerolab import search as search_lib
 from zerolab.games import make_game
@@ -26,23 +26,30 @@ def test_the_project_loop_gives_mctx_search_bit_for_bit():
                                      rules="zerolab.search:project_loop_rules")
     assert looped.make_rules().changes_simulations and not search_lib.STANDARD_RULES.changes_simulations
 
-    recurrent_fn = search_lib.make_recurrent_fn(game, network)
-
     @jax.jit
-    def searches(key):
-        logits, value = search_lib.evaluate(network, variables, states)
-        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        mctx_own = search_lib.policy(plain, variables, key, root, recurrent_fn, ~states.legal_action_mask, rules=None)
+    def searches(key):  # mctx's own simulation loop (mctx.muzero_policy's fori_loop), then the project's
+        mctx_own = search_lib.run_search(plain, game, network, variables, key, states, keep_tree=True, mctx_loop=True)
         return mctx_own, [search_lib.run_search(config, game, network, variables, key, states, keep_tree=True)
                           for config in (plain, looped)]
 
     mctx_output, loop_outputs = searches(jax.random.key(2))
     for loop_output in loop_outputs:  # run_search's default and the rules that name the project loop
-        np.testing.assert_array_equal(mctx_output.action_weights, loop_output.policy_target)
-        np.testing.assert_array_equal(mctx_output.search_tree.summary().visit_counts, loop_output.visit_counts)
+        for name in ("action", "visit_counts", "policy_target", "root_value"):
+            np.testing.assert_array_equal(getattr(mctx_output, name), getattr(loop_output, name), err_msg=name)
         for name in ("node_visits", "node_values", "children_visits", "children_values", "parents"):
-            np.testing.assert_array_equal(getattr(mctx_output.search_tree, name), getattr(loop_output.tree, name),
+            np.testing.assert_array_equal(getattr(mctx_output.tree, name), getattr(loop_output.tree, name),
                                           err_msg=name)
     # depth-limited leaves were expanded again: their visits exceed their children's
-    tree = mctx_output.search_tree
+    tree = mctx_output.tree
     assert (np.asarray(tree.node_visits) > np.asarray(tree.children_visits).sum(-1) + 1).any()
+
+
+def test_mctx_loop_refuses_rules_that_replace_the_simulations():
+    config = search_lib.SearchConfig(kind="muzero", num_simulations=4)
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(1), 2))
+    replaced_backup = search_lib.SearchRules(backup_fn=lambda tree, leaf_index: tree)
+    with pytest.raises(ValueError, match="mctx_loop=True"):
+        jax.eval_shape(lambda: search_lib.run_search(config, game, network, {}, jax.random.key(0), states,
+                                                     rules=replaced_backup, mctx_loop=True))
