@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# Test processes (pytest-xdist): whole test files go to each worker (--dist loadfile), so module fixtures are built
+# once; `make test TEST_WORKERS=0` runs the suite in one process.
+TEST_WORKERS ?= 2
 ENGINES := stockfish fairy-stockfish gnugo
 
 .PHONY: install engines demo test bench clean
@@ -34,7 +37,7 @@ demo: install engines
 	$(PY) -m experiments run quickstart
 
 test: install engines
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: install
 	$(PY) -m zerolab bench
