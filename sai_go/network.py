@@ -15,7 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import GoGame, NetworkInputs, NetworkOutput, ResidualBlock
+from zerolab.api import GoGame, NetworkInputs, NetworkOutput, policy_head, residual_tower
 
 #: β* is clipped to this range before the exponential, so a wild head cannot overflow β (c·e^6 ≈ 82 on 7×7).
 RAW_BETA_RANGE = (-12.0, 6.0)
@@ -61,15 +61,8 @@ class SaiNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
-        x = inputs.observation.astype(jnp.float32)
-        x = nn.Conv(self.channels, (3, 3), use_bias=False)(x)
-        x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(x))
-        for _ in range(self.num_blocks):
-            x = ResidualBlock(self.channels)(x, train)
-
-        policy = nn.Conv(2, (1, 1), use_bias=False)(x)
-        policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(policy))
-        policy_logits = nn.Dense(self.num_actions)(policy.reshape(policy.shape[0], -1))
+        x = residual_tower(inputs.observation, self.channels, self.num_blocks, train)
+        policy_logits = policy_head(x, self.num_actions, train)
 
         alpha = ValueTypeHead(self.value_hidden, name="alpha_head")(x, train)
         raw_beta = ValueTypeHead(self.value_hidden, name="beta_head")(x, train)

@@ -40,6 +40,8 @@ PUBLIC_NAMES: dict[str, str] = {
     "NetworkInputs": "zerolab.networks",
     "NetworkOutput": "zerolab.networks",
     "AlphaZeroResNet": "zerolab.networks",
+    "residual_tower": "zerolab.networks",
+    "policy_head": "zerolab.networks",
     "ResidualBlock": "zerolab.networks",
     "make_network": "zerolab.networks",
     "init_variables": "zerolab.networks",

@@ -95,6 +95,27 @@ class ResidualBlock(nn.Module):
         return nn.relu(x + y)
 
 
+def residual_tower(observation: jax.Array, channels: int, num_blocks: int, train: bool) -> jax.Array:
+    """AlphaZero's trunk: a 3×3 conv stem with BatchNorm and ReLU, then ``num_blocks`` residual blocks.
+
+    Call it inside a ``@nn.compact`` method: its layers belong to the calling module and are named as if written
+    there (``Conv_0``, ``BatchNorm_0``, ``ResidualBlock_0``, ...), so networks that share it keep their parameter names.
+    """
+    x = nn.Conv(channels, (3, 3), use_bias=False)(observation.astype(jnp.float32))
+    x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(x))
+    for _ in range(num_blocks):
+        x = ResidualBlock(channels)(x, train)
+    return x
+
+
+def policy_head(x: jax.Array, num_actions: int, train: bool) -> jax.Array:
+    """AlphaZero's policy head over a trunk's [B, H, W, C] features: [B, num_actions] logits (call it inside
+    ``@nn.compact``, like :func:`residual_tower`)."""
+    policy = nn.Conv(2, (1, 1), use_bias=False)(x)
+    policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(policy))
+    return nn.Dense(num_actions)(policy.reshape(policy.shape[0], -1))
+
+
 class AlphaZeroResNet(nn.Module):
     """AlphaZero's network: a conv stem, ``num_blocks`` residual blocks, policy and value heads.
 
@@ -109,15 +130,8 @@ class AlphaZeroResNet(nn.Module):
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
-        x = inputs.observation.astype(jnp.float32)
-        x = nn.Conv(self.channels, (3, 3), use_bias=False)(x)
-        x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(x))
-        for _ in range(self.num_blocks):
-            x = ResidualBlock(self.channels)(x, train)
-
-        policy = nn.Conv(2, (1, 1), use_bias=False)(x)
-        policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(policy))
-        policy_logits = nn.Dense(self.num_actions)(policy.reshape(policy.shape[0], -1))
+        x = residual_tower(inputs.observation, self.channels, self.num_blocks, train)
+        policy_logits = policy_head(x, self.num_actions, train)
 
         value = nn.Conv(1, (1, 1), use_bias=False)(x)
         value = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(value))
