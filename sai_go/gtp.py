@@ -52,16 +52,6 @@ class SaiGTPServer(GTPServer):
 
     # --- komi and handicap --------------------------------------------------------------------------------------
 
-    def command_komi(self, arguments):
-        (text,) = self._arguments("komi", arguments, ("komi",))
-        try:
-            komi = float(text)
-        except ValueError:
-            raise GTPError(f"komi expects a number, got {text!r}") from None
-        if not math.isfinite(komi):
-            raise GTPError(f"komi must be finite, got {text!r}")
-        return super().command_komi([text])
-
     def _place_handicap(self, vertices: list[str]) -> None:
         if self.moves:
             raise GTPError("handicap stones go on an empty board (clear_board first)")

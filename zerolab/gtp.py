@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import sys
 from typing import Callable, TextIO
 
@@ -209,6 +210,8 @@ class GTPServer:
             komi = float(text)
         except ValueError:
             raise GTPError(f"komi expects a number, got {text!r}") from None
+        if not math.isfinite(komi):
+            raise GTPError(f"komi must be finite, got {text!r}")
         self.game = GoGame(size=self.game.size, komi=komi)
         self.state = self._replay(self.moves)
         return ""

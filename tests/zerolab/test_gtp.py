@@ -74,6 +74,9 @@ def test_out_of_turn_play_inserts_a_pass_and_final_score_counts_area_minus_komi(
     assert server.handle("komi -60.5") == "=\n\n"
     assert server.handle("final_score") == "= B+11.5\n\n"
     assert server.handle("komi 0") == "=\n\n"
+    for text in ("inf", "-inf", "nan"):  # refused, the komi kept
+        assert server.handle(f"komi {text}") == f"? komi must be finite, got {text!r}\n\n"
+    assert server.game.komi == 0.0
     server.handle("play b pass")
     server.handle("play w pass")
     assert bool(server.state.terminated)
