@@ -10,6 +10,8 @@ simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its t
 
 import ml_collections
 
+from contempt_search import TEMPERATURE_SCHEDULES
+
 
 def get_config(preset: str = "tiny"):
     config = ml_collections.ConfigDict({
@@ -24,8 +26,7 @@ def get_config(preset: str = "tiny"):
         "simulations": 64,
         "kind": "muzero",
         # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
-        "tau1": [0.7, 0, 5, 0.1, 0],
-        "tau2": [0.9, 20, 60, 0.6, 40],
+        **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
         "games": 128,
         "max_game_plies": 200,
         "progress": True,

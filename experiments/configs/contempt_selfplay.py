@@ -8,6 +8,8 @@ converted maia-1900 run (``network=RUN``), 1000 simulations, 100 games.
 
 import ml_collections
 
+from contempt_search import TEMPERATURE_SCHEDULES
+
 
 def get_config(preset: str = "tiny"):
     config = ml_collections.ConfigDict({
@@ -20,8 +22,7 @@ def get_config(preset: str = "tiny"):
         "sc_limits": [1, 2, 5, 10, 32],
         "puct_temperatures": ["tau1", "tau2", "0.3", "0.6", "1.0"],  # a schedule's name or a constant τ
         # τ schedules over full moves: (start, delay, decay, end, cutoff), zerolab.selfplay.SelfPlayConfig's fields
-        "tau1": [0.7, 0, 5, 0.1, 0],
-        "tau2": [0.9, 20, 60, 0.6, 40],
+        **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
         "games": 64,
         "max_game_plies": 100,
         "repeat_moves": 40,

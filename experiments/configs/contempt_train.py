@@ -12,6 +12,7 @@ self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; pla
   model are used), 1000 simulations, 30,000 games (60 iterations × 500 games × 512 plies), for accelerators.
 """
 
+from contempt_search import TEMPERATURE_SCHEDULES
 from zerolab.train import default_config
 
 
@@ -19,8 +20,8 @@ def get_config(preset: str = "tiny"):
     config = default_config()
     config.search.kind = "muzero"  # PUCT, as lc0; root Dirichlet noise on in both arms
     config.selfplay.temperature_schedule = "moves"
-    config.tau1 = [0.7, 0, 5, 0.1, 0]  # (start, delay, decay, end, cutoff) over full moves
-    config.tau2 = [0.9, 20, 60, 0.6, 40]
+    for name, schedule in TEMPERATURE_SCHEDULES.items():  # (start, delay, decay, end, cutoff) over full moves
+        config[name] = list(schedule)
     config.puct_temperature = "tau2"
     config.contempt_temperature = "tau1"
     config.sc_limit = 5
