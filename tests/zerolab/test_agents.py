@@ -19,14 +19,11 @@ LANES = 256
 
 @pytest.fixture(scope="module")
 def position():
-    """LANES copies of one Gardner position two plies in, a tiny network and a deterministic PUCT search."""
+    """LANES copies of Gardner's start position, a tiny network and a deterministic PUCT search."""
     game = make_game("gardner_chess")
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
     variables = init_variables(network, game, jax.random.key(0))
-    state = game.init(jax.random.key(0))
-    for _ in range(2):
-        state = game.step(state, jnp.flatnonzero(state.legal_action_mask, size=1)[0])
-    states = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (LANES,) + leaf.shape), state)
+    states = jax.vmap(game.init)(jnp.broadcast_to(jax.random.key(0), (LANES,)))
     search = SearchConfig(kind="muzero", num_simulations=8, dirichlet_fraction=0.0)
     return game, network, variables, states, search
 
@@ -44,7 +41,7 @@ def test_a_temperature_agent_samples_the_visits_and_plays_the_search_choice_past
     visits, choice = np.asarray(searched.visit_counts), np.asarray(searched.action)
     expected = visits.mean(axis=0) / visits.sum(axis=1).mean()  # the lanes' visits agree up to PUCT's tie-breaks
 
-    sampled = sampling.select_actions(states, key)  # ply 2: move 1 < delay 2, τ = 1
+    sampled = sampling.select_actions(states, key)  # ply 0: move 1 < delay 2, τ = 1
     frequencies = np.bincount(sampled, minlength=game.num_actions) / LANES
     assert np.abs(frequencies - expected).max() < 0.1
     assert (visits[np.arange(LANES), sampled] > 0).all()
