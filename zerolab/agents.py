@@ -60,6 +60,10 @@ class Agent(Protocol):
         """Called before each batch of new games (engines clear their hash, predictors their history)."""
         ...
 
+    # Optional: ``observe(states)`` — shown the batched positions of a ply the agent is not asked to move (a
+    # :class:`zerolab.arena.TeamAgent` calls it on the members its rule skips), so an agent that follows its games
+    # ply by ply (:class:`EngineAgent`'s boards) stays in step however long it is skipped.
+
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``'path:a=1,b=2'`` → ``('path', {'a': '1', 'b': '2'})``."""
@@ -238,6 +242,10 @@ class EngineAgent:
             logger.warning("%s: %s", self.name, error)
         self.fallback_moves += 1
         return int(self.rng.choice(np.flatnonzero(np.asarray(state.legal_action_mask))))
+
+    def observe(self, states: pgx.State) -> None:
+        """Keep the game boards in step with positions played by others (a team mate); the engine is not asked."""
+        self.boards.follow(states)
 
     def new_game(self) -> None:
         self.engine.new_game()

@@ -63,7 +63,9 @@ class TeamAgent:
     """Several agents playing as one: each position is delegated to one member chosen by ``rule``.
 
     ``last_movers`` names, after each call, the member that chose each position's move (``team/member``); the arena
-    writes them into the game records' ``movers``.
+    writes them into the game records' ``movers``.  A member that moves in none of the positions is shown them
+    through its ``observe(states)`` when it has one (an :class:`zerolab.agents.EngineAgent` keeps its boards, and so
+    the game's moves, in step however many plies the rule skips it).
     """
 
     def __init__(self, name: str, members: Sequence[Agent], rule: TeamRule):
@@ -81,8 +83,11 @@ class TeamAgent:
             raise ValueError(f"team {self.name!r}: the rule must return [{batch}] member indices in "
                              f"[0, {len(self.members)}), got {choice!r}")
         actions = np.zeros(batch, np.int32)
-        for index in np.unique(choice):
-            member_actions = np.asarray(self.members[index].select_actions(states, jax.random.fold_in(key, index)))
+        for index, member in enumerate(self.members):
+            if not (choice == index).any():
+                getattr(member, "observe", lambda states: None)(states)
+                continue
+            member_actions = np.asarray(member.select_actions(states, jax.random.fold_in(key, index)))
             actions[choice == index] = member_actions[choice == index]
         self.last_movers = [f"{self.name}/{self.members[index].name}" for index in choice]
         return actions

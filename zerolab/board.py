@@ -344,7 +344,10 @@ class GameBoards:
     """The boards of the games an agent plays in a batch, one per lane, kept from call to call.
 
     ``board(lane, state)`` is the lane's board continued to ``state`` (:func:`board_from_state`), so an agent that is
-    handed pgx states gives external engines the game's moves.  Call :meth:`reset` before new games.
+    handed pgx states gives external engines the game's moves.  A board can be continued over at most
+    :data:`HISTORY_PLIES` plies (pgx's history); an agent not asked to move for longer (a team member the team's rule
+    skips) keeps its boards in step with :meth:`follow` on the positions it sees but does not play.  Call
+    :meth:`reset` before new games.
     """
 
     def __init__(self, game: ChessGame):
@@ -355,9 +358,20 @@ class GameBoards:
         self._boards.clear()
 
     def board(self, lane: int, state: pgx.State) -> Board:
+        """A copy of ``lane``'s board continued to the unbatched ``state``."""
         board = board_from_state(self.game, state, self._boards.get(lane))
         self._boards[lane] = board
         return board.copy()
+
+    def follow(self, states: pgx.State) -> None:
+        """Continue the board of every lane of the batched ``states`` whose game is running (no engine involved)."""
+        import jax
+
+        states = jax.device_get(states)
+        for lane in np.flatnonzero(~np.asarray(states.terminated)):
+            lane = int(lane)
+            self._boards[lane] = board_from_state(self.game, jax.tree.map(lambda leaf: leaf[lane], states),
+                                                  self._boards.get(lane))
 
 
 __all__ = [

@@ -396,3 +396,29 @@ def test_fairy_stockfish_plays_legal_gardner_moves(fairy_stockfish_path, gardner
             engine.choose_move(chess.STARTING_FEN)
         info = engine.analyse(GARDNER_START, multipv=2)
         assert len(info) == 2 and all(i["pv"] for i in info)
+
+
+def test_a_team_member_engine_skipped_for_many_plies_still_sees_the_games_moves(tmp_path, chess_game):
+    """A TeamAgent's rule skips its engine member for 17 plies (more than pgx's 7-ply history): the engine is still
+    sent ``position startpos moves ...`` with every move, because the team shows it the positions it skips."""
+    from zerolab.agents import EngineAgent
+    from zerolab.arena import TeamAgent, play_match
+
+    path, log = fake_engine(tmp_path, "first-legal")
+    engine = EngineAgent(f"{path}:nodes=1", chess_game)
+    engine_plies = lambda plies: (plies < 1) | (plies >= 18)  # noqa: E731
+    team = TeamAgent("team", [engine, RandomAgent(seed=1)],
+                     rule=lambda states, plies: np.where(engine_plies(np.asarray(plies)), 0, 1))
+    try:
+        match = play_match(chess_game, team, RandomAgent(seed=2), 2, jax.random.key(0), 22, show_progress=False)
+    finally:
+        engine.close()
+    expected = []
+    for record in match.games:
+        first_ply = 0 if record.first_player == "team" else 1
+        for ply in range(first_ply, record.plies, 2):
+            if engine_plies(ply):
+                moves = record.moves[:ply]
+                expected.append("position startpos" + (" moves " + " ".join(moves) if moves else ""))
+    assert all(record.plies == 22 for record in match.games) and len(expected) == 5
+    assert positions_sent(log) == expected and engine.fallback_moves == 0
