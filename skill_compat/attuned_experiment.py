@@ -3,8 +3,8 @@
 1. ``WORKDIR/maia-base``: maia-1900 converted to a zerolab run (step 0), unless ``training.base_run`` names one.
 2. ``WORKDIR/train``: ``zerolab.api.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
    (the framework's move rule in the jitted, sharded self-play scan; the frozen junior passed as a jit argument), the
-   Gumbel search of ``training.simulations`` and Adam at ``training.learning_rate`` (the core's optimiser; the paper
-   fine-tunes with SGD + Nesterov).  Resumable like any run.
+   Gumbel search of ``training.simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
+   momentum ``training.momentum``, as the paper fine-tunes) at ``training.learning_rate``.  Resumable like any run.
 3. ``WORKDIR/eval``: the framework experiment with the trained run as ``attuned`` against S's team, and attuned
    against tree's team on the same bitstrings/seeds; plain chess against S.  ``summary.json`` adds the jitted
    self-play moves/s (iterations after the first, which compiles) beside the host driver's.
@@ -54,6 +54,8 @@ def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict
     run.train.learning_rate = float(config.training.learning_rate)
     run.train.batch_size = int(config.training.batch_size)
     run.train.l2_weight = float(config.training.l2_weight)
+    run.train.optimizer = str(config.training.optimizer)
+    run.train.momentum = float(config.training.momentum)
     run.train.epochs_per_iteration = float(config.training.epochs_per_iteration)
     run.init_from = str(base_run)
     run.progress = bool(config.progress)

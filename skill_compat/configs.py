@@ -49,7 +49,7 @@ def attuned_config(preset: str, framework: str = "stt") -> ml_collections.Config
     """skill-compat-attuned: the framework keys plus ``training`` (and ``seed``).  ``tiny``: 4 iterations × 32 games
     × 48 plies (games capped at 48 plies in training: a capped game's value target is a draw), 16 simulations, Adam
     3e-4.  ``paper``: one iteration of 10,000 games, then about 10,000 steps × 1,024 (7 epochs) at 1e-5 with L2
-    5e-5 (Adam: the core's optimiser; the paper's is SGD with Nesterov momentum)."""
+    5e-5 and SGD with Nesterov momentum 0.9 (the paper's: lc0's training code; the core's ``train.optimizer``)."""
     config = framework_config(framework, preset)
     config.seed = 0
     config.seniors = ["attuned"]
@@ -57,11 +57,12 @@ def attuned_config(preset: str, framework: str = "stt") -> ml_collections.Config
     config.training = ml_collections.ConfigDict({
         "base_run": "", "iterations": 4, "num_games": 32, "plies_per_iteration": 48, "max_game_plies": 48,
         "simulations": 16, "learning_rate": 3e-4, "batch_size": 256, "epochs_per_iteration": 1.0,
-        "l2_weight": 0.0})
+        "l2_weight": 0.0, "optimizer": "adam", "momentum": 0.9})
     if preset == "paper":
         config.training.update({"iterations": 1, "num_games": 10_000, "plies_per_iteration": 512,
                                 "max_game_plies": 512, "simulations": 1500, "learning_rate": 1e-5,
-                                "batch_size": 1024, "epochs_per_iteration": 7.0, "l2_weight": 5e-5})
+                                "batch_size": 1024, "epochs_per_iteration": 7.0, "l2_weight": 5e-5,
+                                "optimizer": "sgd_nesterov"})
     return config
 
 

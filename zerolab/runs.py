@@ -58,8 +58,21 @@ class TrainState:
         return {"params": self.params, "batch_stats": self.batch_stats}
 
 
+#: ``train.optimizer`` values: Adam (the default), or SGD with Nesterov momentum ``train.momentum`` (lc0's
+#: training code, used by fine-tuning recipes such as Hamade et al.'s attuned senior).
+OPTIMIZERS = ("adam", "sgd_nesterov")
+
+
 def make_optimizer(train_config: Any) -> optax.GradientTransformation:
-    return optax.adam(float(train_config.learning_rate))
+    """The optimiser of ``train_config`` (``learning_rate``; ``optimizer``, default ``adam``; ``momentum`` for
+    ``sgd_nesterov``, default 0.9).  Configs written before ``optimizer`` existed get Adam, as they were trained."""
+    learning_rate = float(train_config.learning_rate)
+    name = getattr(train_config, "optimizer", "adam")
+    if name == "adam":
+        return optax.adam(learning_rate)
+    if name == "sgd_nesterov":
+        return optax.sgd(learning_rate, momentum=float(getattr(train_config, "momentum", 0.9)), nesterov=True)
+    raise ValueError(f"train.optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
 def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTransformation, key: jax.Array) -> TrainState:

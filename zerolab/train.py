@@ -104,7 +104,9 @@ def default_config() -> ml_collections.ConfigDict:
             "method": "",  # "package.module:factory" of a zerolab.method.Method; empty: AlphaZero
             "method_options": {},  # keyword arguments of that factory
             "replay": {"window_size": 100_000, "mode": "sample"},
-            "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0},
+            # optimizer: adam | sgd_nesterov (momentum: its Nesterov momentum); see zerolab.runs.make_optimizer
+            "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0,
+                      "optimizer": "adam", "momentum": 0.9},
             "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network
             "init_from": "",  # a run or checkpoint directory whose network variables start this run
             "progress": True,
@@ -230,10 +232,11 @@ def standard_selfplay_fn(game: Game, network: nn.Module, search: Any, selfplay: 
 
 @functools.lru_cache(maxsize=8)
 def standard_train_step(network: nn.Module, learning_rate: float, mesh: Mesh, l2_weight: float,
-                        method_loss: LossFn) -> Callable:
+                        method_loss: LossFn, optimizer: str = "adam", momentum: float = 0.9) -> Callable:
     """:func:`make_train_step` with the project's optimiser (:func:`make_optimizer`), one per set of arguments."""
-    optimizer = make_optimizer(ml_collections.ConfigDict({"learning_rate": learning_rate}))
-    return make_train_step(network, optimizer, mesh, l2_weight, method_loss)
+    transformation = make_optimizer(ml_collections.ConfigDict(
+        {"learning_rate": learning_rate, "optimizer": optimizer, "momentum": momentum}))
+    return make_train_step(network, transformation, mesh, l2_weight, method_loss)
 
 
 def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
@@ -288,7 +291,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     standard_games = components.method.initial_states_fn is None and components.method.selfplay is None
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
     train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
-                                     float(config.train.l2_weight), components.method.loss_fn)
+                                     float(config.train.l2_weight), components.method.loss_fn,
+                                     str(config.train.get("optimizer", "adam")), float(config.train.get("momentum", 0.9)))
     local_batch_size("train.batch_size", int(config.train.batch_size), mesh)  # a bad size stops before self-play
     train_state = replicate(run_state.train_state, mesh)
 

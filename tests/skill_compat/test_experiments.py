@@ -47,6 +47,8 @@ def test_attuned_presets_build_a_training_run(tmp_path):
     paper = training_config(load_config("skill-compat-attuned", "paper", []), base)
     assert (paper.iterations, paper.selfplay.num_games, paper.train.learning_rate, paper.train.batch_size,
             paper.train.l2_weight, paper.search.num_simulations) == (1, 10_000, 1e-5, 1024, 5e-5, 1500)
+    assert (paper.train.optimizer, paper.train.momentum, paper.train.epochs_per_iteration) == ("sgd_nesterov", 0.9, 7.0)
+    assert (tiny.train.optimizer, tiny.train.learning_rate) == ("adam", 3e-4)
 
 
 def test_unknown_agents_and_frameworks_are_refused():

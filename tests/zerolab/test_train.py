@@ -264,3 +264,32 @@ def test_training_step_on_four_devices_equals_one_device():
                                capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.startswith("ok")
+
+
+def test_sgd_nesterov_optimiser_key_steps_as_nesterov_momentum_and_bad_names_are_refused():
+    """``train.optimizer=sgd_nesterov`` (lc0's training optimiser) takes the Nesterov step: with momentum μ, trace
+    t ← g + μ·t and update −lr·(g + μ·t); Adam stays the default, also for configs written before the key."""
+    import jax.numpy as jnp
+
+    learning_rate, momentum = 0.1, 0.9
+    config = tiny_config("train.optimizer=sgd_nesterov", f"train.learning_rate={learning_rate}",
+                         f"train.momentum={momentum}")
+    optimizer = runs.make_optimizer(config.train)
+    params = {"w": jnp.array([1.0, -2.0])}
+    state = optimizer.init(params)
+    trace, expected = np.zeros(2), []
+    for gradient in (np.array([0.5, -1.0]), np.array([2.0, 3.0])):
+        updates, state = optimizer.update({"w": jnp.asarray(gradient)}, state, params)
+        trace = gradient + momentum * trace
+        expected.append(-learning_rate * (gradient + momentum * trace))
+        np.testing.assert_allclose(np.asarray(updates["w"]), expected[-1], rtol=1e-6)
+    # Adam's first step is −lr·sign(g): not the Nesterov step above.
+    adam = runs.make_optimizer(tiny_config(f"train.learning_rate={learning_rate}").train)
+    first, _ = adam.update({"w": jnp.array([0.5, -1.0])}, adam.init(params), params)
+    np.testing.assert_allclose(np.asarray(first["w"]), [-learning_rate, learning_rate], rtol=1e-4)
+    assert train.default_config().train.optimizer == "adam"
+    older = type("OlderTrainConfig", (), {"learning_rate": learning_rate})  # no optimizer key: Adam
+    np.testing.assert_allclose(np.asarray(runs.make_optimizer(older).update(
+        {"w": jnp.array([0.5, -1.0])}, adam.init(params), params)[0]["w"]), np.asarray(first["w"]))
+    with pytest.raises(ValueError, match=r"train.optimizer must be one of \('adam', 'sgd_nesterov'\), got 'sgd'"):
+        runs.make_optimizer(tiny_config("train.optimizer=sgd").train)
