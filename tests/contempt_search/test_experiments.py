@@ -15,8 +15,10 @@ def test_contempt_selfplay_settings_and_schedules(preset):
 
     config = load_config("contempt-selfplay", preset)
     names = [row["name"] for row in settings(config)]
-    assert names == ["contempt1-tau1", "contempt2-tau1", "contempt5-tau1", "contempt10-tau1", "contempt32-tau1",
+    largest = {"tiny": 16, "paper": 32}[preset]  # every N_scl below the simulations, so each can freeze a node
+    assert names == ["contempt1-tau1", "contempt2-tau1", "contempt5-tau1", "contempt10-tau1", f"contempt{largest}-tau1",
                      "puct-tau1", "puct-tau2", "puct-0.3", "puct-0.6", "puct-1.0"]
+    assert max(config.sc_limits) < config.simulations
     assert temperature_settings(config, "tau2") == {"temperature": 0.9, "temperature_delay_moves": 20,
                                                     "temperature_decay_moves": 60, "temperature_end": 0.6,
                                                     "temperature_cutoff_moves": 40}

@@ -14,7 +14,7 @@ from zerolab.games import make_game
 from zerolab.networks import AlphaZeroResNet, init_variables
 from zerolab.search import SearchConfig, run_search
 
-SIMULATIONS = 96
+SIMULATIONS = 128
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,27 @@ def test_no_freezing_gives_the_standard_search_bit_for_bit(searches):
     np.testing.assert_array_equal(unfrozen.action, plain.action)
     np.testing.assert_array_equal(unfrozen.visit_counts, plain.visit_counts)
     np.testing.assert_array_equal(unfrozen.policy_target, plain.policy_target)
+    np.testing.assert_array_equal(unfrozen.summary["sampled_visit_fraction"], 0.0)
+
+
+@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
+def test_no_freezing_gives_the_standard_search_on_chess_positions(kind):
+    """The same bit-identity on 8×8 chess (4672 actions), with N_scl = the simulations."""
+    game = make_game("chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(6), 2))
+    states = jax.vmap(game.step)(states, jnp.asarray([jnp.flatnonzero(states.legal_action_mask[0], size=1)[0]] * 2))
+    config = SearchConfig(kind=kind, num_simulations=12, max_num_considered_actions=8, dirichlet_fraction=0.0)
+
+    @jax.jit
+    def both(key):
+        return (run_search(config, game, network, variables, key, states),
+                run_search(config, game, network, variables, key, states, rules=contempt_rules(config, 12)))
+
+    plain, unfrozen = jax.device_get(both(jax.random.key(4)))
+    for name in ("action", "visit_counts", "policy_target", "root_value"):
+        np.testing.assert_array_equal(getattr(unfrozen, name), getattr(plain, name), err_msg=name)
     np.testing.assert_array_equal(unfrozen.summary["sampled_visit_fraction"], 0.0)
 
 

@@ -1,0 +1,46 @@
+"""contempt-selfplay then contempt-match, end to end at toy sizes on an untrained Gardner network: the self-play rows
+carry their statistics, the match plays its two settings (chosen by hand: six-ply games are all draws, so no ratio
+is finite; the choice by ratio is tested in test_experiments.py), and reruns play nothing again."""
+
+from __future__ import annotations
+
+import json
+
+from zerolab import train
+from zerolab.config import load_config
+
+
+def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_path):
+    from experiments import contempt_match, contempt_selfplay
+
+    network = tmp_path / "base"
+    train.run(load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=4", "model.num_blocks=1",
+                                                  "iterations=0", "progress=False"]), network)
+    toy = [f"network={network}", "simulations=4", "max_game_plies=6", "progress=False"]
+    selfplay_config = load_config("contempt-selfplay", "tiny", toy + ["sc_limits=[1]", "puct_temperatures=['tau2']",
+                                                                      "games=4"])
+    selfplay = contempt_selfplay.run(selfplay_config, tmp_path / "selfplay")
+    rows = {row["name"]: row for row in selfplay["rows"]}
+    assert set(rows) == {"contempt1-tau1", "puct-tau2"}
+    for row in rows.values():
+        assert row["games"] == 4 and row["white_wins"] + row["draws"] + row["white_losses"] == 4
+        assert row["capped_games"] <= row["draws"]  # a capped game is a draw
+    assert rows["contempt1-tau1"]["sampled_visit_fraction"] > 0 and rows["puct-tau2"]["sampled_visit_fraction"] == 0
+    assert (tmp_path / "selfplay" / "figures" / "contempt-selfplay.png").stat().st_size > 0
+
+    match_config = load_config("contempt-match", "tiny", toy + ["puct_temperature=tau2", "sc_limit=1", "games=2"])
+    summary = contempt_match.run(match_config, tmp_path / "match")
+    assert (summary["chosen"]["contempt"]["name"], summary["chosen"]["puct"]["name"]) == ("contempt1-tau1", "puct-tau2")
+    match = summary["match"]
+    assert match["games"] == 2 and match["wins"] + match["draws"] + match["losses"] == 2
+    assert summary["sampled_visit_fraction"] > 0 and summary["wall_s"] > 0
+    pgn = (tmp_path / "match" / "games" / "contempt1-tau1-vs-puct-tau2.pgn").read_text()
+    assert pgn.count("[Result ") == 2
+
+    # Reruns: every self-play setting and the match are on file, so nothing is played again.
+    modified = {path: path.stat().st_mtime_ns for path in (tmp_path / "selfplay" / "settings.jsonl",
+                                                           tmp_path / "match" / "match.json")}
+    assert contempt_selfplay.run(selfplay_config, tmp_path / "selfplay")["rows"] == selfplay["rows"]
+    assert contempt_match.run(match_config, tmp_path / "match")["match"] == json.loads(
+        (tmp_path / "match" / "match.json").read_text())
+    assert {path: path.stat().st_mtime_ns for path in modified} == modified
