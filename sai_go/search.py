@@ -222,17 +222,27 @@ def root_score_estimates(tree: mctx.Tree) -> tuple[jax.Array, jax.Array]:
 
 def sai_search(config: SearchConfig, game: GoGame, network: nn.Module, variables: Any, key: jax.Array,
                states: pgx.State, komi: jax.Array, lam: float = 0.0, rules: SearchRules | None = None,
-               keep_tree: bool = False) -> SaiSearchOutput:
+               keep_tree: bool = False, mctx_loop: bool = False) -> SaiSearchOutput:
     """SAI's search from each of the batched ``states`` at its game's ``komi`` [B] (jittable; config, game and network
-    static, λ a number or a traced scalar).  ``rules`` default to :func:`lambda_rules` at ``lam``; pass :data:`~zerolab.api.STANDARD_RULES`
-    for mctx's own backup (the same thing at λ = 0)."""
+    static, λ a number or a traced scalar).
+
+    ``rules`` default to :func:`lambda_rules` at ``lam``; like the core's ``run_search``, every search runs in the
+    project's simulation loop.  ``mctx_loop=True`` runs mctx's own loop and backup instead (value ``2ρ(0) − 1``, the
+    same search as λ = 0): the reference for the λ = 0 equivalence test and the benchmark; it refuses ``rules`` that
+    change the simulations and needs ``lam`` = 0 (the root's value is taken at the root's own λ interval).
+    """
     lam = check_lambda(lam)
+    if mctx_loop:
+        if rules is not None and rules.changes_simulations:
+            raise ValueError("mctx_loop=True runs mctx's own simulations and backup; these search rules replace "
+                             "them: search with mctx_loop=False")
+        if not isinstance(lam, jax.core.Tracer) and lam != 0.0:
+            raise ValueError(f"mctx_loop=True is mctx's backup, the λ = 0 search; got lam={lam}")
     root = root_output(game, network, variables, states, komi, lam)
     if rules is None:
         rules = lambda_rules(config, lam)
-    loop_rules = rules if rules.changes_simulations else None
     output = search_policy(config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask,
-                           rules=loop_rules)
+                           rules=None if mctx_loop else rules)
     tree = output.search_tree
     visit_counts = tree.summary().visit_counts
     if config.kind == "gumbel":

@@ -174,6 +174,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "serve_search_engine": "zerolab.uci_search",
     "split_overrides": "zerolab.cli",
     "best_time": "zerolab.bench",
+    "interleaved_best_times": "zerolab.bench",
 }
 
 __all__ = sorted(PUBLIC_NAMES)

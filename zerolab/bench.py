@@ -18,7 +18,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -82,6 +82,22 @@ def timed_runs(function: Callable[[], object], repeats: int, label: str = "") ->
 
 def best_time(function: Callable[[], object], repeats: int, label: str = "") -> float:
     return timed_runs(function, repeats, label)[1]
+
+
+def interleaved_best_times(functions: Mapping[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """``{name: best seconds of repeats}`` for already-compiled ``functions``, timed in rounds (each round runs each
+    function once, in order), so that a busy spell on a shared machine slows every function alike."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    seconds = {name: float("inf") for name in functions}
+    for _ in range(repeats):
+        for name, function in functions.items():
+            started = time.perf_counter()
+            jax.block_until_ready(function())
+            elapsed = time.perf_counter() - started
+            seconds[name] = min(seconds[name], elapsed)
+            logger.info("%s: run %.3f s", name, elapsed)
+    return seconds
 
 
 def peak_memory_gib() -> float | None:

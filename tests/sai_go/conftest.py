@@ -56,12 +56,13 @@ PUCT = SearchConfig(kind="muzero", num_simulations=24, dirichlet_alpha=0.03 * 36
 
 @pytest.fixture(scope="session")
 def compiled_sai_search(go_game, tiny_network):
-    """``search(variables, key, states, komi, lam=..., rules=...)`` for the tiny net, jitted once per rules (λ is
-    traced)."""
+    """``search(variables, key, states, komi, lam=..., rules=..., mctx_loop=...)`` for the tiny net, jitted once per
+    rules and loop (λ is traced)."""
     network, _ = tiny_network
 
-    @functools.partial(jax.jit, static_argnames=("rules", "config"))
-    def search(variables, key, states, komi, lam=0.0, rules=None, config=PUCT):
-        return sai_search(config, go_game, network, variables, key, states, komi, lam, rules=rules, keep_tree=True)
+    @functools.partial(jax.jit, static_argnames=("rules", "config", "mctx_loop"))
+    def search(variables, key, states, komi, lam=0.0, rules=None, config=PUCT, mctx_loop=False):
+        return sai_search(config, go_game, network, variables, key, states, komi, lam, rules=rules, keep_tree=True,
+                          mctx_loop=mctx_loop)
 
     return search

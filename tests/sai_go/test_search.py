@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from zerolab.api import STANDARD_RULES, NetworkOutput, SearchConfig, init_variables
+from zerolab.api import NetworkOutput, SearchConfig, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import lambda_bonus, signed_komi
 from sai_go.bench import random_positions
@@ -114,7 +114,7 @@ def test_lambda_zero_is_the_standard_search_with_value_two_rho_minus_one(go_game
     states = midgame_positions
     komi = jnp.linspace(-6.5, 12.5, states.terminated.shape[0])
     ours = compiled_sai_search(variables, jax.random.key(3), states, komi, lam=0.0)
-    standard = compiled_sai_search(variables, jax.random.key(3), states, komi, lam=0.0, rules=STANDARD_RULES)
+    standard = compiled_sai_search(variables, jax.random.key(3), states, komi, lam=0.0, mctx_loop=True)  # mctx's own
     np.testing.assert_array_equal(ours.visit_counts, standard.visit_counts)
     np.testing.assert_array_equal(ours.tree.node_values, standard.tree.node_values)
     # The root value is ρ(0)'s tree average: the root network's own 2ρ(0) − 1 is where it starts.
@@ -131,6 +131,11 @@ def test_bad_lambda_is_refused():
         lambda_rules(None, lam=1.5)
     with pytest.raises(ValueError, match="lam must be a number"):
         lambda_rules(None, lam="high")
+    # mctx's own loop is the λ = 0 reference: it refuses λ > 0 and rules that replace its simulations, before searching
+    with pytest.raises(ValueError, match="mctx_loop=True is mctx's backup, the λ = 0 search; got lam=0.5"):
+        sai_search(None, None, None, None, None, None, None, lam=0.5, mctx_loop=True)
+    with pytest.raises(ValueError, match="mctx_loop=True runs mctx's own simulations"):
+        sai_search(None, None, None, None, None, None, None, rules=lambda_rules(None, 0.0), mctx_loop=True)
 
 
 # --- a real endgame with two winning moves ----------------------------------------------------------------------------
