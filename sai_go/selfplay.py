@@ -289,17 +289,19 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
             )
             return next_carry, (frame, record, per_ply)
 
-        _, (frames, records, per_ply) = jax.lax.scan(one_ply, carry, None, length=config.plies_per_iteration)
+        last, (frames, records, per_ply) = jax.lax.scan(one_ply, carry, None, length=config.plies_per_iteration)
         value, known = value_targets(records.reward, records.game_over)
         frames = frames.replace(value_target=value, value_mask=known)
-        records = records.replace(summary={**records.summary, **_totals(per_ply, records.game_over, fresh_komi=komi)})
+        totals = _totals(per_ply, records.game_over, fresh_komi=komi, left_pending=last.queue.valid.sum())
+        records = records.replace(summary={**records.summary, **totals})
         return frames, records
 
     return play
 
 
-def _totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array) -> dict:
-    """Per-call statistics, each broadcast over ``[T, B]`` so that the core's mean over plies reports it."""
+def _totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pending: jax.Array) -> dict:
+    """Per-call statistics, each broadcast over ``[T, B]`` so that the core's mean over plies reports it;
+    ``left_pending``: branches still in the queue when the call ends (dropped with it, counted here)."""
     shape = game_over.shape
     final_margin, known = _final_margin_by_frame(jnp.where(per_ply["counted"], per_ply["margin"], jnp.nan), game_over)
     usable = known & ~jnp.isnan(final_margin)
@@ -312,6 +314,7 @@ def _totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array) -> dict:
         "branches_started": per_ply["branches_started"].sum(),
         "branches_pushed": per_ply["branches_pushed"].sum(),
         "branches_dropped": per_ply["branches_dropped"].sum(),
+        "branches_left_pending": left_pending,
         "fresh_games_started": started,
         "fresh_komi_mean": komi_mean,
         "fresh_komi_std": jnp.sqrt(jnp.maximum(komi_square_sum / started - komi_mean ** 2, 0.0)),

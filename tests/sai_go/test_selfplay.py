@@ -84,6 +84,8 @@ def test_branches_start_at_the_first_positions_with_the_evening_komi_and_keep_th
     summary = {name: float(values[0, 0]) for name, values in records.summary.items()}
     assert summary["branches_pushed"] + summary["branches_dropped"] == 3 * finished
     assert summary["branches_started"] >= 2 and summary["branches_dropped"] >= 0
+    # every pushed branch was either started or is still pending when the call ends (then counted as left pending)
+    assert summary["branches_pushed"] == summary["branches_started"] + summary["branches_left_pending"]
     # The branch in lane 0 is played from lane 0's position after move 1 to its end at the cap (8 plies in all);
     # its value targets are its own result at k' (not the first game's komi).
     end = 8 + int(np.flatnonzero(over[8:, 0])[0])
