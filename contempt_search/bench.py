@@ -12,9 +12,9 @@ contempt rules themselves cost), and contempt's mean ``sampled_visit_fraction``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-import time
 from collections.abc import Sequence
 
 import jax
@@ -26,6 +26,7 @@ from zerolab.api import (
     AlphaZeroResNet,
     SearchConfig,
     init_variables,
+    interleaved_best_times,
     make_game,
     project_loop_rules,
     run_search,
@@ -60,12 +61,8 @@ def bench_case(game_name: str, kind: str, batch_size: int, simulations: int, sc_
                     config, game, network, v, k, s, rules=rules, mctx_loop=reference))
                 for name, rules in searches.items()}
     outputs = {name: jax.block_until_ready(search(variables, key, states)) for name, search in compiled.items()}
-    seconds = {name: float("inf") for name in compiled}
-    for _ in range(repeats):  # interleaved, so that a busy spell on a shared machine slows every search alike
-        for name, search in compiled.items():
-            started = time.perf_counter()
-            jax.block_until_ready(search(variables, key, states))
-            seconds[name] = min(seconds[name], time.perf_counter() - started)
+    seconds = interleaved_best_times({name: functools.partial(search, variables, key, states)
+                                      for name, search in compiled.items()}, repeats)
     return {
         "game": game_name, "kind": kind, "batch_size": batch_size, "simulations": simulations, "sc_limit": sc_limit,
         "network": f"resnet {channels}x{num_blocks}", "backend": jax.default_backend(),
