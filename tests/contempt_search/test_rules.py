@@ -12,7 +12,7 @@ import pytest
 from contempt_search.rules import contempt_rules, validate_sc_limit
 from zerolab.games import make_game
 from zerolab.networks import AlphaZeroResNet, init_variables
-from zerolab.search import SearchConfig, run_search
+from zerolab.search import SearchConfig, run_search, search_policy
 
 SIMULATIONS = 128
 
@@ -23,7 +23,7 @@ def gardner():
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
     variables = init_variables(network, game, jax.random.key(0))
     keys = jax.random.split(jax.random.key(5), 3)
-    states = jax.vmap(game.init)(keys)
+    states = jax.jit(jax.vmap(game.init))(keys)
     rng = np.random.default_rng(0)
     step = jax.jit(jax.vmap(game.step))
     for _ in range(4):  # a few random plies, so the three roots differ
@@ -76,25 +76,64 @@ def test_no_freezing_gives_the_standard_search_bit_for_bit(searches):
     np.testing.assert_array_equal(unfrozen.summary["sampled_visit_fraction"], 0.0)
 
 
+CHESS_ACTIONS = 4672  # pgx's 8×8 chess action count (make_game("chess").num_actions)
+
+
+def chess_sized_recurrent_fn(params, key, action, state):
+    """A deterministic game with 8×8 chess's action space: each state (a uint32 hash) has about 30 legal moves,
+    random priors and a random value; the next state hashes the state and the action.  The rules see only the tree,
+    so this exercises them at chess's width without compiling pgx's chess step (which costs more than the searches
+    themselves; Gardner's real positions are searched above)."""
+    del params, key
+    following = state * jnp.uint32(CHESS_ACTIONS + 1) + action.astype(jnp.uint32) + jnp.uint32(1)
+    logits, value = chess_sized_evaluation(following)
+    output = mctx.RecurrentFnOutput(reward=jnp.zeros(state.shape), discount=-jnp.ones(state.shape),
+                                    prior_logits=logits, value=value)
+    return output, following
+
+
+def chess_sized_evaluation(state):
+    """([B, 4672] prior logits with illegal moves at -1e9, [B] values in [-1, 1]) of hashed states."""
+
+    def one(hashed):
+        keys = jax.random.split(jax.random.fold_in(jax.random.key(11), hashed), 3)
+        legal = jax.random.bernoulli(keys[0], 30 / CHESS_ACTIONS, (CHESS_ACTIONS,))
+        logits = jnp.where(legal, jax.random.normal(keys[1], (CHESS_ACTIONS,)), -1e9)
+        return logits, jax.random.uniform(keys[2], (), minval=-1.0, maxval=1.0)
+
+    return jax.vmap(one)(state)
+
+
 @pytest.mark.parametrize("kind", ["gumbel", "muzero"])
-def test_no_freezing_gives_the_standard_search_on_chess_positions(kind):
-    """The same bit-identity on 8×8 chess (4672 actions), with N_scl = the simulations."""
-    game = make_game("chess")
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
-    variables = init_variables(network, game, jax.random.key(0))
-    states = jax.vmap(game.init)(jax.random.split(jax.random.key(6), 2))
-    states = jax.vmap(game.step)(states, jnp.asarray([jnp.flatnonzero(states.legal_action_mask[0], size=1)[0]] * 2))
-    config = SearchConfig(kind=kind, num_simulations=12, max_num_considered_actions=8, dirichlet_fraction=0.0)
+def test_no_freezing_gives_mctx_search_bit_for_bit_at_chess_width(kind):
+    """The same bit-identity over 8×8 chess's 4672 actions, with N_scl = the simulations, against mctx's own search
+    (its own simulation loop)."""
+    config = SearchConfig(kind=kind, num_simulations=32, max_num_considered_actions=4, dirichlet_fraction=0.0)
+    roots = jnp.arange(1, 4, dtype=jnp.uint32)
+    logits, value = chess_sized_evaluation(roots)
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=roots)
+    invalid = logits < -1e8
+
+    plain = jax.device_get(jax.jit(lambda key: search_policy(config, {}, key, root, chess_sized_recurrent_fn,
+                                                             invalid))(jax.random.key(4)))
 
     @jax.jit
-    def both(key):
-        return (run_search(config, game, network, variables, key, states),
-                run_search(config, game, network, variables, key, states, rules=contempt_rules(config, 12)))
+    def contempt(key, sc_limit):
+        rules = contempt_rules(config, sc_limit, max_sc_limit=32)
+        output = search_policy(config, {}, key, root, chess_sized_recurrent_fn, invalid, rules=rules)
+        return output, rules.summary_fn(output.search_tree)
 
-    plain, unfrozen = jax.device_get(both(jax.random.key(4)))
-    for name in ("action", "visit_counts", "policy_target", "root_value"):
-        np.testing.assert_array_equal(getattr(unfrozen, name), getattr(plain, name), err_msg=name)
-    np.testing.assert_array_equal(unfrozen.summary["sampled_visit_fraction"], 0.0)
+    unfrozen, summary = jax.device_get(contempt(jax.random.key(4), 32))
+    np.testing.assert_array_equal(unfrozen.action, plain.action)
+    np.testing.assert_array_equal(unfrozen.action_weights, plain.action_weights)
+    for name in ("children_visits", "node_values", "children_index", "parents"):
+        np.testing.assert_array_equal(getattr(unfrozen.search_tree, name), getattr(plain.search_tree, name),
+                                      err_msg=name)
+    np.testing.assert_array_equal(summary["sampled_visit_fraction"], 0.0)
+    # The trees are deep enough for N_scl to matter: at N_scl 1 the same program samples and the trees change.
+    frozen, summary = jax.device_get(contempt(jax.random.key(4), 1))
+    assert (summary["sampled_visit_fraction"] > 0).any()
+    assert not np.array_equal(frozen.search_tree.children_visits, plain.search_tree.children_visits)
 
 
 @pytest.mark.parametrize("sc_limit", [1, 2, 4])
