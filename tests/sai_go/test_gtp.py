@@ -1,19 +1,23 @@
-"""SAI's GTP engine: a scripted session (malformed input, handicap, SAI's commands), a whole game against GNU Go
-through ``python -m sai_go.gtp``, and ``final_score`` against GNU Go's own count."""
+"""SAI's GTP engine: a scripted session (malformed input, handicap, SAI's commands) and then a whole game against
+GNU Go, both through one ``python -m sai_go.gtp`` process; bad options and checkpoints; ``final_score`` against GNU
+Go's own count."""
 
 from __future__ import annotations
 
 import io
 import pathlib
+import queue
 import subprocess
 import sys
+import threading
 
 import jax
 import pytest
 
 from zerolab.api import GoGame, GTPEngine, GTPEngineOptions, load_config, train
 from sai_go.agents import SaiAgent
-from sai_go.gtp import SaiGTPServer
+from sai_go.gtp import SaiGTPServer, main
+from tests.sai_go.conftest import fast_jit, subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",
@@ -34,8 +38,49 @@ def session(server, script: str) -> list[str]:
     return output.getvalue()[:-2].split("\n\n")
 
 
-def test_a_scripted_session(sai_run):
-    server = SaiGTPServer(SaiAgent.from_checkpoint(sai_run, lam=0.0, simulations=2), seed=1)
+class GTPProcess:
+    """``python -m sai_go.gtp`` on the run (2 simulations a move, the tests' XLA flags), driven over its pipes: raw
+    text in, whole responses (``=id text`` / ``?id text``) out; ``send`` and ``generate_move`` like the core's
+    GTPEngine, so that :func:`play_out` plays it."""
+
+    def __init__(self, sai_run, *options: str, log: pathlib.Path):
+        command = [sys.executable, "-m", "sai_go.gtp", "--checkpoint", str(sai_run), "--simulations", "2", *options]
+        self.log = log
+        self.process = subprocess.Popen(command, cwd=REPOSITORY, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=open(log, "w"), text=True, bufsize=1, env=subprocess_env())
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [*map(self.lines.put, self.process.stdout), self.lines.put(None)],
+                         daemon=True).start()
+
+    def write(self, text: str) -> None:
+        self.process.stdin.write(text)
+        self.process.stdin.flush()
+
+    def response(self, timeout: float = 900.0) -> str:
+        """The next response, its lines joined by newlines (the blank line that ends it dropped)."""
+        lines = []
+        while True:
+            line = self.lines.get(timeout=timeout)
+            assert line is not None, f"the engine exited; its log: {self.log.read_text()[-3000:]}"
+            if line.strip() == "":
+                if lines:
+                    return "\n".join(lines)
+                continue
+            lines.append(line.rstrip("\n"))
+
+    def send(self, command: str) -> str:
+        self.write(command + "\n")
+        answer = self.response()
+        assert answer.startswith("="), (command, answer)
+        return answer[1:].strip()
+
+    def generate_move(self, colour: str) -> str:
+        return self.send(f"genmove {colour}").lower()
+
+
+def test_a_scripted_session_then_a_whole_game_against_gnugo_through_the_command(sai_run, gnugo_path, tmp_path):
+    """One engine process (one compilation of its search) for both: the script, then a game against GNU Go level 1
+    at λ = 0.5, then ``quit``."""
     script = (
         "1 protocol_version\n"
         "2 KOMI inf\r\n"
@@ -64,49 +109,69 @@ def test_a_scripted_session(sai_run):
         "24 showboard\n"
         "25 genmove b\n"
         "26 sai-lambda\n"
-        "27 quit\n"
     )
-    responses = session(server, script)
-    assert responses[0] == "=1 2"
-    assert responses[1].startswith("?2 komi must be finite")
-    assert responses[2] == "=3"
-    assert responses[3].startswith("?4 unacceptable size 9")
-    listed = responses[4][3:].split("\n")
-    assert {"sai-lambda", "sai-estimate_score", "sai-winrate", "fixed_handicap", "time_left"} <= set(listed)
-    assert responses[5].startswith("?6 invalid number of handicap stones")
-    assert responses[6] == "=7 C3 E5"
-    assert responses[7].startswith("?8 handicap stones go on an empty board")
-    assert responses[8].startswith("=9 ") and responses[8][4:] not in ("C3", "E5")
-    assert responses[9] == "=10 0.5" and responses[10].startswith("?11 lambda must be in [0, 1]")
-    low, high = float(responses[11][4:]), float(responses[12][4:])
-    assert 0.0 < high < low < 1.0  # Black's winrate falls as the komi grows
-    assert responses[13].startswith("?14 ")
-    assert responses[14][:5] in ("=15 B", "=15 W") or responses[14] == "=15 0"
-    assert responses[15:17] == ["=16", "=17"] and responses[17].startswith("?18 time_left expects 3")
-    assert responses[18].startswith("?19 handicap stones go on an empty board")
-    assert responses[19].startswith("=20 ")
-    assert responses[20] == "=21" and responses[21].startswith("?22 bad handicap vertex")
-    assert responses[22] == "=23"
-    board = responses[23]
-    assert "White to move, komi 9.5" in board and board.count("X") == 3 and board.count("O") == 0
-    # After a handicap White is to move: genmove b inserts a White pass, then Black moves.
-    assert responses[24].startswith("=25 ")
-    assert responses[25] == "=26 0.5" and responses[26] == "=27"
+    sai = GTPProcess(sai_run, "--lambda", "0", "--seed", "1", log=tmp_path / "gtp.log")
+    try:
+        sai.write(script)
+        responses = [sai.response() for _ in range(26)]
+        assert responses[0] == "=1 2"
+        assert responses[1].startswith("?2 komi must be finite")
+        assert responses[2] == "=3"
+        assert responses[3].startswith("?4 unacceptable size 9")
+        listed = responses[4][3:].split("\n")
+        assert {"sai-lambda", "sai-estimate_score", "sai-winrate", "fixed_handicap", "time_left"} <= set(listed)
+        assert responses[5].startswith("?6 invalid number of handicap stones")
+        assert responses[6] == "=7 C3 E5"
+        assert responses[7].startswith("?8 handicap stones go on an empty board")
+        assert responses[8].startswith("=9 ") and responses[8][4:] not in ("C3", "E5")
+        assert responses[9] == "=10 0.5" and responses[10].startswith("?11 lambda must be in [0, 1]")
+        low, high = float(responses[11][4:]), float(responses[12][4:])
+        assert 0.0 < high < low < 1.0  # Black's winrate falls as the komi grows
+        assert responses[13].startswith("?14 ")
+        assert responses[14][:5] in ("=15 B", "=15 W") or responses[14] == "=15 0"
+        assert responses[15:17] == ["=16", "=17"] and responses[17].startswith("?18 time_left expects 3")
+        assert responses[18].startswith("?19 handicap stones go on an empty board")
+        assert responses[19].startswith("=20 ")
+        assert responses[20] == "=21" and responses[21].startswith("?22 bad handicap vertex")
+        assert responses[22] == "=23"
+        board = responses[23]
+        assert "White to move, komi 9.5" in board and board.count("X") == 3 and board.count("O") == 0
+        # After a handicap White is to move: genmove b inserts a White pass, then Black moves.
+        assert responses[24].startswith("=25 ")
+        assert responses[25] == "=26 0.5"
+
+        # A whole game against GNU Go level 1 (legal moves only, pgx referees), then final_score and quit.
+        game = GoGame(size=7, komi=9.5)
+        with GTPEngine(GTPEngineOptions(engine=gnugo_path, level=1, komi=9.5)) as gnugo:
+            for command in ("boardsize 7", "komi 9.5", "clear_board", "sai-lambda 0.5"):
+                sai.send(command)
+            moves, state = play_out(sai, gnugo, game)
+        assert len(moves) > 2
+        expected = float(game.area_difference(state)) - 9.5
+        assert sai.send("final_score") == ("0" if expected == 0 else f"{'B' if expected > 0 else 'W'}+{abs(expected):g}")
+        sai.write("27 quit\n")
+        assert sai.response() == "=27"
+        assert sai.process.wait(timeout=60) == 0
+    finally:
+        if sai.process.poll() is None:
+            sai.process.kill()
+            sai.process.wait()
 
 
-def test_bad_checkpoints_and_options_fail_naming_them(sai_run, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "sai_go.gtp", "--checkpoint", str(sai_run), "--lambda", "1.5"],
-                            cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 2 and "--lambda must be in [0, 1], got 1.5" in result.stderr
+def test_bad_checkpoints_and_options_fail_naming_them(sai_run, tmp_path, capsys):
+    assert main(["--checkpoint", str(sai_run), "--lambda", "1.5"]) == 2  # python -m sai_go.gtp's exit status
+    assert "--lambda must be in [0, 1], got 1.5" in capsys.readouterr().err
+    assert main(["--checkpoint", str(sai_run), "--simulations", "0"]) == 2
+    assert "--simulations must be at least 1, got 0" in capsys.readouterr().err
     other = tmp_path / "resnet"
-    train.run(load_config("sai-go", "tiny", TINY + ["model.name=resnet", "method=", "game.go_size=5"]), other)
+    train.run(load_config("sai-go", "tiny", TINY + ["model.name=resnet", "method="]), other)
     with pytest.raises(ValueError, match=f"{other} is not an SAI run: its model.name is 'resnet'"):
         SaiAgent.from_checkpoint(other)
 
 
 def play_out(black, white, game, referee_moves=None):
     """Plays ``black`` against ``white`` (GTPEngine-like) to the end, checking every move with pgx; the moves."""
-    step = jax.jit(game.step)
+    step = fast_jit(game.step)
     state = game.init(jax.random.key(0))
     moves = []
     while not bool(state.terminated):
@@ -120,21 +185,6 @@ def play_out(black, white, game, referee_moves=None):
         other.send(f"play {colour} {vertex}")
         moves.append(vertex)
     return moves, state
-
-
-def test_a_whole_game_against_gnugo_through_the_command(sai_run, gnugo_path):
-    game = GoGame(size=7, komi=9.5)
-    command = [sys.executable, "-m", "sai_go.gtp", "--checkpoint", str(sai_run), "--simulations", "2",
-               "--lambda", "0.5"]
-    with GTPEngine(GTPEngineOptions(timeout=900.0), command=command, name="sai_go gtp") as sai, \
-            GTPEngine(GTPEngineOptions(engine=gnugo_path, level=1, komi=9.5)) as gnugo:
-        sai.send("boardsize 7")
-        sai.send("komi 9.5")
-        sai.send("clear_board")
-        moves, state = play_out(sai, gnugo, game)
-        assert len(moves) > 2
-        expected = float(game.area_difference(state)) - 9.5
-        assert sai.send("final_score") == ("0" if expected == 0 else f"{'B' if expected > 0 else 'W'}+{abs(expected):g}")
 
 
 GNUGO_FLAGS = ["--mode", "gtp", "--boardsize", "7", "--chinese-rules", "--positional-superko", "--capture-all-dead",

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from zerolab.api import NetworkOutput, SearchConfig, init_variables
+from zerolab.api import GoGame, NetworkOutput, SearchConfig, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import lambda_bonus, signed_komi
-from sai_go.bench import random_positions
+from tests.sai_go.conftest import fast_jit, random_games
 
 
 def numpy_mean_winrate(alpha, beta, komi_for_mover, end):
@@ -75,7 +75,7 @@ def independent_chain_values(root_alpha: float, lam: float):
 
 @pytest.mark.parametrize("lam", [0.5, 1.0])
 def test_the_lambda_backup_of_a_hand_built_chain(lam):
-    backup = jax.jit(lambda_backup(lam))
+    backup = fast_jit(lambda_backup(lam))
     results = {}
     for root_alpha in (6.0, 14.0):
         tree = hand_built_chain(root_alpha)
@@ -100,10 +100,10 @@ def test_the_lambda_backup_of_a_hand_built_chain(lam):
 
 
 @pytest.fixture(scope="module")
-def midgame_positions(go_game):
-    """Positions after 20 and 40 random legal moves (one compiled pgx step, no compiled whole game)."""
-    early, late = random_positions(go_game, 6, 20, seed=5), random_positions(go_game, 6, 40, seed=6)
-    positions = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), early, late)
+def midgame_positions():
+    """Positions after 20 and 40 plies of random games (6 of each; the scoring tests' compiled random games)."""
+    _, path = random_games(GoGame(size=7, komi=7.5), jax.random.key(5), 128)
+    positions = jax.tree.map(lambda leaf: jnp.concatenate([leaf[19, :6], leaf[39, 6:12]]), path)
     keep = ~np.asarray(positions.terminated)
     return jax.tree.map(lambda leaf: leaf[keep], positions)
 
@@ -194,7 +194,7 @@ class EndgameStub(nn.Module):
 
 
 def test_lambda_one_prefers_the_larger_winning_margin(go_game):
-    step = jax.jit(go_game.step)
+    step = fast_jit(go_game.step)
     state = go_game.init(jax.random.key(0))
     for black, white in zip(BLACK_STONES, WHITE_STONES):
         state = step(step(state, go_game.gtp_to_action(black)), go_game.gtp_to_action(white))
@@ -208,7 +208,7 @@ def test_lambda_one_prefers_the_larger_winning_margin(go_game):
     states = jax.tree.map(lambda leaf: jnp.stack([leaf] * 4), state)
     variables = init_variables(stub, go_game, jax.random.key(0))
     config = SearchConfig(kind="muzero", num_simulations=48, dirichlet_fraction=0.0)
-    search = jax.jit(lambda key, lam: sai_search(config, go_game, stub, variables, key, states,
+    search = fast_jit(lambda key, lam: sai_search(config, go_game, stub, variables, key, states,
                                                  jnp.full(4, KOMI), lam))  # λ traced: one compilation
     visits = {lam: np.asarray(search(jax.random.key(1), lam).visit_counts) for lam in (0.0, 1.0)}
     capture_share = {lam: (v[:, candidates[0]] / v[:, list(candidates)].sum(-1)).mean() for lam, v in visits.items()}

@@ -13,6 +13,7 @@ from scipy import special
 from zerolab.api import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
 from sai_go.selfplay import SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn, sample_komi
 from sai_go.train import sai_loss
+from tests.sai_go.conftest import fast_jit
 
 
 def test_fresh_komi_is_half_integer_and_logistic_around_alpha():
@@ -38,7 +39,7 @@ def branching_play(go_game, tiny_network):
     """Self-play with branch probability 0 and 1 (traced: one compilation)."""
     network, variables = tiny_network
     options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.025, max_branches=3, queue_size=8)
-    play = jax.jit(make_sai_play_fn(go_game, network, SEARCH, PLAY_CONFIG, options), static_argnums=2)
+    play = fast_jit(make_sai_play_fn(go_game, network, SEARCH, PLAY_CONFIG, options), static_argnums=2)
     return {probability: jax.device_get(play(variables, jax.random.key(4), 2, None, probability))
             for probability in (0.0, 1.0)}
 
@@ -54,7 +55,7 @@ def test_no_branches_without_branch_probability(branching_play):
 
 
 def replay_actions(game, actions):
-    step = jax.jit(game.step)
+    step = fast_jit(game.step)
     state = game.init(jax.random.key(0))
     for action in actions:
         state = step(state, int(action))
@@ -139,6 +140,6 @@ def test_alpha_and_beta_are_recovered_from_outcomes_at_varied_komi():
         return (optax.apply_updates(params, updates), state), None
 
     params = jnp.zeros(2)
-    (params, _), _ = jax.jit(lambda p: jax.lax.scan(update, (p, optimizer.init(p)), None, length=1500))(params)
+    (params, _), _ = fast_jit(lambda p: jax.lax.scan(update, (p, optimizer.init(p)), None, length=1500))(params)
     assert abs(float(params[0]) - true_alpha) < 0.3
     assert abs(scale * float(np.exp(params[1])) / true_beta - 1) < 0.15

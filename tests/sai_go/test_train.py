@@ -15,6 +15,7 @@ import pytest
 
 from zerolab.api import Checkpointer, load_config
 from zerolab.runs import Components
+from tests.sai_go.conftest import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",
@@ -36,7 +37,7 @@ def logged_iterations(workdir):
 def test_two_sai_iterations_killed_and_resumed_keep_the_frames_komi(tmp_path):
     workdir = tmp_path / "run"
     process = subprocess.Popen(train_command(workdir), cwd=REPOSITORY, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=subprocess_env())
     deadline = time.time() + 900  # only stops a hang: compiling under a load average of 20 takes minutes
     while not logged_iterations(workdir) and time.time() < deadline and process.poll() is None:
         time.sleep(0.05)
@@ -44,7 +45,8 @@ def test_two_sai_iterations_killed_and_resumed_keep_the_frames_komi(tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert logged_iterations(workdir) == [1]
-    resumed = subprocess.run(train_command(workdir), cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
+    resumed = subprocess.run(train_command(workdir), cwd=REPOSITORY, capture_output=True, text=True, timeout=900,
+                             env=subprocess_env())
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming" in resumed.stderr
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
