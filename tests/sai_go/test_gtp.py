@@ -148,7 +148,8 @@ def test_a_scripted_session_then_a_whole_game_against_gnugo_through_the_command(
             moves, state = play_out(sai, gnugo, game)
         assert len(moves) > 2
         expected = float(game.area_difference(state)) - 9.5
-        assert sai.send("final_score") == ("0" if expected == 0 else f"{'B' if expected > 0 else 'W'}+{abs(expected):g}")
+        winner = "B" if expected > 0 else "W"
+        assert sai.send("final_score") == ("0" if expected == 0 else f"{winner}+{abs(expected):g}")
         sai.write("27 quit\n")
         assert sai.response() == "=27"
         assert sai.process.wait(timeout=60) == 0
