@@ -4,8 +4,9 @@
 training step) for tiny inputs.  Every function the tests compile themselves goes through :func:`fast_jit`, and every
 ``python -m ...`` they start gets :func:`subprocess_env`: both ask XLA's CPU backend for optimisation level 0 and
 its older (non-"fusion emitter") code generator, which compiles these programs about 3× faster (SAI's self-play scan:
-8.0 s of CPU → 2.5 s) and changes no result the tests check (the λ = 0 search is still bit-identical to mctx's).  Nothing outside tests/sai_go sees the setting: it is a per-function compiler option in this process and
-an environment variable of the child processes only.
+8.0 s of CPU → 2.5 s) and changes no result the tests check; the λ = 0 search and mctx's, compared bit for bit, are
+both compiled with the default generator (:data:`BIT_EXACT_COMPILE`).  Nothing outside tests/sai_go sees these
+settings: they are per-function compiler options in this process and an environment variable of child processes.
 """
 
 from __future__ import annotations
