@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import sys
 from typing import Callable, TextIO
 
@@ -259,15 +260,32 @@ class GTPServer:
         return "\n" + render_board(self.game, self.state)
 
     def serve(self, input_stream: TextIO, output_stream: TextIO) -> None:
-        """Answer commands from ``input_stream`` until ``quit`` or the end of the input."""
+        """Answer commands from ``input_stream`` until ``quit``, the end of the input, or a controller that closed
+        its end of ``output_stream`` (gnugo's twogtp closes it right after ``quit``): then the session ends quietly."""
         for line in input_stream:
             response = self.handle(line)
             if response is None:
                 continue
-            output_stream.write(response)
-            output_stream.flush()
+            try:
+                output_stream.write(response)
+                output_stream.flush()
+            except (BrokenPipeError, ValueError):  # nobody reads the answers any more (ValueError: stream closed)
+                silence(output_stream)
+                return
             if self.finished:
                 return
+
+
+def silence(stream: TextIO) -> None:
+    """Points ``stream``'s file descriptor (if it has one) at the null device, so that the text still buffered in it
+    does not fail again, with a traceback, when the interpreter flushes it at exit."""
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError):  # an in-memory or closed stream: nothing is flushed at exit
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
 
 
 def format_score(score: float) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import pathlib
+import subprocess
 import sys
 
 import jax
@@ -201,6 +203,27 @@ def test_engine_crash_and_hang_raise_errors_naming_the_engine_and_restart_works(
             gnugo.send("genmove b")
         gnugo.restart()
         assert GoGame(7).gtp_to_action(gnugo.generate_move("b")) < 49
+
+
+def test_a_controller_that_closes_the_answers_ends_the_session_quietly():
+    """gnugo's twogtp closes its end right after ``quit``: the server stops without a traceback, exit status 0."""
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    server = GTPServer(GoGame(size=5, komi=0.5), random_chooser)
+    server.serve(io.StringIO("name\nprotocol_version\n"), ClosedPipe())  # returns instead of raising
+    script = ("from zerolab.games.go import GoGame\nfrom zerolab.gtp import random_chooser, serve\n"
+              "serve(GoGame(size=5, komi=0.5), random_chooser)\n")
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=write_end,
+                               stderr=subprocess.PIPE, cwd=REPOSITORY)
+    os.close(write_end)
+    os.close(read_end)  # nobody will read the answers
+    _, errors = process.communicate(b"name\nprotocol_version\nquit\n", timeout=300)
+    assert process.returncode == 0, errors.decode()
+    assert b"Traceback" not in errors and b"BrokenPipe" not in errors, errors.decode()
 
 
 def test_a_subclass_adds_commands_that_list_commands_and_known_command_see():
