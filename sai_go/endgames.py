@@ -1,0 +1,402 @@
+"""Hand-made 7×7 endgames with two winning moves of different margins, and the exact solver that verifies them.
+
+SAI's Figs. 2–3 ask how an agent chooses between two winning moves of which one wins by more.  Each :class:`Endgame`
+here is a nearly filled board, a side to move, a komi, the move with the largest margin (``best``) and another winning
+move with a smaller one (``second``).  The claims are checked by **exhaustive minimax** (:func:`solve`) under pgx's
+rules, which a small pure-Python engine (:class:`Rules`) reproduces:
+
+* a move is legal on an empty point that is not the simple-ko point and that has an empty neighbour, or captures an
+  adjacent opponent chain (its last liberty), or joins an own chain with another liberty (no suicide); a pass is
+  always legal;
+* captures remove chains without liberties; a capture of exactly one stone by a stone whose neighbours were all
+  opponent stones or the edge sets the ko point (the captured point, forbidden on the next move only);
+* a move (not a pass) that recreates any board seen after an earlier move of the game (positional superko) ends the
+  game, lost by the player who made it; two passes in a row end it; so does the ply cap ``2·N²``;
+* games that end by passes or at the cap are scored by Tromp–Taylor area: stones plus empty regions that reach only
+  that colour; Black wins at komi k iff ``area_B − area_W − k > 0``.
+
+The solver's value of a position is Black's final area difference (komi excluded) under optimal play by both sides
+for the **score** (each side maximises its own margin); a side wins at komi k iff it can force a margin beyond k, so
+a move is winning iff its minimax margin is. A superko move is never better than a pass (it loses outright), so the
+solver leaves such moves out.  ``tests/sai_go/test_endgames.py`` checks the engine against pgx move by move and the
+five endgames' claims; ``experiments/sai_go_positions.py`` asks SAI networks to choose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable
+
+PASS = "pass"
+GTP_COLUMNS = "ABCDEFGHJKLMNOPQRST"
+BLACK, WHITE, EMPTY = 1, -1, 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+    """A game state of :class:`Rules`: the board (``N²`` ints, +1 Black, −1 White, 0 empty, row by row from the top,
+    pgx's point order), who moves, consecutive passes, the simple-ko point (−1: none), plies played (pgx's step count),
+    the boards seen after every earlier move of the game, and how the game ended (if it did)."""
+
+    board: tuple[int, ...]
+    to_move: int
+    passes: int = 0
+    ko: int = -1
+    ply: int = 0
+    history: frozenset = frozenset()
+    terminated: bool = False
+    superko: bool = False  # ended by a positional-superko move (its mover lost)
+
+
+class Rules:
+    """pgx's Go rules on an N×N board (see the module docstring), on :class:`Position` values."""
+
+    def __init__(self, size: int = 7, max_plies: int | None = None):
+        self.size = size
+        self.points = size * size
+        self.pass_move = self.points
+        self.max_plies = 2 * self.points if max_plies is None else max_plies
+        self.neighbours = tuple(
+            tuple(r * size + c for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1))
+                  if 0 <= r < size and 0 <= c < size)
+            for row, col in (divmod(point, size) for point in range(self.points)))
+
+    # --- text ---------------------------------------------------------------------------------------------------
+
+    def vertex(self, move: int) -> str:
+        if move == self.pass_move:
+            return PASS
+        row, column = divmod(move, self.size)
+        return f"{GTP_COLUMNS[column]}{self.size - row}"
+
+    def move(self, vertex: str) -> int:
+        vertex = vertex.strip().upper()
+        if vertex == PASS.upper():
+            return self.pass_move
+        column, row = GTP_COLUMNS.index(vertex[0]), self.size - int(vertex[1:])
+        if not (0 <= column < self.size and 0 <= row < self.size):
+            raise ValueError(f"vertex {vertex!r} is off a {self.size}x{self.size} board")
+        return row * self.size + column
+
+    def initial(self) -> Position:
+        return Position(board=(EMPTY,) * self.points, to_move=BLACK)
+
+    # --- chains and moves ---------------------------------------------------------------------------------------
+
+    def chain(self, board: tuple[int, ...], point: int) -> tuple[set[int], set[int]]:
+        """The chain through the stone at ``point`` and its liberties."""
+        colour, stones, liberties, frontier = board[point], {point}, set(), [point]
+        while frontier:
+            for neighbour in self.neighbours[frontier.pop()]:
+                if board[neighbour] == EMPTY:
+                    liberties.add(neighbour)
+                elif board[neighbour] == colour and neighbour not in stones:
+                    stones.add(neighbour)
+                    frontier.append(neighbour)
+        return stones, liberties
+
+    def is_legal(self, position: Position, move: int) -> bool:
+        """pgx's legal-action mask for one move (superko moves are legal: they lose)."""
+        if position.terminated:
+            return False
+        if move == self.pass_move:
+            return True
+        board = position.board
+        if board[move] != EMPTY or move == position.ko:
+            return False
+        for neighbour in self.neighbours[move]:
+            colour = board[neighbour]
+            if colour == EMPTY:
+                return True
+            liberties = len(self.chain(board, neighbour)[1])
+            if colour == -position.to_move and liberties == 1:  # captures it
+                return True
+            if colour == position.to_move and liberties >= 2:  # joins a chain that keeps a liberty
+                return True
+        return False
+
+    def legal_moves(self, position: Position) -> list[int]:
+        return [move for move in range(self.points + 1) if self.is_legal(position, move)]
+
+    def play(self, position: Position, move: int) -> Position:
+        """The position after a legal ``move`` (a ValueError otherwise)."""
+        if not self.is_legal(position, move):
+            raise ValueError(f"illegal move {self.vertex(move)} for {'Black' if position.to_move == BLACK else 'White'}")
+        ply = position.ply + 1
+        if move == self.pass_move:
+            passes = position.passes + 1
+            return dataclasses.replace(position, to_move=-position.to_move, passes=passes, ko=-1, ply=ply,
+                                       history=position.history | {position.board},
+                                       terminated=passes >= 2 or ply >= self.max_plies)
+        board = list(position.board)
+        mover = position.to_move
+        surrounded = all(board[n] == -mover for n in self.neighbours[move])
+        captured: set[int] = set()
+        for neighbour in self.neighbours[move]:
+            if board[neighbour] == -mover and neighbour not in captured:
+                stones, liberties = self.chain(position.board, neighbour)
+                if liberties == {move}:
+                    captured |= stones
+        for point in captured:
+            board[point] = EMPTY
+        board[move] = mover
+        board = tuple(board)
+        ko = next(iter(captured)) if surrounded and len(captured) == 1 else -1
+        superko = board in position.history
+        return Position(board=board, to_move=-mover, passes=0, ko=ko, ply=ply, history=position.history | {board},
+                        terminated=superko or ply >= self.max_plies, superko=superko)
+
+    def replay(self, vertices: Iterable[str], start: Position | None = None) -> Position:
+        position = self.initial() if start is None else start
+        for vertex in vertices:
+            position = self.play(position, self.move(vertex))
+        return position
+
+    # --- scoring ------------------------------------------------------------------------------------------------
+
+    def area_difference(self, board: tuple[int, ...]) -> int:
+        """Tromp–Taylor area of Black minus White: stones plus empty regions that reach only that colour."""
+        total, seen = sum(board), set()
+        for point in range(self.points):
+            if board[point] != EMPTY or point in seen:
+                continue
+            region, reaches, frontier = {point}, set(), [point]
+            while frontier:
+                for neighbour in self.neighbours[frontier.pop()]:
+                    if board[neighbour] == EMPTY and neighbour not in region:
+                        region.add(neighbour)
+                        frontier.append(neighbour)
+                    elif board[neighbour] != EMPTY:
+                        reaches.add(board[neighbour])
+            seen |= region
+            if len(reaches) == 1:
+                total += len(region) * reaches.pop()
+        return total
+
+
+# --- the exact solver ---------------------------------------------------------------------------------------------
+
+#: A superko loss, from the loser's view: below any area difference.
+SUPERKO_LOSS = -10_000
+
+
+def unconditionally_alive(rules: Rules, board: tuple[int, ...], colour: int) -> set[int]:
+    """The stones of ``colour``'s chains that can never be captured, even if ``colour`` always passes (Benson's
+    algorithm: keep the chains with at least two vital regions among the regions bordered only by kept chains)."""
+    chains: list[tuple[frozenset, frozenset]] = []
+    owner: dict[int, int] = {}
+    for point in range(rules.points):
+        if board[point] == colour and point not in owner:
+            stones, liberties = rules.chain(board, point)
+            for stone in stones:
+                owner[stone] = len(chains)
+            chains.append((frozenset(stones), frozenset(liberties)))
+    regions = []  # (empty points, bordering chain indices) of each connected set of points without colour's stones
+    seen: set[int] = set()
+    for point in range(rules.points):
+        if board[point] == colour or point in seen:
+            continue
+        region, borders, frontier = {point}, set(), [point]
+        while frontier:
+            for neighbour in rules.neighbours[frontier.pop()]:
+                if board[neighbour] == colour:
+                    borders.add(owner[neighbour])
+                elif neighbour not in region:
+                    region.add(neighbour)
+                    frontier.append(neighbour)
+        seen |= region
+        regions.append((frozenset(p for p in region if board[p] == EMPTY), frozenset(borders)))
+    alive = set(range(len(chains)))
+    while True:
+        healthy = [(empties, borders) for empties, borders in regions if borders <= alive]
+        keep = {index for index in alive
+                if sum(index in borders and empties <= chains[index][1] for empties, borders in healthy) >= 2}
+        if keep == alive:
+            return {stone for index in alive for stone in chains[index][0]}
+        alive = keep
+
+
+def own_eyes(rules: Rules, board: tuple[int, ...], colour: int) -> set[int]:
+    """Single empty points whose neighbours are all stones of ``colour``'s unconditionally alive chains."""
+    alive = unconditionally_alive(rules, board, colour)
+    return {point for point in range(rules.points)
+            if board[point] == EMPTY and all(n in alive for n in rules.neighbours[point])}
+
+
+@dataclasses.dataclass
+class Solution:
+    """Exact minimax values (Black's area difference, komi excluded) of every legal move of a position."""
+
+    values: dict[str, int]  # move (GTP vertex) -> Black's final area difference after it, both sides playing it best
+    nodes: int  # positions visited
+
+
+def solve(rules: Rules, position: Position, alpha_beta: bool = True) -> Solution:
+    """Every legal move's minimax value: alpha-beta (or, with ``alpha_beta=False``, plain minimax, for checking it)
+    over the whole game tree under pgx's rules, in which no player
+    fills a single-point eye of its own unconditionally alive chains (:func:`own_eyes`).
+
+    That one restriction keeps the tree small: such a move changes no area (a stone replaces a point of territory)
+    and, repeated, only hands the opponent the chain; without it every line in which a player fills its own eyes
+    would have to be searched to the end of the game that follows the capture.  The opponent cannot play there at
+    all (suicide).  Small-board Go solvers prune moves inside a player's own safe regions the same way (van der Werf
+    et al., *Solving Go on small boards*, 2003).  Superko moves are left out too (each loses at once; a pass is
+    always available instead).
+    """
+    counter = [0]
+
+    def negamax(position: Position, alpha: int, beta: int) -> int:
+        """The mover's best final area difference (mover minus opponent) from ``position``, exact inside
+        ``(alpha, beta)``."""
+        counter[0] += 1
+        if position.terminated:
+            if position.superko:  # the player who just moved lost; the mover here won
+                return -SUPERKO_LOSS
+            return position.to_move * rules.area_difference(position.board)
+        best = SUPERKO_LOSS
+        for move in candidate_moves(position):
+            child = rules.play(position, move)
+            if child.superko:
+                continue
+            value = -negamax(child, -beta, -alpha)
+            best = max(best, value)
+            alpha = max(alpha, value)
+            if alpha >= beta and alpha_beta:
+                break
+        return best
+
+    def candidate_moves(position: Position) -> list[int]:
+        """Legal moves but own eyes; captures first, the pass last (the order only speeds alpha-beta up)."""
+        eyes = own_eyes(rules, position.board, position.to_move)
+        stones = [m for m in rules.legal_moves(position) if m != rules.pass_move and m not in eyes]
+        stones.sort(key=lambda m: -sum(position.board[n] == -position.to_move for n in rules.neighbours[m]))
+        return stones + [rules.pass_move]
+
+    values = {}
+    wide = 10 * rules.points
+    for move in candidate_moves(position):
+        child = rules.play(position, move)
+        if not child.superko:
+            values[rules.vertex(move)] = child.to_move * negamax(child, -wide, wide)  # the child mover's view -> Black's
+    return Solution(values, counter[0])
+
+
+# --- positions from diagrams --------------------------------------------------------------------------------------
+
+STONE_SYMBOLS = {"X": BLACK, "O": WHITE, ".": EMPTY}
+
+
+def parse_diagram(rows: Iterable[str]) -> tuple[int, ...]:
+    """A board from N rows, top row first, one symbol a point (``X`` Black, ``O`` White, ``.`` empty; spaces
+    ignored)."""
+    cells = [STONE_SYMBOLS[symbol] for row in rows for symbol in row.replace(" ", "")]
+    size = int(round(len(cells) ** 0.5))
+    if size * size != len(cells):
+        raise ValueError(f"a diagram needs N rows of N points, got {len(cells)} points")
+    return tuple(cells)
+
+
+def setup_vertices(rules: Rules, board: tuple[int, ...], to_move: int) -> list[str]:
+    """GTP moves from the empty board (Black first, alternating) that build ``board`` with ``to_move`` to move: the
+    stones in reading order, the colour with more stones passing in between at the start (never two passes in a row),
+    the last move a stone.  No stone is ever captured on the way when every chain of ``board`` has a liberty: each
+    intermediate board's chains are then parts of final chains with at least one liberty each."""
+    black = [rules.vertex(p) for p in range(rules.points) if board[p] == BLACK]
+    white = [rules.vertex(p) for p in range(rules.points) if board[p] == WHITE]
+    steps = len(black) + len(white)
+    while steps % 2 != (0 if to_move == BLACK else 1) or (steps + 1) // 2 < len(black) or steps // 2 < len(white):
+        steps += 1
+    black_steps = [PASS] * ((steps + 1) // 2 - len(black)) + black
+    white_steps = [PASS] * (steps // 2 - len(white)) + white
+    moves = [(black_steps if ply % 2 == 0 else white_steps)[ply // 2] for ply in range(steps)]
+    if any(a == b == PASS for a, b in zip(moves, moves[1:])) or moves[-1] == PASS:
+        raise ValueError("the diagram's stone counts need passes from both sides; add or remove a stone")
+    return moves
+
+
+@dataclasses.dataclass(frozen=True)
+class Endgame:
+    """A hand-made endgame: a diagram, the side to move, the komi (to White), and two winning moves of which
+    ``best`` has the largest margin."""
+
+    name: str
+    diagram: tuple[str, ...]
+    to_move: str  # "black" | "white"
+    komi: float
+    best: str
+    second: str
+    note: str = ""
+
+    @property
+    def mover(self) -> int:
+        return BLACK if self.to_move == "black" else WHITE
+
+    def board(self) -> tuple[int, ...]:
+        return parse_diagram(self.diagram)
+
+    def setup(self, rules: Rules) -> list[str]:
+        """The GTP moves that reach the position (see :func:`setup_vertices`)."""
+        return setup_vertices(rules, self.board(), self.mover)
+
+    def position(self, rules: Rules) -> Position:
+        position = rules.replay(self.setup(rules))
+        if position.board != self.board() or position.to_move != self.mover or position.terminated:
+            raise ValueError(f"endgame {self.name!r}: its setup moves do not reach the diagram")
+        return position
+
+    def margins(self, solution: Solution) -> dict[str, float]:
+        """Each move's exact final margin for the mover at the komi (positive: the mover wins)."""
+        return {move: self.mover * (value - self.komi) for move, value in solution.values.items()}
+
+
+#: The five endgames of ``sai-go-positions`` (margins: the mover's, at the komi, by :func:`solve`; both sides' eyes
+#: are A6/A2 and G6/G2, or B1/F1 and B7/F7).  Each is a double-gote choice: whichever point the mover leaves, the
+#: opponent takes.
+ENDGAMES = (
+    Endgame("capture-or-dame", (
+        "X X X X O O O",
+        ". X X X O O .",
+        "X X X X O O O",
+        "X X O . O O O",
+        "X X X X O O O",
+        ". X X X O O .",
+        "X X X . O O O"), "black", 0.5, best="D4", second="D1",
+        note="D4 captures the cutting stone C4 (White would connect it at D4): +4.5; the dame D1: +2.5"),
+    Endgame("connect-or-dame", (
+        "X X X . O O O",
+        ". X X X O O .",
+        "X X X X O O O",
+        "X X O . O O O",
+        "X X O X O O O",
+        ". X X X O O .",
+        "X X X X O O O"), "white", 9.5, best="D4", second="D7",
+        note="D4 connects White's two stones C4-C3 (Black would capture them at D4): +8.5; the dame D7: +4.5"),
+    Endgame("two-captures", (
+        "X X X X O O O",
+        ". X O . O O .",
+        "X X X X O O O",
+        "X X O . O O O",
+        "X X O X O O O",
+        ". X X X O O .",
+        "X X X X O O O"), "black", 0.5, best="D4", second="D6",
+        note="D4 captures two stones (C4-C3): +2.5; D6 captures one (C6): +0.5; a pass loses (−1.5)"),
+    Endgame("capture-two-or-save-one", (
+        "O . O O O . O",
+        "O O O O O O O",
+        "O O X X O O O",
+        "X O O . X . X",
+        "X X X X X O X",
+        "X X X X X X X",
+        "X . X X X . X"), "white", 9.5, best="D4", second="F4",
+        note="D4 captures Black's C5-D5: +8.5; F4 saves White's F3: +6.5"),
+    Endgame("save-two-or-capture-one", (
+        "X X X X O O O",
+        ". X O . O O .",
+        "X X X O O O O",
+        "X X X . X X O",
+        "X X X X O O O",
+        ". X X X O O .",
+        "X X X X O O O"), "black", 0.5, best="D4", second="D6",
+        note="D4 saves Black's E4-F4: +4.5; D6 captures White's C6: +2.5"),
+)
