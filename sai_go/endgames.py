@@ -25,7 +25,6 @@ five endgames' claims; ``experiments/sai_go_positions.py`` asks SAI networks to 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterable
 
 PASS = "pass"
@@ -36,8 +35,8 @@ BLACK, WHITE, EMPTY = 1, -1, 0
 @dataclasses.dataclass(frozen=True)
 class Position:
     """A game state of :class:`Rules`: the board (``N²`` ints, +1 Black, −1 White, 0 empty, row by row from the top,
-    pgx's point order), who moves, consecutive passes, the simple-ko point (−1: none), plies played (pgx's step count),
-    the boards seen after every earlier move of the game, and how the game ended (if it did)."""
+    pgx's point order), who moves, consecutive passes, the simple-ko point (−1: none), plies played (pgx's step
+    count), the boards seen after every earlier move of the game, and how the game ended (if it did)."""
 
     board: tuple[int, ...]
     to_move: int
@@ -122,7 +121,8 @@ class Rules:
     def play(self, position: Position, move: int) -> Position:
         """The position after a legal ``move`` (a ValueError otherwise)."""
         if not self.is_legal(position, move):
-            raise ValueError(f"illegal move {self.vertex(move)} for {'Black' if position.to_move == BLACK else 'White'}")
+            colour = "Black" if position.to_move == BLACK else "White"
+            raise ValueError(f"illegal move {self.vertex(move)} for {colour}")
         ply = position.ply + 1
         if move == self.pass_move:
             passes = position.passes + 1
@@ -278,7 +278,8 @@ def solve(rules: Rules, position: Position, alpha_beta: bool = True) -> Solution
     for move in candidate_moves(position):
         child = rules.play(position, move)
         if not child.superko:
-            values[rules.vertex(move)] = child.to_move * negamax(child, -wide, wide)  # the child mover's view -> Black's
+            # negamax gives the child's mover's view; Black's is its sign times it
+            values[rules.vertex(move)] = child.to_move * negamax(child, -wide, wide)
     return Solution(values, counter[0])
 
 
