@@ -7,12 +7,16 @@ and λ's effect on the choice between two winning moves.
 2. **Winrate curve** — the fair komi k* = ⌊α_∅⌋ + ½ of the last network, then ``games_per_komi`` self-play games at
    each k* + offset: Black's observed winrate against the predicted σ(β_∅(α_∅ − k)) (Fig. 2's comparison, with our
    own network standing in for the reference).
-3. **Two winning moves** — a real 7×7 endgame (tests/sai_go's: Black to move at komi −20.5 wins by 20.5 capturing
-   at A5, by 13.5 filling the dame D4, by 12.5 passing, by exhaustive count of the position after each): for each
-   checkpoint, the root's α, β and the two children's, and the share of ``endgame_seeds`` PUCT searches (root noise
-   on) that choose the capture, for each λ.  Only one position (the paper used five, and 13 networks).
+3. **Two winning moves** — the five hand-made endgames of :mod:`sai_go.endgames` (each: a side to move, a komi, a
+   move with the largest margin and another winning move with a smaller one, both checked here again by the exact
+   solver): for each network, α and β at each endgame (mover's view; mean ± sd over the networks) and its winrate
+   curve ρ(k) = σ(β(α + k̄)) over the komi; for each λ, the share of ``endgame_seeds`` PUCT searches (root noise on,
+   so seeds differ) that choose the best move, the second one, or another (SAI Fig. 3: 5 positions, 13 networks,
+   1000 searches each).
 
-``results.json`` holds everything; ``figures/sai-go-positions.png`` the three panels.
+``sections`` picks which of the three parts run (``margin``, ``komi_curve``, ``endgames``).
+``results.json`` holds everything; ``figures/sai-go-positions.png`` the three panels (the third: the best move's share
+against λ, mean over the networks), ``figures/sai-go-endgames.png`` each endgame's winrate curves.
 """
 
 from __future__ import annotations
@@ -29,21 +33,12 @@ from zerolab.api import SearchConfig, SelfPlayConfig, complete_games
 from zerolab.checkpoint import Checkpointer
 from zerolab.plots import new_figure, save_figure
 from sai_go.agents import SaiAgent
+from sai_go.endgames import ENDGAMES, Rules, solve
 from sai_go.search import evaluate, sai_search
 from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
-from sai_go.value import winrate
+from sai_go.value import signed_komi, winrate
 
-BLACK_STONES = ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "A3", "B4"]
-WHITE_STONES = ["E1", "E2", "E3", "E4", "E5", "E6", "E7", "A4", "F4"]
-ENDGAME_KOMI, CAPTURE, DAME = -20.5, "A5", "D4"
-
-
-def endgame_state(game):
-    step = jax.jit(game.step)
-    state = game.init(jax.random.key(0))
-    for black, white in zip(BLACK_STONES, WHITE_STONES):
-        state = step(step(state, game.gtp_to_action(black)), game.gtp_to_action(white))
-    return state
+SECTIONS = ("margin", "komi_curve", "endgames")
 
 
 def replay(game, actions):
@@ -52,6 +47,72 @@ def replay(game, actions):
     for action in actions:
         state = step(state, int(action))
     return state
+
+
+def endgame_states(game):
+    """The pgx states of :data:`sai_go.endgames.ENDGAMES` (their setup moves from the empty board), stacked [E]."""
+    rules = Rules(game.size)
+    states = [replay(game, [game.gtp_to_action(vertex) for vertex in endgame.setup(rules)]) for endgame in ENDGAMES]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+
+
+@functools.lru_cache(maxsize=4)
+def compiled_endgame_search(game, network, num_simulations: int):
+    """``(variables, key, states [B], komi [B], lam) -> chosen actions [B]``: PUCT with root noise, compiled once for
+    every network and λ."""
+    config = SearchConfig(kind="muzero", num_simulations=num_simulations, dirichlet_alpha=0.03 * 361 / 49)
+    return jax.jit(lambda variables, key, states, komi, lam: sai_search(config, game, network, variables, key, states,
+                                                                         komi, lam).action)
+
+
+def mean_sd(values) -> list[float]:
+    values = np.asarray(values, np.float64)
+    return [float(values.mean()), float(values.std())]
+
+
+def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> dict:
+    """Section 3: each endgame's exact margins, each network's α, β (mover's view) and winrate curve, and the share
+    of searches choosing the best, the second or another move, for each λ."""
+    game = agents[-1].game
+    rules = Rules(game.size)
+    states = endgame_states(game)
+    seeds = int(config.endgame_seeds)
+    count = len(ENDGAMES)
+    batch = jax.tree.map(lambda leaf: jnp.repeat(leaf, seeds, axis=0), states)  # [E·seeds], endgame-major
+    komi = jnp.repeat(jnp.asarray([endgame.komi for endgame in ENDGAMES], jnp.float32), seeds)
+    search = compiled_endgame_search(game, agents[-1].network, int(config.simulations))
+    komi_grid = np.linspace(-30.0, 30.0, 121)
+    results = {}
+    for index, endgame in enumerate(ENDGAMES):
+        margins = endgame.margins(solve(rules, endgame.position(rules)))
+        results[endgame.name] = {
+            "to_move": endgame.to_move, "komi": endgame.komi, "best": endgame.best, "second": endgame.second,
+            "note": endgame.note, "exact_margins": margins, "alpha": [], "beta": [], "curves": [],
+            "choices": {f"{lam:g}": {"best": [], "second": [], "other": []} for lam in config.lambdas}}
+    black_to_move = np.asarray(game.black_to_move(states))
+    for agent in agents:
+        _, value = evaluate(agent.network, agent.variables, states)
+        alpha, beta = np.asarray(value.alpha), np.asarray(value.beta)
+        for index, endgame in enumerate(ENDGAMES):
+            row = results[endgame.name]
+            row["alpha"].append(float(alpha[index]))
+            row["beta"].append(float(beta[index]))
+            grid_komi = np.asarray(signed_komi(jnp.asarray(komi_grid), bool(black_to_move[index])))
+            row["curves"].append(np.asarray(winrate(alpha[index], beta[index], grid_komi)).round(4).tolist())
+        for lam in config.lambdas:
+            actions = np.asarray(search(agent.variables, jax.random.fold_in(key, 7), batch, komi,
+                                        jnp.float32(lam))).reshape(count, seeds)
+            for index, endgame in enumerate(ENDGAMES):
+                best, second = game.gtp_to_action(endgame.best), game.gtp_to_action(endgame.second)
+                shares = results[endgame.name]["choices"][f"{lam:g}"]
+                shares["best"].append(float(np.mean(actions[index] == best)))
+                shares["second"].append(float(np.mean(actions[index] == second)))
+                shares["other"].append(float(np.mean((actions[index] != best) & (actions[index] != second))))
+    for row in results.values():
+        row["alpha_mean_sd"], row["beta_mean_sd"] = mean_sd(row["alpha"]), mean_sd(row["beta"])
+        row["best_share_mean_sd"] = {lam: mean_sd(shares["best"]) for lam, shares in row["choices"].items()}
+    return {"steps": steps, "seeds": seeds, "simulations": int(config.simulations), "komi_grid": komi_grid.tolist(),
+            "positions": results}
 
 
 @functools.lru_cache(maxsize=4)
@@ -76,87 +137,89 @@ def selfplay(agent: SaiAgent, num_games: int, key, fresh_komi=None):
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    steps = list(config.steps) or [s for s in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps() if s]
+    sections = list(config.sections)
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
+    steps = list(config.steps) or Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
     agents = [SaiAgent.from_checkpoint(config.network, step, simulations=int(config.simulations)) for step in steps]
     last = agents[-1]
     game = last.game
     key = jax.random.key(int(config.seed))
-    results: dict = {"network": str(config.network), "steps": steps}
-
-    # 1. α against the final margin, by ply.
-    frames, records = selfplay(last, int(config.heldout_games), jax.random.fold_in(key, 1))
-    errors_by_ply: dict[int, list[float]] = {}
-    alpha = np.asarray(frames.extras["alpha"])
-    for lane, start, actions, _ in complete_games(records):
-        if start != 0:
-            continue
-        final = replay(game, actions)
-        if bool(game.ended_by_rule_violation(final)):
-            continue
-        area = float(game.area_difference(final))
-        for ply in range(len(actions)):
-            black_alpha = alpha[ply, lane] if ply % 2 == 0 else -alpha[ply, lane]
-            errors_by_ply.setdefault(ply, []).append(abs(black_alpha - area))
-    results["alpha_mae_by_ply"] = {ply: float(np.mean(values)) for ply, values in sorted(errors_by_ply.items())}
-    results["alpha_mae"] = float(np.mean([v for values in errors_by_ply.values() for v in values]))
-
-    # 2. The empty board's winrate curve against self-play results around the fair komi.
-    empty = jax.vmap(game.init)(jax.random.key(0)[None])
-    _, value = evaluate(last.network, last.variables, empty)
-    empty_alpha, empty_beta = float(value.alpha[0]), float(value.beta[0])
-    fair = float(np.floor(empty_alpha) + 0.5)
-    curve = []
-    for index, offset in enumerate(config.komi_offsets):
-        komi = fair + float(offset)
-        _, records = selfplay(last, int(config.games_per_komi), jax.random.fold_in(key, 100 + index), komi)
-        games = [(lane, actions, score) for lane, start, actions, score in complete_games(records) if start == 0]
-        black_wins = sum(score for _, _, score in games)  # the first player is Black
-        curve.append({"komi": komi, "games": len(games), "black_winrate": black_wins / max(len(games), 1),
-                      "predicted": float(winrate(empty_alpha, empty_beta, -komi))})
-    results.update({"empty_alpha": empty_alpha, "empty_beta": empty_beta, "fair_komi": fair, "komi_curve": curve})
-
-    # 3. Two winning moves: α, β over the networks and the capture's share for each λ.
-    state = endgame_state(game)
-    children = jax.tree.map(lambda *leaves: jnp.stack(leaves), *[jax.jit(game.step)(state, game.gtp_to_action(move))
-                                                                 for move in (CAPTURE, DAME)])
-    seeds = int(config.endgame_seeds)
-    batch = jax.tree.map(lambda leaf: jnp.stack([leaf] * seeds), state)
-    capture, dame = game.gtp_to_action(CAPTURE), game.gtp_to_action(DAME)
-    endgame = {"root": [], "capture_child": [], "dame_child": [], "capture_share": {f"{lam:g}": [] for lam in config.lambdas}}
-    search_config = SearchConfig(kind="muzero", num_simulations=int(config.simulations), dirichlet_alpha=0.03 * 361 / 49)
-    endgame_search = jax.jit(lambda variables, k, lam: sai_search(search_config, game, last.network, variables, k, batch,
-                                                                  jnp.full(seeds, ENDGAME_KOMI), lam).action)
-    for agent in agents:
-        _, root = evaluate(agent.network, agent.variables, jax.tree.map(lambda leaf: leaf[None], state))
-        _, child = evaluate(agent.network, agent.variables, children)
-        endgame["root"].append([float(root.alpha[0]), float(root.beta[0])])
-        endgame["capture_child"].append([float(child.alpha[0]), float(child.beta[0])])
-        endgame["dame_child"].append([float(child.alpha[1]), float(child.beta[1])])
-        for lam in config.lambdas:
-            actions = np.asarray(endgame_search(agent.variables, jax.random.fold_in(key, 7), jnp.float32(lam)))
-            chosen = actions[(actions == capture) | (actions == dame)]
-            endgame["capture_share"][f"{lam:g}"].append(float(np.mean(actions == capture)))
-            endgame.setdefault("two_move_share", {}).setdefault(f"{lam:g}", []).append(len(chosen) / seeds)
-    for name in ("root", "capture_child", "dame_child"):
-        values = np.array(endgame[name])
-        endgame[f"{name}_mean_sd"] = {"alpha": [float(values[:, 0].mean()), float(values[:, 0].std())],
-                                      "beta": [float(values[:, 1].mean()), float(values[:, 1].std())]}
-    results["endgame"] = endgame
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
-
+    results: dict = {"network": str(config.network), "steps": steps, "sections": sections}
     figure, axes = new_figure(columns=3)
-    plies = sorted(results["alpha_mae_by_ply"])
-    axes[0, 0].plot(plies, [results["alpha_mae_by_ply"][p] for p in plies])
-    axes[0, 0].set(xlabel="ply", ylabel="|α^B − final area difference|", title="α vs the final margin")
-    komis = [row["komi"] for row in curve]
-    axes[0, 1].plot(komis, [row["black_winrate"] for row in curve], "o", label="self-play (Black)")
-    grid = np.linspace(min(komis), max(komis), 100)
-    axes[0, 1].plot(grid, [float(winrate(empty_alpha, empty_beta, -k)) for k in grid], label="σ(β∅(α∅ − k))")
-    axes[0, 1].set(xlabel="komi", ylabel="Black's winrate", title="empty board")
-    axes[0, 1].legend(fontsize=8)
-    for lam, shares in endgame["capture_share"].items():
-        axes[0, 2].plot(steps, shares, marker="o", label=f"λ = {lam}")
-    axes[0, 2].set(xlabel="checkpoint", ylabel="P(capture: the larger margin)", title="two winning moves")
-    axes[0, 2].legend(fontsize=8)
+
+    if "margin" in sections:  # 1. α against the final margin, by ply.
+        frames, records = selfplay(last, int(config.heldout_games), jax.random.fold_in(key, 1))
+        errors_by_ply: dict[int, list[float]] = {}
+        alpha = np.asarray(frames.extras["alpha"])
+        for lane, start, actions, _ in complete_games(records):
+            if start != 0:
+                continue
+            final = replay(game, actions)
+            if bool(game.ended_by_rule_violation(final)):
+                continue
+            area = float(game.area_difference(final))
+            for ply in range(len(actions)):
+                black_alpha = alpha[ply, lane] if ply % 2 == 0 else -alpha[ply, lane]
+                errors_by_ply.setdefault(ply, []).append(abs(black_alpha - area))
+        results["alpha_mae_by_ply"] = {ply: float(np.mean(values)) for ply, values in sorted(errors_by_ply.items())}
+        results["alpha_mae"] = float(np.mean([v for values in errors_by_ply.values() for v in values]))
+        plies = sorted(results["alpha_mae_by_ply"])
+        axes[0, 0].plot(plies, [results["alpha_mae_by_ply"][p] for p in plies])
+        axes[0, 0].set(xlabel="ply", ylabel="|α^B − final area difference|", title="α vs the final margin")
+
+    if "komi_curve" in sections:  # 2. The empty board's winrate curve against self-play results around the fair komi.
+        empty = jax.vmap(game.init)(jax.random.key(0)[None])
+        _, value = evaluate(last.network, last.variables, empty)
+        empty_alpha, empty_beta = float(value.alpha[0]), float(value.beta[0])
+        fair = float(np.floor(empty_alpha) + 0.5)
+        curve = []
+        for index, offset in enumerate(config.komi_offsets):
+            komi = fair + float(offset)
+            _, records = selfplay(last, int(config.games_per_komi), jax.random.fold_in(key, 100 + index), komi)
+            games = [(lane, actions, score) for lane, start, actions, score in complete_games(records) if start == 0]
+            black_wins = sum(score for _, _, score in games)  # the first player is Black
+            curve.append({"komi": komi, "games": len(games), "black_winrate": black_wins / max(len(games), 1),
+                          "predicted": float(winrate(empty_alpha, empty_beta, -komi))})
+        results.update({"empty_alpha": empty_alpha, "empty_beta": empty_beta, "fair_komi": fair, "komi_curve": curve})
+        komis = [row["komi"] for row in curve]
+        axes[0, 1].plot(komis, [row["black_winrate"] for row in curve], "o", label="self-play (Black)")
+        grid = np.linspace(min(komis), max(komis), 100)
+        axes[0, 1].plot(grid, [float(winrate(empty_alpha, empty_beta, -k)) for k in grid], label="σ(β∅(α∅ − k))")
+        axes[0, 1].set(xlabel="komi", ylabel="Black's winrate", title="empty board")
+        axes[0, 1].legend(fontsize=8)
+
+    if "endgames" in sections:  # 3. Two winning moves: α, β over the networks and the best move's share for each λ.
+        endgame = endgame_choices(agents, steps, config, key)
+        results["endgames"] = endgame
+        lambdas = [float(lam) for lam in config.lambdas]
+        for name, row in endgame["positions"].items():
+            shares = [row["best_share_mean_sd"][f"{lam:g}"] for lam in lambdas]
+            axes[0, 2].errorbar(lambdas, [m for m, _ in shares], yerr=[sd for _, sd in shares], marker="o",
+                                capsize=3, label=name)
+        axes[0, 2].set(xlabel="λ", ylabel="P(best move)", ylim=(-0.05, 1.05),
+                       title=f"two winning moves ({len(steps)} networks)")
+        axes[0, 2].legend(fontsize=7)
+        curves, curve_axes = new_figure(columns=len(endgame["positions"]), width=4.0)
+        for axis, (name, row) in zip(curve_axes[0], endgame["positions"].items()):
+            for step, curve in zip(steps, row["curves"]):
+                axis.plot(endgame["komi_grid"], curve, label=f"step {step}")
+            axis.axvline(row["komi"], color="grey", linestyle=":")
+            (alpha_mean, alpha_sd), (beta_mean, beta_sd) = row["alpha_mean_sd"], row["beta_mean_sd"]
+            axis.set(xlabel="komi", ylabel=f"{row['to_move'].capitalize()}'s winrate", ylim=(-0.02, 1.02),
+                     title=f"{name}\nα {alpha_mean:.1f} ± {alpha_sd:.1f}, β {beta_mean:.2f} ± {beta_sd:.2f}")
+            axis.title.set_fontsize(8)
+        curve_axes[0, 0].legend(fontsize=7)
+        results["endgame_figure"] = str(save_figure(curves, workdir / "figures" / "sai-go-endgames.png"))
+
+    (workdir / "results.json").write_text(json.dumps(results, indent=2))
     results["figure"] = str(save_figure(figure, workdir / "figures" / "sai-go-positions.png"))
-    return {key: value for key, value in results.items() if key not in ("alpha_mae_by_ply",)}
+    (workdir / "results.json").write_text(json.dumps(results, indent=2))
+    summary = {key: value for key, value in results.items() if key not in ("alpha_mae_by_ply", "endgames")}
+    if "endgames" in results:
+        summary["endgames"] = {name: {k: row[k] for k in ("to_move", "komi", "best", "second", "alpha_mean_sd",
+                                                           "beta_mean_sd", "best_share_mean_sd")}
+                               | {"exact_margins": {m: row["exact_margins"][m] for m in (row["best"], row["second"])}}
+                               for name, row in results["endgames"]["positions"].items()}
+    return summary

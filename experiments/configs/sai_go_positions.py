@@ -1,6 +1,7 @@
 """sai-go-positions (SAI Figs. 2–3): what an SAI network's α and β know.
 
-``network`` is an SAI run directory; ``steps`` its checkpoints to use (empty: every kept step but 0).
+``network`` is an SAI run directory; ``steps`` its checkpoints to use (empty: every kept step, 0 included: the tiny
+run keeps 0, 4, 6, 7 and 8, five networks); ``sections`` the parts to run (margin, komi_curve, endgames).
 """
 
 import ml_collections
@@ -15,7 +16,8 @@ def get_config(preset: str = "tiny"):
         "heldout_games": 64,  # self-play games from the empty board (sampled komi, no branches): α vs final margin
         "komi_offsets": [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0],  # around the fair komi ⌊α_∅⌋ + ½
         "games_per_komi": 64,
-        "endgame_seeds": 128,  # searches (root noise on) per (position, network, λ)
+        "endgame_seeds": 128,  # searches (root noise on) per (endgame, network, λ); five endgames
+        "sections": ["margin", "komi_curve", "endgames"],
         "lambdas": [0.0, 0.5, 1.0],
         "progress": True,
     })
