@@ -85,9 +85,12 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
     results = {}
     for index, endgame in enumerate(ENDGAMES):
         margins = endgame.margins(solve(rules, endgame.position(rules)))
+        signed = endgame.komi if endgame.to_move == "white" else -endgame.komi
         results[endgame.name] = {
             "to_move": endgame.to_move, "komi": endgame.komi, "best": endgame.best, "second": endgame.second,
-            "note": endgame.note, "exact_margins": margins, "alpha": [], "beta": [], "curves": [],
+            "note": endgame.note, "exact_margins": margins,
+            "exact_alpha": margins[endgame.best] - signed,  # the mover's final area difference under best play
+            "alpha": [], "beta": [], "curves": [],
             "choices": {f"{lam:g}": {"best": [], "second": [], "other": []} for lam in config.lambdas}}
     black_to_move = np.asarray(game.black_to_move(states))
     for agent in agents:
@@ -218,8 +221,9 @@ def run(config, workdir: pathlib.Path) -> dict:
     (workdir / "results.json").write_text(json.dumps(results, indent=2))
     summary = {key: value for key, value in results.items() if key not in ("alpha_mae_by_ply", "endgames")}
     if "endgames" in results:
-        summary["endgames"] = {name: {k: row[k] for k in ("to_move", "komi", "best", "second", "alpha_mean_sd",
-                                                           "beta_mean_sd", "best_share_mean_sd")}
+        keys = ("to_move", "komi", "best", "second", "exact_alpha", "alpha_mean_sd", "beta_mean_sd",
+                "best_share_mean_sd")
+        summary["endgames"] = {name: {k: row[k] for k in keys}
                                | {"exact_margins": {m: row["exact_margins"][m] for m in (row["best"], row["second"])}}
                                for name, row in results["endgames"]["positions"].items()}
     return summary
