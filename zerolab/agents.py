@@ -63,6 +63,9 @@ class Agent(Protocol):
     # Optional: ``observe(states)`` — shown the batched positions of a ply the agent is not asked to move (a
     # :class:`zerolab.arena.TeamAgent` calls it on the members its rule skips), so an agent that follows its games
     # ply by ply (:class:`EngineAgent`'s boards) stays in step however long it is skipped.
+    # Optional: ``set_start_positions(start_fens)`` — called by the arena after ``new_game()`` when the games start
+    # from given positions (one text per game lane), for agents that cannot read a game's earlier moves off its pgx
+    # state (:class:`GTPEngineAgent` gives GNU Go the moves of a Go start position).
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -260,8 +263,10 @@ class GTPEngineAgent:
 
     The agent keeps each game lane's moves: between two of its calls the opponent played one move, found by
     comparing the lane's state after the agent's own move (replayed with pgx) with the new state (the point that
-    turned from empty to the opponent's colour; none means a pass).  Before each move the engine is given the lane's
-    game (``clear_board`` and the moves; only the new moves when it already holds that lane's game).  A move pgx
+    turned from empty to the opponent's colour; none means a pass).  Games from start positions
+    (:meth:`set_start_positions`, Go's move-list texts: :meth:`zerolab.games.go.GoGame.from_fen`) begin with those
+    moves.  Before each move the engine is given the lane's game (``clear_board`` and the moves; only the new moves
+    when it already holds that lane's game).  A move pgx
     does not allow (GNU Go's ko rule is not pgx's positional superko), ``resign``, or a move lost to an engine crash
     or time-out (the engine is restarted) becomes a uniformly random legal move, counted in ``fallback_moves``.
     """
@@ -283,14 +288,21 @@ class GTPEngineAgent:
     def new_game(self) -> None:
         self._moves: dict[int, list[int]] = {}  # lane -> pgx actions played so far
         self._after_own_move: dict[int, pgx.State] = {}  # lane -> state after this agent's last move
+        self._start: dict[int, tuple[list[int], pgx.State]] = {}  # lane -> its start position's moves and state
         self._engine_lane: int | None = None
         self._engine_moves: list[int] = []
+
+    def set_start_positions(self, start_fens: list[str] | None) -> None:
+        """The games of the next batch start from these positions (one move-list text per lane; None: the empty
+        board)."""
+        self._start = {} if start_fens is None else {
+            lane: (self.game.start_moves(text), self.game.from_fen(text)) for lane, text in enumerate(start_fens)}
 
     def _opponent_move(self, lane: int, state: pgx.State) -> int | None:
         """The move played since this agent's last move in ``lane`` (None when the lane starts now)."""
         before = self._after_own_move.get(lane)
         if before is None:
-            before = self.game.init(jax.random.key(0))
+            before = self._start[lane][1] if lane in self._start else self.game.init(jax.random.key(0))
         if int(self.game.plies_played(state)) != int(self.game.plies_played(before)) + 1:
             return None
         old, new = np.asarray(self.game.stone_colours(before)), np.asarray(self.game.stone_colours(state))
@@ -303,7 +315,7 @@ class GTPEngineAgent:
         actions = np.zeros(states.terminated.shape[0], np.int32)
         for lane in np.flatnonzero(~np.asarray(states.terminated)):
             state = jax.tree.map(lambda leaf: leaf[lane], states)
-            moves = self._moves.setdefault(int(lane), [])
+            moves = self._moves.setdefault(int(lane), list(self._start.get(int(lane), ([], None))[0]))
             if int(self.game.plies_played(state)) != len(moves):
                 opponent = self._opponent_move(int(lane), state)
                 if opponent is None or int(self.game.plies_played(state)) != len(moves) + 1:

@@ -5,7 +5,9 @@ other — so colours alternate evenly and each agent is called on one fixed-size
 by pgx, which decides when a game ends and who won; a game that reaches ``max_game_plies`` is a draw.  Results are
 W/D/L from A's side; games are written in the game's record format by :mod:`zerolab.pgn` (and as JSON lines with
 the moves and who chose each, :func:`zerolab.pgn.write_game_records`).  Games may start from given FENs (each played
-with both colours), and an agent may be a :class:`TeamAgent` whose members share the moves by a rule.  The batched
+with both colours; for Go, move lists from the empty board, e.g. a handicap: :meth:`zerolab.games.go.GoGame.from_fen`;
+agents with the optional ``set_start_positions`` hook are told them), and an agent may be a :class:`TeamAgent` whose
+members share the moves by a rule.  The batched
 ``init``/``step`` are compiled once per game (:func:`compiled_rules`).
 """
 
@@ -96,6 +98,10 @@ class TeamAgent:
         for member in self.members:
             member.new_game()
 
+    def set_start_positions(self, start_fens: Sequence[str] | None) -> None:
+        for member in self.members:
+            getattr(member, "set_start_positions", lambda start_fens: None)(start_fens)
+
 
 def _movers(agent: Agent, batch: int) -> list[str]:
     return agent.last_movers if isinstance(agent, TeamAgent) else [agent.name] * batch
@@ -121,8 +127,10 @@ def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax
     _, step = compiled_rules(game)
     key, init_key = jax.random.split(key)
     states = start_states(game, num_games, init_key, start_fens)
-    first.new_game()
-    second.new_game()
+    for agent in (first, second):
+        agent.new_game()
+        if start_fens is not None:  # the optional hook of agents that keep their own record of each game
+            getattr(agent, "set_start_positions", lambda start_fens: None)(list(start_fens))
     moves: list[list[str]] = [[] for _ in range(num_games)]
     movers: list[list[str]] = [[] for _ in range(num_games)]
     scores = np.zeros(num_games)  # from the first player's side, once finished

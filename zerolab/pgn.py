@@ -106,18 +106,28 @@ SGF_COLUMNS = "abcdefghijklmnopqrs"
 
 
 def to_sgf(game: Game, record: GameRecord, round_number: int, event: str) -> str:
-    """One Go game as SGF (FF[4]); the first player is Black.  Moves are GTP vertices (``C4``, ``pass``)."""
+    """One Go game as SGF (FF[4]).  Moves are GTP vertices (``C4``, ``pass``).  A game from a start position
+    (``record.start_fen``: the moves from the empty board, :meth:`zerolab.games.go.GoGame.from_fen`) begins with
+    those moves, named in a comment; its first player is the side to move there (White after a handicap)."""
     size = game.size
-    result = {1.0: "B+", 0.0: "W+"}.get(record.first_player_score, "0")
+    start = record.start_fen.split() if record.start_fen else []
+    black_first = len(start) % 2 == 0
+    black, white = (record.first_player, record.second_player) if black_first else (record.second_player,
+                                                                                     record.first_player)
+    first_colour, second_colour = ("B", "W") if black_first else ("W", "B")
+    result = {1.0: f"{first_colour}+", 0.0: f"{second_colour}+"}.get(record.first_player_score, "0")
     properties = [
         "FF[4]", "GM[1]", f"SZ[{size}]", f"KM[{game.komi:g}]", "RU[Tromp-Taylor]",
-        f"PB[{record.first_player}]", f"PW[{record.second_player}]", f"RE[{result}]",
+        f"PB[{black}]", f"PW[{white}]", f"RE[{result}]",
         f"DT[{datetime.date.today().isoformat()}]", f"EV[{event}]", f"RO[{round_number}]",
     ]
+    comments = [f"start position: {' '.join(start)}"] if start else []
     if record.capped:
-        properties.append("C[ply limit (adjudicated draw)]")
+        comments.append("ply limit (adjudicated draw)")
+    if comments:
+        properties.append(f"C[{'; '.join(comments)}]")
     nodes = []
-    for ply, vertex in enumerate(record.moves):
+    for ply, vertex in enumerate(start + list(record.moves)):
         colour = "B" if ply % 2 == 0 else "W"
         if vertex.lower() == "pass":
             point = ""

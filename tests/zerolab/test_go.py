@@ -68,3 +68,23 @@ def test_area_difference_of_hand_made_positions():
     state = step(step(state, game.pass_action), game.pass_action)
     assert bool(state.terminated) and bool(game.ended_by_two_passes(state))
     assert game.max_game_plies == 2 * 7 * 7
+
+
+def test_start_positions_are_move_lists_from_the_empty_board():
+    from zerolab.games import InvalidPositionError
+
+    game = GoGame(size=7, komi=0.5)
+    assert game.start_moves("C3 pass E5") == [game.gtp_to_action(v) for v in ("C3", "pass", "E5")]
+    state = game.from_fen("C3 pass E5")  # two handicap stones: White to move, nobody has just passed
+    step = jax.jit(game.step)
+    expected = step(step(step(game.init(jax.random.key(0)), 30), game.pass_action), 18)
+    np.testing.assert_array_equal(np.asarray(game.stone_colours(state)), np.asarray(game.stone_colours(expected)))
+    np.testing.assert_array_equal(np.asarray(state.observation), np.asarray(expected.observation))
+    assert not bool(game.black_to_move(state)) and int(game.plies_played(state)) == 3
+    assert not bool(game.ended_by_two_passes(state)) and not bool(state.terminated)
+    assert int(game.area_difference(game.from_fen(""))) == 0  # the empty text is the empty board
+    for text, message in [("C3 Z9", "C3 Z9.*malformed"), ("C3 C3", "move 2 .C3. cannot be played: it is illegal"),
+                          ("pass pass", "the game is over after these moves"),
+                          ("pass pass C3", "move 3 .C3. cannot be played: the game is already over")]:
+        with pytest.raises(InvalidPositionError, match=message):
+            game.from_fen(text)

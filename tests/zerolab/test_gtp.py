@@ -149,6 +149,33 @@ def test_checkpoint_plays_gnugo_through_the_arena(go_run, gnugo_path):
     assert gnugo.fallback_moves <= 2  # GNU Go's own moves are legal under pgx except for rare ko differences
 
 
+def test_gnugo_plays_handicap_games_from_arena_start_positions(gnugo_path, tmp_path, caplog):
+    """Two GNU Go levels from a two-stone handicap (``C3 pass E5``: White to move), each giving it once: every game
+    lane starts with the handicap moves in both engines' records, neither engine ever plays a move pgx refuses (as it
+    would on a board without the stones), the SGF has the setup."""
+    from zerolab.arena import play_match, write_pgn
+
+    game = GoGame(size=7, komi=0.5)
+    weak, strong = make_agent("gnugo:level=1", game), make_agent("gnugo:level=2", game)
+    try:
+        match = play_match(game, weak, strong, 2, jax.random.key(0), max_game_plies=game.max_game_plies,
+                           show_progress=False, start_fens=["C3 pass E5"])
+    finally:
+        weak.close()
+        strong.close()
+    assert [record.start_fen for record in match.games] == ["C3 pass E5"] * 2
+    assert [record.first_player for record in match.games] == [weak.name, strong.name]  # White moves first
+    assert not [r.message for r in caplog.records if "illegal" in r.message or "failed" in r.message]
+    last = match.games[-1]  # strong as White from the handicap; both engines kept the game from its start
+    for agent in (weak, strong):
+        moves = [game.action_to_gtp(action) for action in agent._moves[0]]
+        assert moves[:3] == ["C3", "pass", "E5"] and moves[3:] == last.moves[: len(moves) - 3]
+        assert len(moves) - 3 >= last.plies - 1
+    sgf = write_pgn(game, match, tmp_path / "handicap.sgf").read_text().splitlines()[-1]
+    assert f"PB[{weak.name}]" in sgf and f"PW[{strong.name}]" in sgf
+    assert "C[start position: C3 pass E5]" in sgf and ";B[ce];W[];B[ec];W[" in sgf
+
+
 def test_checkpoint_gtp_server_plays_gnugo_as_subprocesses(go_run, gnugo_path, monkeypatch):
     """A tiny referee relays moves between ``python -m zerolab gtp --checkpoint`` and GNU Go; pgx checks each."""
     monkeypatch.chdir(REPOSITORY)  # where ``python -m zerolab`` finds the package

@@ -17,15 +17,22 @@ pass count, the step count).  Everything else asks it:
 * ``ended_by_rule_violation(states)`` — the game ended by a positional-superko move (pgx's winner stands);
 * ``max_game_plies`` — pgx ends every game after ``2·N²`` plies (98 on 7×7);
 * ``black_player(states)`` — the pgx player id (0 or 1) playing Black, to read ``states.rewards``.
+
+Go has no FEN: a **start position** (the arena's ``start_fens``, e.g. a handicap) is written as the moves that reach
+it from the empty board, GTP vertices with Black first and colours alternating (``C3 pass E5``: two handicap stones,
+White to move); :meth:`GoGame.start_moves` reads such a text and :meth:`GoGame.from_fen` builds its pgx state.
 """
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import pgx
 import pgx.go
 
-from zerolab.games.base import Game
+from zerolab.games.base import Game, InvalidPositionError
 
 GTP_COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP skips the letter I
 
@@ -106,6 +113,31 @@ class GoGame(Game):
     def pass_action(self) -> int:
         return self.size * self.size
 
+    # --- start positions (see the module docstring) -------------------------------------------------------------
+
+    def start_moves(self, text: str) -> list[int]:
+        """pgx actions of a start-position text (GTP vertices from the empty board, Black first); raises
+        :class:`InvalidPositionError` naming the text for a malformed vertex."""
+        try:
+            return [self.gtp_to_action(vertex) for vertex in text.split()]
+        except ValueError as error:
+            raise InvalidPositionError(f"Go start position {text!r}: {error}") from None
+
+    def from_fen(self, text: str) -> pgx.State:
+        """The unbatched pgx state a start-position text leads to; every move must be legal under pgx's rules and
+        the game not over (:class:`InvalidPositionError` naming the text otherwise)."""
+        step = _compiled_step(self)
+        state = self.init(jax.random.key(0))
+        for index, action in enumerate(self.start_moves(text)):
+            if bool(state.terminated) or not bool(state.legal_action_mask[action]):
+                reason = "the game is already over" if bool(state.terminated) else "it is illegal"
+                raise InvalidPositionError(f"Go start position {text!r}: move {index + 1} "
+                                           f"({self.action_to_gtp(action)}) cannot be played: {reason}")
+            state = step(state, action)
+        if bool(state.terminated):
+            raise InvalidPositionError(f"Go start position {text!r}: the game is over after these moves")
+        return state
+
     def action_to_gtp(self, action: int) -> str:
         """GTP vertex (``C4``, ``pass``) of a pgx action; pgx numbers points row by row from the top."""
         action = int(action)
@@ -124,6 +156,11 @@ class GoGame(Game):
         if not 0 <= row < self.size:
             raise ValueError(f"GTP vertex {vertex!r} is off a {self.size}x{self.size} board")
         return row * self.size + column
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_step(game: GoGame):
+    return jax.jit(game.step)
 
 
 def _neighbours(size: int) -> jnp.ndarray:
