@@ -1,15 +1,27 @@
-"""sai-go-gnugo: an SAI network at several λ against GNU Go levels, both colours at one komi, with margins.
+"""sai-go-gnugo: an SAI network at several λ against GNU Go levels, both colours at one komi, with margins; and, as
+extensions the paper could not assess on 7×7, games at other komi and handicap games.
 
-For each (λ, level) the network (PUCT, no root noise, ``simulations`` per move) plays ``games`` games, half as
-Black; pgx referees at ``komi``.  Each game is replayed to count its Tromp–Taylor margin for SAI (area margin at the
-komi, from SAI's side).  ``results.json`` has a row per (λ, level): score, wins/losses, the mean margin of all games
-and of SAI's wins; ``summary.json`` the table.  Rows already in ``results.json`` are kept on a rerun.
+For each (λ, level) the network (PUCT, no root noise, ``simulations`` per move, its first ``temperature_plies`` plies
+drawn from the visits) plays ``games`` games, half as Black; pgx referees at ``komi``.  Each game is replayed to
+count its Tromp–Taylor margin for SAI (area margin at the game's komi, from SAI's side).
+
+Extensions (rows marked ``"extension": true``), each (λ, level) again, ``games`` games, both colours:
+
+* ``komi_values`` — the same match at other komi (GNU Go is told the komi too);
+* ``handicaps`` — ``1``: no stones, Black moves first at ``handicap_komi`` (the usual one-stone handicap);
+  ``n`` ≥ 2: the fixed handicap stones (:mod:`sai_go.handicap`, C3 and E5 for two) as the arena's start position,
+  White to move, at ``handicap_komi``.  Half the games SAI takes the handicap (Black), half it gives it (White).
+
+``results.json`` has a row per setting: score, wins/losses, the score and mean margin as Black and as White, the
+mean margin of all games and of SAI's wins; ``summary.json`` the table; games go to ``games/*.sgf``.  Rows already
+in ``results.json`` are kept on a rerun.
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import zlib
 
 import jax
 import numpy as np
@@ -18,6 +30,7 @@ from zerolab.agents import make_agent
 from zerolab.arena import play_match, write_pgn
 from zerolab.games import make_game
 from sai_go.agents import SaiAgent
+from sai_go.handicap import handicap_start
 
 
 def game_margin(game, moves: list[str]) -> float:
@@ -29,43 +42,84 @@ def game_margin(game, moves: list[str]) -> float:
     return float(game.area_difference(state)) - game.komi
 
 
+def settings(config) -> list[dict]:
+    """Every (komi, start position) the match is played at: the main komi, then the extensions."""
+    rows = [{"setting": f"komi {float(config.komi):g}", "komi": float(config.komi), "start": None,
+             "extension": False}]
+    rows += [{"setting": f"komi {float(komi):g}", "komi": float(komi), "start": None, "extension": True}
+             for komi in config.komi_values if float(komi) != float(config.komi)]
+    for stones in config.handicaps:
+        start = None if int(stones) == 1 else handicap_start(7, int(stones))
+        rows.append({"setting": f"handicap {int(stones)}", "komi": float(config.handicap_komi), "start": start,
+                     "extension": True})
+    return rows
+
+
+def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> dict:
+    """``config.games`` games of ``agent`` against ``engine`` in one setting, half with each colour."""
+    games = int(config.games)
+    start_fens = None if setting["start"] is None else [setting["start"]] * (games // 2)
+    match = play_match(game, agent, engine, games, key, max_game_plies=int(config.max_game_plies),
+                       show_progress=bool(config.progress), start_fens=start_fens)
+    by_colour: dict[str, list[tuple[float, float]]] = {"black": [], "white": []}
+    for record in match.games:
+        start = record.start_fen.split() if record.start_fen else []
+        black = record.first_player if len(start) % 2 == 0 else record.second_player
+        black_margin = game_margin(game, start + record.moves)
+        score = record.first_player_score if record.first_player == agent.name else 1 - record.first_player_score
+        colour = "black" if black == agent.name else "white"
+        by_colour[colour].append((score, black_margin if colour == "black" else -black_margin))
+    margins = np.array([margin for rows in by_colour.values() for _, margin in rows])
+    row = {"games": match.result.games, "score": match.score, "wins": match.result.wins,
+           "losses": match.result.losses, "mean_margin": float(margins.mean()),
+           "mean_winning_margin": float(margins[margins > 0].mean()) if (margins > 0).any() else None}
+    for colour, rows in by_colour.items():
+        row[f"{colour}_score"] = float(np.mean([score for score, _ in rows]))
+        row[f"{colour}_margins"] = [margin for _, margin in rows]
+    return row, match
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     results_path = workdir / "results.json"
     rows = json.loads(results_path.read_text()) if results_path.exists() else {}
-    game = make_game("go", go_size=7, komi=float(config.komi))
     step = None if int(config.step) < 0 else int(config.step)
     base = SaiAgent.from_checkpoint(config.network, step, simulations=int(config.simulations))
-    if base.game.size != game.size:
+    if base.game.size != 7:
         raise ValueError(f"network={config.network!r} plays {base.game.size}x{base.game.size}, not 7x7")
     key = jax.random.key(int(config.seed))
-    for level in config.gnugo_levels:
-        engine = make_agent(f"gnugo:level={level}", game)
-        try:
-            for lam in config.lambdas:
-                row_key = f"lambda={lam:g} gnugo-{level}"
-                if row_key in rows:
-                    continue
-                agent = base.with_options(lam=float(lam), komi=float(config.komi), name=f"sai-lambda-{lam:g}",
-                                          temperature_plies=int(config.temperature_plies))
-                match = play_match(game, agent, engine, int(config.games), jax.random.fold_in(key, int(level)),
-                                   max_game_plies=int(config.max_game_plies), show_progress=bool(config.progress))
-                write_pgn(game, match, workdir / "games" / f"{agent.name}-vs-gnugo-{level}.sgf")
-                margins = []
-                for record in match.games:
-                    black_margin = game_margin(game, record.moves)
-                    margins.append(black_margin if record.first_player == agent.name else -black_margin)
-                margins = np.array(margins)
-                rows[row_key] = {"lambda": float(lam), "level": int(level), "games": match.result.games,
-                                 "score": match.score, "wins": match.result.wins, "losses": match.result.losses,
-                                 "mean_margin": float(margins.mean()),
-                                 "mean_winning_margin": float(margins[margins > 0].mean()) if (margins > 0).any()
-                                 else None, "margins": margins.tolist()}
-                results_path.write_text(json.dumps(rows, indent=2))
-        finally:
-            engine.close()
+    for setting in settings(config):
+        game = make_game("go", go_size=7, komi=setting["komi"])
+        for level in config.gnugo_levels:
+            engine = None
+            try:
+                for lam in config.lambdas:
+                    row_key = f"lambda={lam:g} gnugo-{level}"
+                    if setting["extension"]:
+                        row_key += f" {setting['setting']}"
+                    if row_key in rows:
+                        continue
+                    engine = engine or make_agent(f"gnugo:level={level}", game)  # told the setting's komi
+                    agent = base.with_options(lam=float(lam), komi=setting["komi"], name=f"sai-lambda-{lam:g}",
+                                              temperature_plies=int(config.temperature_plies))
+                    row_seed = jax.random.fold_in(key, int(level))  # the main rows' seed, as before the extensions
+                    if setting["extension"]:
+                        row_seed = jax.random.fold_in(row_seed, zlib.crc32(setting["setting"].encode()))
+                    row, match = play_row(game, agent, engine, setting, config, row_seed)
+                    name = f"{agent.name}-vs-gnugo-{level}" + (f"-{setting['setting'].replace(' ', '-')}"
+                                                               if setting["extension"] else "")
+                    write_pgn(game, match, workdir / "games" / f"{name}.sgf")
+                    rows[row_key] = {"lambda": float(lam), "level": int(level), **{k: setting[k] for k in (
+                        "setting", "komi", "start", "extension")}, **row}
+                    results_path.write_text(json.dumps(rows, indent=2))
+            finally:
+                if engine is not None:
+                    engine.close()
     summary = {"network": str(config.network), "komi": float(config.komi), "simulations": int(config.simulations),
-               "rows": {name: {k: v for k, v in row.items() if k != "margins"} for name, row in rows.items()}}
+               "note": "rows marked extension (other komi, handicap) go beyond the paper, which could not assess "
+                       "handicap or margins against weaker opponents on 7x7",
+               "rows": {name: {k: v for k, v in row.items() if not k.endswith("margins")}
+                        for name, row in rows.items()}}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -7,7 +7,7 @@ choosing the moves at the session's komi, plus:
 * ``komi K`` — any finite number (the network plays every komi);
 * ``fixed_handicap N`` / ``place_free_handicap N`` (2 ≤ N ≤ 4 on 7×7: the 3-3 points, GTP's order) and
   ``set_free_handicap V1 V2 ...`` — on an empty board only: Black's stones are played as Black moves alternating
-  with White passes, so White moves next;
+  with White passes, so White moves next (:mod:`sai_go.handicap`, also the arena's handicap start positions);
 * ``time_settings`` / ``time_left`` — accepted (the engine searches a fixed number of simulations);
 * ``sai-lambda [L]`` — shows or sets λ; ``sai-estimate_score`` — Black's expected margin at the session's komi,
   ``α^B − k`` from the root's children weighted by visits (``B+2.3``); ``sai-winrate K`` — Black's winrate at komi K
@@ -27,12 +27,11 @@ import jax
 
 from zerolab.api import GTPError, GTPServer, configure_logging
 from sai_go.agents import SaiAgent
+from sai_go.handicap import fixed_handicap, handicap_moves
 from sai_go.search import check_lambda
 from sai_go.value import winrate
 
 logger = logging.getLogger(__name__)
-
-HANDICAP_POINTS = {7: ["C3", "E5", "C5", "E3"]}  # GTP's order: lower left, upper right, upper left, lower right
 
 
 class SaiGTPServer(GTPServer):
@@ -66,18 +65,17 @@ class SaiGTPServer(GTPServer):
             if action == self.game.pass_action or action in actions:
                 raise GTPError(f"bad handicap vertex {vertex!r} (a pass or a repeated point)")
             actions.append(action)
-        for index, action in enumerate(actions):
-            if index:
-                self._step(self.game.pass_action)  # White passes between Black's stones
-            self._step(action)
+        for vertex in handicap_moves(vertices):  # White passes between Black's stones
+            self._step(self.game.gtp_to_action(vertex))
 
     def _fixed_points(self, command: str, arguments: list[str]) -> list[str]:
         (text,) = self._arguments(command, arguments, ("number_of_stones",))
-        points = HANDICAP_POINTS.get(self.game.size, [])
-        if not text.isdigit() or not 2 <= int(text) <= len(points):
-            raise GTPError(f"invalid number of handicap stones {text!r} on {self.game.size}x{self.game.size}: "
-                              f"2..{len(points)}")
-        return points[: int(text)]
+        if not text.isdigit():
+            raise GTPError(f"invalid number of handicap stones {text!r}")
+        try:
+            return fixed_handicap(self.game.size, int(text))
+        except ValueError as error:
+            raise GTPError(str(error)) from None
 
     def command_fixed_handicap(self, arguments):
         vertices = self._fixed_points("fixed_handicap", arguments)

@@ -1,7 +1,9 @@
-"""sai-go-gnugo: an SAI network at λ ∈ {0, 0.5, 1} against GNU Go, both colours at komi 9.5, with the margins.
+"""sai-go-gnugo: an SAI network at λ ∈ {0, 0.5, 1} against GNU Go, both colours at komi 9.5, with the margins; as
+extensions, games at other komi (``komi_values``) and handicap games (``handicaps``: 1 = Black first at
+``handicap_komi``, 2 = two fixed stones), both colours.
 
-``network`` is an SAI run directory (default: the sai-go tiny run).  Margins against weaker opponents are an
-extension (the paper could not assess them on 7×7).
+``network`` is an SAI run directory (default: the sai-go tiny run).  Margins against weaker opponents, other komi and
+handicaps are extensions (the paper could not assess them on 7×7).
 """
 
 import ml_collections
@@ -16,6 +18,9 @@ def get_config(preset: str = "tiny"):
         "gnugo_levels": [1],
         "games": 8,  # per (λ, level): half with each colour
         "komi": 9.5,
+        "komi_values": [5.5, 13.5],  # extension: the same match at these komi
+        "handicaps": [1, 2],  # extension: 1 = Black first at handicap_komi, n >= 2 = n fixed stones (sai_go.handicap)
+        "handicap_komi": 0.5,
         "simulations": 16,
         "temperature_plies": 4,  # the first plies are drawn from the visits: games differ
         "max_game_plies": 98,
