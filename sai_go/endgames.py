@@ -95,7 +95,17 @@ class Rules:
                     frontier.append(neighbour)
         return stones, liberties
 
-    def is_legal(self, position: Position, move: int) -> bool:
+    def liberty_counts(self, board: tuple[int, ...]) -> list[int]:
+        """For each point, the liberties of the chain through it (0 on empty points)."""
+        counts = [0] * self.points
+        for point in range(self.points):
+            if board[point] != EMPTY and not counts[point]:
+                stones, liberties = self.chain(board, point)
+                for stone in stones:
+                    counts[stone] = len(liberties)
+        return counts
+
+    def is_legal(self, position: Position, move: int, liberty_counts: list[int] | None = None) -> bool:
         """pgx's legal-action mask for one move (superko moves are legal: they lose)."""
         if position.terminated:
             return False
@@ -104,19 +114,20 @@ class Rules:
         board = position.board
         if board[move] != EMPTY or move == position.ko:
             return False
+        counts = self.liberty_counts(board) if liberty_counts is None else liberty_counts
         for neighbour in self.neighbours[move]:
             colour = board[neighbour]
             if colour == EMPTY:
                 return True
-            liberties = len(self.chain(board, neighbour)[1])
-            if colour == -position.to_move and liberties == 1:  # captures it
+            if colour == -position.to_move and counts[neighbour] == 1:  # captures it
                 return True
-            if colour == position.to_move and liberties >= 2:  # joins a chain that keeps a liberty
+            if colour == position.to_move and counts[neighbour] >= 2:  # joins a chain that keeps a liberty
                 return True
         return False
 
     def legal_moves(self, position: Position) -> list[int]:
-        return [move for move in range(self.points + 1) if self.is_legal(position, move)]
+        counts = self.liberty_counts(position.board)
+        return [move for move in range(self.points + 1) if self.is_legal(position, move, counts)]
 
     def play(self, position: Position, move: int) -> Position:
         """The position after a legal ``move`` (a ValueError otherwise)."""

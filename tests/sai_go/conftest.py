@@ -64,6 +64,13 @@ def random_games(game: GoGame, key: jax.Array, batch: int, pass_logit: float = -
     return final, path
 
 
+@functools.lru_cache(maxsize=4)
+def played_random_games(komi: float, seed: int, batch: int = 128):
+    """:func:`random_games` of a 7×7 game at ``komi`` from ``jax.random.key(seed)``, played once per session (the
+    scoring, endgame and search tests share them)."""
+    return random_games(GoGame(size=7, komi=komi), jax.random.key(seed), batch)
+
+
 @pytest.fixture(scope="session")
 def go_game() -> GoGame:
     return GoGame(size=7, komi=9.5)

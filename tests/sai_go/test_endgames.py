@@ -9,16 +9,14 @@ import pytest
 
 from zerolab.api import GoGame
 from sai_go.endgames import BLACK, ENDGAMES, Rules, own_eyes, solve
-from tests.sai_go.conftest import fast_jit, random_games
+from tests.sai_go.conftest import fast_jit, played_random_games
 
 RULES = Rules(size=7)
 
 
-def played_moves(game: GoGame, path, lane: int) -> list[int]:
-    """The pgx actions of one random game, read off its boards (the point that took the mover's colour; none: a
-    pass), up to its end."""
-    boards = np.asarray(game.stone_colours(path))[:, lane]  # [plies, N²]
-    terminated = np.asarray(path.terminated)[:, lane]
+def played_moves(boards: np.ndarray, terminated: np.ndarray) -> list[int]:
+    """The pgx actions of one random game, read off its boards ``[plies, N²]`` (the point that took the mover's
+    colour; none: a pass), up to its end."""
     before = np.zeros(RULES.points, np.int32)
     moves = []
     for ply in range(len(boards)):
@@ -29,36 +27,34 @@ def played_moves(game: GoGame, path, lane: int) -> list[int]:
         before = boards[ply]
         if terminated[ply]:
             return moves
-    raise AssertionError(f"game {lane} did not end")
+    raise AssertionError("the game did not end")
 
 
 def test_the_rules_engine_plays_like_pgx():
     """Random games (the scoring tests' seed: two of them end by positional superko; passes, captures, simple ko):
     at every ply the engine's legal moves, board, ending and score equal pgx's."""
     game = GoGame(size=7, komi=7.5)
-    _, path = jax.device_get(random_games(game, jax.random.key(3), 128))
-    final = jax.tree.map(lambda x: x[-1], path)
-    superko_games = np.flatnonzero(np.asarray(game.ended_by_rule_violation(final)))
-    two_pass_games = np.flatnonzero(np.asarray(game.ended_by_two_passes(final)))
-    assert len(superko_games) == 2
-    lanes = [*range(4), *superko_games, *two_pass_games[:2]]
+    _, path = played_random_games(7.5, 3)
+    # [plies, B, ...] after each ply: boards, endings, legal moves; the final area difference [B]
+    boards, terminated, superko, two_passes, legal, area = jax.device_get(fast_jit(lambda path: (
+        game.stone_colours(path), path.terminated, game.ended_by_rule_violation(path),
+        game.ended_by_two_passes(path), path.legal_action_mask,
+        game.area_difference(jax.tree.map(lambda x: x[-1], path))))(path))
+    assert superko[-1].sum() == 2
+    lanes = [*range(4), *np.flatnonzero(superko[-1]), *np.flatnonzero(two_passes[-1])[:2]]
     kinds = set()
     for lane in lanes:
         position = RULES.initial()
-        for ply, move in enumerate(played_moves(game, path, lane)):
-            state = jax.tree.map(lambda x: x[ply - 1, lane], path) if ply else None
-            if state is not None:  # the position before this move: legal moves as pgx's mask
-                legal = set(np.flatnonzero(np.asarray(state.legal_action_mask)))
-                assert set(RULES.legal_moves(position)) == legal, (lane, ply)
+        for ply, move in enumerate(played_moves(boards[:, lane], terminated[:, lane])):
+            if ply:  # the position before this move: legal moves as pgx's mask
+                assert set(RULES.legal_moves(position)) == set(np.flatnonzero(legal[ply - 1, lane])), (lane, ply)
             stones_before = sum(map(abs, position.board))
             position = RULES.play(position, move)
-            after = jax.tree.map(lambda x: x[ply, lane], path)
-            np.testing.assert_array_equal(position.board, np.asarray(game.stone_colours(after)), f"{lane} {ply}")
-            assert position.terminated == bool(after.terminated)
-            assert position.superko == bool(game.ended_by_rule_violation(after))
+            np.testing.assert_array_equal(position.board, boards[ply, lane], f"{lane} {ply}")
+            assert position.terminated == terminated[ply, lane] and position.superko == superko[ply, lane]
             kinds.add("capture" if sum(map(abs, position.board)) <= stones_before and move != RULES.pass_move else "")
             kinds.add("ko" if position.ko >= 0 else "")
-        assert RULES.area_difference(position.board) == int(game.area_difference(after))
+        assert RULES.area_difference(position.board) == area[lane]
         kinds.add("superko" if position.superko else "passes" if position.passes >= 2 else "cap")
     assert {"capture", "ko", "superko", "passes", "cap"} <= kinds
 

@@ -10,14 +10,14 @@ import pytest
 from zerolab.api import GoGame
 from sai_go.scoring import black_margin, black_result, terminal_alpha
 from sai_go.value import signed_komi
-from tests.sai_go.conftest import random_games
+from tests.sai_go.conftest import played_random_games
 
 
 @pytest.mark.parametrize("komi", [7.5, -3.5])
 def test_black_result_agrees_with_pgx_at_its_own_komi(komi):
     """Games of random moves (seed 3: two-pass endings, ply-cap endings and two positional-superko endings)."""
     game = GoGame(size=7, komi=komi)
-    states, _ = random_games(game, jax.random.key(3), 128)
+    states, _ = played_random_games(komi, 3)
     states = jax.device_get(states)
     assert bool(states.terminated.all())
     violation = np.asarray(game.ended_by_rule_violation(states))
@@ -41,7 +41,7 @@ def test_black_result_agrees_with_pgx_at_its_own_komi(komi):
 
 def test_terminal_alpha_is_exact_for_either_mover():
     game = GoGame(size=7, komi=7.5)
-    states, _ = random_games(game, jax.random.key(3), 128)
+    states, _ = played_random_games(7.5, 3)
     states = jax.device_get(states)
     violation = np.asarray(game.ended_by_rule_violation(states))
     komi = jnp.full(128, 7.5)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from zerolab.api import GoGame, NetworkOutput, SearchConfig, init_variables
+from zerolab.api import NetworkOutput, SearchConfig, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import lambda_bonus, signed_komi
-from tests.sai_go.conftest import fast_jit, random_games
+from tests.sai_go.conftest import fast_jit, played_random_games
 
 
 def numpy_mean_winrate(alpha, beta, komi_for_mover, end):
@@ -102,7 +102,7 @@ def test_the_lambda_backup_of_a_hand_built_chain(lam):
 @pytest.fixture(scope="module")
 def midgame_positions():
     """Positions after 20 and 40 plies of random games (6 of each; the scoring tests' compiled random games)."""
-    _, path = random_games(GoGame(size=7, komi=7.5), jax.random.key(5), 128)
+    _, path = played_random_games(7.5, 5)
     positions = jax.tree.map(lambda leaf: jnp.concatenate([leaf[19, :6], leaf[39, 6:12]]), path)
     keep = ~np.asarray(positions.terminated)
     return jax.tree.map(lambda leaf: leaf[keep], positions)
