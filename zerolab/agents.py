@@ -14,7 +14,8 @@ Agent specs (command line, configs):
   does not take.
 * ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
   :mod:`zerolab.engines` for its options.
-* ``gnugo[:level=N,timeout=S]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.gtp_client`).
+* ``gnugo[:level=N,timeout=S,seed=K]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.gtp_client`;
+  ``seed`` defaults to 1, so its moves repeat from run to run).
 """
 
 from __future__ import annotations
@@ -259,7 +260,7 @@ class EngineAgent:
 
 
 class GTPEngineAgent:
-    """An external GTP engine (GNU Go) playing Go, spec ``gnugo[:level=N,timeout=S]``; pgx stays the referee.
+    """An external GTP engine (GNU Go) playing Go, spec ``gnugo[:level=N,timeout=S,seed=K]``; pgx stays the referee.
 
     The agent keeps each game lane's moves: between two of its calls the opponent played one move, found by
     comparing the lane's state after the agent's own move (replayed with pgx) with the new state (the point that

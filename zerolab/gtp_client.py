@@ -2,9 +2,12 @@
 
 :class:`GTPEngine` starts the program, sends GTP commands and reads their responses with a time-out per command;
 a crashed or hung engine raises :class:`GTPEngineError` naming the engine, and :meth:`GTPEngine.restart` starts a
-fresh process.  GNU Go is started as ``gnugo --mode gtp --boardsize N --komi K --chinese-rules --level L``
-(area scoring, like pgx).  GNU Go's ``final_score`` can be stale (FIELD-NOTES): results come from pgx, never from
-the engine.
+fresh process.  GNU Go is started as ``gnugo --mode gtp --boardsize N --komi K --chinese-rules --level L --seed S``
+(area scoring, like pgx).  Without ``--seed`` GNU Go seeds its random numbers from the clock: the same commands
+then get other moves from run to run (seen here: ``play b E2``, ``genmove w`` answered C2, C3, D4 or E4 depending
+on the commands' timing), so matches against it could not be repeated; with a seed they can (FIELD-NOTES' "GNU Go
+is deterministic" holds only with a seed).  GNU Go's ``final_score`` can be stale (FIELD-NOTES): results come from
+pgx, never from the engine.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class GTPEngineOptions:
       engine: name (looked up on PATH and in /usr/games) or path of the executable.
       level: GNU Go's ``--level`` (0..10; higher is stronger and slower).
       timeout: seconds one command may take before the engine counts as hung.
+      seed: GNU Go's ``--seed`` (its random numbers; the same seed and commands give the same moves).
       board_size, komi: the game it plays.
     """
 
@@ -40,8 +44,10 @@ class GTPEngineOptions:
     timeout: float = DEFAULT_MOVE_TIMEOUT
     board_size: int = 7
     komi: float = 7.5
+    seed: int = 1
 
-    FIELDS = {"level": "GNU Go's --level, an integer 0..10", "timeout": "seconds per command, a positive number"}
+    FIELDS = {"level": "GNU Go's --level, an integer 0..10", "timeout": "seconds per command, a positive number",
+              "seed": "GNU Go's --seed, an integer"}
 
     @classmethod
     def parse(cls, spec: str, board_size: int = 7, komi: float = 7.5) -> GTPEngineOptions:
@@ -55,7 +61,7 @@ class GTPEngineOptions:
                 raise ValueError(f"GTP engine spec {spec!r}: unknown option {item!r}; expected key=value with key "
                                  f"one of {', '.join(f'{name} ({meaning})' for name, meaning in cls.FIELDS.items())}")
             try:
-                values[key] = int(value) if key == "level" else float(value)
+                values[key] = int(value) if key in ("level", "seed") else float(value)
             except ValueError:
                 raise ValueError(f"GTP engine spec {spec!r}: {key} expects {cls.FIELDS[key]}, got {value!r}") from None
         if not 0 <= values.get("level", 1) <= 10 or values.get("timeout", 1.0) <= 0:
@@ -64,7 +70,7 @@ class GTPEngineOptions:
 
     def command_line(self) -> list[str]:
         return [find_engine(self.engine), "--mode", "gtp", "--boardsize", str(self.board_size), "--komi",
-                f"{self.komi:g}", "--chinese-rules", "--level", str(self.level)]
+                f"{self.komi:g}", "--chinese-rules", "--level", str(self.level), "--seed", str(self.seed)]
 
 
 class GTPEngine:

@@ -267,3 +267,19 @@ def test_a_subclass_adds_commands_that_list_commands_and_known_command_see():
     assert responses[:2] == ["=1 a b", "=2 true"]
     assert responses[2].split("\n")[-1] == "zerolab-echo" and responses[2].startswith("=3 protocol_version")
     assert run_script("1 zerolab-echo x\n")[0].startswith("?1 unknown command")  # the base server has no such command
+
+
+def test_gnugo_is_started_with_a_seed_so_its_moves_repeat(gnugo_path):
+    """Without --seed GNU Go seeds from the clock and answers the same commands differently from run to run; the
+    options give it one (spec ``seed=K``, default 1), and two engines with the same seed agree move for move."""
+    options = GTPEngineOptions.parse("gnugo:level=1,seed=7", board_size=7, komi=9.5)
+    assert options.seed == 7 and options.command_line()[-2:] == ["--seed", "7"]
+    assert GTPEngineOptions.parse("gnugo", board_size=7).command_line()[-2:] == ["--seed", "1"]
+    with pytest.raises(ValueError, match="seed expects"):
+        GTPEngineOptions.parse("gnugo:seed=often")
+    games = []
+    for _ in range(2):
+        with GTPEngine(GTPEngineOptions.parse("gnugo:level=1", board_size=7, komi=9.5)) as engine:
+            engine.send("clear_board")
+            games.append([engine.generate_move(colour) for colour in "bwbwbwbw"])
+    assert games[0] == games[1]
