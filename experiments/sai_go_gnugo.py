@@ -12,8 +12,9 @@ Extensions (rows marked ``"extension": true``), each (λ, level) again, ``games`
   ``n`` ≥ 2: the fixed handicap stones (:mod:`sai_go.handicap`, C3 and E5 for two) as the arena's start position,
   White to move, at ``handicap_komi``.  Half the games SAI takes the handicap (Black), half it gives it (White).
 
-``results.json`` has a row per setting: score, wins/losses, the score and mean margin as Black and as White, the
-mean margin of all games and of SAI's wins; ``summary.json`` the table; games go to ``games/*.sgf``.  Rows already
+``results.json`` has a row per setting: score, wins/losses, the score and margins as Black and as White, the mean
+margin of all games and of SAI's wins, and GNU Go's fallback moves (a resignation or a move pgx refuses, replaced by
+a random legal move by the core's GTP agent: the arena has no resignation); ``summary.json`` the table; games go to ``games/*.sgf``.  Rows already
 in ``results.json`` are kept on a rerun.
 """
 
@@ -106,7 +107,11 @@ def run(config, workdir: pathlib.Path) -> dict:
                     row_seed = jax.random.fold_in(key, int(level))  # the main rows' seed, as before the extensions
                     if setting["extension"]:
                         row_seed = jax.random.fold_in(row_seed, zlib.crc32(setting["setting"].encode()))
+                    fallbacks = engine.fallback_moves
                     row, match = play_row(game, agent, engine, setting, config, row_seed)
+                    # GNU Go's resignations and moves pgx refuses, each replaced by a random legal move (the core's
+                    # GTP agent: the arena has no resignation), so SAI's margins in such games are flattered
+                    row["gnugo_fallback_moves"] = engine.fallback_moves - fallbacks
                     name = f"{agent.name}-vs-gnugo-{level}" + (f"-{setting['setting'].replace(' ', '-')}"
                                                                if setting["extension"] else "")
                     write_pgn(game, match, workdir / "games" / f"{name}.sgf")
