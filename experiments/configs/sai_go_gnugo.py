@@ -15,7 +15,7 @@ def get_config(preset: str = "tiny"):
         "network": "runs/sai-go-tiny",
         "step": -1,  # -1: the newest checkpoint
         "lambdas": [0.0, 0.5, 1.0],
-        "gnugo_levels": [1],
+        "gnugo_levels": [1, 5, 10],
         "games": 8,  # per (λ, level): half with each colour
         "komi": 9.5,
         "komi_values": [5.5, 13.5],  # extension: the same match at these komi
