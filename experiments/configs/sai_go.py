@@ -26,7 +26,7 @@ def get_config(preset: str = "tiny"):
                          "gnugo_levels": [1], "max_game_plies": 98}
     if preset == "tiny":
         config.iterations = 8
-        config.checkpoint.keep_period = 4
+        config.checkpoint.keep_period = 2  # keeps 0, 2, 4, 6, 7, 8: five trained networks for sai-go-positions
         config.model.channels = 32
         config.model.num_blocks = 2
         config.search.num_simulations = 16

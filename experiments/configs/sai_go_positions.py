@@ -1,7 +1,8 @@
 """sai-go-positions (SAI Figs. 2–3): what an SAI network's α and β know.
 
-``network`` is an SAI run directory; ``steps`` its checkpoints to use (empty: every kept step, 0 included: the tiny
-run keeps 0, 4, 6, 7 and 8, five networks); ``sections`` the parts to run (margin, komi_curve, endgames).
+``network`` is an SAI run directory; ``steps`` its checkpoints to use (empty: every kept step but 0, the untrained
+network: the tiny run keeps 2, 4, 6, 7 and 8, five trained networks); ``sections`` the parts to run (margin,
+komi_curve, endgames).
 """
 
 import ml_collections
