@@ -68,6 +68,11 @@ def board_ply(board: Board) -> int:
 # --- Gardner chess --------------------------------------------------------------------------------------------------
 
 
+class GameOverError(ValueError):
+    """A move asked of a board whose game pgx has already ended.  pgx ends some games where an engine plays on
+    (Gardner: insufficient material, its repetition and 50-move counts), so an engine may still name a move there."""
+
+
 class GardnerBoard:
     """A Gardner chess (5×5) position with its move stack, refereed by pgx.
 
@@ -148,7 +153,8 @@ class GardnerBoard:
 
     def _action(self, move: chess.Move) -> int:
         if bool(self.state.terminated):
-            raise ValueError(f"move {move.uci()!r}: the game is over in Gardner position {self.fen()} (pgx's rules)")
+            raise GameOverError(f"move {move.uci()!r}: the game is over in Gardner position {self.fen()} "
+                                "(pgx's rules)")
         try:
             return self.game.uci_to_action(move.uci(), self.state)
         except ValueError as error:
@@ -375,6 +381,7 @@ class GameBoards:
 
 
 __all__ = [
+    "GameOverError",
     "Board",
     "GameBoards",
     "GardnerBoard",

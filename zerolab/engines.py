@@ -29,6 +29,7 @@ referee (no second rule set); its ``uci_variant = "gardner"`` makes python-chess
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shutil
 import sys
@@ -38,7 +39,7 @@ from typing import Any, TypeVar
 import chess
 import chess.engine
 
-from zerolab.board import Board, GardnerBoard, board_with_moves, describe_position
+from zerolab.board import Board, GameOverError, GardnerBoard, board_with_moves, describe_position
 from zerolab.fen import InvalidPositionError
 
 DEFAULT_SEARCH_DIRECTORIES = ("/usr/games", "/usr/local/games")
@@ -345,6 +346,20 @@ def checked_board(game: str, board: Board) -> Board:
     return board_for(game, board.root().fen(), [move.uci() for move in board.move_stack])
 
 
+class PonderAfterGameOverFilter(logging.Filter):
+    """Drops python-chess's "Engine sent invalid ponder move" report (with its traceback) when the ponder move was
+    refused only because pgx ended the game with the engine's move (:class:`zerolab.board.GameOverError`): zerolab
+    never ponders and the move played stands.  Other invalid ponder moves are still reported."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, GameOverError)
+
+
+#: Installed on python-chess's ``chess.engine`` logger by :meth:`UCIEngine.open` (once: ``addFilter`` keeps one copy).
+PONDER_AFTER_GAME_OVER = PonderAfterGameOverFilter()
+
+
 class UCIEngine:
     """One external UCI engine process, for ``chess`` or ``gardner_chess``.
 
@@ -377,6 +392,7 @@ class UCIEngine:
         if self._engine is not None:
             return self
         self.path = find_engine(self.spec.engine)
+        logging.getLogger("chess.engine").addFilter(PONDER_AFTER_GAME_OVER)
         try:
             engine = _TimedSimpleEngine.popen_uci(self.path, timeout=self.spec.timeout)
         except (OSError, chess.engine.EngineError, TimeoutError) as error:

@@ -1,5 +1,6 @@
 """Tests of zerolab.engines: finding engines, specs, what reaches an engine, and real Stockfish/Fairy-Stockfish."""
 
+import logging
 import stat
 import sys
 
@@ -372,6 +373,19 @@ def test_stockfish_cannot_play_gardner(stockfish_path):
 
 
 @pytest.mark.engine
+def test_a_ponder_move_after_pgx_ended_the_game_is_not_reported(fairy_stockfish_path, caplog):
+    """Bxb2 or Kxb2 leaves king and bishop against king: pgx ends the game, Fairy-Stockfish still sends a ponder
+    move, which the Gardner board refuses; python-chess's "invalid ponder move" traceback is dropped, other records
+    are kept."""
+    with caplog.at_level(logging.WARNING), UCIEngine(f"{fairy_stockfish_path}:nodes=2000",
+                                                     game="gardner_chess") as engine:
+        move = engine.choose_move("4k/5/2B2/1n3/K4 w - - 0 1")
+        logging.getLogger("chess.engine").warning("another report")
+    assert move in ("a1b2", "c3b2")
+    messages = [record.getMessage() for record in caplog.records]
+    assert "another report" in messages and not any("ponder" in message for message in messages), messages
+
+
 def test_fairy_stockfish_plays_legal_gardner_moves(fairy_stockfish_path, gardner_game):
     rng = np.random.default_rng(42)
     board = GardnerBoard()
