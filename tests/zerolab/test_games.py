@@ -41,6 +41,9 @@ def test_move_tables_match_pgx_action_counts():
     assert move_table(8).num_actions == 4672
     assert move_table(5).num_actions == 1225
     assert make_game("go", go_size=7).num_actions == 50
+    for name in ("chess", "gardner_chess", "go"):  # read off init's shapes, as pgx's own env.num_actions counts them
+        game = make_game(name)
+        assert game.num_actions == game.env.num_actions
 
 
 def test_chess_legal_moves_and_steps_match_python_chess(chess_game):

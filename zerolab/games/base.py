@@ -24,7 +24,8 @@ class Game:
         self.name = name
         self.env = env
         state = jax.eval_shape(env.init, jax.random.key(0))
-        self.num_actions = int(env.num_actions)
+        # pgx's ``env.num_actions`` runs ``init`` op by op (a hundred small compilations); its shapes say the same
+        self.num_actions = int(state.legal_action_mask.shape[0])
         self.observation_shape = tuple(state.observation.shape)
 
     def init(self, key: jax.Array) -> pgx.State:
