@@ -27,8 +27,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from zerolab.api import GoGame
+
 PASS = "pass"
-GTP_COLUMNS = "ABCDEFGHJKLMNOPQRST"
 BLACK, WHITE, EMPTY = 1, -1, 0
 
 
@@ -55,6 +56,7 @@ class Rules:
         self.size = size
         self.points = size * size
         self.pass_move = self.points
+        self.game = GoGame(size=size)  # GTP vertices <-> point indices, the same numbering as pgx's
         self.max_plies = 2 * self.points if max_plies is None else max_plies
         self.neighbours = tuple(
             tuple(r * size + c for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1))
@@ -64,19 +66,10 @@ class Rules:
     # --- text ---------------------------------------------------------------------------------------------------
 
     def vertex(self, move: int) -> str:
-        if move == self.pass_move:
-            return PASS
-        row, column = divmod(move, self.size)
-        return f"{GTP_COLUMNS[column]}{self.size - row}"
+        return self.game.action_to_gtp(move)
 
     def move(self, vertex: str) -> int:
-        vertex = vertex.strip().upper()
-        if vertex == PASS.upper():
-            return self.pass_move
-        column, row = GTP_COLUMNS.index(vertex[0]), self.size - int(vertex[1:])
-        if not (0 <= column < self.size and 0 <= row < self.size):
-            raise ValueError(f"vertex {vertex!r} is off a {self.size}x{self.size} board")
-        return row * self.size + column
+        return self.game.gtp_to_action(vertex)
 
     def initial(self) -> Position:
         return Position(board=(EMPTY,) * self.points, to_move=BLACK)
