@@ -14,8 +14,8 @@ Extensions (rows marked ``"extension": true``), each (λ, level) again, ``games`
 
 ``results.json`` has a row per setting: score, wins/losses, the score and margins as Black and as White, the mean
 margin of all games and of SAI's wins, and GNU Go's fallback moves (a resignation or a move pgx refuses, replaced by
-a random legal move by the core's GTP agent: the arena has no resignation); ``summary.json`` the table; games go to ``games/*.sgf``.  Rows already
-in ``results.json`` are kept on a rerun.
+a random legal move by the core's GTP agent: the arena has no resignation); ``summary.json`` the table; games go to
+``games/*.sgf``.  Rows already in ``results.json`` are kept on a rerun.
 """
 
 from __future__ import annotations

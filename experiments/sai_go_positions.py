@@ -83,7 +83,7 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
     search = compiled_endgame_search(game, agents[-1].network, int(config.simulations))
     komi_grid = np.linspace(-30.0, 30.0, 121)
     results = {}
-    for index, endgame in enumerate(ENDGAMES):
+    for endgame in ENDGAMES:
         margins = endgame.margins(solve(rules, endgame.position(rules)))
         signed = endgame.komi if endgame.to_move == "white" else -endgame.komi
         results[endgame.name] = {

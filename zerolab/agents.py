@@ -296,8 +296,11 @@ class GTPEngineAgent:
     def set_start_positions(self, start_fens: list[str] | None) -> None:
         """The games of the next batch start from these positions (one move-list text per lane; None: the empty
         board)."""
-        self._start = {} if start_fens is None else {
-            lane: (self.game.start_moves(text), self.game.from_fen(text)) for lane, text in enumerate(start_fens)}
+        if start_fens is None:
+            self._start = {}
+            return
+        positions = {text: (self.game.start_moves(text), self.game.from_fen(text)) for text in set(start_fens)}
+        self._start = {lane: positions[text] for lane, text in enumerate(start_fens)}  # each text replayed once
 
     def _opponent_move(self, lane: int, state: pgx.State) -> int | None:
         """The move played since this agent's last move in ``lane`` (None when the lane starts now)."""
