@@ -13,6 +13,7 @@ from zerolab.selfplay import (
     Frames,
     PlyRecord,
     SelfPlayConfig,
+    choose_actions,
     initial_states_from_fens,
     make_play_fn,
     make_selfplay_fn,
@@ -35,6 +36,49 @@ def test_value_targets_follow_the_final_outcome_from_each_movers_view():
     value, known = value_targets(reward, game_over)
     np.testing.assert_array_equal(value[:, 0], [0.0, 0.0, 1.0, -1.0])
     assert bool(known.all())
+
+
+def test_temperature_sampling_is_proportional_to_visits_to_the_power_one_over_tau():
+    """Both schedules draw ∝ visits^(1/τ) at τ = 0.5 and τ = 2 (τ = 0 and 1 are tested in test_hooks.py).
+
+    20,000 draws per case, a chi-square test against the exact distribution at p = 1e-4 (the key is fixed, so the
+    test is deterministic). visits^τ or τ ignored (τ = 1) is rejected by statistics in the thousands.
+    """
+    from scipy.stats import chi2
+
+    visits = np.array([1.0, 2.0, 5.0, 0.0, 8.0])
+    draws = 20_000
+    cases = [  # (config, ply, the τ the schedule gives at that ply)
+        (SelfPlayConfig(temperature_plies=4, temperature=0.5), 3, 0.5),
+        (SelfPlayConfig(temperature_plies=4, temperature=2.0), 0, 2.0),
+        # lc0's schedule: τ 2 held for 10 moves; τ 1 decaying linearly to 0 over 4 moves is 0.5 at move 2 (ply 4).
+        (SelfPlayConfig(temperature_schedule="moves", temperature=2.0, temperature_delay_moves=10), 5, 2.0),
+        (SelfPlayConfig(temperature_schedule="moves", temperature=1.0, temperature_decay_moves=4,
+                        temperature_end=0.0), 4, 0.5),
+    ]
+    batch_visits = jnp.tile(jnp.asarray(visits, jnp.float32), (draws, 1))
+    search_action = jnp.full(draws, 3, jnp.int32)  # never a sampled move (it has no visits)
+
+    @jax.jit
+    def sample_all(key):
+        keys = jax.random.split(key, len(cases))
+        return [choose_actions(k, batch_visits, search_action, jnp.full(draws, ply, jnp.int32), config)
+                for k, (config, ply, _) in zip(keys, cases)]
+
+    samples = jax.device_get(sample_all(jax.random.key(7)))
+    critical = chi2.ppf(1 - 1e-4, df=3)  # 4 actions with visits
+    for (config, ply, tau), drawn in zip(cases, samples):
+        counts = np.bincount(drawn, minlength=len(visits))
+        assert counts[3] == 0, (config, counts)  # the unvisited action is never drawn (nor the search's choice)
+        visited = visits > 0
+
+        def statistic(weights):
+            expected = draws * weights[visited] / weights[visited].sum()
+            return float(((counts[visited] - expected) ** 2 / expected).sum())
+
+        assert statistic(visits ** (1 / tau)) < critical, (config, tau, counts)
+        assert statistic(visits ** tau) > 50 * critical, (config, tau, counts)  # the test can tell τ from 1/τ
+        assert statistic(visits) > 50 * critical, (config, tau, counts)  # and from τ = 1
 
 
 @pytest.fixture(scope="module")
