@@ -22,6 +22,8 @@ random key, and no data crosses devices during self-play.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +38,8 @@ from jax.sharding import Mesh, PartitionSpec
 from zerolab.devices import DATA_AXIS, check_divisible, replicate
 from zerolab.games import Game
 from zerolab.search import SearchConfig, SearchRules, run_search
+
+logger = logging.getLogger(__name__)
 
 TEMPERATURE_SCHEDULES = ("plies", "moves")
 
@@ -392,6 +396,9 @@ def make_selfplay_fn(
 ):
     """A jitted ``(variables, key) -> (Frames [T, B, ...], PlyRecord [T, B])`` over all devices of ``mesh``.
 
+    The program is compiled ahead of its first call (logged with its duration); ``selfplay.lower(variables, key)``
+    lowers it without running it (``experiments plan`` reads its cost and memory from there).
+
     ``play_fn`` is one device's self-play (default: :func:`make_play_fn` with the search move rule, ``rules`` and the
     standard initial states and value targets).  ``variables`` must be replicated on the mesh; ``frozen_variables``
     are replicated here once and passed to every call.  Outputs are sharded along the game axis B.
@@ -413,10 +420,25 @@ def make_selfplay_fn(
         check_vma=False,
     ))
     frozen_on_devices = replicate(frozen_variables, mesh) if frozen_variables is not None else None
+    compiled = {}  # one executable per signature (shapes, dtypes, shardings) of the arguments
+
+    def lower(variables, key):
+        """The program lowered for ``variables`` and ``key`` (concrete or ``jax.ShapeDtypeStruct``s)."""
+        return sharded.lower(variables, frozen_on_devices, key)
 
     def selfplay(variables, key):
-        return sharded(variables, frozen_on_devices, key)
+        leaves, structure = jax.tree.flatten((variables, key))
+        signature = (structure, tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf))),
+                                       getattr(leaf, "sharding", None)) for leaf in leaves))
+        if signature not in compiled:  # compiled ahead of the call, so that the log says when compilation ends
+            started = time.perf_counter()
+            logger.info("self-play: compiling %d games × %d plies on %d devices", config.num_games,
+                        config.plies_per_iteration, mesh.devices.size)
+            compiled[signature] = lower(variables, key).compile()
+            logger.info("self-play: compiled in %.1f s", time.perf_counter() - started)
+        return compiled[signature](variables, frozen_on_devices, key)
 
+    selfplay.lower = lower
     return selfplay
 
 

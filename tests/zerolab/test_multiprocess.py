@@ -21,7 +21,7 @@ import pytest
 from zerolab import train
 from zerolab.config import load_config
 from zerolab.devices import process_numpy_rng, process_share
-from zerolab.replay_checkpoints import numpy_rng_share, window_share
+from zerolab.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
 from zerolab.runs import load_trained_variables
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_two_processes_train_one_iteration_agree_and_resume_in_one_process(tmp_p
     # Process 0 alone writes the run's files; each process saved its own replay window.
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [1] and records[0]["window_size"] == FRAMES_PER_PROCESS
-    windows = [np.load(workdir / "replay" / f"process-{index}" / "1.npz") for index in range(2)]
+    windows = [ProcessReplay(workdir / "replay" / f"process-{index}", keep=3).load(1)[0].fields() for index in range(2)]
     assert [len(window["value_target"]) for window in windows] == [FRAMES_PER_PROCESS] * 2
     assert not np.array_equal(windows[0]["policy_target"], windows[1]["policy_target"]), "each process plays its games"
     two_process_seconds = time.monotonic() - started

@@ -45,7 +45,7 @@ def test_more_new_frames_than_the_window_holds_keeps_a_sample_of_the_new_ones():
     sampled = update_window(old, make_frames(12, 0), 5, np.random.default_rng(1), mode="sample")
     assert len(sampled) == 5 and len(set(ids(sampled))) == 5 and set(ids(sampled)) <= set(range(12))
     assert ids(sampled) == sorted(ids(sampled))  # kept in the order they were played
-    np.testing.assert_array_equal(sampled.arrays["observation"][:, 0, 0, 0], sampled.arrays["value_target"])
+    np.testing.assert_array_equal(sampled.fields()["observation"][:, 0, 0, 0], sampled.arrays["value_target"])
     fifo = update_window(old, make_frames(12, 0), 5, np.random.default_rng(1), mode="fifo")
     assert ids(fifo) == [7, 8, 9, 10, 11]
 
@@ -191,8 +191,8 @@ def test_frame_window_keeps_new_frames_and_samples_old_ones():
     assert len(window) == 10
     assert set(range(100, 106)) <= set(values.tolist())  # every new frame is kept
     assert len(set(values.tolist()) & set(range(6))) == 4  # 4 distinct old frames sampled
-    assert window.arrays["observation"].dtype == np.float16
-    np.testing.assert_array_equal(window.arrays["observation"][:, 0, 0, 0], values)  # fields stay aligned
+    assert window.fields()["observation"].dtype == np.float16
+    np.testing.assert_array_equal(window.fields()["observation"][:, 0, 0, 0], values)  # fields stay aligned
 
 
 def test_frame_window_fifo_keeps_the_most_recent():
@@ -214,8 +214,8 @@ def test_extra_frame_fields_travel_with_their_frames():
     rng = np.random.default_rng(0)
     frames = make_frames(6, 0).replace(extras={"komi": np.arange(6, dtype=np.float32) + 0.5})
     window = update_window(FrameWindow.empty(), frames, window_size=4, rng=rng)
-    assert sorted(window.arrays) == ["extra_komi", "legal_action_mask", "observation", "policy_target",
-                                     "value_mask", "value_target"]
+    assert sorted(window.fields()) == ["extra_komi", "legal_action_mask", "observation", "policy_target",
+                                       "value_mask", "value_target"]
     np.testing.assert_array_equal(window.arrays["extra_komi"], window.arrays["value_target"] + 0.5)
     more = make_frames(3, 100).replace(extras={"komi": np.arange(100, 103, dtype=np.float32) + 0.5})
     window = update_window(window, more, window_size=5, rng=rng)
@@ -223,3 +223,183 @@ def test_extra_frame_fields_travel_with_their_frames():
     np.testing.assert_array_equal(batch.extras["komi"], batch.value_target + 0.5)
     with pytest.raises(ValueError, match="a run keeps one method's frame fields"):
         update_window(window, make_frames(2, 200), window_size=5, rng=rng)
+
+
+# --- the compact encoding -------------------------------------------------------------------------------------------
+
+
+class DenseWindow:
+    """The window as it was stored before the compact encoding (dense arrays in storage dtypes): the oracle."""
+
+    def __init__(self, arrays=None):
+        self.arrays = arrays or {}
+
+    def __len__(self):
+        return 0 if not self.arrays else len(self.arrays["value_target"])
+
+    def as_frames(self, indices):
+        fields = {name: array[indices] for name, array in self.arrays.items()}
+        extras = {name[6:]: fields.pop(name) for name in list(fields) if name.startswith("extra_")}
+        return Frames(**fields, extras=extras)
+
+
+def dense_update(window: DenseWindow, new_frames: Frames, window_size: int, rng, mode="sample") -> DenseWindow:
+    """The dense window's update as it was: new frames plus a sample (or the newest) of the old ones."""
+    new = frames_to_arrays(new_frames)
+    num_new = len(new["value_target"])
+    if num_new >= window_size:
+        keep = rng.choice(num_new, window_size, replace=False) if mode == "sample" else np.arange(num_new - window_size, num_new)
+        return DenseWindow({name: array[np.sort(keep)] for name, array in new.items()})
+    room = window_size - num_new
+    if len(window) <= room:
+        old = np.arange(len(window))
+    elif mode == "sample":
+        old = np.sort(rng.choice(len(window), room, replace=False))
+    else:
+        old = np.arange(len(window) - room, len(window))
+    if not window.arrays:
+        return DenseWindow(new)
+    return DenseWindow({name: np.concatenate([window.arrays[name][old], new[name]]) for name in new})
+
+
+@pytest.fixture(scope="module")
+def played_positions():
+    """Observations and legal masks of 16 Gardner games × 24 plies of random legal moves, played by pgx."""
+    from zerolab.games import make_game
+
+    game = make_game("gardner_chess")
+
+    @jax.jit
+    def play(key):
+        def ply(states, key):
+            logits = jax.numpy.where(states.legal_action_mask, jax.random.gumbel(key, states.legal_action_mask.shape), -1e9)
+            return jax.vmap(game.step)(states, logits.argmax(-1)), (states.observation, states.legal_action_mask)
+
+        states = jax.vmap(game.init)(jax.random.split(key, 16))
+        return jax.lax.scan(ply, states, jax.random.split(jax.random.fold_in(key, 1), 24))[1]
+
+    observation, legal = play(jax.random.key(0))
+    return np.asarray(observation), np.asarray(legal)
+
+
+def real_frames(played_positions, rng, first: int, count: int, odd_values: bool = False) -> Frames:
+    """Frames of plies ``first .. first+count`` of the played games, with random policies over the legal moves (and,
+    with ``odd_values``, a move-count plane holding a non-binary value that varies over the board, a -0.0 policy
+    entry and a policy entry on an illegal move)."""
+    observation, legal = (array[first:first + count] for array in played_positions)
+    observation = observation.astype(np.float32)
+    policy = np.where(legal, rng.dirichlet(np.ones(legal.shape[-1]), legal.shape[:2]), 0.0).astype(np.float32)
+    policy[..., 0] = np.where(legal[..., 0], policy[..., 0], 0.0)
+    if odd_values:
+        observation[:, :, 1, 2, -1] = 0.375  # the last plane is constant over the board in pgx's frames
+        policy[:, 0, 1] = -0.0
+        policy[:, 1, np.flatnonzero(~legal[0, 1])[0]] = 0.25
+    shape = observation.shape[:2]
+    return Frames(observation, legal, policy, rng.choice([-1.0, 0.0, 1.0], shape).astype(np.float32),
+                  rng.random(shape) < 0.7, extras={"ply": np.broadcast_to(np.arange(first, first + count)[:, None], shape)})
+
+
+def assert_frames_identical(actual: Frames, expected: Frames):
+    for name in ("observation", "legal_action_mask", "policy_target", "value_target", "value_mask"):
+        a, e = np.asarray(getattr(actual, name)), np.asarray(getattr(expected, name))
+        assert a.dtype == e.dtype and a.shape == e.shape, name
+        np.testing.assert_array_equal(a.view(np.uint8), e.view(np.uint8), err_msg=name)  # bit for bit
+    assert actual.extras.keys() == expected.extras.keys()
+    for name in expected.extras:
+        np.testing.assert_array_equal(actual.extras[name], expected.extras[name])
+
+
+def test_the_compact_window_trains_on_the_dense_windows_batches_bit_for_bit(played_positions):
+    """Five iterations of real Gardner positions through both windows (the compact one widening its codec when a
+    non-binary plane appears): same frames, same minibatches, bit for bit."""
+    compact, dense = FrameWindow.empty(), DenseWindow()
+    compact_rng, dense_rng, policy_rng = (np.random.default_rng(3) for _ in range(3))
+    for iteration in range(5):
+        frames = real_frames(played_positions, policy_rng, 4 * iteration, 4, odd_values=iteration == 3)
+        compact = update_window(compact, frames, 150, compact_rng)
+        dense = dense_update(dense, frames, 150, dense_rng)
+        assert_frames_identical(compact.as_frames(np.arange(len(compact))), dense.as_frames(np.arange(len(dense))))
+        for compact_batch, dense_batch in zip(recorded_batches(compact, 48), recorded_batches(dense, 48)):
+            assert_frames_identical(compact_batch, dense_batch)
+    assert len(compact) == 150 and len(compact.codec.dense_channels) == 1  # the widened plane
+    assert compact.bytes_per_frame() < 0.1 * sum(array.nbytes for array in dense.arrays.values()) / len(dense)
+
+
+def recorded_batches(window, batch_size: int) -> list[Frames]:
+    seen = []
+
+    def recording_step(state, batch):
+        seen.append(jax.tree.map(np.asarray, batch))
+        return state, {"loss": 0.0}
+
+    config = ml_collections.ConfigDict({"train": {"batch_size": batch_size, "epochs_per_iteration": 1.0}})
+    train_on_window(recording_step, None, window, config, make_mesh(jax.devices()[:1]), np.random.default_rng(5))
+    return seen
+
+
+def test_observations_that_do_not_fit_a_codec_are_refused():
+    frames = frames_to_arrays(make_frames(4, 0))
+    codec = FrameWindow.from_fields(frames).codec
+    odd = dict(frames, observation=frames["observation"].copy())
+    odd["observation"][0, 0] = 7.0  # varies over the board now
+    with pytest.raises(ValueError, match="do not fit the window's codec"):
+        codec.encode(odd)
+
+
+def chunk_rows(directory) -> dict[int, int]:
+    from zerolab.replay_checkpoints import CHUNK, ProcessReplay
+
+    replay = ProcessReplay(directory, keep=3)
+    return {number: replay.chunk_size(number) for number in replay._numbers(CHUNK)}
+
+
+def test_saves_write_the_new_frames_only_and_keep_the_disk_bounded(tmp_path, played_positions):
+    """A sampled window of 96 frames taking 16 new ones an iteration: each save writes the new frames plus the
+    survivors of chunks less than half alive; every kept step restores exactly; unread chunks are deleted."""
+    from zerolab.replay_checkpoints import ReplayCheckpoints
+
+    replay = ReplayCheckpoints(tmp_path / "replay", keep=3)
+    rng, policy_rng = np.random.default_rng(0), np.random.default_rng(1)
+    window, saved, written = FrameWindow.empty(), {}, []
+    for step in range(1, 21):
+        window = update_window(window, real_frames(played_positions, policy_rng, step % 20, 1), 96, rng)
+        before = chunk_rows(tmp_path / "replay" / "process-0")
+        replay.save(step, window, rng)
+        after = chunk_rows(tmp_path / "replay" / "process-0")
+        written.append(after[step])
+        assert after[step] >= 16 and set(after) - set(before) == {step}
+        assert sum(after.values()) <= 2 * 96 + 3 * 16 + 96  # at most about twice the frames the kept windows read
+        saved[step] = FrameWindow({name: array.copy() for name, array in window.arrays.items()}, window.codec)
+    assert written[:5] == [16, 16, 16, 16, 16] and max(written) > 16  # new frames only, then some compaction
+    assert sum(written) < 0.5 * 20 * 96  # far less than rewriting the window at every step
+    assert replay.steps() == [18, 19, 20]
+    for step in (18, 19, 20):
+        restored = ReplayCheckpoints(tmp_path / "replay", keep=3).restore(step).window
+        assert restored.codec == saved[step].codec and sorted(restored.arrays) == sorted(saved[step].arrays)
+        for name, array in saved[step].arrays.items():
+            np.testing.assert_array_equal(restored.arrays[name], array, err_msg=name)
+
+
+def test_windows_of_the_earlier_layouts_still_load(tmp_path, played_positions):
+    """A dense window written by orbax (single process, before the compact window) and dense archives of two
+    processes come back as compact windows with the same frames."""
+    import json
+
+    from zerolab.replay_checkpoints import ReplayCheckpoints
+
+    frames = frames_to_arrays(real_frames(played_positions, np.random.default_rng(0), 0, 6))
+    Checkpointer(tmp_path / "single" / "replay").save(4, {"window": {"num_frames": np.asarray(96), **frames}},
+                                                      {"iteration": 4})
+    restored = ReplayCheckpoints(tmp_path / "single" / "replay", keep=3).restore(4)
+    assert restored.numpy_rng is None  # that layout's random state is the train state's
+    assert_frames_identical(restored.window.as_frames(), DenseWindow(frames).as_frames(np.arange(96)))
+    for process in range(2):
+        directory = tmp_path / "multi" / "replay" / f"process-{process}"
+        directory.mkdir(parents=True)
+        part = {name: array[48 * process:48 * (process + 1)] for name, array in frames.items()}
+        metadata = {"iteration": 4, "process_index": process, "process_count": 2,
+                    "numpy_rng": np.random.default_rng(process).bit_generator.state}
+        np.savez(directory / "4.npz", **part, metadata=np.asarray(json.dumps(metadata)))
+    restored = ReplayCheckpoints(tmp_path / "multi" / "replay", keep=3).restore(4)
+    assert_frames_identical(restored.window.as_frames(), DenseWindow(frames).as_frames(np.arange(96)))
+    assert restored.numpy_rng.random() == np.random.default_rng(0).random()

@@ -22,6 +22,7 @@ import pytest
 from zerolab import runs, train
 from zerolab.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.config import load_config
+from zerolab.replay_checkpoints import ReplayCheckpoints, read_window
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = [  # the quickstart config with the ResNet (the core's own network) at toy size
@@ -62,7 +63,8 @@ def saved_train_state(workdir, step):
 
 
 def saved_window(workdir, step):
-    return Checkpointer(pathlib.Path(workdir) / "replay").restore(step, {"window": None}).items["window"]
+    """Step ``step``'s replay window as stored (compact arrays, disk sources included)."""
+    return read_window(workdir, step)[1].arrays
 
 
 def assert_trees_equal(a, b):
@@ -103,7 +105,7 @@ def run_copy(trained_run, tmp_path):
 def test_trained_run_keeps_complete_steps_as_the_checkpoint_config_says(trained_run):
     # checkpoint.keep=3, keep_period=5: train states of the 3 newest steps and of step 0; windows of the 3 newest.
     assert Checkpointer(trained_run / "checkpoints").steps() == [0, 1, 2, 3]
-    assert Checkpointer(trained_run / "replay").steps() == [1, 2, 3]
+    assert ReplayCheckpoints(trained_run / "replay", keep=3).steps() == [1, 2, 3]
     records = metrics_records(trained_run)
     assert [r["iteration"] for r in records] == [1, 2, 3] and [r["frames"] for r in records] == [32, 64, 96]
     assert [r["window_size"] for r in records] == [32, 64, 96]
@@ -112,8 +114,8 @@ def test_trained_run_keeps_complete_steps_as_the_checkpoint_config_says(trained_
 
 def test_resumed_run_equals_the_uninterrupted_run(trained_run, run_copy, caplog):
     # As if killed after iteration 2 was saved: iteration 3's checkpoint is gone but its record was written.
-    for directory in ("checkpoints", "replay"):
-        shutil.rmtree(run_copy / directory / "3")
+    shutil.rmtree(run_copy / "checkpoints" / "3")
+    (run_copy / "replay" / "process-0" / "window-3.npz").unlink()
     with caplog.at_level(logging.INFO):
         train.run(tiny_config(f"iterations={TRAINED_ITERATIONS}"), run_copy)
     assert "resuming" in caplog.text and "at iteration 2" in caplog.text
