@@ -1,5 +1,6 @@
-"""The search-contempt UCI engine plays whole games against Stockfish through python-chess with ScLimit 1, 5 and off,
-and refuses bad options with the UCI protocol's error lines."""
+"""The search-contempt UCI engine plays whole games against Stockfish through python-chess with ScLimit 1, 5 and off
+(every move searched with the simulations asked, no error line), its ``ScLimit`` and ``SearchKind`` options change
+the search the engine compiles and runs, and it refuses bad options with the UCI protocol's error lines."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import chess
 import chess.engine
 import pytest
 
-from contempt_search.uci import SC_LIMIT_OFF, contempt_search_changes
+import zerolab.search
+from contempt_search.experiment import CONTEMPT_RULES
+from contempt_search.uci import ENGINE_NAME, SC_LIMIT_OFF, contempt_options, contempt_search_changes
 from zerolab import train
 from zerolab.config import load_config
 
@@ -25,12 +28,18 @@ def chess_network(tmp_path_factory):
 
 
 def play_game(engine, stockfish, max_plies=300):
+    """Engine (white, 2 simulations a move) against Stockfish; every engine move must be a search of 2 simulations
+    (``info ... nodes 2``), with no ``info string error`` (a failed search falls back to a move without searching)."""
     board = chess.Board()
     while not board.is_game_over(claim_draw=True) and board.ply() < max_plies:
-        player = engine if board.turn == chess.WHITE else stockfish
-        move = player.play(board, chess.engine.Limit(nodes=2 if player is engine else 500)).move
-        assert move in board.legal_moves, (board.fen(), move)
-        board.push(move)
+        if board.turn == chess.WHITE:
+            result = engine.play(board, chess.engine.Limit(nodes=2), info=chess.engine.INFO_ALL)
+            assert not result.info.get("string", "").startswith("error"), (board.fen(), result.info)
+            assert result.info.get("nodes") == 2, (board.fen(), result.info)
+        else:
+            result = stockfish.play(board, chess.engine.Limit(nodes=500))
+        assert result.move in board.legal_moves, (board.fen(), result.move)
+        board.push(result.move)
     return board
 
 
@@ -66,3 +75,57 @@ def test_sc_limit_off_is_the_plain_search():
     assert contempt_search_changes("muzero", 5)["rule_options"] == {"sc_limit": 5}
     with pytest.raises(ValueError, match="search kind"):
         contempt_search_changes("alphabeta", 5)
+
+
+def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_game, monkeypatch):
+    """``setoption`` ScLimit / SearchKind through the UCI server re-set the engine's search (``set_search``): the
+    searches compiled afterwards, and the moves played, use contempt's rules with that N_scl and that kind; ScLimit
+    off is the plain search again.  Every ``go`` searches the nodes asked (no fallback, no error line)."""
+    import io
+
+    import jax
+
+    from zerolab.networks import AlphaZeroResNet, init_variables
+    from zerolab.search import SearchConfig
+    from zerolab.uci_search import LoadedSearch, SearchEngine, SearchServer
+
+    compiled = []  # (kind, rules, rule_options) of every search the engine builds, in order
+    run_search = zerolab.search.run_search
+
+    def recording_run_search(config, *arguments, **keywords):
+        compiled.append((config.kind, config.rules, dict(config.rule_options)))
+        return run_search(config, *arguments, **keywords)
+
+    monkeypatch.setattr(zerolab.search, "run_search", recording_run_search)
+    network = AlphaZeroResNet(num_actions=chess_game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, chess_game, jax.random.key(0))
+    search = SearchConfig(kind="muzero", num_simulations=2, max_num_considered_actions=2, gumbel_scale=0.0,
+                          dirichlet_fraction=0.0)
+    engine = SearchEngine(lambda: LoadedSearch(chess_game, network, variables, search, "tiny"), 2)
+    engine.warm_up(background_sizes=False)
+    server = SearchServer(engine, ENGINE_NAME, 2, contempt_options("muzero", SC_LIMIT_OFF)(engine))
+    output = io.StringIO()
+    server._output = output  # what run() sets; handle() is then called line by line in this thread
+    assert compiled == [("muzero", "", {})]
+
+    def command(line, nodes=None):
+        del compiled[:]
+        output.seek(0), output.truncate()
+        server.handle(line)
+        if nodes is not None:
+            server._search_thread.join(60)
+        lines = output.getvalue().splitlines()
+        assert not [text for text in lines if text.startswith("info string error")], lines
+        if nodes is not None:
+            assert any(f" nodes {nodes} " in text for text in lines if text.startswith("info ")), lines
+            assert lines[-1].startswith("bestmove "), lines
+        return compiled[:]
+
+    assert command("setoption name ScLimit value 5") == [("muzero", CONTEMPT_RULES, {"sc_limit": 5})]
+    assert engine.loaded.search.rules == CONTEMPT_RULES and engine.loaded.search.make_rules() is not None
+    server.handle("position startpos moves e2e4")
+    assert command("go nodes 2", nodes=2) == []  # played with the search the setoption compiled
+    assert command("setoption name SearchKind value gumbel") == [("gumbel", CONTEMPT_RULES, {"sc_limit": 5})]
+    assert command(f"setoption name ScLimit value {SC_LIMIT_OFF}") == [("gumbel", "", {})]
+    assert engine.loaded.search.make_rules() is None  # the plain search
+    assert command("go nodes 2", nodes=2) == []
