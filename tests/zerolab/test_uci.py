@@ -431,7 +431,10 @@ def test_random_agent_plays_stockfish_through_python_chess(stockfish_path):
         clock = chess.engine.Limit(white_clock=30, black_clock=30, white_inc=0.1, black_inc=0.1)
         while not board.is_game_over(claim_draw=True) and board.ply() < 60:
             if board.turn == chess.WHITE:
-                result = agent.play(board, clock if board.ply() % 4 == 0 else chess.engine.Limit(nodes=10))
+                result = agent.play(board, clock if board.ply() % 4 == 0 else chess.engine.Limit(nodes=10),
+                                    info=chess.engine.INFO_ALL)
+                assert not result.info.get("string", "").startswith("error"), (board.fen(), result.info)
+                assert result.info.get("nodes") == board.legal_moves.count()  # the random mover's "search"
             else:
                 result = stockfish.play(board, chess.engine.Limit(nodes=100))
             assert result.move in board.legal_moves, (board.fen(), result.move)
@@ -583,11 +586,20 @@ def chess_run(tmp_path_factory):
     return workdir
 
 
+def assert_searched(result, board, nodes):
+    """``result`` (a python-chess ``play`` with ``info=INFO_ALL``) came from a search of one of the ``nodes`` counts:
+    its ``info`` line reports them, and no ``info string error`` came first (a failed search, or an engine that did
+    not start, plays a fallback move without an ``info ... nodes`` line)."""
+    assert not result.info.get("string", "").startswith("error"), (board.fen(), result.info)
+    assert result.info.get("nodes") in nodes, (board.fen(), result.info)
+
+
 @pytest.mark.slow
 def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, stockfish_path):
     """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, one simulation a
     move, PUCT search by a search override, under node limits, clocks and searchmoves in turn; every move must be
-    legal."""
+    legal and searched: ``nodes 1`` under a node limit or a 10 s clock, 1 or 0 (the raw policy, when one simulation
+    does not fit) in 50 ms, and no ``info string error``."""
     command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1", "search.kind=muzero")
     with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT, timeout=300) as engine, \
             chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
@@ -600,7 +612,7 @@ def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, 
                     limit = [chess.engine.Limit(nodes=1), chess.engine.Limit(white_clock=10, black_clock=10),
                              chess.engine.Limit(time=0.05)][board.ply() // 2 % 3]
                     result = engine.play(board, limit, info=chess.engine.INFO_ALL)
-                    assert result.info.get("nodes", 0) <= 1
+                    assert_searched(result, board, {1} if limit.time is None else {0, 1})
                 else:
                     result = stockfish.play(board, chess.engine.Limit(nodes=1))
                 assert result.move in board.legal_moves, (board.fen(), result.move)
@@ -608,4 +620,6 @@ def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, 
             assert board.is_game_over(claim_draw=True)
         board = chess.Board()
         only = chess.Move.from_uci("h2h3")
-        assert engine.play(board, chess.engine.Limit(nodes=1), root_moves=[only]).move == only
+        result = engine.play(board, chess.engine.Limit(nodes=1), root_moves=[only], info=chess.engine.INFO_ALL)
+        assert result.move == only
+        assert_searched(result, board, {1})
