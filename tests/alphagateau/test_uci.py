@@ -52,8 +52,16 @@ SPECIAL_MOVES = [
 ]
 
 
+def assert_searched(result, nodes):
+    """``result`` (``play`` with ``info=INFO_ALL``) came from a search of one of the ``nodes`` counts, with no
+    ``info string error`` first (a failed search plays a fallback move without an ``info ... nodes`` line)."""
+    assert not result.info.get("string", "").startswith("error"), result.info
+    assert result.info.get("nodes") in nodes, result.info
+
+
 def test_plays_stockfish_with_legal_moves_to_the_end(engine, stockfish_path):
-    """A game against Stockfish at its weakest (Skill Level 0, 1 node), with node and clock limits in turn."""
+    """A game against Stockfish at its weakest (Skill Level 0, 1 node), with node and clock limits in turn; every
+    move is searched (4 simulations under ``nodes 4``; under the clock the time rule may pick fewer)."""
     board = chess.Board()
     with chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
         stockfish.configure({"Skill Level": 0})
@@ -61,7 +69,9 @@ def test_plays_stockfish_with_legal_moves_to_the_end(engine, stockfish_path):
             if board.turn == chess.WHITE:
                 limit = chess.engine.Limit(nodes=4) if board.ply() % 4 else chess.engine.Limit(white_clock=20,
                                                                                               black_clock=20)
-                move = engine.play(board, limit).move
+                result = engine.play(board, limit, info=chess.engine.INFO_ALL)
+                assert_searched(result, {4} if limit.nodes else {0, 1, 2, 4})
+                move = result.move
             else:
                 move = stockfish.play(board, chess.engine.Limit(nodes=1)).move
             assert move in board.legal_moves, (board.fen(), move)
@@ -72,8 +82,10 @@ def test_plays_stockfish_with_legal_moves_to_the_end(engine, stockfish_path):
 @pytest.mark.parametrize("fen,move", SPECIAL_MOVES)
 def test_castling_en_passant_and_promotions(engine, fen, move):
     board = chess.Board(fen)
-    result = engine.play(board, chess.engine.Limit(nodes=4), root_moves=[chess.Move.from_uci(move)])
+    result = engine.play(board, chess.engine.Limit(nodes=4), root_moves=[chess.Move.from_uci(move)],
+                         info=chess.engine.INFO_ALL)
     assert result.move == chess.Move.from_uci(move)
+    assert_searched(result, {4})
 
 
 def test_answers_after_move_lists_repetitions_and_option_changes(engine):
