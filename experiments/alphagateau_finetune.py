@@ -67,6 +67,13 @@ def stage_training_config(config: ml_collections.ConfigDict, stage: str, game: s
         {**train.default_config().game.to_dict(), "name": game}), **values)
 
 
+def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collections.ConfigDict]:
+    """The two stages' training configs, as ``python -m experiments plan`` costs them (the fine-tuning stage's
+    ``init_from`` is set by ``run``)."""
+    return {"pretrain": stage_training_config(config, "pretrain", PRETRAIN_GAME),
+            "finetune": stage_training_config(config, "finetune", FINETUNE_GAME)}
+
+
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)

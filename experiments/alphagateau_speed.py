@@ -58,6 +58,11 @@ def model_label(name: str, parameters: int) -> str:
     return f"{SERIES_LABELS.get(name, name)} ({parameters / 1000:.0f}k parameters)"
 
 
+def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collections.ConfigDict]:
+    """The training config of each network of ``config.models`` (for ``run`` and ``python -m experiments plan``)."""
+    return {name: training_config(config, config.models[name]) for name in config.models.keys()}
+
+
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
@@ -69,7 +74,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     run_directories = {name: workdir / name for name in model_names}
     for name in model_names:
         logger.info("training %s in %s", name, run_directories[name])
-        train.run(training_config(config, config.models[name]), run_directories[name])
+        train.run(training_configs(config)[name], run_directories[name])
     statistics_by_model = {name: run_statistics(run_directories[name]) for name in model_names}
 
     rating_started = time.perf_counter()

@@ -89,6 +89,11 @@ def arm_config(config: ml_collections.ConfigDict, arm: str) -> ml_collections.Co
     return training_config(ml_collections.ConfigDict(sections), model)
 
 
+def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collections.ConfigDict]:
+    """Each arm's training config (for ``python -m experiments plan``)."""
+    return {arm: arm_config(config, arm) for arm in ARMS}
+
+
 def selfplay_statistics(run_directory: pathlib.Path) -> list[dict]:
     """Per iteration: cumulative self-play games, the iteration's W/D/L from the first player's side, its (w+l)/d,
     ``sampled_visit_fraction`` (0 without contempt) and the cumulative training wall-clock."""

@@ -169,12 +169,16 @@ def train_on_window(
     num_updates = max(1, math.ceil(config.train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
     order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * local_size / len(window)) + 1)])
     totals: dict[str, float] = {}
+    started, log_every = time.perf_counter(), max(1, num_updates // 10)
     for update in range(num_updates):
         indices = np.sort(order[update * local_size:(update + 1) * local_size])
         batch = shard_host_batch(window.as_frames(indices), mesh)
         train_state, metrics = train_step(train_state, batch)
         for name, value in metrics.items():
             totals[name] = totals.get(name, 0.0) + float(value)
+        if (update + 1) % log_every == 0 or update + 1 == num_updates:
+            logger.info("training: %d of %d updates of %d frames in %.1f s", update + 1, num_updates, batch_size,
+                        time.perf_counter() - started)
     return train_state, {name: total / num_updates for name, total in totals.items()}, num_updates * batch_size
 
 
@@ -188,8 +192,13 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     frames, records = local_numpy((frames, records), axis=1)
     selfplay_seconds = time.perf_counter() - started
     num_frames = sum_over_processes(frames.value_target.size)  # all processes' frames (a collective)
+    logger.info("iteration %d: self-play played %d plies of %d games, %d frames, in %.1f s", iteration,
+                frames.value_target.shape[0], config.selfplay.num_games, num_frames, selfplay_seconds)
+    window_started = time.perf_counter()
     window = update_window(run_state.window, frames, int(config.replay.window_size), run_state.numpy_rng,
                            config.replay.mode)
+    logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
+                len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
     bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
     train_started = time.perf_counter()
     train_state, train_metrics, samples = train_on_window(train_step, train_state, window, config, mesh,
@@ -313,7 +322,9 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
                 write_selfplay_games(components.game, last_records[0],
                                      workdir / "games" / f"selfplay-{iteration}.pgn",
                                      pgn_games, f"self-play iteration {iteration}")
+            save_started = time.perf_counter()
             checkpoints.save(run_state, config)
+            logger.info("iteration %d: checkpoint saved in %.1f s", iteration, time.perf_counter() - save_started)
             if main_process:
                 metrics_log.append(record)
             bar.advance()
