@@ -1,6 +1,7 @@
 """SAI's GTP engine: a scripted session (malformed input, handicap, SAI's commands) and then a whole game against
 GNU Go, both through one ``python -m sai_go.gtp`` process; bad options and checkpoints; ``final_score`` against GNU
-Go's own count."""
+Go's own count; ``sai-lambda`` changing the moves played, and ``genmove`` refusing a positional-superko repetition
+that the search prefers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import threading
 
 import jax
+import numpy as np
 import pytest
 
 from zerolab.api import GoGame, GTPEngine, GTPEngineOptions, load_config, train
@@ -218,3 +220,66 @@ def black_margin(score: str) -> float:
         return 0.0
     assert score[:2] in ("B+", "W+"), score
     return float(score[2:]) * (1 if score[0] == "B" else -1)
+
+
+# --- λ and the superko filter, observed through GTP -------------------------------------------------------------------
+
+LAMBDA_SIMULATIONS = 8  # 2 simulations leave the same moves at λ 0 and 1 for this untrained network; 8 do not
+
+
+def genmoves(server, *setup: str, moves: int = 10) -> list[str]:
+    """``genmove`` for both colours in turn, ``moves`` times, after the ``setup`` commands (all must succeed)."""
+    colours = "bw" * moves
+    responses = session(server, "".join(f"{line}\n" for line in setup)
+                        + "".join(f"genmove {colour}\n" for colour in colours[:moves]))
+    assert all(response.startswith("=") for response in responses), responses
+    return [response[2:] for response in responses[len(setup):]]
+
+
+def test_lambda_set_through_gtp_changes_the_moves_the_agent_plays(sai_run):
+    """``sai-lambda 1`` sent to the server plays the moves of an agent built with λ = 1, which are not λ = 0's: the
+    λ the server is told reaches the search (same seed, same commands, so only λ differs)."""
+    agent = SaiAgent.from_checkpoint(sai_run, simulations=LAMBDA_SIMULATIONS)
+    at_zero = genmoves(SaiGTPServer(agent.with_options(lam=0.0), seed=0), "komi 0.5", "sai-lambda 0")
+    told_one = genmoves(SaiGTPServer(agent.with_options(lam=0.0), seed=0), "komi 0.5", "sai-lambda 1")
+    built_one = genmoves(SaiGTPServer(agent.with_options(lam=1.0), seed=0), "komi 0.5")
+    assert told_one == built_one
+    assert sum(a != b for a, b in zip(at_zero, told_one)) >= 3, (at_zero, told_one)
+    told_zero = genmoves(SaiGTPServer(agent.with_options(lam=1.0), seed=0), "komi 0.5", "sai-lambda 0")
+    assert told_zero == at_zero
+
+
+#: A random 7×7 game (found with pgx, seed 0 of 512 random games) whose last move, Black's B7 after White's pass,
+#: repeats an earlier position: pgx allows it and ends the game by positional superko.
+SUPERKO_GAME = ("C6 C3 E1 C7 G4 G6 E5 D6 D1 C2 F3 B1 A1 B2 D2 C5 E6 D3 E7 B4 G7 E4 D5 F4 A4 B3 G5 E3 G3 E2 A3 F7 A7 "
+                "C1 A6 A2 C4 F1 G2 G7 D4 A5 B7 F5 B5 G1 D2 A4 F6 A1 D1 F7 G7 E1 G6 B6 D1 C5 D7 A3 B7 A6 F7 B5 C6 F2 "
+                "A7 C7 A7 pass B7").split()
+
+
+def test_genmove_never_plays_a_superko_repetition_through_gtp(sai_run):
+    """The network is made to want B7, the move that repeats a position (policy bias +20 on it): the search visits
+    it most, and ``genmove b`` still answers a move that keeps the game going (the agent's superko filter)."""
+    agent = SaiAgent.from_checkpoint(sai_run, simulations=LAMBDA_SIMULATIONS)
+    game = agent.game
+    *played, repeating = SUPERKO_GAME
+    step = fast_jit(game.step)
+    state = game.init(jax.random.key(0))
+    for vertex in played:
+        state = step(state, game.text_to_action(vertex, state))
+    target = game.text_to_action(repeating, state)
+    assert bool(state.legal_action_mask[target])  # legal for pgx ...
+    assert bool(game.ended_by_rule_violation(step(state, target)))  # ... and a positional-superko repetition
+    variables = jax.tree.map(np.array, agent.variables)  # a copy; the policy head's last layer is Dense_0
+    variables["params"]["Dense_0"]["bias"][target] += 20.0
+    wanting = agent.with_options(variables=variables)
+    searched = wanting.analyse(jax.tree.map(lambda leaf: leaf[None], state), jax.random.key(1))
+    assert int(searched.visit_counts[0].argmax()) == target  # the search prefers the repetition
+
+    colours = "bw" * len(SUPERKO_GAME)
+    script = "".join(f"play {colour} {vertex}\n" for colour, vertex in zip(colours, played))
+    responses = session(SaiGTPServer(wanting, seed=1), script + "genmove b\n")
+    assert all(response == "=" for response in responses[:-1]), responses
+    answer = responses[-1][2:]
+    assert responses[-1].startswith("= ") and answer.upper() != repeating, responses[-1]
+    following = step(state, game.text_to_action(answer, state))
+    assert not bool(game.ended_by_rule_violation(following)), answer
