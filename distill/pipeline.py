@@ -162,6 +162,22 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
             "results": [result.to_dict() for result in book.results], "table": book.format_table()}
 
 
+def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapping[str, Any]], title: str) -> str:
+    """The cost plan of training every variant (``python -m experiments plan``): each one's compiled training step
+    and scoring pass.  Data generation and annotation run Stockfish on CPUs and are not planned here."""
+    from distill.train import plan_training
+    from zerolab.api import format_programs
+
+    boards = int(config.evaluate.max_test_positions)
+    programs = [program for name, overrides in variants.items()
+                for program in plan_training(training_settings(config, **overrides), f"{name}: training step",
+                                             evaluation_boards=boards)]
+    notes = ["not planned: generating and annotating the data (Stockfish on CPU workers), the tournament (batch-1 moves)"]
+    if boards <= 0:
+        notes.append("evaluate.max_test_positions = 0 scores every test board: their number is the data's")
+    return format_programs(title, programs, notes)
+
+
 def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
                      variants: Mapping[str, Mapping[str, Any]], show_progress: bool = True) -> dict[str, Any]:
     """Train and evaluate one predictor per variant on the same data, then rate them in a tournament.

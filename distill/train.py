@@ -38,6 +38,7 @@ from zerolab.api import Checkpointer
 from zerolab.api import check_divisible, jit_step, make_mesh, replicated, resolve_checkpoint, shard_host_batch
 from zerolab.api import MetricsLog
 from zerolab.api import progress_bar
+from zerolab.api import PlannedProgram, compile_cost
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +178,27 @@ def _compile_train_step(settings: TrainingSettings, mesh: Mesh):
     step = functools.partial(train_step, model=Transformer(settings.model_config()),
                              optimizer=make_optimizer(settings), ema_decay=settings.ema_decay)
     return jit_step(step, mesh)
+
+
+def plan_training(settings: TrainingSettings, label: str = "training step",
+                  evaluation_boards: int = 0) -> list[PlannedProgram]:
+    """The compiled training step (:func:`make_train_step`, one device) at ``settings.batch_size`` with abstract
+    inputs, called ``num_steps`` times, and the forward pass that evaluation scores boards with (its batch: one row
+    per legal move of 64 boards, about 2,000; one call per 64 of ``evaluation_boards``), for
+    ``python -m experiments plan``."""
+    model_config = settings.model_config()
+    state = jax.eval_shape(lambda key: init_train_state(model_config, make_optimizer(settings), key), jax.random.key(0))
+    batch = {"tokens": jax.ShapeDtypeStruct((settings.batch_size, model_config.sequence_length), jnp.int32),
+             "targets": jax.ShapeDtypeStruct((settings.batch_size,), jnp.int32)}
+    step = compile_cost(label, make_train_step(settings, make_mesh(jax.devices()[:1])).lower(state, batch))
+    rows = 64 * 32
+    tokens = jax.ShapeDtypeStruct((rows, model_config.sequence_length), jnp.int32)
+    forward = compile_cost(f"{label.replace('training step', 'scoring')}", jax.jit(
+        lambda params, tokens: Transformer(model_config).apply({"params": params}, tokens)).lower(state.params, tokens))
+    parameters = sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(state.params))
+    return [PlannedProgram(step, settings.num_steps, f"one update of {settings.batch_size} examples, "
+                           f"{settings.model_size} ({parameters:,} parameters, {settings.dtype})"),
+            PlannedProgram(forward, -(-evaluation_boards // 64), f"scores {rows} (board, move) rows: 64 test boards")]
 
 
 def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, workdir: str | pathlib.Path,

@@ -85,11 +85,17 @@ def training_configs(name: str, config) -> dict:
 
 
 def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str) -> int:
-    """``python -m experiments plan NAME``: compiles each training run's programs (zerolab.plan) and prints them."""
+    """``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
+    programs are not the core's training loop), else each training run's programs (:func:`zerolab.plan.plan_training_run`),
+    compiled and printed."""
     from zerolab.plan import format_plan, plan_training_run
 
     try:
         config = load_config(name, preset, overrides)
+        runner = importlib.import_module("experiments." + name.replace("-", "_"))
+        if hasattr(runner, "plan"):  # an experiment of other programs than the core's training loop
+            print(runner.plan(config), flush=True)
+            return 0
         runs = training_configs(name, config)
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

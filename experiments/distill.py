@@ -19,7 +19,15 @@ import ml_collections
 
 from distill.engine import EngineOptions
 from distill.evaluate import baseline_metrics
-from distill.pipeline import data_directory_of, evaluate_run, prepare_data, test_records, train_predictor, training_settings
+from distill.pipeline import (
+    data_directory_of,
+    evaluate_run,
+    plan_variants,
+    prepare_data,
+    test_records,
+    train_predictor,
+    training_settings,
+)
 from zerolab import config as config_lib
 from zerolab.metrics import MetricsLog
 
@@ -29,6 +37,11 @@ logger = logging.getLogger(__name__)
 def write_summary(workdir: pathlib.Path, summary: dict[str, Any]) -> dict[str, Any]:
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def plan(config: ml_collections.ConfigDict) -> str:
+    """``python -m experiments plan distill``: the compiled training step and scoring pass of the predictor."""
+    return plan_variants(config, {config.train.predictor: {}}, "distill: one predictor, trained then evaluated")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:

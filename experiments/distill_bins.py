@@ -14,10 +14,18 @@ from typing import Any
 
 import ml_collections
 
-from distill.pipeline import compare_variants
+from distill.pipeline import compare_variants, plan_variants
+
+
+def variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
+    return {f"bins-{count}": {"predictor": "action_value", "num_bins": count} for count in config.bin_counts}
+
+
+def plan(config: ml_collections.ConfigDict) -> str:
+    """``python -m experiments plan distill-bins``: each bin count's training step and scoring pass."""
+    return plan_variants(config, variants(config), "distill-bins: action-value predictors with K value bins")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    variants = {f"bins-{count}": {"predictor": "action_value", "num_bins": count} for count in config.bin_counts}
-    return compare_variants(config, workdir, variants)
+    return compare_variants(config, workdir, variants(config))

@@ -14,7 +14,13 @@ from typing import Any
 
 import ml_collections
 
-from distill.pipeline import compare_variants
+from distill.pipeline import compare_variants, plan_variants
+
+
+def plan(config: ml_collections.ConfigDict) -> str:
+    """``python -m experiments plan distill-targets``: each predictor's training step and scoring pass."""
+    return plan_variants(config, {name: variant_overrides(name) for name in config.predictors},
+                         "distill-targets: action-value, state-value and behavioural-cloning predictors")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:

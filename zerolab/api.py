@@ -36,6 +36,12 @@ PUBLIC_NAMES: dict[str, str] = {
     "move_table": "zerolab.games",
     "PROMOTION_PIECES": "zerolab.games.chess",
     "square_name": "zerolab.games.chess",
+    # cost plans (python -m experiments plan)
+    "PlannedProgram": "zerolab.plan",
+    "abstract_states": "zerolab.plan",
+    "compile_cost": "zerolab.plan",
+    "format_programs": "zerolab.plan",
+    "search_program": "zerolab.plan",
     # networks
     "NetworkInputs": "zerolab.networks",
     "NetworkOutput": "zerolab.networks",

@@ -374,3 +374,66 @@ def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
                      f"({plan.iterations} iterations, {plan.total_updates:,} updates)")
     lines.append(f"(plan made in {plan.seconds:.0f} s on {jax.devices()[0].platform})")
     return "\n".join(lines)
+
+
+# --- experiments that are not one training run: tables of planned programs ------------------------------------------
+
+
+@dataclasses.dataclass
+class PlannedProgram:
+    """A compiled program of an experiment and how often the experiment calls it.
+
+    Attributes:
+      cost: the compiled program's figures.
+      calls: how many times the whole experiment calls it (an upper bound where games may end early).
+      flops_per_call: FLOPs of one call where XLA's count misses loops (a search: its network evaluations); default
+        ``cost.flops``.
+      what: what one call does, in words.
+    """
+
+    cost: ProgramCost
+    calls: int
+    what: str
+    flops_per_call: float | None = None
+
+    @property
+    def flops(self) -> float:
+        return self.cost.flops if self.flops_per_call is None else self.flops_per_call
+
+
+def abstract_states(game: Game, batch: int) -> Any:
+    """``jax.ShapeDtypeStruct``s of ``batch`` pgx states of ``game`` (traced, not run)."""
+    return jax.eval_shape(lambda key: jax.vmap(game.init)(jax.random.split(key, batch)), jax.random.key(0))
+
+
+def search_program(name: str, game: Game, network: Any, variables: Any, search_config: Any, batch: int, calls: int,
+                   rules: Any = None) -> PlannedProgram:
+    """One search of ``search_config`` from ``batch`` positions with ``network`` (abstract ``variables``), compiled;
+    its FLOPs are those of its ``num_simulations + 1`` network evaluations over the batch (XLA counts the simulation
+    loop's body once)."""
+    from zerolab.search import run_search
+
+    states = abstract_states(game, batch)
+    search = jax.jit(lambda v, key, s: run_search(search_config, game, network, v, key, s, rules=rules).action)
+    cost = compile_cost(name, search.lower(variables, jax.random.key(0), states))
+    observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
+    legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
+    evaluation = compile_cost(f"{name} (one evaluation)", jax.jit(
+        lambda v, o, m: apply_network(network, v, NetworkInputs(o, m))[0]).lower(variables, observation, legal))
+    return PlannedProgram(cost, calls, f"{search_config.num_simulations} simulations from {batch} positions",
+                          flops_per_call=evaluation.flops * (search_config.num_simulations + 1))
+
+
+def format_programs(title: str, programs: list[PlannedProgram], notes: list[str] = ()) -> str:
+    """A table of an experiment's programs: compile time, FLOPs and device memory per call, calls, total FLOPs."""
+    lines = [f"== {title}",
+             f"{'program':<34}{'compile':>9}{'GFLOP/call':>13}{'device memory':>15}{'calls':>14}{'total PFLOP':>13}  what a call does"]
+    for program in programs:
+        lines.append(f"{program.cost.name:<34}{program.cost.compile_seconds:>8.1f}s{program.flops / 1e9:>13,.2f}"
+                     f"{_bytes(program.cost.device_bytes):>15}{program.calls:>14,}"
+                     f"{program.flops * program.calls / 1e15:>13,.2f}  {program.what}")
+    total = sum(program.flops * program.calls for program in programs)
+    lines.append(f"total: {total / 1e15:,.1f} PFLOP; no rate measured for these programs on an accelerator, so no time "
+                 f"estimate (a search's FLOPs are its network evaluations; calls are upper bounds where games end early)")
+    lines.extend(notes)
+    return "\n".join(lines)

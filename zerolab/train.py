@@ -216,8 +216,16 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
         "train_s": train_seconds,
         "iteration_s": time.perf_counter() - started,
     }
+    record.update(device_memory_record())
     run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng)
     return record, run_state, train_state, records
+
+
+def device_memory_record() -> dict:
+    """``{'device_peak_gib': ...}``: the first local device's peak memory so far, where the backend reports it
+    (GPUs and TPUs; the CPU backend does not, and the record then has no such entry)."""
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return {"device_peak_gib": stats["peak_bytes_in_use"] / 2**30} if "peak_bytes_in_use" in stats else {}
 
 
 def make_run_selfplay_fn(components: Components, mesh: Mesh) -> Callable:
