@@ -56,3 +56,30 @@ def test_the_8x8_paper_path_trains_with_only_its_sizes_shrunk(tmp_path, caplog):
     assert step == 1 and frames.observation.shape == (6, 8, 8, 119) and frames.policy_target.shape == (6, 4672)
     np.testing.assert_allclose(frames.policy_target.astype(np.float32).sum(axis=1), 1.0, atol=1e-2)
     assert window.bytes_per_frame() < 3000  # well under the 29 KB of a dense 8×8 frame
+
+
+SHRUNK = ["iterations=1", "selfplay.num_games=2", "selfplay.plies_per_iteration=3", "search.num_simulations=2",
+          "search.max_num_considered_actions=2", "train.batch_size=4", "model.channels=8", "model.num_blocks=1",
+          "progress=False"]
+
+
+# sai-go's paper preset plays the tiny one's game (7×7 Go) with the same method and network, only larger: its tiny
+# training tests (tests/sai_go) are its paper path.  quickstart's and alphagateau-finetune's pretraining are Gardner
+# AlphaGateau (tests/experiments/test_quickstart.py); the fine-tuning stage is the 8×8 AlphaGateau run above.
+@pytest.mark.parametrize("name, run, overrides", [
+    ("contempt-train", "contempt", ["from_scratch=True"]),  # 8×8, MuZero search with contempt's frozen opponent nodes
+])
+def test_paper_presets_train_one_iteration_with_only_their_sizes_shrunk(tmp_path, caplog, name, run, overrides):
+    config = load_config(name, "paper", SHRUNK + overrides)
+    run_config = training_configs(name, config)[run]
+    paper = training_configs(name, load_config(name, "paper", overrides))[run]
+    for key in ("game", "search.kind", "search.rules", "method", "replay", "selfplay.max_game_plies"):
+        section, _, leaf = key.partition(".")
+        assert (run_config[section][leaf] if leaf else run_config[section]) == \
+            (paper[section][leaf] if leaf else paper[section]), key  # the pod's path, not the tiny one's
+    with caplog.at_level(logging.INFO):
+        assert train.run(run_config, tmp_path / run).iteration == 1
+    assert "self-play: compiled in" in caplog.text and "iteration 1: checkpoint saved" in caplog.text
+    step, window = read_window(tmp_path / run)
+    assert step == 1 and len(window) >= 6 and window.bytes_per_frame() < 0.2 * sum(
+        array.nbytes for array in window.fields().values()) / len(window)

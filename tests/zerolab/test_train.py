@@ -106,6 +106,11 @@ def test_trained_run_keeps_complete_steps_as_the_checkpoint_config_says(trained_
     # checkpoint.keep=3, keep_period=5: train states of the 3 newest steps and of step 0; windows of the 3 newest.
     assert Checkpointer(trained_run / "checkpoints").steps() == [0, 1, 2, 3]
     assert ReplayCheckpoints(trained_run / "replay", keep=3).steps() == [1, 2, 3]
+    # Each step wrote only its own 32 new frames (a chunk); no kept index reads step 0's empty window.
+    chunks = sorted(path.name for path in (trained_run / "replay" / "process-0").glob("frames-*.npz"))
+    assert chunks == ["frames-1.npz", "frames-2.npz", "frames-3.npz"]
+    for step in (1, 2, 3):
+        assert len(np.load(trained_run / "replay" / "process-0" / f"frames-{step}.npz")["value_target"]) == 32
     records = metrics_records(trained_run)
     assert [r["iteration"] for r in records] == [1, 2, 3] and [r["frames"] for r in records] == [32, 64, 96]
     assert [r["window_size"] for r in records] == [32, 64, 96]
