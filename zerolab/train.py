@@ -15,6 +15,7 @@ along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.ke
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import logging
@@ -114,6 +115,9 @@ def default_config() -> ml_collections.ConfigDict:
     )
 
 
+#: Training updates dispatched to the devices ahead of the one whose metrics the host waits for.
+TRAINING_LOOKAHEAD = 2
+
 IterationHook = Callable[[RunState, dict], None]
 """``(run_state, record) -> None``: called after each iteration's training, before its checkpoint and its line in
 ``metrics.jsonl``; entries a hook adds to ``record`` (an Elo, a figure's path) are logged with it."""
@@ -169,16 +173,27 @@ def train_on_window(
     num_updates = max(1, math.ceil(config.train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
     order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * local_size / len(window)) + 1)])
     totals: dict[str, float] = {}
+    pending: collections.deque = collections.deque()  # metrics of dispatched updates, read back in order
+
+    def read_back(metrics: dict) -> None:
+        for name, value in jax.device_get(metrics).items():
+            totals[name] = totals.get(name, 0.0) + float(value)
+
     started, log_every = time.perf_counter(), max(1, num_updates // 10)
     for update in range(num_updates):
         indices = np.sort(order[update * local_size:(update + 1) * local_size])
         batch = shard_host_batch(window.as_frames(indices), mesh)
         train_state, metrics = train_step(train_state, batch)
-        for name, value in metrics.items():
-            totals[name] = totals.get(name, 0.0) + float(value)
+        # The host decodes the next batches while the device trains: at most TRAINING_LOOKAHEAD updates in flight
+        # (waiting for the oldest one's metrics), so batches do not pile up in device memory.
+        pending.append(metrics)
+        if len(pending) > TRAINING_LOOKAHEAD:
+            read_back(pending.popleft())
         if (update + 1) % log_every == 0 or update + 1 == num_updates:
-            logger.info("training: %d of %d updates of %d frames in %.1f s", update + 1, num_updates, batch_size,
-                        time.perf_counter() - started)
+            logger.info("training: %d of %d updates of %d frames dispatched in %.1f s", update + 1, num_updates,
+                        batch_size, time.perf_counter() - started)
+    while pending:
+        read_back(pending.popleft())
     return train_state, {name: total / num_updates for name, total in totals.items()}, num_updates * batch_size
 
 

@@ -28,9 +28,9 @@ def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
     text = format_plan(plan, "h100")
     assert "256 games × 256 plies" in text and "window 1,000,000" in text
     assert "no rate measured for gardner_chess" in text  # no invented numbers
-    assert main(["plan", "contempt-odds"]) == 1  # evaluation only: nothing to plan, and said so
-    assert "trains no network" in capsys.readouterr().out
+    assert training_configs("contempt-odds", load_config("contempt-odds", "paper")) == {}  # its runner plans itself
     assert main(["plan", "quickstart", "no_such_key=1"]) == 2
+    assert "unknown config key 'no_such_key'" in capsys.readouterr().err
 
 
 def test_the_8x8_paper_path_trains_with_only_its_sizes_shrunk(tmp_path, caplog):
