@@ -113,9 +113,15 @@ def _read_metadata(path: pathlib.Path) -> dict:
 
 
 def _read_npz(path: pathlib.Path) -> tuple[dict[str, np.ndarray], dict]:
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files if name != METADATA_KEY}
-        metadata = json.loads(str(archive[METADATA_KEY]))
+    """The arrays and metadata of an archive; an unreadable one raises ``ValueError`` naming it."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files if name != METADATA_KEY}
+            metadata = json.loads(str(archive[METADATA_KEY]))
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a truncated or corrupt archive, whatever numpy or zipfile says
+        raise ValueError(f"replay archive {path} cannot be read ({type(error).__name__}: {error})") from error
     return arrays, metadata
 
 

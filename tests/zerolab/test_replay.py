@@ -403,3 +403,20 @@ def test_windows_of_the_earlier_layouts_still_load(tmp_path, played_positions):
     restored = ReplayCheckpoints(tmp_path / "multi" / "replay", keep=3).restore(4)
     assert_frames_identical(restored.window.as_frames(), DenseWindow(frames).as_frames(np.arange(96)))
     assert restored.numpy_rng.random() == np.random.default_rng(0).random()
+
+
+def test_a_corrupt_chunk_is_named_and_the_run_falls_back_to_a_step_without_it(tmp_path, played_positions, caplog):
+    from zerolab.replay_checkpoints import ReplayCheckpoints
+
+    replay = ReplayCheckpoints(tmp_path / "replay", keep=3)
+    rng, policy_rng = np.random.default_rng(0), np.random.default_rng(1)
+    window = FrameWindow.empty()
+    for step in (1, 2):
+        window = update_window(window, real_frames(played_positions, policy_rng, step, 1), 96, rng)
+        replay.save(step, window, rng)
+    (tmp_path / "replay" / "process-0" / "frames-2.npz").write_bytes(b"truncated")
+    with caplog.at_level(logging.WARNING):
+        assert replay.restore(2) is None
+        step, restored = replay.restore_newest()
+    assert f"replay archive {tmp_path / 'replay' / 'process-0' / 'frames-2.npz'} cannot be read" in caplog.text
+    assert step == 1 and len(restored.window) == 16
