@@ -1,0 +1,91 @@
+"""Checkpoint agents loaded from a run directory whose newest checkpoint cannot be read: the loader reports the
+unreadable checkpoint, falls back to the previous readable one, and the agent plays with that step's parameters (the
+same moves and network outputs as the agent loaded at that step explicitly, not the newest step's)."""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from zerolab import runs, train
+from zerolab.agents import make_agent
+from zerolab.config import load_config
+from zerolab.search import evaluate
+
+ITERATIONS = 2  # checkpoints 1 and 2 (and the initial one, 0)
+TINY_RUN = [  # the quickstart with a toy ResNet (as tests/zerolab/test_train.py)
+    "model.name=resnet", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4",
+    "search.max_num_considered_actions=4", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
+    "train.batch_size=16", "progress=False", f"iterations={ITERATIONS}",
+]
+LANES = 8
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("agent_loading") / "run"
+    train.run(load_config("quickstart", "tiny", TINY_RUN), workdir)
+    return workdir
+
+
+@pytest.fixture
+def corrupted_run(trained_run, tmp_path):
+    """A copy of the run with every file of its newest checkpoint's train state overwritten."""
+    run = pathlib.Path(shutil.copytree(trained_run, tmp_path / "run"))
+    files = [path for path in (run / "checkpoints" / str(ITERATIONS) / "train_state").rglob("*") if path.is_file()]
+    assert files
+    for path in files:
+        path.write_bytes(b"corrupt")
+    return run
+
+
+def leaves(tree):
+    return [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
+
+
+def test_agent_from_a_run_whose_newest_checkpoint_is_unreadable_plays_with_the_previous_step(
+        trained_run, corrupted_run, caplog):
+    newest = make_agent(f"{trained_run}:simulations=4")
+    explicit = make_agent(f"{trained_run}:step={ITERATIONS - 1},simulations=4")
+    assert newest.name == f"run@{ITERATIONS}" and explicit.name == f"run@{ITERATIONS - 1}"
+    # The two steps' parameters differ (the run trained between them), so "which step" is observable.
+    assert any(not np.array_equal(a, b) for a, b in zip(leaves(newest.variables), leaves(explicit.variables)))
+
+    with caplog.at_level(logging.WARNING):
+        fallback = make_agent(f"{corrupted_run}:simulations=4")
+    assert f"checkpoint {corrupted_run / 'checkpoints' / str(ITERATIONS)} cannot be read" in caplog.text
+    assert fallback.name == f"run@{ITERATIONS - 1}"
+    for a, b in zip(leaves(fallback.variables), leaves(explicit.variables), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    # It plays as the explicitly loaded step: same network outputs and the same moves from the same key.
+    game = fallback.game
+    states = jax.jit(jax.vmap(game.init))(jax.random.split(jax.random.key(3), LANES))
+    step = jax.jit(jax.vmap(game.step))
+    for ply in range(3):  # a few plies in, so the positions differ from lane to lane
+        states = step(states, explicit.select_actions(states, jax.random.key(ply)))
+
+    def outputs(agent):
+        logits, value = jax.jit(evaluate, static_argnums=0)(agent.network, agent.variables, states)
+        return np.asarray(logits), np.asarray(value)
+
+    np.testing.assert_array_equal(outputs(fallback)[0], outputs(explicit)[0])
+    np.testing.assert_array_equal(outputs(fallback)[1], outputs(explicit)[1])
+    assert not np.array_equal(outputs(fallback)[0], outputs(newest)[0])
+    key = jax.random.key(11)
+    np.testing.assert_array_equal(fallback.select_actions(states, key), explicit.select_actions(states, key))
+
+
+def test_load_trained_variables_falls_back_only_without_an_explicit_step(trained_run, corrupted_run, caplog):
+    with caplog.at_level(logging.WARNING):
+        trained = runs.load_trained_variables(corrupted_run)
+    assert trained.step == ITERATIONS - 1 and trained.path.name == str(ITERATIONS - 1)
+    assert "cannot be read" in caplog.text
+    # Asked for the unreadable step by name, it refuses rather than hand back another step's parameters.
+    with pytest.raises(FileNotFoundError, match="no readable checkpoint"):
+        runs.load_trained_variables(corrupted_run, ITERATIONS)
