@@ -69,37 +69,54 @@ class GATEAU(nn.Module):
         return graphs._replace(nodes=new_nodes, edges=new_edges)
 
 
-class ResGATEAU(nn.Module):
-    """Residual GATEAU block (paper, equation 9), applied to nodes and edges alike.
+#: ``ResGATEAU.block`` values: the paper's pre-activation block (equation 9) and the post-activation block this
+#: package trained with before (an AlphaZero-style ``ReLU(x + BN(GATEAU(BNR(GATEAU(x)))))``).
+BLOCKS = ("pre_activation", "post_activation")
 
-    ``x ← ReLU(x + BN(GATEAU(ReLU(BN(GATEAU(x))))))`` for ``x`` the node features and the edge features, with a
-    BatchNorm of its own for each.  BatchNorm statistics update when ``train`` is true; under ``jit`` with a batch
-    sharded over a device mesh the batch moments are those of the global batch, so they are synchronised across
-    devices without an axis name.
+
+class ResGATEAU(nn.Module):
+    """Residual GATEAU block, applied to nodes and edges alike, each with BatchNorms of its own.
+
+    * ``block='pre_activation'`` (the paper's equation 9):  ``x ← x + GATEAU(BNR(GATEAU(BNR(x))))``, with
+      ``BNR(x) = ReLU(BatchNorm(x))`` (equation 8); the tower's output is not normalised (the heads start with BNR).
+    * ``block='post_activation'``: ``x ← ReLU(x + BN(GATEAU(BNR(GATEAU(x)))))``, AlphaZero's residual block with
+      GATEAU for the convolutions (the checkpoints written before ``model.block`` existed).
+
+    BatchNorm statistics update when ``train`` is true; under ``jit`` with a batch sharded over a device mesh the
+    batch moments are those of the global batch, so they are synchronised across devices without an axis name.
 
     Attributes:
       features: H, the size of the node and edge features (in and out).
       negative_slope: LeakyReLU slope of the attention.
       batch_norm_momentum: momentum of the BatchNorm running statistics.
+      block: one of :data:`BLOCKS`.
     """
 
     features: int
     negative_slope: float = 0.2
     batch_norm_momentum: float = 0.9
+    block: str = "post_activation"
 
     @nn.compact
     def __call__(self, graphs: jraph.GraphsTuple, train: bool) -> jraph.GraphsTuple:
         """Nodes [total_nodes, H] and edges [total_edges, H] → the same shapes."""
+        if self.block not in BLOCKS:
+            raise ValueError(f"model.block must be one of {BLOCKS}, got {self.block!r}")
 
         def batch_norm(name: str) -> nn.BatchNorm:
             return nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, name=name)
 
+        def bnr(graphs: jraph.GraphsTuple, index: int) -> jraph.GraphsTuple:
+            return graphs._replace(nodes=nn.relu(batch_norm(f"node_norm_{index}")(graphs.nodes)),
+                                   edges=nn.relu(batch_norm(f"edge_norm_{index}")(graphs.edges)))
+
         residual = graphs
+        if self.block == "pre_activation":
+            graphs = GATEAU(self.features, self.negative_slope, name="gateau_1")(bnr(graphs, 1))
+            graphs = GATEAU(self.features, self.negative_slope, name="gateau_2")(bnr(graphs, 2))
+            return graphs._replace(nodes=residual.nodes + graphs.nodes, edges=residual.edges + graphs.edges)
         graphs = GATEAU(self.features, self.negative_slope, name="gateau_1")(graphs)
-        graphs = graphs._replace(
-            nodes=nn.relu(batch_norm("node_norm_1")(graphs.nodes)),
-            edges=nn.relu(batch_norm("edge_norm_1")(graphs.edges)),
-        )
+        graphs = bnr(graphs, 1)
         graphs = GATEAU(self.features, self.negative_slope, name="gateau_2")(graphs)
         return graphs._replace(
             nodes=nn.relu(residual.nodes + batch_norm("node_norm_2")(graphs.nodes)),
@@ -114,28 +131,48 @@ def node_graph_index(graphs: jraph.GraphsTuple) -> jax.Array:
     return jnp.repeat(jnp.arange(num_graphs), graphs.n_node, total_repeat_length=num_nodes)
 
 
-class AttentionPooling(nn.Module):
-    """Attention pooling of node features into one vector per graph (paper, equation 7).
+#: ``AttentionPooling.pooling`` values: the paper's equation 7 and the projected pooling trained with before.
+POOLINGS = ("paper", "projected")
 
-    ``h_G = Σ_i β_i W h_i`` with ``β_i = softmax over the nodes i of graph G of aᵀ h_i``.
+
+class AttentionPooling(nn.Module):
+    """Attention pooling of node features into one vector per graph.
+
+    * ``pooling='paper'`` (equation 7, after Li et al.): ``α_i = softmax over the nodes i of graph G of
+      LeakyReLU(aᵀ h_i)``, ``H_G = Σ_i α_i h_i`` (``features`` must be H: the nodes are not projected);
+    * ``pooling='projected'``: ``H_G = Σ_i β_i W h_i`` with ``β_i = softmax_i(aᵀ h_i)`` (the checkpoints written
+      before ``model.pooling`` existed).
 
     Attributes:
       features: size of the pooled vector.
+      pooling: one of :data:`POOLINGS`.
+      negative_slope: LeakyReLU slope of the paper's scores.
     """
 
     features: int
+    pooling: str = "projected"
+    negative_slope: float = 0.2
 
     @nn.compact
     def __call__(self, graphs: jraph.GraphsTuple) -> jax.Array:
         """Nodes [total_nodes, H] → [num_graphs, features]."""
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"model.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         num_graphs = graphs.n_node.shape[0]
         graph_index = node_graph_index(graphs)
         scores = nn.Dense(1, use_bias=False, name="attention")(graphs.nodes)[:, 0]
+        if self.pooling == "paper":
+            if graphs.nodes.shape[-1] != self.features:
+                raise ValueError(f"the paper's pooling keeps the node features: features must be "
+                                 f"{graphs.nodes.shape[-1]}, got {self.features}")
+            scores = nn.leaky_relu(scores, negative_slope=self.negative_slope)
+            values = graphs.nodes
+        else:
+            values = nn.Dense(self.features, name="value")(graphs.nodes)
         weights = jraph.segment_softmax(scores, graph_index, num_segments=num_graphs, indices_are_sorted=True)
-        values = nn.Dense(self.features, name="value")(graphs.nodes)
         return jraph.segment_sum(
             weights[:, None] * values, graph_index, num_segments=num_graphs, indices_are_sorted=True
         )
 
 
-__all__ = ["GATEAU", "ResGATEAU", "AttentionPooling", "node_graph_index"]
+__all__ = ["BLOCKS", "GATEAU", "POOLINGS", "AttentionPooling", "ResGATEAU", "node_graph_index"]

@@ -23,36 +23,55 @@ import jax
 import jax.numpy as jnp
 
 from alphagateau.graph import build_graphs, edge_logits_to_action_logits
-from alphagateau.layers import AttentionPooling, ResGATEAU
+from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, ResGATEAU
 from zerolab.api import AlphaZeroResNet, NetworkInputs, NetworkOutput, count_parameters
+
+
+#: ``model.heads`` values: the paper's heads (Figures 3 and 4) and the single linear layers trained with before.
+HEADS = ("paper", "linear")
+#: The paper's architecture (the experiments' presets use it); a config without these keys gets the architecture
+#: checkpoints were written with before the keys existed (:data:`LEGACY_ARCHITECTURE`).
+PAPER_ARCHITECTURE = {"block": "pre_activation", "heads": "paper", "pooling": "paper"}
+LEGACY_ARCHITECTURE = {"block": "post_activation", "heads": "linear", "pooling": "projected"}
 
 
 class AlphaGateau(nn.Module):
     """AlphaGateau (paper, Figures 2–4).
 
     Node features [B·N, 119] and edge features [B·E, 15] are embedded by one linear layer each into
-    ``embedding_size`` H, go through ``num_blocks`` :class:`ResGATEAU` blocks, then
+    ``embedding_size`` H and go through ``num_blocks`` :class:`ResGATEAU` blocks (``block``); then, with ``heads``:
 
-    * policy head: a linear layer gives one logit per edge [B, E], mapped to the [B, A] action logits (actions
-      that are not edges get :data:`alphagateau.graph.NON_EDGE_LOGIT`; illegal edges are left to the caller's
-      mask, as with the ResNet);
-    * value head: :class:`AttentionPooling` of the node features [B, H] → linear → tanh → value [B].
+    * ``'paper'`` — policy head (Figure 4): edges → BNR → Linear H → BNR → Linear 1, one logit per edge; value head
+      (Figure 3): nodes → BNR → Linear H → BNR → :class:`AttentionPooling` → ReLU → Linear 1 → tanh;
+    * ``'linear'`` — policy: Linear 1 on the edges; value: :class:`AttentionPooling` → Linear 1 → tanh.
+
+    Edge logits [B, E] are mapped to the [B, A] action logits (actions that are not edges get
+    :data:`alphagateau.graph.NON_EDGE_LOGIT`; illegal edges are left to the caller's mask, as with the ResNet).
+    ``BNR(x) = ReLU(BatchNorm(x))``.
 
     Attributes:
       embedding_size: H, the size of node and edge features inside the tower.
       num_blocks: number of ResGATEAU blocks L.
-      negative_slope: LeakyReLU slope of the GATEAU attention.
+      negative_slope: LeakyReLU slope of the GATEAU attention (and of the paper's pooling scores).
       batch_norm_momentum: momentum of the BatchNorm running statistics.
+      block: the residual block, one of :data:`alphagateau.layers.BLOCKS`.
+      heads: one of :data:`HEADS`.
+      pooling: the value head's pooling, one of :data:`alphagateau.layers.POOLINGS`.
     """
 
     embedding_size: int = 128
     num_blocks: int = 5
     negative_slope: float = 0.2
     batch_norm_momentum: float = 0.9
+    block: str = LEGACY_ARCHITECTURE["block"]
+    heads: str = LEGACY_ARCHITECTURE["heads"]
+    pooling: str = LEGACY_ARCHITECTURE["pooling"]
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
         """``(policy_logits [B, A], value [B])`` of a batch of chess (8×8) or Gardner chess (5×5) positions."""
+        if self.heads not in HEADS:
+            raise ValueError(f"model.heads must be one of {HEADS}, got {self.heads!r}")
         batch_size = inputs.observation.shape[0]
         graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
         graphs = graphs._replace(
@@ -60,12 +79,24 @@ class AlphaGateau(nn.Module):
             edges=nn.Dense(self.embedding_size, name="edge_embedding")(graphs.edges),
         )
         for index in range(self.num_blocks):
-            graphs = ResGATEAU(
-                self.embedding_size, self.negative_slope, self.batch_norm_momentum, name=f"block_{index}"
-            )(graphs, train)
+            graphs = ResGATEAU(self.embedding_size, self.negative_slope, self.batch_norm_momentum, self.block,
+                               name=f"block_{index}")(graphs, train)
 
-        edge_logits = nn.Dense(1, name="policy_head")(graphs.edges).reshape(batch_size, -1)
-        pooled = AttentionPooling(self.embedding_size, name="value_pooling")(graphs)
+        def bnr(features: jax.Array, name: str) -> jax.Array:
+            norm = nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, name=name)
+            return nn.relu(norm(features))
+
+        pooling = AttentionPooling(self.embedding_size, self.pooling, self.negative_slope, name="value_pooling")
+        if self.heads == "paper":
+            edges = bnr(nn.Dense(self.embedding_size, name="policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
+                        "policy_norm_2")
+            edge_logits = nn.Dense(1, name="policy_head")(edges).reshape(batch_size, -1)
+            nodes = bnr(nn.Dense(self.embedding_size, name="value_hidden")(bnr(graphs.nodes, "value_norm_1")),
+                        "value_norm_2")
+            pooled = nn.relu(pooling(graphs._replace(nodes=nodes)))
+        else:
+            edge_logits = nn.Dense(1, name="policy_head")(graphs.edges).reshape(batch_size, -1)
+            pooled = pooling(graphs)
         value = jnp.tanh(nn.Dense(1, name="value_head")(pooled))[:, 0]
         return NetworkOutput(edge_logits_to_action_logits(edge_logits), value)
 
@@ -78,16 +109,23 @@ def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
 
     Reads ``embedding_size`` (default: ``channels`` if the config has it, so that a ResNet config switches with the
     one override ``model.name=alphagateau.network:make_alphagateau``; else 128), ``num_blocks`` (5),
-    ``negative_slope`` (0.2) and ``batch_norm_momentum`` (0.9) from ``model_config``; ``game`` must be ``chess`` or
-    ``gardner_chess``.
+    ``negative_slope`` (0.2), ``batch_norm_momentum`` (0.9) and the architecture keys ``block``, ``heads`` and
+    ``pooling`` from ``model_config``; ``game`` must be ``chess`` or ``gardner_chess``.  The experiments' configs set
+    the architecture keys to the paper's (:data:`PAPER_ARCHITECTURE`); a config without them — every run written
+    before they existed — gets :data:`LEGACY_ARCHITECTURE`, the one its checkpoints hold.
     """
     if getattr(game, "name", None) not in CHESS_GAMES:
         raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
+    for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
+        value = model_config.get(key, LEGACY_ARCHITECTURE[key])
+        if value not in allowed:
+            raise ValueError(f"model.{key} must be one of {allowed}, got {value!r}")
     return AlphaGateau(
         embedding_size=int(model_config.get("embedding_size", model_config.get("channels", 128))),
         num_blocks=int(model_config.get("num_blocks", 5)),
         negative_slope=float(model_config.get("negative_slope", 0.2)),
         batch_norm_momentum=float(model_config.get("batch_norm_momentum", 0.9)),
+        **{key: str(model_config.get(key, default)) for key, default in LEGACY_ARCHITECTURE.items()},
     )
 
 
@@ -103,12 +141,14 @@ def _abstract_inputs(board_size: int, batch_size: int = 1) -> NetworkInputs:
 
 
 def parameter_counts(embedding_size: int = 128, num_blocks: int = 5) -> dict[str, int]:
-    """Parameters of AlphaGateau and of the zerolab AlphaZero ResNet (8×8, ``channels = embedding_size``).
+    """Parameters of AlphaGateau with the paper's architecture (``alphagateau``) and the earlier one
+    (``alphagateau_legacy``), and of the zerolab AlphaZero ResNet (8×8, ``channels = embedding_size``).
 
     Counted from abstract shapes (``jax.eval_shape``), so nothing is computed.
     """
     networks = {
-        "alphagateau": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks),
+        "alphagateau": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks, **PAPER_ARCHITECTURE),
+        "alphagateau_legacy": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks),
         "alphazero_resnet": AlphaZeroResNet(num_actions=4672, channels=embedding_size, num_blocks=num_blocks),
     }
     counts = {}
@@ -203,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("nothing to do: give --count and/or --benchmark")
     if args.count:
         counts = parameter_counts(args.embedding_size, args.num_blocks)
-        print(f"AlphaGateau (embedding {args.embedding_size}, {args.num_blocks} blocks): {counts['alphagateau']:,}")
+        print(f"AlphaGateau (embedding {args.embedding_size}, {args.num_blocks} blocks): {counts['alphagateau']:,} "
+              f"(the paper's architecture; {counts['alphagateau_legacy']:,} with the earlier blocks and heads)")
         print(
             f"AlphaZero ResNet (8x8, {args.embedding_size} channels, {args.num_blocks} blocks): "
             f"{counts['alphazero_resnet']:,}"

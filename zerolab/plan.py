@@ -52,9 +52,11 @@ class MeasuredRate:
     batch: int  # games in parallel (self-play) or batch size (training)
     rate: float
     source: str
+    model_options: tuple = ()  # the model config's other keys ((key, value), ...) when measured: () = none set
 
 
-#: Rates measured on one NVIDIA H100 80GB (zerolab/README.md, "Measured on a GPU", 2026-11-23, mctx's search loop).
+#: Rates measured on one NVIDIA H100 80GB (zerolab/README.md, "Measured on a GPU", 2026-11-23, mctx's search loop;
+#: AlphaGateau as it was then, before its ``block``/``heads``/``pooling`` keys: the paper's architecture is estimated).
 MEASURED_RATES = (
     MeasuredRate("h100", "selfplay", "chess", "alphagateau.network:make_alphagateau", 128, 5, 128, 256, 141.0,
                  "zerolab bench, 256 games × 8 plies"),
@@ -232,7 +234,9 @@ def plan_training_run(config: Any, label: str = "run") -> RunPlan:
                for iteration in range(1, iterations + 1)]
     extras_bytes = sum(math.prod(leaf.shape[2:]) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(frames.extras))
     model = config.model
+    size_keys = ("name", "channels", "embedding_size", "num_blocks")
     description = {
+        "model_options": tuple(sorted((key, value) for key, value in model.items() if key not in size_keys)),
         "game": config.game.name, "model": model.name, "width": int(model.get("channels", model.get("embedding_size", 0))),
         "blocks": int(model.get("num_blocks", 0)), "search": config.search.kind, "simulations": simulations,
         "games": games, "plies": plies, "batch_size": batch_size, "window_size": window_size,
@@ -265,7 +269,7 @@ def estimate_seconds(plan: RunPlan, program: str, accelerator: str) -> tuple[flo
     d = plan.description
     work = plan.frames_per_iteration if program == "selfplay" else plan.updates_per_iteration * d["batch_size"]
     exact = [rate for rate in matching_rates(plan, program, accelerator)
-             if (rate.width, rate.blocks) == (d["width"], d["blocks"])
+             if (rate.width, rate.blocks, rate.model_options) == (d["width"], d["blocks"], d["model_options"])
              and (program == "train" or rate.simulations == d["simulations"])
              and rate.batch == (d["games"] if program == "selfplay" else d["batch_size"])]
     if exact:
@@ -277,8 +281,9 @@ def estimate_seconds(plan: RunPlan, program: str, accelerator: str) -> tuple[flo
     flops = plan.flops_per_iteration[program] / work
     reference_flops = reference_flops_per_item(reference)
     rate = reference.rate * reference_flops / flops
+    options = ", other model keys" if reference.model_options != d["model_options"] else ""
     return work / rate, (f"estimate: {rate:,.0f}/s, scaled by FLOPs from {reference.rate:,.0f}/s measured at width "
-                         f"{reference.width}, {reference.blocks} blocks, batch {reference.batch}"
+                         f"{reference.width}, {reference.blocks} blocks{options}, batch {reference.batch}"
                          + (f", {reference.simulations} simulations" if program == "selfplay" else ""))
 
 

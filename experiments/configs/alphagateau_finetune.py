@@ -7,8 +7,12 @@ the last 5×5 checkpoint with a fresh optimiser (``init_from``).  ``evaluation``
 
 * ``tiny``: a 2-core CPU in about 15 minutes.  8×8 is slow here, so the 8×8 stage plays few, short games (a game
   that reaches ``max_game_plies`` is a draw) and the rating matches are short too.
-* ``paper``: the paper's hyper-parameters (hidden size 128, 5 blocks, Adam 1e-3, 256 games per iteration, 256
-  plies on 5×5 and 512 on 8×8, 128 simulations, 1M-frame window, batch 256, 100 + 100 iterations).
+* ``paper``: the paper's fine-tuning experiment (hidden size 128, 10 blocks, Adam 1e-3, 1024 games of 256 plies per
+  iteration on 5×5 and 256 games of 512 plies on 8×8, 128 simulations, 1M-frame window, batch 256, 100 + 100
+  iterations).
+
+Both presets use the paper's architecture (``model.block``, ``model.heads``, ``model.pooling``; see
+``alphagateau.network``).
 """
 
 import ml_collections
@@ -40,7 +44,9 @@ def get_config(preset: str = "tiny"):
     config = ml_collections.ConfigDict(
         {
             "seed": base.seed,
-            "model": {"name": "alphagateau.network:make_alphagateau", "embedding_size": 128, "num_blocks": 5},
+            # The paper's architecture (pre-activation blocks, Figures 3-4 heads, equation 7 pooling).
+            "model": {"name": "alphagateau.network:make_alphagateau", "embedding_size": 128, "num_blocks": 5,
+                      "block": "pre_activation", "heads": "paper", "pooling": "paper"},
             "search": base.search,
             "progress": True,
             "evaluation": {"games": 64, "num_simulations": 128, "max_game_plies": 512, "num_opponents": 5},
@@ -62,10 +68,11 @@ def get_config(preset: str = "tiny"):
         config.evaluation.num_simulations = 8
         config.evaluation.max_game_plies = 80
     elif preset == "paper":
+        config.model.num_blocks = 10  # the paper's fine-tuning model: 10 residual layers, 1.7M parameters
         config.search.num_simulations = 128
         config.search.max_num_considered_actions = 16
         config.search.gumbel_scale = 1.0
-        config.pretrain = stage_config(iterations=100, num_games=256, plies=256, window_size=1_000_000,
+        config.pretrain = stage_config(iterations=100, num_games=1024, plies=256, window_size=1_000_000,
                                        batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)
         config.finetune = stage_config(iterations=100, num_games=256, plies=512, window_size=1_000_000,
                                        batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)

@@ -21,7 +21,9 @@ def get_config(preset: str = "tiny"):
     del config["model"]  # two models instead of one
     del config["init_from"]  # both networks start from scratch
     config.models = {
-        "alphagateau": {"name": ALPHAGATEAU, "embedding_size": 128, "num_blocks": 5},
+        # The paper's architecture: pre-activation blocks, Figures 3-4 heads, equation 7 pooling.
+        "alphagateau": {"name": ALPHAGATEAU, "embedding_size": 128, "num_blocks": 5, "block": "pre_activation",
+                        "heads": "paper", "pooling": "paper"},
         "resnet": {"name": "resnet", "channels": 128, "num_blocks": 5},
     }
     config.evaluation = {

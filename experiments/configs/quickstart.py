@@ -12,6 +12,11 @@ def get_config(preset: str = "tiny"):
     config = default_config()
     config.game.name = "gardner_chess"
     config.model.name = "alphagateau.network:make_alphagateau"  # its width is model.channels, depth num_blocks
+    # The AlphaGateau paper's architecture (pre-activation blocks, Figures 3-4 heads, equation 7 pooling); the
+    # ResNet (model.name=resnet) ignores these keys.
+    config.model.block = "pre_activation"
+    config.model.heads = "paper"
+    config.model.pooling = "paper"
     config.evaluation = {"games": 64, "num_simulations": 16, "engine": "fairy-stockfish:skill=-20", "engine_games": 16,
                          "max_game_plies": 256}
     if preset == "tiny":

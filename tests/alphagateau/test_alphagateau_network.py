@@ -192,11 +192,141 @@ def resnet_parameters(channels: int, blocks: int, input_planes: int = 119, squar
     return stem + tower + policy + value
 
 
+def paper_alphagateau_parameters(size: int, blocks: int) -> int:
+    """The paper's architecture: no value projection in the pooling; each head gains BNR → Linear H → BNR."""
+    pooling_projection = size * size + size
+    head_layers = 2 * (2 * 2 * size + size * size + size)  # per head: two BatchNorms and a Linear H
+    return alphagateau_parameters(size, blocks) - pooling_projection + head_layers
+
+
 def test_parameter_counts():
     counts = parameter_counts()
-    assert counts["alphagateau"] == alphagateau_parameters(128, 5)
+    assert counts["alphagateau_legacy"] == alphagateau_parameters(128, 5)
+    assert counts["alphagateau"] == paper_alphagateau_parameters(128, 5) == 1_043_842
     assert counts["alphazero_resnet"] == resnet_parameters(128, 5)
     # The paper's sizes: AlphaGateau about 1.0M (10 GATEAU layers of 6 128×128 matrices ≈ 0.98M), the ResNet 2.2M.
     assert round(counts["alphagateau"] / 1e5) == 10 and round(counts["alphazero_resnet"] / 1e5) == 22
     smaller = parameter_counts(embedding_size=32, num_blocks=2)
-    assert smaller == {"alphagateau": alphagateau_parameters(32, 2), "alphazero_resnet": resnet_parameters(32, 2)}
+    assert smaller == {"alphagateau": paper_alphagateau_parameters(32, 2), "alphagateau_legacy": alphagateau_parameters(32, 2),
+                       "alphazero_resnet": resnet_parameters(32, 2)}
+
+# --- the paper's architecture (model.block, model.heads, model.pooling) ---------------------------------------------
+
+
+PAPER_MODEL = {**TINY_MODEL, "block": "pre_activation", "heads": "paper", "pooling": "paper"}
+
+
+def test_the_papers_pooling_follows_equation_7():
+    """α_i = softmax_i(LeakyReLU(aᵀ h_i)), H = Σ_i α_i h_i: no projection of the nodes."""
+    rng = np.random.default_rng(2)
+    nodes = rng.normal(size=(5, 3)).astype(np.float32)
+    graphs = jraph.GraphsTuple(
+        nodes=jnp.asarray(nodes), edges=None, senders=jnp.zeros(0, jnp.int32), receivers=jnp.zeros(0, jnp.int32),
+        n_node=jnp.array([2, 3]), n_edge=jnp.array([0, 0]), globals=None,
+    )
+    pooling = AttentionPooling(features=3, pooling="paper", negative_slope=0.2)
+    params = pooling.init(jax.random.key(0), graphs)["params"]
+    assert sorted(params) == ["attention"]
+    params = {"attention": {"kernel": jnp.array([[1.5], [-2.0], [0.5]])}}  # scores of both signs: LeakyReLU shows
+    pooled = np.asarray(pooling.apply({"params": params}, graphs))
+    a = np.asarray(params["attention"]["kernel"])[:, 0]
+    assert (nodes @ a < 0).sum() >= 2 and (nodes @ a > 0).sum() >= 2
+    for graph, members in enumerate((slice(0, 2), slice(2, 5))):
+        scores = _leaky_relu(nodes[members] @ a)
+        weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        np.testing.assert_allclose(pooled[graph], weights @ nodes[members], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="features must be 3"):
+        AttentionPooling(features=4, pooling="paper").init(jax.random.key(0), graphs)
+
+
+def _batch_norm(x, params, statistics, epsilon=1e-5):
+    """Flax's BatchNorm with running statistics (inference)."""
+    return (x - statistics["mean"]) / np.sqrt(statistics["var"] + epsilon) * params["scale"] + params["bias"]
+
+
+def _bnr(x, params, statistics):
+    return np.maximum(_batch_norm(x, params, statistics), 0.0)
+
+
+def _gateau(graphs, params):
+    return GATEAU(features=params["self_to_node"]["kernel"].shape[1]).apply({"params": params}, graphs)
+
+
+def _perturbed(variables):
+    """Variables with non-trivial BatchNorm scales, biases and running statistics (so every norm shows)."""
+    keys = iter(jax.random.split(jax.random.key(7), 1000))
+    params = jax.tree.map(lambda x: x + 0.3 * jax.random.normal(next(keys), x.shape), variables["params"])
+    statistics = jax.tree.map(lambda x: x + 0.5 * jnp.abs(jax.random.normal(next(keys), x.shape)), variables["batch_stats"])
+    return {"params": params, "batch_stats": statistics}
+
+
+def test_the_papers_residual_block_follows_equation_9(gardner_game, network_inputs):
+    """(h, g) + GATEAU(BNR(GATEAU(BNR(h, g)))) on real Gardner graphs, inference mode."""
+    from alphagateau.graph import build_graphs
+    from alphagateau.layers import ResGATEAU
+
+    inputs = network_inputs["gardner_chess"]
+    graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
+    rng = np.random.default_rng(3)
+    graphs = graphs._replace(nodes=jnp.asarray(rng.normal(size=(graphs.nodes.shape[0], 6)), jnp.float32),
+                             edges=jnp.asarray(rng.normal(size=(graphs.edges.shape[0], 6)), jnp.float32))
+    block = ResGATEAU(features=6, block="pre_activation")
+    variables = _perturbed(block.init(jax.random.key(0), graphs, train=False))
+    out = block.apply(variables, graphs, train=False)
+    p, s = jax.tree.map(np.asarray, variables["params"]), jax.tree.map(np.asarray, variables["batch_stats"])
+    inner = graphs._replace(nodes=_bnr(np.asarray(graphs.nodes), p["node_norm_1"], s["node_norm_1"]),
+                            edges=_bnr(np.asarray(graphs.edges), p["edge_norm_1"], s["edge_norm_1"]))
+    inner = _gateau(inner, p["gateau_1"])
+    inner = inner._replace(nodes=_bnr(np.asarray(inner.nodes), p["node_norm_2"], s["node_norm_2"]),
+                           edges=_bnr(np.asarray(inner.edges), p["edge_norm_2"], s["edge_norm_2"]))
+    inner = _gateau(inner, p["gateau_2"])
+    np.testing.assert_allclose(out.nodes, np.asarray(graphs.nodes) + np.asarray(inner.nodes), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.edges, np.asarray(graphs.edges) + np.asarray(inner.edges), rtol=1e-4, atol=1e-4)
+    # The tower's output is not normalised: values below 0 remain (the post-activation block ends with a ReLU).
+    assert (np.asarray(out.nodes) < 0).any()
+
+
+def test_the_papers_heads_follow_figures_3_and_4(gardner_game, network_inputs):
+    """Policy: edges → BNR → Linear H → BNR → Linear 1; value: nodes → BNR → Linear H → BNR → pooling (eq. 7) → ReLU
+    → Linear 1 → tanh; computed by hand from the tower's output and compared with the network's."""
+    from alphagateau.graph import edge_logits_to_action_logits
+
+    network = make_alphagateau(ml_collections.ConfigDict(PAPER_MODEL), gardner_game)
+    assert (network.block, network.heads, network.pooling) == ("pre_activation", "paper", "paper")
+    inputs = network_inputs["gardner_chess"]
+    variables = _perturbed(init_variables(network, gardner_game, jax.random.key(0)))
+    output, state = network.apply(variables, inputs, train=False, capture_intermediates=True, mutable=["intermediates"])
+    tower = state["intermediates"]["block_1"]["__call__"][0]  # the last ResGATEAU block's output
+    p, s = jax.tree.map(np.asarray, variables["params"]), jax.tree.map(np.asarray, variables["batch_stats"])
+
+    def dense(x, params):
+        return x @ params["kernel"] + params["bias"]
+
+    edges = _bnr(dense(_bnr(np.asarray(tower.edges), p["policy_norm_1"], s["policy_norm_1"]), p["policy_hidden"]),
+                 p["policy_norm_2"], s["policy_norm_2"])
+    edge_logits = dense(edges, p["policy_head"]).reshape(inputs.observation.shape[0], -1)
+    np.testing.assert_allclose(output.policy_logits, edge_logits_to_action_logits(jnp.asarray(edge_logits)),
+                               rtol=1e-4, atol=1e-4)
+    nodes = _bnr(dense(_bnr(np.asarray(tower.nodes), p["value_norm_1"], s["value_norm_1"]), p["value_hidden"]),
+                 p["value_norm_2"], s["value_norm_2"]).reshape(inputs.observation.shape[0], 25, -1)
+    a = p["value_pooling"]["attention"]["kernel"][:, 0]
+    scores = _leaky_relu(nodes @ a)
+    weights = np.exp(scores - scores.max(1, keepdims=True))
+    weights /= weights.sum(1, keepdims=True)
+    pooled = np.maximum(np.einsum("bn,bnh->bh", weights, nodes), 0.0)
+    np.testing.assert_allclose(output.value, np.tanh(dense(pooled, p["value_head"]))[:, 0], rtol=1e-4, atol=1e-5)
+
+
+def test_architecture_keys_are_checked_and_absent_ones_load_earlier_checkpoints(gardner_game, gardner_variables):
+    with pytest.raises(ValueError, match=r"model.heads must be one of \('paper', 'linear'\), got 'conv'"):
+        make_alphagateau(ml_collections.ConfigDict({**TINY_MODEL, "heads": "conv"}), gardner_game)
+    with pytest.raises(ValueError, match="model.block must be one of"):
+        make_alphagateau(ml_collections.ConfigDict({**TINY_MODEL, "block": "pre"}), gardner_game)
+    # A config without the keys (every run written before them) builds the network its checkpoints hold.
+    legacy = make_alphagateau(ml_collections.ConfigDict(TINY_MODEL), gardner_game)
+    assert (legacy.block, legacy.heads, legacy.pooling) == ("post_activation", "linear", "projected")
+    assert sorted(gardner_variables["params"]) == ["block_0", "block_1", "edge_embedding", "node_embedding",
+                                                   "policy_head", "value_head", "value_pooling"]
+    paper = init_variables(make_alphagateau(ml_collections.ConfigDict(PAPER_MODEL), gardner_game), gardner_game,
+                           jax.random.key(0))
+    assert {"policy_hidden", "value_hidden", "policy_norm_1", "value_norm_2"} <= set(paper["params"])
