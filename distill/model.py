@@ -1,8 +1,15 @@
-"""The paper's decoder-only transformer in Flax: no causal mask, learned positions, SwiGLU, pre-LayerNorm.
+"""The paper's decoder-only transformer in Flax: no causal mask, learned positions, SwiGLU, post-LayerNorm.
 
-Tokens ``[B, T]`` are embedded and added to learned position embeddings; ``num_layers`` blocks each apply
-``x + attention(LayerNorm(x))`` and ``x + SwiGLU(LayerNorm(x))`` with every position attending to every other;
-a final LayerNorm and a linear head read the last position and give ``[B, output_size]`` logits.  Linear layers
+Tokens ``[B, T]`` are embedded and added to learned position embeddings; ``num_layers`` blocks each mix the
+positions with bidirectional self-attention, then a SwiGLU, each with a residual and a LayerNorm, and a linear head
+reads the last position and gives ``[B, output_size]`` logits.  ``normalization`` places the LayerNorms:
+
+* ``'post'`` (the paper's, appendix A.2: "post-normalization"): ``x ← LN(x + attention(x))``,
+  ``x ← LN(x + SwiGLU(x))``; the head reads the last block's (normalised) output;
+* ``'pre'`` (the released searchless_chess code's, and every checkpoint written before the option existed):
+  ``x ← x + attention(LN(x))``, ``x ← x + SwiGLU(LN(x))``, then a final LayerNorm before the head.
+
+Linear layers
 have no biases.  ``dtype='bfloat16'`` runs the matrix multiplications in bfloat16 while the parameters, the
 LayerNorms' statistics and the logits stay in float32.
 
@@ -47,6 +54,9 @@ MODEL_SIZES: dict[str, dict[str, int]] = {
 }
 
 
+NORMALIZATIONS = ("post", "pre")
+
+
 @dataclasses.dataclass(frozen=True)
 class TransformerConfig:
     """Everything that fixes the network's parameters and computation.
@@ -63,6 +73,7 @@ class TransformerConfig:
         1968 actions).
       mark_action_squares: add learnt origin / destination markers to the board tokens of the last token's action
         (needs the action-value vocabulary; see the module docstring).
+      normalization: ``post`` (the paper's) or ``pre`` LayerNorms (see the module docstring).
     """
 
     vocabulary_size: int
@@ -75,8 +86,11 @@ class TransformerConfig:
     dtype: str = "float32"
     action_embedding: str = "table"
     mark_action_squares: bool = False
+    normalization: str = "post"
 
     def __post_init__(self):
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
         if self.embedding_dim % self.num_heads:
             raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
         if self.dtype not in ("float32", "bfloat16"):
@@ -98,6 +112,11 @@ class TransformerConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_saved(cls, fields: dict) -> TransformerConfig:
+        """The config a checkpoint's metadata describes; one written before ``normalization`` existed had ``pre``."""
+        return cls(**{"normalization": "pre", **fields})
 
 
 class TokenEmbedding(nn.Module):
@@ -205,7 +224,8 @@ class SelfAttention(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    """Pre-LayerNorm block: bidirectional self-attention then SwiGLU, each with a residual; [B, T, D] → [B, T, D]."""
+    """Bidirectional self-attention then SwiGLU, each with a residual and a LayerNorm placed by
+    ``config.normalization`` (post: after the residual sum; pre: on the branch's input); [B, T, D] → [B, T, D]."""
 
     config: TransformerConfig
 
@@ -214,9 +234,13 @@ class TransformerBlock(nn.Module):
         config = self.config
         dtype = jnp.dtype(config.dtype)
         attention = SelfAttention(config.num_heads, dtype=dtype, name="attention")
-        x = x + attention(nn.LayerNorm(name="attention_norm")(x)).astype(x.dtype)
         mlp = SwiGLU(config.widening_factor * config.embedding_dim, dtype=dtype, name="mlp")
-        return x + mlp(nn.LayerNorm(name="mlp_norm")(x)).astype(x.dtype)
+        attention_norm, mlp_norm = nn.LayerNorm(name="attention_norm"), nn.LayerNorm(name="mlp_norm")
+        if config.normalization == "post":
+            x = attention_norm(x + attention(x).astype(x.dtype))
+            return mlp_norm(x + mlp(x).astype(x.dtype))
+        x = x + attention(attention_norm(x)).astype(x.dtype)
+        return x + mlp(mlp_norm(x)).astype(x.dtype)
 
 
 class Transformer(nn.Module):
@@ -236,7 +260,9 @@ class Transformer(nn.Module):
             x = x + ActionSquareMarkers(config.embedding_dim, name="action_square_markers")(tokens)
         for index in range(config.num_layers):
             x = TransformerBlock(config, name=f"block_{index}")(x)
-        x = nn.LayerNorm(name="final_norm")(x[:, -1])
+        x = x[:, -1]
+        if config.normalization == "pre":  # post-LN blocks already end with a LayerNorm
+            x = nn.LayerNorm(name="final_norm")(x)
         logits = nn.Dense(config.output_size, use_bias=False, dtype=jnp.dtype(config.dtype), name="head")(x)
         return logits.astype(jnp.float32)
 

@@ -74,10 +74,11 @@ class Predictor:
         return tokenizer.NUM_ACTIONS if self.name == BEHAVIORAL_CLONING else self.num_bins
 
     def model_config(self, size: str, dtype: str = "float32", action_embedding: str = "table",
-                     mark_action_squares: bool = False) -> TransformerConfig:
+                     mark_action_squares: bool = False, normalization: str = "post") -> TransformerConfig:
         return TransformerConfig.from_size(size, vocabulary_size=self.vocabulary_size,
                                            sequence_length=SEQUENCE_LENGTH, output_size=self.output_size, dtype=dtype,
-                                           action_embedding=action_embedding, mark_action_squares=mark_action_squares)
+                                           action_embedding=action_embedding, mark_action_squares=mark_action_squares,
+                                           normalization=normalization)
 
     # --- training examples -----------------------------------------------------------------------------------
     def training_example(self, record: dict[str, Any]) -> tuple[np.ndarray, int]:

@@ -57,6 +57,7 @@ class TrainingSettings:
       action_embedding: ``table`` (the paper's), ``factored`` or ``square-tied`` action tokens (AV only; see
         ``distill.model``).
       mark_action_squares: markers on the board tokens of the action's squares (AV only; not the paper's).
+      normalization: ``post`` (the paper's) or ``pre`` LayerNorms (``distill.model``).
       batch_size: global batch (split over hosts and devices).
       num_steps: optimiser steps in total.
       learning_rate: Adam's step size (the paper: 1e-4); ``warmup_steps`` ramps it linearly from 0, and
@@ -74,6 +75,7 @@ class TrainingSettings:
     dtype: str = "float32"
     action_embedding: str = "table"
     mark_action_squares: bool = False
+    normalization: str = "post"
     batch_size: int = 1024
     num_steps: int = 1000
     learning_rate: float = 1e-4
@@ -93,7 +95,7 @@ class TrainingSettings:
 
     def model_config(self) -> TransformerConfig:
         return self.predictor_spec.model_config(self.model_size, self.dtype, self.action_embedding,
-                                                self.mark_action_squares)
+                                                self.mark_action_squares, self.normalization)
 
 
 @flax.struct.dataclass
@@ -305,7 +307,8 @@ def check_newest_model(checkpointer: Checkpointer, model_config: TransformerConf
 
 def check_same_model(metadata: dict[str, Any], model_config: TransformerConfig, settings: TrainingSettings,
                      path: pathlib.Path) -> None:
-    saved = (metadata.get("predictor"), metadata.get("num_bins"), metadata.get("model"))
+    saved_model = TransformerConfig.from_saved(metadata["model"]).to_dict() if metadata.get("model") else None
+    saved = (metadata.get("predictor"), metadata.get("num_bins"), saved_model)
     wanted = (settings.predictor, settings.num_bins, model_config.to_dict())
     if saved != wanted:
         raise ValueError(f"checkpoint {path} holds predictor/bins/model {json.dumps(saved)}, but this run asks for "
@@ -347,13 +350,13 @@ def load_trained_predictor(path: str | pathlib.Path) -> TrainedPredictor:
     finally:
         checkpointer.close()
     predictor = Predictor(restored.metadata["predictor"], restored.metadata["num_bins"])
-    model_config = TransformerConfig(**restored.metadata["model"])
+    model_config = TransformerConfig.from_saved(restored.metadata["model"])
     return TrainedPredictor(predictor, model_config, restored.items["ema_params"], restored.step, restored.path)
 
 
 def _ema_template(metadata: dict[str, Any]) -> dict[str, Any]:
     """What to restore from a checkpoint with ``metadata``: its EMA parameters, shaped by its model config."""
-    model_config = TransformerConfig(**metadata["model"])
+    model_config = TransformerConfig.from_saved(metadata["model"])
     template = jax.eval_shape(lambda key: init_params(model_config, key), jax.random.key(0))
     return {"ema_params": jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), template)}
 

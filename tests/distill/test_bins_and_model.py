@@ -103,3 +103,46 @@ def test_action_square_markers_need_action_tokens_and_count_two_vectors():
     init_params(marked, jax.random.key(0))  # after parameter_count: the cached initialiser holds no tracer
     with pytest.raises(ValueError, match="mark_action_squares"):
         Predictor("state_value", 16).model_config("test", mark_action_squares=True)
+
+
+@pytest.mark.parametrize("normalization", ["post", "pre"])
+def test_blocks_place_their_layer_norms_as_the_option_says(normalization):
+    """post (the paper's): LN(x + Attn(x)) then LN(y + MLP(y)); pre: x + Attn(LN(x)) then y + MLP(LN(y)); each part
+    applied alone with the block's own parameters."""
+    import flax.linen as nn
+
+    from distill.model import SelfAttention, SwiGLU, TransformerBlock
+
+    config = Predictor("action_value", 16).model_config("test", normalization=normalization)
+    block = TransformerBlock(config)
+    x = jax.random.normal(jax.random.key(0), (2, 5, config.embedding_dim))
+    params = block.init(jax.random.key(1), x)["params"]
+    params = jax.tree.map(lambda p: p + 0.2 * jax.random.normal(jax.random.key(2), p.shape), params)  # LN scales ≠ 1
+    out = block.apply({"params": params}, x)
+
+    def part(module, name, value):
+        return module.apply({"params": params[name]}, value)
+
+    attention = SelfAttention(config.num_heads, dtype=jnp.float32)
+    mlp = SwiGLU(config.widening_factor * config.embedding_dim, dtype=jnp.float32)
+    if normalization == "post":
+        y = part(nn.LayerNorm(), "attention_norm", x + part(attention, "attention", x))
+        expected = part(nn.LayerNorm(), "mlp_norm", y + part(mlp, "mlp", y))
+    else:
+        y = x + part(attention, "attention", part(nn.LayerNorm(), "attention_norm", x))
+        expected = y + part(mlp, "mlp", part(nn.LayerNorm(), "mlp_norm", y))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    tokens = np.zeros((1, config.sequence_length), np.int32)
+    names = set(Transformer(config).init(jax.random.key(0), tokens)["params"])
+    assert ("final_norm" in names) == (normalization == "pre")  # a post-LN tower already ends normalised
+
+
+def test_checkpoints_written_before_the_option_are_pre_layer_norm():
+    from distill.model import TransformerConfig
+
+    saved = Predictor("action_value", 16).model_config("test", normalization="pre").to_dict()
+    del saved["normalization"]
+    assert TransformerConfig.from_saved(saved).normalization == "pre"
+    assert Predictor("action_value", 16).model_config("test").normalization == "post"  # the paper's by default
+    with pytest.raises(ValueError, match="normalization must be one of"):
+        Predictor("action_value", 16).model_config("test", normalization="sandwich")
