@@ -96,6 +96,54 @@ def match_summary(contempt: SearchAgent, puct: SearchAgent, result) -> dict:
     }
 
 
+def plan(config) -> str:
+    """``python -m experiments plan contempt-match``: the two arms' searches (each SearchAgent's jitted search with
+    its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
+    from contempt_search.plan import experiment_network, memory_notes
+    from zerolab.agents import compiled_search, search_config_with_options
+    from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab.arena import compiled_rules
+
+    planned = experiment_network(config)
+    try:
+        chosen, how = choose_settings(config), "chosen as the run would choose them"
+    except (FileNotFoundError, ValueError) as error:  # no contempt-selfplay rows yet: the choice is made at run time
+        chosen = {"puct": {"name": "puct-tau1", "sc_limit": None, "temperature": "tau1"},
+                  "contempt": {"name": f"contempt{int(config.sc_limit) or 5}-tau1", "sc_limit": int(config.sc_limit) or 5,
+                               "temperature": "tau1"}}
+        how = (f"chosen at run time from contempt-selfplay's rows ({error.__class__.__name__}: none at plan time); "
+               f"planned as PUCT τ1 and contempt N_scl {chosen['contempt']['sc_limit']} τ1: any other choice compiles "
+               f"the same shapes (τ and N_scl are constants of the program)")
+    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.simulations)
+    batch = games // 2  # play_match: two lock-step batches, one with each arm moving first
+    programs = []
+    for arm in ("contempt", "puct"):
+        setting = chosen[arm]
+        options = {"simulations": str(simulations), "kind": config.kind, "rules": PLAIN_RULES}
+        if setting["sc_limit"] is not None:
+            options.update(rules=CONTEMPT_RULES, sc_limit=str(setting["sc_limit"]))
+        search = dataclasses.replace(search_config_with_options(planned.search, options), dirichlet_fraction=0.0,
+                                     gumbel_scale=0.0)
+        function = compiled_search(search, planned.game, planned.network,
+                                   temperature_schedule(config, setting["temperature"]))
+        programs.append(planned.search_program(
+            f"{setting['name']} search", function, batch, simulations, plies,
+            f"one move of {batch} games: {search.kind} {simulations} simulations, {setting['temperature']}"))
+    _, step = compiled_rules(planned.game)
+    cost = compile_cost("arena step (pgx)", step.lower(abstract_states(planned.game, batch),
+                                                       jax.ShapeDtypeStruct((batch,), jax.numpy.int32)))
+    programs.append(PlannedProgram(cost, 2 * plies, f"one ply of {batch} games"))
+    notes = [
+        f"{games} games in two lock-step batches of {batch}; each arm moves on every other ply of each batch: ≤ "
+        f"{plies} searches an arm (upper bounds: every game lasting {plies} plies)",
+        f"settings: {how}",
+        f"network: {planned.source}",
+    ]
+    notes += memory_notes(programs)
+    return format_programs(f"contempt-match: search-contempt against PUCT at {simulations} simulations, "
+                           f"{planned.config.game.name}", programs, notes)
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)

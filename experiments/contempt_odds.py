@@ -70,6 +70,50 @@ def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Arr
     return cell, as_white + as_black
 
 
+def plan(config) -> str:
+    """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
+    with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
+    from contempt_search.plan import experiment_network, memory_notes
+    from zerolab.agents import compiled_search, search_config_with_options
+    from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab.arena import compiled_rules
+
+    planned = experiment_network(config)
+    game = make_game(config.game)
+    if game != planned.game:
+        raise ValueError(f"game={config.game!r}: the network ({planned.source}) plays {planned.config.game.name!r}")
+    half, plies = int(config.games_per_cell) // 2, int(config.max_game_plies)
+    arms = ["puct", f"contempt{int(config.sc_limit)}"]
+    programs = []
+    for simulations in config.simulations:
+        for arm in arms:
+            options = {"simulations": str(int(simulations)), "kind": config.kind, "rules": PLAIN_RULES}
+            if arm.startswith("contempt"):
+                options.update(rules=CONTEMPT_RULES, sc_limit=str(config.sc_limit))
+            search = dataclasses.replace(search_config_with_options(planned.search, options), dirichlet_fraction=0.0,
+                                         gumbel_scale=0.0)
+            function = compiled_search(search, game, planned.network, None)
+            programs.append(planned.search_program(
+                f"{arm}-{int(simulations)} search", function, half, int(simulations), 2 * ((plies + 1) // 2),
+                f"one move of {half} games: {search.kind} {int(simulations)} simulations"))
+    _, step = compiled_rules(game)
+    cost = compile_cost("arena step (pgx)", step.lower(abstract_states(game, half),
+                                                       jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
+    cells = len(config.simulations) * len(arms)
+    programs.append(PlannedProgram(cost, cells * 2 * plies, f"one ply of {half} games"))
+    notes = [
+        f"{cells} cells = {len(config.simulations)} search sizes × {len(arms)} arms; each {2 * half} games giving "
+        f"{config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network moves on "
+        f"every other ply: ≤ {2 * ((plies + 1) // 2)} searches a cell (upper bounds: every game lasting {plies} plies)",
+        f"network: {planned.source}",
+        f"not planned (not a JAX program): {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves; the odds "
+        f"start positions are built on the host",
+    ]
+    notes += memory_notes(programs)
+    return format_programs(f"contempt-odds: {config.odds_piece} odds against {config.opponent}, "
+                           f"{planned.config.game.name}", programs, notes)
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)

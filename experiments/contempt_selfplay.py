@@ -47,14 +47,21 @@ def settings(config) -> list[dict]:
     return rows
 
 
-def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
-    search = dataclasses.replace(agent.search_config, num_simulations=int(config.simulations), kind=config.kind,
+def setting_selfplay(config, base_search, setting: dict) -> tuple:
+    """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations and kind, root
+    noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its temperature schedule."""
+    search = dataclasses.replace(base_search, num_simulations=int(config.simulations), kind=config.kind,
                                  dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES, rule_options=())
     if setting["sc_limit"] is not None:
         search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": setting["sc_limit"]})
     selfplay = SelfPlayConfig(num_games=int(config.games), plies_per_iteration=int(config.max_game_plies),
                               max_game_plies=int(config.max_game_plies), temperature_schedule="moves",
                               **temperature_settings(config, setting["temperature"]))
+    return search, selfplay
+
+
+def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
+    search, selfplay = setting_selfplay(config, agent.search_config, setting)
     mesh = make_mesh(jax.devices()[:1])
     play = make_selfplay_fn(agent.game, agent.network, search, selfplay, mesh)
     started = time.perf_counter()
@@ -109,6 +116,40 @@ def plot(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     axes[0, 2].set(xlabel="full moves m", ylabel="repeat rate r(m)", title="shared openings")
     axes[0, 2].legend(fontsize=6)
     return save_figure(figure, path)
+
+
+def plan(config) -> str:
+    """``python -m experiments plan contempt-selfplay``: a setting's jitted self-play (one search kind each: a
+    search-contempt setting and a PUCT one), compiled with abstract inputs; the other settings compile the same
+    shapes with other constants (N_scl, τ)."""
+    from contempt_search.plan import experiment_network, memory_notes
+    from zerolab.api import PlannedProgram, compile_cost, format_programs
+
+    planned = experiment_network(config)
+    rows = settings(config)
+    mesh = make_mesh(jax.devices()[:1])
+    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.simulations)
+    flops = planned.evaluation_flops(games) * (simulations + 1) * plies
+    programs = []
+    for kind, group in (("search-contempt", [row for row in rows if row["sc_limit"] is not None]),
+                        ("PUCT", [row for row in rows if row["sc_limit"] is None])):
+        if not group:
+            continue
+        search, selfplay = setting_selfplay(config, planned.search, group[0])
+        play = make_selfplay_fn(planned.game, planned.network, search, selfplay, mesh)
+        cost = compile_cost(f"self-play, {group[0]['name']}", play.lower(planned.variables, jax.random.key(0)))
+        programs.append(PlannedProgram(cost, len(group), f"{games} games × {plies} plies, {search.kind} "
+                                                         f"{simulations} simulations a move", flops_per_call=flops))
+    notes = [
+        f"{len(rows)} settings, one self-play call each ({', '.join(row['name'] for row in rows)}); each setting is "
+        f"its own program (N_scl and τ are constants of it), compiled above once per search kind: the others have the "
+        f"same shapes, FLOPs and memory",
+        f"a call plays {plies} plies (the scan's length, whether games end or not) of {simulations + 1} network "
+        f"evaluations of {games} positions (XLA counts the scan's body once)",
+        f"network: {planned.source}",
+    ]
+    notes += memory_notes(programs)
+    return format_programs(f"contempt-selfplay: self-play decisiveness, {planned.config.game.name}", programs, notes)
 
 
 def run(config, workdir: pathlib.Path) -> dict:

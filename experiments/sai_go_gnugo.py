@@ -80,6 +80,50 @@ def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> dict:
     return row, match
 
 
+def plan(config) -> str:
+    """``python -m experiments plan sai-go-gnugo``: the SAI agent's λ search, the arena's referee and the margin
+    replay, compiled with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
+    from zerolab.api import format_programs
+
+    programs, notes = planned_programs(config)
+    return format_programs(f"sai-go-gnugo: SAI at λ {list(config.lambdas)} against GNU Go, 7x7 Go", programs, notes)
+
+
+def planned_programs(config) -> tuple[list, list[str]]:
+    """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.api.PlannedProgram` with its calls."""
+    from sai_go.plan import agent_search_program, pgx_step_program, run_model
+
+    model, source = run_model(config.network)
+    rows = settings(config)
+    start_moves = max(len(row["start"].split()) if row["start"] else 0 for row in rows)
+    komis = sorted({row["komi"] for row in rows})
+    matches = len(rows) * len(config.gnugo_levels) * len(config.lambdas)
+    games, plies = int(config.games), int(config.max_game_plies)
+    batch = games // 2  # play_match: two lock-step batches, one with each colour moving first
+    game = model.game(float(config.komi))
+    programs = [
+        agent_search_program("SAI λ search", model, game, int(config.simulations), int(config.temperature_plies),
+                             batch, matches * plies,
+                             f"one move of {batch} games: {int(config.simulations)} simulations, λ backup, safe move"),
+        pgx_step_program("arena step (pgx)", game, batch, matches * 2 * plies, f"one ply of {batch} games"),
+        pgx_step_program("margin replay step (pgx)", game, None, matches * games * (plies + start_moves),
+                         "one move of one game, replayed to count its margin"),
+    ]
+    notes = [
+        f"{matches} matches = {len(rows)} settings ({', '.join(row['setting'] for row in rows)}) × "
+        f"{len(config.gnugo_levels)} GNU Go levels × {len(config.lambdas)} λ; each {games} games in two lock-step "
+        f"batches of {batch}; SAI moves on every other ply of each batch: ≤ {plies} searches a match "
+        f"(calls: upper bounds, every game lasting {plies} plies)",
+        f"the search is compiled once per komi ({', '.join(f'{komi:g}' for komi in komis)}: the komi is part of the "
+        f"game): {len(komis)} compilations of the program above, λ and the komi of each game are arguments",
+        f"network: {source} ({model.run_config.model.num_blocks} blocks × {model.run_config.model.channels} "
+        f"channels), abstract variables",
+        f"not planned (not JAX programs): GNU Go at levels {list(config.gnugo_levels)}, {matches * games} games "
+        f"≤ {(plies + 1) // 2} moves each",
+    ]
+    return programs, notes
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)

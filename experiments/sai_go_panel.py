@@ -14,6 +14,7 @@ against nodes.  Finished (checkpoint, member) cells are kept on a rerun.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -57,6 +58,65 @@ def panel_scores(win_rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if weights.sum() < 0:
         weights = -weights
     return weights, centred @ weights
+
+
+def plan(config) -> str:
+    """``python -m experiments plan sai-go-panel``: the landmark run's training programs, then the panel's searches
+    (the SAI checkpoints' λ search, the landmark checkpoints' search) and the arena's referee, compiled with abstract
+    inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
+    from zerolab.api import SearchConfig, format_programs
+    from zerolab.plan import format_plan, plan_training_run, search_program
+    from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program, run_model
+
+    sai, sai_source = run_model(config.sai_run)
+    landmark_config = load_config(config.landmark_config, "tiny", list(config.landmark_overrides))
+    sections = []
+    if config.landmark_run:
+        landmark, landmark_source = run_model(config.landmark_run, config.landmark_config,
+                                              list(config.landmark_overrides))
+        landmark_steps = kept_steps(landmark.run_config)
+    else:
+        sections.append(format_plan(plan_training_run(landmark_config, "landmark (AlphaZero, trained by this "
+                                                                        "experiment)")))
+        landmark = abstract_model(landmark_config)
+        landmark_source = (f"trained here from {config.landmark_config} at its tiny preset with "
+                           f"{list(config.landmark_overrides)} (the runner loads landmark_config at 'tiny' whatever the "
+                           f"preset)")
+        landmark_steps = kept_steps(landmark_config)
+    az_members = rated_steps(landmark_steps, int(landmark.run_config.checkpoint.keep_period))
+    sai_steps = kept_steps(sai.run_config)
+    members = len(az_members) + len(config.gnugo_levels) + bool(config.random_player)
+    cells = len(sai_steps) * members
+    games, plies = int(config.games), int(config.max_game_plies)
+    simulations = int(config.simulations)
+    game = sai.game(float(config.komi))
+    sai_moves, member_moves = plies // 2, (plies + 1) // 2  # the member moves first (Black), SAI second (White)
+    # load_search_agent keeps the landmark run's own search (root noise included), at `simulations`
+    az_search = dataclasses.replace(SearchConfig.from_config(landmark.run_config.search), num_simulations=simulations)
+    programs = [
+        agent_search_program("SAI λ search (White)", sai, game, simulations, int(config.temperature_plies), games,
+                             cells * sai_moves, f"one move of {games} games: {simulations} simulations, λ = 0"),
+        search_program("landmark search (Black)", game, landmark.network, landmark.variables, az_search, games,
+                       len(sai_steps) * len(az_members) * member_moves, rules=az_search.make_rules()),
+        pgx_step_program("arena step (pgx)", game, games, cells * plies, f"one ply of {games} games"),
+    ]
+    programs[1].what = f"one move of {games} games: {az_search.kind} {simulations} simulations"
+    notes = [
+        f"{cells} cells = {len(sai_steps)} SAI checkpoints (steps {sai_steps[0]}..{sai_steps[-1]}: every "
+        f"{int(sai.run_config.checkpoint.keep_period)}th and the last {int(sai.run_config.checkpoint.keep)}) × "
+        f"{members} members ({len(az_members)} landmark checkpoints {az_members}, GNU Go {list(config.gnugo_levels)}"
+        + (", random" if config.random_player else "") + f"); {games} games a cell in one lock-step batch, SAI as "
+        f"White: ≤ {sai_moves} SAI searches and ≤ {member_moves} member moves a cell (upper bounds: every game "
+        f"lasting {plies} plies)",
+        f"SAI network: {sai_source} ({sai.run_config.model.num_blocks} blocks × {sai.run_config.model.channels} "
+        f"channels), abstract variables; each checkpoint is an argument of the one compiled search",
+        f"landmark network: {landmark_source} ({landmark.run_config.model.name}, "
+        f"{landmark.run_config.model.num_blocks} blocks × {landmark.run_config.model.channels} channels)",
+        "not planned: GNU Go (not a JAX program); the random player (one jax.random.categorical a move, op by op)",
+    ]
+    sections.append(format_programs("sai-go-panel: SAI checkpoints against the panel, 7x7 Go at komi "
+                                    f"{float(config.komi):g}", programs, notes))
+    return "\n\n".join(sections)
 
 
 def run(config, workdir: pathlib.Path) -> dict:

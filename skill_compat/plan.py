@@ -1,0 +1,208 @@
+"""Cost plans of the skill-compat experiments (``python -m experiments plan skill-compat-stt|skill-compat-hb|
+skill-compat-attuned``): the JAX programs the host framework driver calls, compiled ahead of time with abstract
+inputs, and how often a preset calls them.
+
+The programs are the cast's own jitted functions (:func:`skill_compat.experiment.build_cast`): maia-1900's policy
+(:class:`zerolab.api.PolicyAgent`: the junior, the hand, the argmax model of the expectors), tree's search
+(:class:`zerolab.api.SearchAgent` with :func:`skill_compat.experiment.match_search`), pgx's batched step, the piece
+types of the legal moves and the hand's two-stage draw; built with maia's module and abstract variables.
+
+Calls are upper bounds: every game lasts ``framework.max_game_plies`` and each player is asked on every ply where it
+could be (an STT senior on every ply of its team, though only the plies whose bit is 1 ask it).  A batch of games
+is ``framework.batch_games``; :class:`skill_compat.players.NetworkPlayer` searches the team to move's half of it.  A
+last, smaller batch (and plain chess's batch) compiles the same programs at its own size: counted here as full
+batches, an upper bound on its work.  A search's FLOPs are its network evaluations: one evaluation of the batch
+compiled alone, times ``simulations + 1``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from zerolab.api import (
+    NetworkInputs,
+    PlannedProgram,
+    PolicyAgent,
+    SearchAgent,
+    abstract_states,
+    apply_network,
+    compile_cost,
+    load_lc0_weights,
+    make_game,
+)
+from skill_compat.driver import _per_game_hand
+from skill_compat.experiment import check_seniors, match_search
+from skill_compat.players import batched_step, jitted_piece_types
+
+GIB = 1024**3
+
+
+@dataclasses.dataclass
+class Maia:
+    """maia-1900's game, module and abstract variables (what :func:`skill_compat.experiment.maia_agents` loads)."""
+
+    game: Any
+    network: Any
+    variables: Any
+
+
+def maia(weights: str = "") -> Maia:
+    game = make_game("chess", observation="lc0")
+    network, variables = load_lc0_weights(weights or None)
+    return Maia(game, network, jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.asarray(leaf).dtype),
+                                            variables))
+
+
+class Counter:
+    """Calls of each program (name, batch) of an experiment, compiled once each by :meth:`programs`."""
+
+    def __init__(self, model: Maia, config: Any):
+        self.model, self.config = model, config
+        self.calls: dict[tuple[str, int], int] = collections.defaultdict(int)
+
+    def add(self, program: str, batch: int, calls: int) -> None:
+        self.calls[(program, int(batch))] += int(calls)
+
+    def programs(self) -> list[PlannedProgram]:
+        return [self.build(name, batch, calls) for (name, batch), calls in self.calls.items()]
+
+    def evaluation_flops(self, batch: int) -> float:
+        game = self.model.game
+        observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
+        legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
+        lowered = jax.jit(lambda v, o, m: apply_network(self.model.network, v, NetworkInputs(o, m))[0]).lower(
+            self.model.variables, observation, legal)
+        return compile_cost("evaluation", lowered).flops
+
+    def build(self, name: str, batch: int, calls: int) -> PlannedProgram:
+        model, config, game = self.model, self.config, self.model.game
+        states = abstract_states(game, batch)
+        key = jax.random.key(0)
+        label = f"{name} [{batch}]"
+        if name.endswith("search"):  # tree's (and the attuned senior's) search: SearchAgent's jitted function
+            search = match_search(config)
+            agent = SearchAgent(name, game, model.network, model.variables, search)
+            cost = compile_cost(label, agent._search.lower(model.variables, key, states))
+            flops = self.evaluation_flops(batch) * (search.num_simulations + 1)
+            return PlannedProgram(cost, calls, f"{search.kind} {search.num_simulations} simulations from {batch} "
+                                               f"positions", flops_per_call=flops)
+        if name.startswith("maia"):  # PolicyAgent's jitted (actions, probabilities)
+            mode, temperature = {"maia argmax": ("argmax", 1.0), "maia sample": ("sample", 1.0)}[name]
+            agent = PolicyAgent(model.network, model.variables, game, mode=mode, temperature=temperature)
+            cost = compile_cost(label, agent._policy.lower(model.variables, states, key))
+            return PlannedProgram(cost, calls, f"maia's policy ({mode}) of {batch} positions")
+        actions = jax.ShapeDtypeStruct((batch,), jnp.int32)
+        if name == "pgx step":
+            cost = compile_cost(label, batched_step(game).lower(states, actions))
+            return PlannedProgram(cost, calls, f"one ply of {batch} positions")
+        if name == "piece types":
+            cost = compile_cost(label, jitted_piece_types(game).lower(states))
+            return PlannedProgram(cost, calls, f"piece type of every legal move, {batch} positions")
+        if name == "two-stage hand":
+            types = jax.eval_shape(jitted_piece_types(game), states)
+            cost = compile_cost(label, _per_game_hand().lower(
+                jax.eval_shape(lambda: jax.random.split(key, batch)), jax.ShapeDtypeStruct(
+                    (batch, game.num_actions), jnp.float32), types, actions))
+            return PlannedProgram(cost, calls, f"the hand's draws for {batch} games")
+        raise ValueError(f"unknown program {name!r}")
+
+
+def count_framework(counter: Counter, framework: str, seniors: list[str], plain_seniors: list[str],
+                    versus_tree: bool = False) -> list[str]:
+    """Adds the calls of a framework experiment's matchups (and plain chess games) to ``counter``; returns notes."""
+    config = counter.config
+    batch = int(config.framework.batch_games)
+    half = (batch + 1) // 2  # NetworkPlayer: the team to move's lanes
+    plies = int(config.framework.max_game_plies)
+    games = 2 * int(config.framework.num_bitstrings)
+    batches = math.ceil(games / batch)
+    plain_batches = math.ceil(int(config.plain_chess.games) / batch)
+    junior = "maia argmax" if config.junior.mode == "argmax" else "maia sample"
+    candidates = int(config.expector.candidates)
+    hb_size = 6 * int(config.expector.top)
+
+    def senior_calls(name: str, ply_batches: int) -> None:
+        """The focal senior's (STT) or brain's (HB) own programs, ``ply_batches`` = batches × plies."""
+        if name in ("tree", "attuned"):  # the attuned senior's search is tree's program with trained variables
+            counter.add("tree search", half, ply_batches)
+        elif name == "junior":
+            counter.add("maia argmax", half, ply_batches)
+        elif name == "expector" and framework == "stt":  # per focal lane: 3 junior replies, 5 steps of 5 boards
+            counter.add("maia argmax", candidates, 3 * half * ply_batches)
+            counter.add("pgx step", candidates, 5 * half * ply_batches)
+        elif name == "expector":  # HB: its own piece types and hand, then per lane one step of 6·top boards
+            counter.add("piece types", batch, ply_batches)
+            counter.add("maia sample", batch, ply_batches)
+            counter.add("pgx step", hb_size, half * ply_batches)
+
+    def team_calls(name: str, ply_batches: int) -> None:
+        if framework == "stt":
+            counter.add(junior, half, ply_batches)  # the team's junior
+        else:  # HbTeam.move: piece types, the hand's policy, the two-stage draw; a MoveBrain's piece types
+            counter.add("piece types", batch, ply_batches * (2 if name not in ("hand", "expector") else 1))
+            counter.add("maia sample", batch, ply_batches)
+            counter.add("two-stage hand", batch, ply_batches)
+
+    for name in seniors:
+        ply_batches = batches * plies
+        counter.add("pgx step", batch, ply_batches)
+        senior_calls(name, ply_batches)
+        team_calls(name, ply_batches)
+        team_calls("stockfish", ply_batches)  # the alter team: S (not planned) with the same junior / hand
+    if versus_tree:  # the attuned senior's team against tree's team
+        ply_batches = batches * plies
+        counter.add("pgx step", batch, ply_batches)
+        for name in ("attuned", "tree"):
+            senior_calls(name, ply_batches)
+            team_calls(name, ply_batches)
+    plain = [name for name in plain_seniors if name != "hand" and not (framework == "hb" and name == "expector")]
+    for name in plain:  # the senior alone (every bit 1) against S alone
+        ply_batches = plain_batches * plies
+        counter.add("pgx step", batch, ply_batches)
+        senior_calls(name, ply_batches)  # HB's expector and hand never play plain chess
+    matchups = len(seniors) + bool(versus_tree)
+    return [
+        f"{matchups} matchups ({', '.join(seniors + (['attuned vs tree'] if versus_tree else []))}) × {games} games "
+        f"({batches} batches of ≤ {batch}) and {len(plain)} plain-chess matchups × {int(config.plain_chess.games)} "
+        f"games ({plain_batches} batch); ≤ {plies} plies a batch; calls: upper bounds (every game lasting {plies} "
+        f"plies, every senior asked on each of its team's plies; smaller batches counted as full ones)",
+        "maia's policy: one program per mode (the junior, the hand and the expectors' model share it at a batch "
+        "size; the runner's agents each jit it, so the hand and an HB junior compile it twice)",
+        f"not planned (not JAX programs): Stockfish as the alter senior S ({int(config.senior.nodes):,} nodes a move)"
+        f", the evaluator E ({int(config.evaluator.nodes):,} nodes, every move of every game)"
+        + (f", the expector's S lines and evaluations ({int(config.expector.eval_nodes):,} nodes)"
+           if "expector" in seniors else ""),
+    ]
+
+
+def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> list[str]:
+    """A note for each program whose device memory exceeds one ``device_gib`` accelerator."""
+    return [f"{program.cost.name}: {program.cost.device_bytes / GIB:,.1f} GiB of device memory, more than one "
+            f"{device_gib:g} GB accelerator holds" for program in programs if program.cost.device_bytes > device_gib * GIB]
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_maia(weights: str) -> Maia:
+    return maia(weights)
+
+
+def framework_programs(config, framework: str | None = None, seniors=None, plain_seniors=None,
+                       versus_tree: bool = False) -> tuple[list[PlannedProgram], list[str]]:
+    """``(programs, notes)`` of a framework experiment's config (skill-compat-stt / -hb, or attuned's evaluation)."""
+    framework = framework or config.framework.name
+    seniors = check_seniors(framework, seniors if seniors is not None else config.seniors)
+    plain_seniors = check_seniors(framework, plain_seniors if plain_seniors is not None else config.plain_chess.seniors)
+    counter = Counter(_cached_maia(str(config.junior.weights)), config)
+    notes = count_framework(counter, framework, seniors, plain_seniors, versus_tree)
+    programs = counter.programs()
+    return programs, notes + memory_notes(programs)
+
+
+__all__ = ["Counter", "Maia", "count_framework", "framework_programs", "maia", "memory_notes"]
