@@ -17,7 +17,7 @@ from typing import Any
 import ml_collections
 
 ConfigDict = ml_collections.ConfigDict
-PRESETS = ("tiny", "paper")
+PRESETS = ("tiny", "paper", "evidence")  # evidence: the runs whose effects a README reports ± se
 
 
 class ConfigError(ValueError):

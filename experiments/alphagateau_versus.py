@@ -1,0 +1,100 @@
+"""AlphaGateau against the AlphaZero ResNet, head to head, over seeds (``experiments/configs/alphagateau_versus.py``).
+
+``run(config, workdir)``, for each seed of ``config.seeds``:
+
+1. trains each network of ``config.models`` in ``workdir/seed-<s>/<model>`` with the core's loop (same training
+   keys, ``seed`` = s); rerunning resumes;
+2. plays the two final networks against each other, ``config.match.games`` games with the same search (half with
+   each colour), PGN in ``workdir/seed-<s>/games.pgn``; the result is kept in ``workdir/seed-<s>/match.json`` and
+   not played again.
+
+``summary.json``: each seed's W/D/L and AlphaGateau's score, the pooled score over every game with its standard
+error (per-game scores 1, ½, 0), the standard error between seeds, and the Elo difference the pooled score implies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import pathlib
+import time
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+
+from zerolab import train
+from zerolab.arena import play_match, write_pgn
+from zerolab.experiment_setup import training_config, use_compilation_cache
+from zerolab.games import make_game
+from zerolab.rating import EvaluationConfig, checkpoint_agent, checkpoint_steps, run_statistics
+
+logger = logging.getLogger(__name__)
+
+
+def training_configs(config: ml_collections.ConfigDict, seed: int | None = None) -> dict[str, ml_collections.ConfigDict]:
+    """Each network's training config for ``seed`` (default: the first of ``config.seeds``)."""
+    seed = int(config.seeds[0] if seed is None else seed)
+    return {name: training_config(config, config.models[name], seed=seed) for name in config.models.keys()}
+
+
+def score_statistics(results: list[dict[str, int]]) -> dict[str, float]:
+    """Pooled score of the first player over matches ``[{'wins', 'draws', 'losses'}]``, its standard error over the
+    games, the standard error between matches (seeds), and the Elo difference of the pooled score (± from its se)."""
+    scores = np.concatenate([np.repeat([1.0, 0.5, 0.0], [r["wins"], r["draws"], r["losses"]]) for r in results])
+    score = float(scores.mean())
+    game_se = float(scores.std(ddof=1) / math.sqrt(len(scores))) if len(scores) > 1 else float("nan")
+    per_seed = [(r["wins"] + 0.5 * r["draws"]) / (r["wins"] + r["draws"] + r["losses"]) for r in results]
+    seed_se = float(np.std(per_seed, ddof=1) / math.sqrt(len(per_seed))) if len(per_seed) > 1 else float("nan")
+    clipped = min(max(score, 1e-3), 1 - 1e-3)
+    elo = 400 * math.log10(clipped / (1 - clipped))
+    elo_se = 400 / math.log(10) * game_se / (clipped * (1 - clipped))  # delta method
+    return {"games": int(len(scores)), "score": score, "score_se": game_se, "seed_scores": per_seed,
+            "score_se_between_seeds": seed_se, "elo": elo, "elo_se": elo_se}
+
+
+def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.Path) -> dict[str, Any]:
+    """Trains both networks of ``seed`` (resuming) and plays their final checkpoints (once)."""
+    runs = training_configs(config, seed)
+    for name, run_config in runs.items():
+        logger.info("seed %d: training %s in %s", seed, name, directory / name)
+        train.run(run_config, directory / name)
+    match_path = directory / "match.json"
+    games = int(config.match.games)
+    if match_path.exists():
+        stored = json.loads(match_path.read_text())
+        if stored["games"] == games:
+            return stored
+    game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
+    evaluation = EvaluationConfig(games=games, max_game_plies=int(config.match.max_game_plies),
+                                  num_simulations=int(config.match.num_simulations))
+    first, second = list(runs)
+    agents = [checkpoint_agent(directory / name, checkpoint_steps(directory / name)[-1], game, evaluation, name)
+              for name in (first, second)]
+    match = play_match(game, *agents, games, jax.random.key(1000 + seed), max_game_plies=evaluation.max_game_plies,
+                       show_progress=bool(config.progress))
+    write_pgn(game, match, directory / "games.pgn", f"{first} vs {second}, seed {seed}")
+    result = {"seed": seed, "players": [first, second], "games": games, "wins": match.result.wins,
+              "draws": match.result.draws, "losses": match.result.losses,
+              "training": {name: run_statistics(directory / name) for name in runs}}
+    match_path.write_text(json.dumps(result, indent=2))
+    logger.info("seed %d: %s", seed, match.summary())
+    return result
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
+    started = time.perf_counter()
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    use_compilation_cache(config.compilation_cache)
+    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    results = [play_seed(config, int(seed), workdir / f"seed-{seed}") for seed in config.seeds]
+    first, second = results[0]["players"]
+    summary = {"players": [first, second], "game": config.game.name, "seeds": [r["seed"] for r in results],
+               "matches": [{key: r[key] for key in ("seed", "games", "wins", "draws", "losses")} for r in results],
+               **score_statistics(results), "match": config.match.to_dict(),
+               "device": f"{jax.devices()[0].platform} × {jax.device_count()}", "wall_s": time.perf_counter() - started}
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
