@@ -69,7 +69,7 @@ def plan(config) -> str:
     from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program, run_model
 
     sai, sai_source = run_model(config.sai_run)
-    landmark_config = load_config(config.landmark_config, "tiny", list(config.landmark_overrides))
+    landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
     sections = []
     if config.landmark_run:
         landmark, landmark_source = run_model(config.landmark_run, config.landmark_config,
@@ -79,9 +79,8 @@ def plan(config) -> str:
         sections.append(format_plan(plan_training_run(landmark_config, "landmark (AlphaZero, trained by this "
                                                                         "experiment)")))
         landmark = abstract_model(landmark_config)
-        landmark_source = (f"trained here from {config.landmark_config} at its tiny preset with "
-                           f"{list(config.landmark_overrides)} (the runner loads landmark_config at 'tiny' whatever the "
-                           f"preset)")
+        landmark_source = (f"trained here from {config.landmark_config} at its {config.landmark_preset} preset with "
+                           f"{list(config.landmark_overrides)}")
         landmark_steps = kept_steps(landmark_config)
     az_members = rated_steps(landmark_steps, int(landmark.run_config.checkpoint.keep_period))
     sai_steps = kept_steps(sai.run_config)
@@ -124,7 +123,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     landmark = pathlib.Path(config.landmark_run or workdir / "landmark")
     if not config.landmark_run:
-        landmark_config = load_config(config.landmark_config, "tiny", list(config.landmark_overrides))
+        landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
         landmark_config.progress = bool(config.progress)
         train.run(landmark_config, landmark)
     game = make_game("go", go_size=7, komi=float(config.komi))
@@ -133,7 +132,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     key = jax.random.key(int(config.seed))
 
     members = {}
-    landmark_config = load_config(config.landmark_config, "tiny", list(config.landmark_overrides))
+    landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
     for step in rated_steps(Checkpointer(landmark / "checkpoints").steps(), int(landmark_config.checkpoint.keep_period)):
         members[f"az-{step}"] = lambda step=step: load_search_agent(
             landmark, {"step": str(step), "simulations": str(config.simulations), "name": f"az-{step}"})

@@ -11,6 +11,7 @@ def get_config(preset: str = "tiny"):
         "sai_run": "runs/sai-go-tiny",
         "landmark_run": "",  # empty: WORKDIR/landmark, trained here
         "landmark_config": "sai-go",
+        "landmark_preset": "tiny",  # the preset of landmark_config the landmark run trains at (the SAI run's)
         "landmark_overrides": ["model.name=resnet", "method="],  # AlphaZero, same sizes and search as SAI's tiny run
         "gnugo_levels": [1, 5, 10],
         "random_player": True,
@@ -25,6 +26,7 @@ def get_config(preset: str = "tiny"):
         return config
     if preset == "paper":
         config.sai_run = "runs/sai-go-paper"
+        config.landmark_preset = "paper"
         config.games = 100
         config.simulations = 250
         return config
