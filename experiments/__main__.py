@@ -13,7 +13,7 @@ import pathlib
 import pkgutil
 import sys
 
-from zerolab.config import ConfigError, PRESETS, load_config
+from zerolab.config import OPTIONAL_PRESETS, PRESETS, ConfigError, load_config
 from zerolab.cli import add_distributed_arguments, split_overrides, start_distributed
 from zerolab.logs import configure_logging
 
@@ -34,13 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run one experiment end to end")
     run.add_argument("name", help="experiment name (see `python -m experiments list`)")
-    run.add_argument("--preset", default="tiny", choices=PRESETS)
+    run.add_argument("--preset", default="tiny", choices=PRESETS + OPTIONAL_PRESETS)
     run.add_argument("--workdir", default=None, help="run directory (default runs/NAME); rerunning resumes")
     run.add_argument("overrides", nargs="*", help="config overrides key=value")
     add_distributed_arguments(run)
     plan = commands.add_parser("plan", help="compile an experiment's training programs and print what they cost")
     plan.add_argument("name", help="experiment name (see `python -m experiments list`)")
-    plan.add_argument("--preset", default="paper", choices=PRESETS)
+    plan.add_argument("--preset", default="paper", choices=PRESETS + OPTIONAL_PRESETS)
     plan.add_argument("--accelerator", default="h100", help="accelerator of the time estimates (default h100)")
     plan.add_argument("overrides", nargs="*", help="config overrides key=value")
     commands.add_parser("list", help="list the experiments")

@@ -1,7 +1,8 @@
 """Configs as data: ``ml_collections.ConfigDict`` files under ``experiments/configs/`` with presets and overrides.
 
 A config file ``experiments/configs/NAME.py`` (``-`` in NAME becomes ``_``) defines ``get_config(preset)`` that
-returns a ``ConfigDict``; presets are at least ``tiny`` (a 2-core CPU) and ``paper`` (the paper's scale).  The
+returns a ``ConfigDict``; presets are at least ``tiny`` (a 2-core CPU) and ``paper`` (the paper's scale), and some
+configs have ``evidence`` (their README's ± se runs).  The
 returned config is locked: an override of a key that does not exist stops with an error that lists the valid keys,
 and a value that does not fit the field's type stops with an error naming the key, the value and the type.
 """
@@ -17,7 +18,9 @@ from typing import Any
 import ml_collections
 
 ConfigDict = ml_collections.ConfigDict
-PRESETS = ("tiny", "paper", "evidence")  # evidence: the runs whose effects a README reports ± se
+PRESETS = ("tiny", "paper")  # every config has these
+#: Presets some configs have: ``evidence``, the runs whose effects a README reports ± se.
+OPTIONAL_PRESETS = ("evidence",)
 
 
 class ConfigError(ValueError):
@@ -40,7 +43,8 @@ def load_config(name: str, preset: str = "tiny", overrides: Iterable[str] = ()) 
     try:
         config = module.get_config(preset)
     except KeyError:
-        raise ConfigError(f"config {name!r} has no preset {preset!r}; presets: {', '.join(PRESETS)}") from None
+        raise ConfigError(f"config {name!r} has no preset {preset!r}; every config has {', '.join(PRESETS)}, some "
+                          f"{', '.join(OPTIONAL_PRESETS)}") from None
     config = ConfigDict(config)
     config.lock()
     apply_overrides(config, overrides)
