@@ -7,6 +7,8 @@ its older (non-"fusion emitter") code generator, which compiles these programs a
 8.0 s of CPU → 2.5 s) and changes no result the tests check; the λ = 0 search and mctx's, compared bit for bit, are
 both compiled with the default generator (:data:`BIT_EXACT_COMPILE`).  Nothing outside tests/sai_go sees these
 settings: they are per-function compiler options in this process and an environment variable of child processes.
+``test_default_xla.py`` runs two of these tests again (the λ backup and the whole λ search) with plain ``jax.jit``,
+at XLA's default settings, so a result that held only under the faster ones would be seen.
 """
 
 from __future__ import annotations
