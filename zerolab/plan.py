@@ -32,7 +32,7 @@ import numpy as np
 from zerolab.devices import make_mesh
 from zerolab.games import Game
 from zerolab.networks import NetworkInputs, apply_network, count_parameters
-from zerolab.replay import STORAGE_DTYPES, FrameCodec
+from zerolab.replay import STORAGE_DTYPES, FrameWindow
 from zerolab.runs import Components, init_train_state, make_optimizer
 
 GIB = 1024**3
@@ -143,20 +143,22 @@ class FrameBytes:
 
 
 def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: int) -> FrameBytes:
-    """Bytes of a frame of ``game``: the observation codec fitted to random positions, legal masks as bits, and
-    policy targets as wide as the most legal moves seen (``search_kind='muzero'``: at most ``simulations``)."""
+    """Bytes of a frame of ``game``, from the replay window's own encoding of random positions whose policy targets
+    cover every legal move (Gumbel MuZero's) or, with ``search_kind='muzero'``, at most ``simulations`` of them
+    (visit counts); ``extras_bytes``: a method's per-frame fields, added to both."""
     observation, legal = random_positions(game)
-    codec = FrameCodec.of(observation, legal.shape[-1])
-    width = int(legal.sum(axis=1).max())
+    policy = legal.astype(np.float32)
     if search_kind == "muzero":
-        width = min(width, simulations)
-    positions = codec.num_positions
-    observation_bytes = (2 * len(codec.scalar_channels) + math.ceil(positions * len(codec.bit_channels) / 8)
-                         + 2 * positions * len(codec.dense_channels))
-    compact = (observation_bytes + math.ceil(codec.num_actions / 8) + width * (codec.index_dtype.itemsize + 2)
-               + 4 + 1 + 8 + extras_bytes)  # value target, value mask, disk source, a method's extras
-    dense = (math.prod(codec.observation_shape) * 2 + codec.num_actions * 3 + 4 + 1 + extras_bytes)
-    return FrameBytes(dense, compact, width, len(observation))
+        policy *= np.cumsum(legal, axis=1) <= simulations
+    policy /= np.maximum(policy.sum(axis=1, keepdims=True), 1.0)
+    count = len(observation)
+    fields = {"observation": observation, "legal_action_mask": legal, "policy_target": policy,
+              "value_target": np.zeros(count, np.float32), "value_mask": np.ones(count, bool)}
+    window = FrameWindow.from_fields({name: np.asarray(value).astype(STORAGE_DTYPES[name])
+                                      for name, value in fields.items()})
+    dense = sum(array.nbytes for array in window.fields().values()) / count
+    width = int(window.arrays["policy_indices"].shape[1])
+    return FrameBytes(dense + extras_bytes, window.bytes_per_frame() + extras_bytes, width, count)
 
 
 @dataclasses.dataclass
