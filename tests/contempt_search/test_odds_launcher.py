@@ -1,6 +1,7 @@
 """contempt-odds end to end at toy sizes through ``python -m experiments run``'s entry point (in this process): an
-untrained Gardner network gives knight odds to Fairy-Stockfish with PUCT and with search-contempt, at 4 simulations (N_scl 1),
-2 games per cell; the summary's cells, the games' PGN and the figure are checked, and a rerun plays nothing again."""
+untrained Gardner network gives knight odds to Fairy-Stockfish with PUCT and with search-contempt, at 4 simulations
+(N_scl 1), 2 games per cell; the summary's cells, the games' PGN and the figure are checked, and a rerun plays nothing
+again."""
 
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ from tests.zerolab.lc0.test_weights import synthetic_network
 
 ARCHITECTURE = {"channels": 8, "num_blocks": 1, "se_channels": 2, "value_channels": 4, "value_hidden": 8}
 GAMES, PLIES = 2, 2
-#: The check's own search compiles at XLA's optimisation level 0 with the older CPU code generator (about 4 s less on a cold
-#: cache; the frames are compared at float16's precision).
+#: The check's own search compiles at XLA's optimisation level 0 with the older CPU code generator (about 4 s less
+#: on a cold cache; the frames are compared at float16's precision).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
