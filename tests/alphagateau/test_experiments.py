@@ -50,14 +50,17 @@ def test_paper_presets_carry_the_papers_hyperparameters():
     assert speed.game.name == "chess" and speed.iterations == 500
     assert speed.models.alphagateau.embedding_size == 128 and speed.models.alphagateau.num_blocks == 5
     assert speed.models.resnet.channels == 128 and speed.models.resnet.num_blocks == 5
-    assert (finetune.model.embedding_size, finetune.model.num_blocks) == (128, 5)
+    # The fine-tuning experiment's model: 10 residual layers; 1024 games an iteration on 5×5, 256 on 8×8.
+    assert (finetune.model.embedding_size, finetune.model.num_blocks) == (128, 10)
+    assert (finetune.pretrain.selfplay.num_games, finetune.finetune.selfplay.num_games) == (1024, 256)
     assert (finetune.pretrain.iterations, finetune.finetune.iterations) == (100, 100)
+    for model in (speed.models.alphagateau, finetune.model):  # the paper's architecture (eq. 7, eq. 9, Figures 3-4)
+        assert (model.block, model.heads, model.pooling) == ("pre_activation", "paper", "paper")
     plies = (finetune.pretrain.selfplay.plies_per_iteration, finetune.finetune.selfplay.plies_per_iteration)
     assert plies == (256, 512)
     for search in (speed.search, finetune.search):
         assert (search.num_simulations, search.gumbel_scale, search.kind) == (128, 1.0, "gumbel")
     for run in (speed, finetune.pretrain, finetune.finetune):
-        assert run.selfplay.num_games == 256
         assert run.selfplay.plies_per_iteration == run.selfplay.max_game_plies
         assert (run.replay.window_size, run.train.batch_size, run.train.learning_rate) == (1_000_000, 256, 1e-3)
 
