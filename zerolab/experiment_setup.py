@@ -1,9 +1,11 @@
-"""Set-up shared by experiment launchers: a training config from an experiment's sections, and JAX's persistent
-compilation cache."""
+"""Set-up shared by experiment launchers: the run directory, a training config from an experiment's sections, and
+JAX's persistent compilation cache."""
 
 from __future__ import annotations
 
+import json
 import os
+import pathlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +13,16 @@ import jax
 import ml_collections
 
 from zerolab import train
+
+
+def prepare_experiment(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> pathlib.Path:
+    """The experiment's run directory, created, with its ``config.json`` written and JAX's compilation cache set
+    from ``config.compilation_cache`` (:func:`use_compilation_cache`)."""
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    use_compilation_cache(config.compilation_cache)
+    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    return workdir
 
 
 def use_compilation_cache(directory: str) -> str | None:
