@@ -7,7 +7,9 @@ search kind, root noise off, each keeping its own temperature schedule (moves sa
 from each game's start: :class:`zerolab.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
 settings with their self-play ratios, W/D/L from search-contempt's side with 95 % Wilson intervals, the Elo
 difference ± 2σ (the project's estimator, one virtual draw), ``sampled_visit_fraction`` and ``wall_s``; the games in
-``games/``.  A finished match is not played again (``match.json``).
+``games/``.  The games are played in ``blocks`` equal blocks (each half with either side first), each appended to
+``blocks.jsonl`` when it ends, so a rerun plays only the missing blocks; a finished match is not played again
+(``match.json``).  One block keeps the seed's key; with more, block ``b`` plays with ``fold_in(key, b)``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import jax
 from contempt_search.experiment import (
     CONTEMPT_RULES,
     PLAIN_RULES,
+    append_row,
     base_network,
     nearest_setting,
     read_rows,
@@ -31,7 +34,7 @@ from contempt_search.experiment import (
 from contempt_search.statistics import wilson_interval
 from zerolab.agents import SearchAgent, load_search_agent
 from zerolab.arena import play_match, write_pgn
-from zerolab.elo import EloBook
+from zerolab.elo import EloBook, MatchResult
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +80,22 @@ def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
                        temperature=temperature_schedule(config, setting["temperature"]))
 
 
-def match_summary(contempt: SearchAgent, puct: SearchAgent, result) -> dict:
+def match_summary(contempt_name: str, puct_name: str, result: MatchResult, contempt_statistics: dict) -> dict:
     """W/D/L from search-contempt's side with Wilson intervals, and the Elo difference ± 2σ."""
     book = EloBook()
     book.add_result(result)
-    difference, sigma = book.fit().difference(contempt.name, puct.name)
+    difference, sigma = book.fit().difference(contempt_name, puct_name)
     games = result.games
     counts = {"win": result.wins, "draw": result.draws, "loss": result.losses}
     return {
-        "players": [contempt.name, puct.name], "games": games,
+        "players": [contempt_name, puct_name], "games": games,
         "wins": result.wins, "draws": result.draws, "losses": result.losses,
         **{f"{name}_percent": 100 * count / games for name, count in counts.items()},
         **{f"{name}_interval": [100 * bound for bound in wilson_interval(count, games)]
            for name, count in counts.items()},
         "score": (result.wins + result.draws / 2) / games,
         "elo_difference": difference, "elo_two_sigma": 2 * sigma,
-        "contempt_search_statistics": contempt.search_statistics(),
+        "contempt_search_statistics": contempt_statistics,
     }
 
 
@@ -144,26 +147,66 @@ def plan(config) -> str:
                            f"{planned.config.game.name}", programs, notes)
 
 
+def play_block(network: pathlib.Path, chosen: dict, config, block: int, workdir: pathlib.Path) -> dict:
+    """One block of the match with fresh agents (so each block's search statistics are its own): its W/D/L from
+    search-contempt's side, capped games, contempt's moves and search statistics, and its seconds; the games go to
+    ``games/``."""
+    blocks, games = int(config.blocks), int(config.games) // int(config.blocks)
+    contempt = setting_agent(network, chosen["contempt"], config)
+    puct = setting_agent(network, chosen["puct"], config)
+    key = jax.random.key(int(config.seed))
+    if blocks > 1:
+        key = jax.random.fold_in(key, block)
+    started = time.perf_counter()
+    played = play_match(contempt.game, contempt, puct, games, key, max_game_plies=int(config.max_game_plies),
+                        show_progress=bool(config.progress))
+    suffix = f"-block{block}" if blocks > 1 else ""
+    write_pgn(contempt.game, played, workdir / "games" / f"{contempt.name}-vs-{puct.name}{suffix}.pgn",
+              "contempt-match")
+    contempt_moves = sum((record.plies + (record.first_player == contempt.name)) // 2 for record in played.games)
+    return {"block": block, "players": [contempt.name, puct.name], "games": games, "wins": played.result.wins,
+            "draws": played.result.draws, "losses": played.result.losses,
+            "capped_games": sum(record.capped for record in played.games), "contempt_moves": contempt_moves,
+            "contempt_search_statistics": contempt.search_statistics(), "match_s": time.perf_counter() - started}
+
+
+def combine_blocks(rows: list[dict]) -> dict:
+    """The match from its blocks: W/D/L with Wilson intervals and the Elo difference over every game; contempt's
+    search statistics averaged over the blocks weighted by its moves in each."""
+    contempt_name, puct_name = rows[0]["players"]
+    result = MatchResult(contempt_name, puct_name, wins=sum(row["wins"] for row in rows),
+                         draws=sum(row["draws"] for row in rows), losses=sum(row["losses"] for row in rows))
+    moves = sum(row["contempt_moves"] for row in rows)
+    names = sorted({name for row in rows for name in row["contempt_search_statistics"]})
+    statistics = rows[0]["contempt_search_statistics"] if len(rows) == 1 else {
+        name: sum(row["contempt_search_statistics"][name] * row["contempt_moves"] for row in rows) / max(moves, 1)
+        for name in names}
+    return {**match_summary(contempt_name, puct_name, result, statistics),
+            "capped_games": sum(row["capped_games"] for row in rows), "blocks": len(rows),
+            "match_s": sum(row["match_s"] for row in rows)}
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    games, blocks = int(config.games), int(config.blocks)
+    if blocks < 1 or games % (2 * blocks):
+        raise ValueError(f"games={games} must split into blocks={blocks} blocks of an even number of games")
     chosen = choose_settings(config)
     network = base_network(config)
     match_path = workdir / "match.json"
     if match_path.exists():
         match = json.loads(match_path.read_text())
     else:
-        contempt = setting_agent(network, chosen["contempt"], config)
-        puct = setting_agent(network, chosen["puct"], config)
-        game = contempt.game
-        match_started = time.perf_counter()
-        played = play_match(game, contempt, puct, int(config.games), jax.random.key(int(config.seed)),
-                            max_game_plies=int(config.max_game_plies), show_progress=bool(config.progress))
-        write_pgn(game, played, workdir / "games" / f"{contempt.name}-vs-{puct.name}.pgn", "contempt-match")
-        match = {**match_summary(contempt, puct, played.result),
-                 "capped_games": sum(record.capped for record in played.games),
-                 "match_s": time.perf_counter() - match_started}
+        blocks_path = workdir / "blocks.jsonl"
+        rows = read_rows(blocks_path)
+        for block in range(len(rows), blocks):
+            row = play_block(network, chosen, config, block, workdir)
+            append_row(blocks_path, row)
+            rows.append(row)
+            logger.info("contempt-match block %d/%d: %s", block + 1, blocks, json.dumps(row))
+        match = combine_blocks(rows)
         match_path.write_text(json.dumps(match, indent=2))
         logger.info("contempt-match: %s", json.dumps(match))
     summary = {"settings": config.to_dict(), "network": str(network), "chosen": chosen, "match": match,

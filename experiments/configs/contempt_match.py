@@ -6,6 +6,8 @@ keeping its temperature schedule.
 capped at 100 plies (the issue's 128 games at 64 simulations take about an hour on a 2-core CPU); settings from
 ``runs/contempt-selfplay``.  ``paper``: 8×8 from a converted maia-1900 run (``network=RUN``), 1000
 simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its two settings at; the default is 1).
+``evidence``: 400 games in 8 resumable blocks, capped at 256 plies (pgx's own Gardner limit; the tiny preset's 100-ply
+cap ended 11 of 64 games as draws), settings from ``runs/contempt-selfplay-evidence`` (the self-play evidence run).
 ``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
 """
 
@@ -29,10 +31,17 @@ def get_config(preset: str = "tiny"):
         # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
         **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
         "games": 64,
+        "blocks": 1,  # the games in this many resumable blocks (blocks.jsonl)
         "max_game_plies": 100,
         "progress": True,
     })
     if preset == "tiny":
+        return config
+    if preset == "evidence":
+        config.selfplay_run = "runs/contempt-selfplay-evidence"
+        config.games = 400
+        config.blocks = 8
+        config.max_game_plies = 256
         return config
     if preset == "paper":
         config.network = ""

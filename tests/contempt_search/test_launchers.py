@@ -44,3 +44,24 @@ def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_pat
     assert contempt_match.run(match_config, tmp_path / "match")["match"] == json.loads(
         (tmp_path / "match" / "match.json").read_text())
     assert {path: path.stat().st_mtime_ns for path in modified} == modified
+
+    # A match in blocks resumes after its last finished block: with the second block's row and match.json gone, a
+    # rerun plays that block again (same key, same games) and nothing else.
+    blocks_config = load_config("contempt-match", "tiny", toy + ["puct_temperature=tau2", "sc_limit=1", "games=4",
+                                                                 "blocks=2"])
+    blocked = contempt_match.run(blocks_config, tmp_path / "blocks")["match"]
+    assert (blocked["games"], blocked["blocks"]) == (4, 2)
+    rows_path = tmp_path / "blocks" / "blocks.jsonl"
+    rows = rows_path.read_text().splitlines()
+    assert [json.loads(row)["block"] for row in rows] == [0, 1]
+    assert sorted(path.name for path in (tmp_path / "blocks" / "games").iterdir()) == [
+        "contempt1-tau1-vs-puct-tau2-block0.pgn", "contempt1-tau1-vs-puct-tau2-block1.pgn"]
+    rows_path.write_text(rows[0] + "\n")
+    (tmp_path / "blocks" / "match.json").unlink()
+    resumed = contempt_match.run(blocks_config, tmp_path / "blocks")["match"]
+    replayed = rows_path.read_text().splitlines()
+    assert replayed[0] == rows[0] and len(replayed) == 2
+    without_time = lambda row: {key: value for key, value in json.loads(row).items() if key != "match_s"}
+    assert without_time(replayed[1]) == without_time(rows[1])
+    assert {key: value for key, value in resumed.items() if key != "match_s"} == {
+        key: value for key, value in blocked.items() if key != "match_s"}
