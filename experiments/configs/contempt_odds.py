@@ -5,6 +5,8 @@ opponent, at several search sizes.
 no checkpoint yet), 8 / 32 / 128 simulations, N_scl 5, against Fairy-Stockfish at skill −20, 32 games per cell (the
 issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 20-minute bound: those settings are
 ``simulations=[16,64,256] games_per_cell=64``).
+``evidence``: the tiny settings at 32 / 64 / 128 simulations with 256 games per cell (the network giving odds as
+White in 128, as Black in 128): each cell's win rate to about ± 3 points (1 se).
 ``paper``: 8×8 chess, queen odds, 100 / 800 / 20,000 nodes, N_scl 28 (unstated in the paper), against Stockfish at
 Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m zerolab.lc0 convert``), given as
 ``network=RUN``.
@@ -30,6 +32,10 @@ def get_config(preset: str = "tiny"):
         "progress": True,
     })
     if preset == "tiny":
+        return config
+    if preset == "evidence":
+        config.simulations = [32, 64, 128]
+        config.games_per_cell = 256
         return config
     if preset == "paper":
         config.network = ""  # a converted maia-1900 run: network=RUN
