@@ -3,13 +3,16 @@
 ``tiny`` (2 CPU cores): 16 bitstrings (HB: seeds) × 2 colours = 32 games per matchup, S 2,000 nodes, E 5,000, tree
 32 simulations, expector evaluations 400 (HB 100), cap 200 plies, 8 plain-chess games.  ``paper`` (GPU + ≥ 16
 cores): 5,000 × 2 games, S 50,000 nodes, E 200,000, tree 1,500 simulations, evaluations 10,000 (HB 1,700).
+``evidence`` (2 CPU cores, the two rows the tiny runs did not reproduce, 256 games each, no plain chess): in HB the
+expector with the paper's 1,700 evaluation nodes (tiny: 100); in STT the tree with PUCT (lc0's search, the paper's)
+at 128 simulations (tiny: Gumbel at 32).  Otherwise tiny.
 """
 
 from __future__ import annotations
 
 import ml_collections
 
-PRESETS = ("tiny", "paper")
+PRESETS = ("tiny", "evidence", "paper")
 
 
 def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
@@ -33,6 +36,15 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         "plain_chess": {"games": 8, "seniors": ["tree", "junior"] + ([] if hb else ["expector"])},
         "progress": True,
     })
+    if preset == "evidence":
+        config.framework.num_bitstrings = 128
+        config.seniors = ["expector"] if hb else ["tree"]
+        config.plain_chess.seniors = []
+        if hb:
+            config.expector.eval_nodes = 1700
+        else:
+            config.tree.simulations = 128
+            config.tree.kind = "muzero"
     if preset == "paper":
         config.framework.num_bitstrings = 5000
         config.framework.batch_games = 256
@@ -50,6 +62,8 @@ def attuned_config(preset: str, framework: str = "stt") -> ml_collections.Config
     × 48 plies (games capped at 48 plies in training: a capped game's value target is a draw), 16 simulations, Adam
     3e-4.  ``paper``: one iteration of 10,000 games, then about 10,000 steps × 1,024 (7 epochs) at 1e-5 with L2
     5e-5 and SGD with Nesterov momentum 0.9 (the paper's: lc0's training code; the core's ``train.optimizer``)."""
+    if preset == "evidence":
+        raise KeyError(f"{preset!r}: skill-compat-attuned has no evidence preset yet (tiny, paper)")
     config = framework_config(framework, preset)
     config.seed = 0
     config.seniors = ["attuned"]
