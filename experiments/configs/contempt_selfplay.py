@@ -6,8 +6,10 @@ each of 64 self-play lanes, capped at 64 plies: a capped game is a draw, and cou
 simulations N_scl 32 cannot freeze a node: it would be PUCT-τ1 again).  The issue's 64 simulations and 100 plies take
 about 40 minutes on a 2-core CPU, over the 20-minute bound.  ``paper``: 8×8 from a converted maia-1900 run
 (``network=RUN``), 1000 simulations, 100 games, N_scl 1, 2, 5, 10, 32.
-``evidence``: the tiny settings with games capped at 256 plies instead of 64 (at 64, 13–33 of each setting's 64 games
-were capped and counted as draws, which hid how decisive the settings are) and 128 games per setting.
+``evidence``: games capped at 256 plies instead of 64 (pgx's own Gardner limit; at 64, 13–33 of each setting's 64
+games were capped and counted as draws, which hid how decisive the settings are), 128 games per setting, for the
+settings the tiny run left open: search-contempt at N_scl 1, 5 and 10 against PUCT with τ1 and with τ2 (a setting
+takes about 13 minutes on a loaded 2-core CPU).
 """
 
 import ml_collections
@@ -39,6 +41,8 @@ def get_config(preset: str = "tiny"):
         config.network = "runs/contempt-base"
         config.games = 128
         config.max_game_plies = 256
+        config.sc_limits = [1, 5, 10]
+        config.puct_temperatures = ["tau1", "tau2"]
         return config
     if preset == "paper":
         config.network = ""
