@@ -29,13 +29,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab.api import SearchConfig, SelfPlayConfig, complete_games
+from zerolab.api import SearchConfig, complete_games
 from zerolab.checkpoint import Checkpointer
 from zerolab.plots import new_figure, save_figure
 from sai_go.agents import SaiAgent
+from sai_go.calibration import compiled_selfplay, empty_board_value, selfplay
 from sai_go.endgames import ENDGAMES, Rules, solve
 from sai_go.search import evaluate, sai_search
-from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
 from sai_go.value import signed_komi, winrate
 
 SECTIONS = ("margin", "komi_curve", "endgames")
@@ -116,25 +116,6 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
         row["best_share_mean_sd"] = {lam: mean_sd(shares["best"]) for lam, shares in row["choices"].items()}
     return {"steps": steps, "seeds": seeds, "simulations": int(config.simulations), "komi_grid": komi_grid.tolist(),
             "positions": results}
-
-
-@functools.lru_cache(maxsize=4)
-def compiled_selfplay(game, network, num_simulations: int):
-    """Self-play from the empty board, one game per lane (at most 2·N² plies), no branches, λ = 0; jitted once (the
-    komi of fresh games is an argument: NaN samples it as in training)."""
-    config = SelfPlayConfig(num_games=1, plies_per_iteration=game.max_game_plies, max_game_plies=game.max_game_plies,
-                            temperature_plies=8)
-    search = SearchConfig(kind="muzero", num_simulations=num_simulations, dirichlet_alpha=0.03 * 361 / 49)
-    play = make_sai_play_fn(game, network, search, config, SaiSelfPlayOptions(lam=0.0, branch_probability=0.0))
-    return jax.jit(lambda variables, key, komi, num_games: play(variables, key, num_games, None, None, komi),
-                   static_argnums=3)
-
-
-def selfplay(agent: SaiAgent, num_games: int, key, fresh_komi=None):
-    """Frames and records of ``num_games`` self-play games of ``agent``'s network (``fresh_komi``: None samples)."""
-    play = compiled_selfplay(agent.game, agent.network, agent.search.num_simulations)
-    return jax.device_get(play(agent.variables, key, jnp.float32(np.nan if fresh_komi is None else fresh_komi),
-                               num_games))
 
 
 def plan(config) -> str:
@@ -237,9 +218,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         axes[0, 0].set(xlabel="ply", ylabel="|α^B − final area difference|", title="α vs the final margin")
 
     if "komi_curve" in sections:  # 2. The empty board's winrate curve against self-play results around the fair komi.
-        empty = jax.vmap(game.init)(jax.random.key(0)[None])
-        _, value = evaluate(last.network, last.variables, empty)
-        empty_alpha, empty_beta = float(value.alpha[0]), float(value.beta[0])
+        empty_alpha, empty_beta = empty_board_value(last.network, last.variables, game)
         fair = float(np.floor(empty_alpha) + 0.5)
         curve = []
         for index, offset in enumerate(config.komi_offsets):

@@ -1,0 +1,38 @@
+"""sai-go-komi: the fair-komi trend over training iterations and the komi calibration of SAI's sigmoid.
+
+The training keys are sai-go's (one source: ``load_config("sai-go", ...)``), trained once per seed of ``seeds``;
+``calibration`` sets the held-out self-play of checkpoint 0, every ``checkpoint.keep_period``-th and the last
+(``games`` games from the empty board, komi drawn as in training, ``simulations`` PUCT simulations a move, λ = 0, no
+branches) and the reliability ``bins``.
+
+* ``tiny``: sai-go tiny (8 iterations; checkpoints 0, 2, 4, 6, 8 measured), one seed, 64 games a checkpoint;
+* ``evidence``: sai-go tiny's network and self-play for 32 iterations (checkpoints every 4), three seeds, 256
+  held-out games at each of checkpoints 0, 4, …, 32 (27 cells; ≈ 40 min on an idle 2-core CPU; README);
+* ``paper``: sai-go paper (200 iterations, 3 × 128, 250 simulations), one seed, 1024 games at 250 simulations.
+"""
+
+import ml_collections
+
+from zerolab.config import load_config
+
+TRAINING_KEYS = ("iterations", "game", "model", "search", "selfplay", "method", "method_options", "replay", "train",
+                 "checkpoint", "progress")
+
+
+def get_config(preset: str = "tiny"):
+    if preset not in ("tiny", "evidence", "paper"):
+        raise KeyError(preset)
+    sai = load_config("sai-go", "paper" if preset == "paper" else "tiny")
+    config = ml_collections.ConfigDict({key: sai[key] for key in TRAINING_KEYS})
+    config.seeds = [0]
+    config.calibration = {"seed": 1234, "games": 64, "simulations": 16, "bins": 5}
+    config.compilation_cache = "~/.cache/zerolab/jax-compilation"
+    if preset == "evidence":
+        config.seeds = [0, 1, 2]
+        config.iterations = 32
+        config.checkpoint.keep_period = 4
+        config.calibration.games = 256
+    elif preset == "paper":
+        config.calibration.games = 1024
+        config.calibration.simulations = 250
+    return config
