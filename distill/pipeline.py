@@ -11,22 +11,33 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import hashlib
 import json
 import itertools
 import logging
+import os
 import pathlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ml_collections
+import numpy as np
 
 from distill.data.annotate import AnnotationSettings, annotate
 from distill.data.build import build
 from distill.data.generate import GenerationSettings, generate
 from distill.data.records import read_all, record_path
 from distill.engine import EngineOptions, NeuralScorer, SearchlessEngine
-from distill.evaluate import predictor_metrics
+from distill.evaluate import (
+    baseline_board_metrics,
+    baseline_summaries,
+    board_groups,
+    board_metrics,
+    compare_policies,
+    predictor_scores,
+    summarize_boards,
+)
 from distill.train import TrainingSettings, load_trained_predictor, train
 
 logger = logging.getLogger(__name__)
@@ -107,12 +118,15 @@ def load_engine(run_directory: str | pathlib.Path, options: EngineOptions | None
     return SearchlessEngine(scorer, options, name=name)
 
 
-def evaluate_run(run_directory: str | pathlib.Path, records: Sequence[dict[str, Any]],
-                 puzzles_path: str = "", options: EngineOptions | None = None) -> dict[str, Any]:
-    """Test-split metrics of a run's predictor, and its puzzle accuracy when ``puzzles_path`` is given."""
+def evaluate_run(run_directory: str | pathlib.Path, records: Sequence[dict[str, Any]], puzzles_path: str = "",
+                 options: EngineOptions | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Test-split metrics of a run's predictor (with its puzzle accuracy when ``puzzles_path`` is given), and its
+    per-board metrics (``distill.evaluate.board_metrics``) for paired comparisons."""
     start = time.perf_counter()
     engine = load_engine(run_directory, options)
-    metrics = predictor_metrics(engine.scorer, records)
+    scores, log_loss = predictor_scores(engine.scorer, records)
+    per_board = board_metrics(records, scores)
+    metrics = {**summarize_boards(per_board), "log_loss": log_loss}
     if puzzles_path:
         from distill.puzzles import puzzle_accuracy, read_puzzles
 
@@ -121,7 +135,39 @@ def evaluate_run(run_directory: str | pathlib.Path, records: Sequence[dict[str, 
             metrics.update(puzzle_accuracy(puzzles, engine.choose_move))
         metrics["puzzles_skipped"] = len(problems)
     metrics["seconds"] = time.perf_counter() - start
-    return metrics
+    return metrics, per_board
+
+
+def records_fingerprint(records: Sequence[dict[str, Any]]) -> str:
+    """A digest of the boards (FENs, in order) that an evaluation is about."""
+    return hashlib.sha256("\n".join(record["fen"] for record in records).encode()).hexdigest()
+
+
+def cached(path: str | pathlib.Path, key: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
+    """``compute()``'s value, kept as JSON at ``path`` with ``key``: a later call with an equal key reads it back.
+
+    Numpy arrays become lists (NaN is kept), so a fresh value and a read-back one are alike; the file is replaced
+    atomically, so a run killed while writing leaves the previous file or none.
+    """
+    path, key = pathlib.Path(path), json.loads(json.dumps(dict(key)))
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            return saved["value"]
+    text = json.dumps({"key": key, "value": compute()}, default=_jsonable)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+    return json.loads(text)["value"]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib.Path, games_per_pair: int,
@@ -180,14 +226,19 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
 
 def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
                      variants: Mapping[str, Mapping[str, Any]], show_progress: bool = True) -> dict[str, Any]:
-    """Train and evaluate one predictor per variant on the same data, then rate them in a tournament.
+    """Train and evaluate one predictor per variant on the same data, compare them board by board, then rate them in
+    a tournament.
 
     ``variants`` maps a name to overrides of ``config.train`` (``{"state_value": {"predictor": "state_value"}}``);
     each trains in ``workdir/<name>``.  Writes ``workdir/config.json`` and returns (and writes to
     ``workdir/summary.json``) the summary: ``positions``, ``baselines``, per-variant metrics (with the tournament's
-    ``elo`` and ``elo_sigma``) and the tournament.
+    ``elo`` and ``elo_sigma``), ``comparisons`` (``distill.evaluate.compare_policies`` over the variants and both
+    baselines on the same test boards: every pair's mean per-board difference ± its paired standard error, for all
+    boards and split by whether Stockfish's best move is a capture) and the tournament between the variants named
+    in ``config.tournament.players`` (all when empty).  Every stage resumes: data and training as in
+    :func:`prepare_data` and ``distill.train``, evaluations from ``workdir/<name>/evaluation.json`` and
+    ``workdir/baselines.json`` (kept per checkpoint step and test boards), games from the Elo book.
     """
-    from distill.evaluate import baseline_metrics
     from zerolab.api import config as config_lib
 
     started = time.perf_counter()
@@ -196,22 +247,33 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     (workdir / "config.json").write_text(config_lib.to_json(config))
     data = prepare_data(config, data_directory_of(config, workdir), show_progress=show_progress)
     records = test_records(data, config.evaluate.max_test_positions)
+    boards_key = {"boards": len(records), "fingerprint": records_fingerprint(records)}
     results: dict[str, dict[str, Any]] = {}
+    per_board: dict[str, Any] = {}
     for name, overrides in variants.items():
         settings = training_settings(config, **overrides)
         training = train_predictor(settings, data, workdir / name, show_progress=show_progress)
-        evaluation = evaluate_run(workdir / name, records, config.puzzles)
+        evaluation = cached(workdir / name / "evaluation.json",
+                            {**boards_key, "step": training["step"], "puzzles": config.puzzles},
+                            lambda name=name: dict(zip(("metrics", "per_board"),
+                                                       evaluate_run(workdir / name, records, config.puzzles))))
+        per_board[name] = evaluation["per_board"]
         results[name] = {"predictor": settings.predictor, "num_bins": settings.num_bins,
                          "num_parameters": training["num_parameters"], "training_steps": training["step"],
-                         "train_seconds": training["seconds"], **evaluation}
+                         "train_seconds": training["seconds"], **evaluation["metrics"]}
+    baselines = cached(workdir / "baselines.json", {**boards_key, "seed": config.seed},
+                       lambda: baseline_board_metrics(records, config.seed))
+    per_board.update(baselines)
     summary: dict[str, Any] = {"positions": data.positions, "dataset": data.description["counts"],
-                               "baselines": baseline_metrics(records, config.train.num_bins, config.seed),
-                               "variants": results}
-    if config.tournament.games_per_pair > 0 and len(variants) > 1:
+                               "baselines": baseline_summaries(baselines, config.train.num_bins),
+                               "variants": results,
+                               "comparisons": compare_policies(per_board, board_groups(records))}
+    players = list(config.tournament.players) or list(variants)
+    if config.tournament.games_per_pair > 0 and len(players) > 1:
         options = EngineOptions(temperature=config.tournament.temperature,
                                 temperature_full_moves=config.tournament.temperature_full_moves,
                                 decisive_engine=config.evaluate.decisive_engine or None)
-        engines = {name: load_engine(workdir / name, dataclasses.replace(options), name=name) for name in variants}
+        engines = {name: load_engine(workdir / name, dataclasses.replace(options), name=name) for name in players}
         try:
             summary["tournament"] = tournament(engines, workdir / "elo.json", config.tournament.games_per_pair,
                                                config.seed, config.tournament.max_game_plies, show_progress)
@@ -225,5 +287,5 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     return summary
 
 
-__all__ = ["PreparedData", "compare_variants", "data_directory_of", "evaluate_run", "load_engine", "prepare_data", "test_records",
-           "tournament", "train_predictor", "training_settings"]
+__all__ = ["PreparedData", "cached", "compare_variants", "data_directory_of", "evaluate_run", "load_engine",
+           "prepare_data", "records_fingerprint", "test_records", "tournament", "train_predictor", "training_settings"]

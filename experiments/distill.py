@@ -51,12 +51,12 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.json").write_text(config_lib.to_json(config))
 
-    data = prepare_data(config, data_directory_of(config, workdir))
+    data = prepare_data(config, data_directory_of(config, workdir), show_progress=config.progress)
     settings = training_settings(config)
-    training = train_predictor(settings, data, workdir)
+    training = train_predictor(settings, data, workdir, show_progress=config.progress)
     records = test_records(data, config.evaluate.max_test_positions)
     options = EngineOptions(decisive_engine=config.evaluate.decisive_engine or None)
-    evaluation = evaluate_run(workdir, records, config.puzzles, options)
+    evaluation, _ = evaluate_run(workdir, records, config.puzzles, options)
     baselines = baseline_metrics(records, settings.num_bins, config.seed)
 
     record = {"iteration": training["step"], "phase": "evaluation", **evaluation,

@@ -28,4 +28,4 @@ def plan(config: ml_collections.ConfigDict) -> str:
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return compare_variants(config, workdir, variants(config))
+    return compare_variants(config, workdir, variants(config), show_progress=config.progress)

@@ -1,9 +1,13 @@
 """``python -m experiments run distill-targets``: AV vs SV vs BC on the same data (the paper's Table 2, first rows).
 
-Writes ``WORKDIR/data/``, one run directory per predictor (``WORKDIR/action_value/`` …), the tournament's Elo book
+Writes ``WORKDIR/data/``, one run directory per variant (``WORKDIR/action_value/`` …), the tournament's Elo book
 ``WORKDIR/elo.json`` and ``summary.json``: ``positions``, ``baselines``, ``variants`` (per predictor: action
 accuracy, Kendall's τ, log-loss — of its own target, so not comparable across predictors —, puzzle accuracy when
-``puzzles=PATH`` is given, and Elo ± σ) and ``tournament``.  Reruns resume.
+``puzzles=PATH`` is given, and Elo ± σ), ``comparisons`` (every pair among the variants and the two baselines: the
+mean per-board difference of action accuracy and of Kendall's τ ± its paired standard error on the same test boards,
+for all boards and split by whether Stockfish's best move is a capture) and ``tournament``.  Besides the predictors,
+``config.ablations`` adds action-value variants trained on the same data (``action_value-<name>``: another bin
+count, fewer steps).  Reruns resume.
 """
 
 from __future__ import annotations
@@ -18,14 +22,23 @@ from distill.pipeline import compare_variants, plan_variants
 
 
 def plan(config: ml_collections.ConfigDict) -> str:
-    """``python -m experiments plan distill-targets``: each predictor's training step and scoring pass."""
-    return plan_variants(config, {name: variant_overrides(name) for name in config.predictors},
+    """``python -m experiments plan distill-targets``: each variant's training step and scoring pass."""
+    return plan_variants(config, variants(config),
                          "distill-targets: action-value, state-value and behavioural-cloning predictors")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return compare_variants(config, workdir, {name: variant_overrides(name) for name in config.predictors})
+    return compare_variants(config, workdir, variants(config), show_progress=config.progress)
+
+
+def variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
+    """``config.train`` overrides of each variant: the predictors of ``config.predictors``, then one action-value
+    variant ``action_value-<name>`` per entry of ``config.ablations`` (its overrides on top of the action value's)."""
+    named = {name: variant_overrides(name) for name in config.predictors}
+    for name, overrides in config.ablations.items():
+        named[f"action_value-{name}"] = {**variant_overrides("action_value"), **overrides.to_dict()}
+    return named
 
 
 def variant_overrides(predictor: str) -> dict[str, Any]:

@@ -4,8 +4,9 @@
 
 On the run's test boards (its config's ``data.directory``, else ``RUN/data``; or ``--dataset``) it prints
 
-- action accuracy of the network and of the one-ply material policy, their difference with its standard error
-  (paired over the same boards), and both split by whether Stockfish's best move is a capture or a quiet move;
+- action accuracy and Kendall's τ of the network and of the one-ply material policy, their difference with its
+  standard error (paired over the same boards: ``distill.evaluate.compare_policies``, the function the experiments'
+  summaries use), all boards and split by whether Stockfish's best move is a capture or a quiet move;
 - how often the network's top move is a capture on boards that have one, against how often Stockfish's is;
 - for every layer and head, the attention weight of the last token (the action) on the board tokens of the
   move's origin and destination squares, next to the uniform weight 1/78.
@@ -18,40 +19,59 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+from typing import Any
 
 import numpy as np
 
 from distill.data.records import read_all, record_path
 from distill.engine import NeuralScorer
-from distill.evaluate import board_and_moves, expected_accuracy, material_scores, score_records
+from distill.evaluate import (
+    best_move_is_capture,
+    board_and_moves,
+    board_groups,
+    board_metrics,
+    compare_policies,
+    material_scores,
+    score_records,
+)
 from distill.model import Transformer, board_token_of_square
 from distill.pipeline import data_directory_of
 from distill.train import load_trained_predictor
 from zerolab.config import from_json
 
 
-def capture_breakdown(scorer: NeuralScorer, records: list[dict]) -> dict[str, float]:
-    network_scores, material = score_records(scorer, records), score_records(material_scores, records)
-    rows = []
-    for record, scores, material_scores_of_board in zip(records, network_scores, material):
+def capture_breakdown(scorer: NeuralScorer, records: list[dict]) -> dict[str, Any]:
+    """The network against the material policy on the same boards (``distill.evaluate.compare_policies``: means and
+    the paired difference ± its standard error, for all boards and split by Stockfish's best move being a capture or
+    quiet), and how often the network's top move is a capture on boards that have one, against Stockfish's."""
+    network_scores = score_records(scorer, records)
+    per_board = {"network": board_metrics(records, network_scores),
+                 "material": board_metrics(records, score_records(material_scores, records))}
+    best_is_capture = best_move_is_capture(records)
+    chosen_is_capture, has_capture = [], []
+    for record, scores in zip(records, network_scores):
         board, moves = board_and_moves(record)
-        values = np.asarray(record["action_values"])
-        captures = np.array([board.is_capture(move) for move in moves])
-        rows.append((expected_accuracy(scores, values), expected_accuracy(material_scores_of_board, values),
-                     captures[int(np.argmax(values))], captures[int(np.argmax(scores))], captures.any()))
-    accuracy, material_accuracy, best_captures, chosen_captures, any_capture = map(np.array, zip(*rows))
+        captures = [board.is_capture(move) for move in moves]
+        chosen_is_capture.append(captures[int(np.argmax(scores))])
+        has_capture.append(any(captures))
+    has_capture = np.array(has_capture)
     return {
-        "boards": len(rows),
-        "accuracy": accuracy.mean(), "material_accuracy": material_accuracy.mean(),
-        "accuracy_minus_material": (accuracy - material_accuracy).mean(),
-        "standard_error_of_that_difference": (accuracy - material_accuracy).std(ddof=1) / np.sqrt(len(rows)),
-        "accuracy_when_best_is_capture": accuracy[best_captures].mean(),
-        "material_accuracy_when_best_is_capture": material_accuracy[best_captures].mean(),
-        "accuracy_when_best_is_quiet": accuracy[~best_captures].mean(),
-        "material_accuracy_when_best_is_quiet": material_accuracy[~best_captures].mean(),
-        "network_top_move_is_capture_when_one_exists": chosen_captures[any_capture].mean(),
-        "stockfish_best_move_is_capture_when_one_exists": best_captures[any_capture].mean(),
+        "comparisons": compare_policies(per_board, board_groups(records)),
+        "network_top_move_is_capture_when_one_exists": float(np.mean(np.array(chosen_is_capture)[has_capture])),
+        "stockfish_best_move_is_capture_when_one_exists": float(np.mean(best_is_capture[has_capture])),
     }
+
+
+def format_comparisons(comparisons: dict[str, Any]) -> list[str]:
+    """One line per group and metric: each policy's mean and the first pair's difference ± its standard error."""
+    lines = []
+    for group, comparison in comparisons.items():
+        for metric in next(iter(comparison["policies"].values())):
+            means = ", ".join(f"{name} {values[metric]:.3f}" for name, values in comparison["policies"].items())
+            differences = ", ".join(f"{pair} {d[metric]['difference']:+.3f} ± {d[metric]['standard_error']:.3f}"
+                                    for pair, d in comparison["differences"].items())
+            lines.append(f"{group} ({comparison['boards']} boards) {metric}: {means}; {differences} (paired se)")
+    return lines
 
 
 def action_attention(scorer: NeuralScorer, records: list[dict]) -> list[tuple[int, int, float, float]]:
@@ -93,8 +113,10 @@ def main() -> None:
     dataset = arguments.dataset or data_directory_of(from_json((arguments.run / "config.json").read_text()),
                                                      arguments.run) / "dataset"
     records = read_all(record_path(dataset, "test", "positions"))[:arguments.boards]
-    for name, value in capture_breakdown(scorer, records).items():
-        print(f"{name:>48}: {value:.3f}" if isinstance(value, float) else f"{name:>48}: {value}")
+    breakdown = capture_breakdown(scorer, records)
+    print("\n".join(format_comparisons(breakdown.pop("comparisons"))))
+    for name, value in breakdown.items():
+        print(f"{name}: {value:.3f}")
     print(f"attention of the action token (uniform: {1 / scorer.model_config.sequence_length:.3f})")
     for layer, head, origin, destination in action_attention(scorer, records[:arguments.attention_boards]):
         print(f"  layer {layer} head {head}: origin square {origin:.3f}, destination square {destination:.3f}")

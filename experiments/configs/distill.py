@@ -72,6 +72,7 @@ def base_config() -> ml_collections.ConfigDict:
             "decisive_engine": "",  # Stockfish spec for the decisiveness workaround in puzzles, empty: none
         },
         "puzzles": "",  # a Lichess-format puzzle CSV; empty: no puzzle accuracy
+        "progress": True,  # progress bars (False for logs of queued runs)
     })
 
 

@@ -113,3 +113,79 @@ def test_puzzle_file_round_trip_and_bad_rows(tmp_path):
     assert puzzles == [MATE_IN_TWO]
     assert len(problems) == 1 and problems[0].location.endswith(":3") and "a1a8" in problems[0].message
     assert puzzle_accuracy(puzzles, scripted({1: "d2d8", 3: "d1d8"}))["puzzle_accuracy"] == 1.0
+
+
+# --- per-board metrics and paired comparisons -----------------------------------------------------------------
+
+
+def test_paired_standard_error_uses_the_pairing():
+    """Two policies whose per-board scores share each board's difficulty: the paired standard error is that of the
+    per-board differences, far below the unpaired one, and breaking the pairing (shuffling one side) loses that."""
+    rng = np.random.default_rng(0)
+    difficulty = rng.random(2000)
+    a = np.clip(difficulty + 0.05 + 0.05 * rng.standard_normal(2000), 0, 1)
+    b = np.clip(difficulty + 0.05 * rng.standard_normal(2000), 0, 1)
+    paired = evaluate.paired_difference(a, b)
+    differences = a - b
+    assert paired["boards"] == 2000
+    assert paired["difference"] == pytest.approx(a.mean() - b.mean())
+    assert paired["standard_error"] == pytest.approx(differences.std(ddof=1) / math.sqrt(2000))
+    unpaired = math.sqrt(a.var(ddof=1) / 2000 + b.var(ddof=1) / 2000)
+    assert paired["standard_error"] < unpaired / 3
+    shuffled = evaluate.paired_difference(a, rng.permutation(b))
+    assert shuffled["difference"] == pytest.approx(paired["difference"])  # the mean does not see the pairing
+    assert shuffled["standard_error"] == pytest.approx(unpaired, rel=0.1)  # its standard error does
+
+
+def test_paired_difference_leaves_out_boards_either_side_lacks():
+    a = np.array([1.0, 0.0, np.nan, 1.0, 0.5])
+    b = np.array([0.0, 0.0, 1.0, np.nan, 0.5])
+    result = evaluate.paired_difference(a, b)  # boards 0, 1 and 4: differences 1, 0, 0
+    assert result["boards"] == 3 and result["difference"] == pytest.approx(1 / 3)
+    assert result["standard_error"] == pytest.approx(np.std([1, 0, 0], ddof=1) / math.sqrt(3))
+    assert math.isnan(evaluate.paired_difference(np.array([1.0]), np.array([0.0]))["standard_error"])
+    with pytest.raises(ValueError, match="same length"):
+        evaluate.paired_difference(np.zeros(3), np.zeros(4))
+
+
+def test_compare_policies_pairs_every_two_in_every_group():
+    per_board = {"av": {"action_accuracy": np.array([1.0, 0.0, 1.0, 1.0]),
+                        "kendall_tau": np.array([0.5, 0.1, np.nan, 0.3])},
+                 "sv": {"action_accuracy": np.array([0.0, 0.0, 1.0, 0.0]),
+                        "kendall_tau": np.array([0.2, 0.2, np.nan, 0.3])},
+                 "material": {"action_accuracy": np.array([1.0, 0.5, 0.0, 0.0]), "kendall_tau": np.zeros(4)}}
+    groups = {"all": np.ones(4, bool), "first_two": np.array([True, True, False, False])}
+    comparison = evaluate.compare_policies(per_board, groups)
+    assert list(comparison["all"]["differences"]) == ["av - sv", "av - material", "sv - material"]
+    assert comparison["all"]["boards"] == 4 and comparison["first_two"]["boards"] == 2
+    assert comparison["all"]["policies"]["av"] == {"action_accuracy": 0.75, "kendall_tau": pytest.approx(0.3)}
+    av_sv = comparison["all"]["differences"]["av - sv"]
+    assert av_sv["action_accuracy"]["difference"] == 0.5  # differences 1, 0, 0, 1
+    assert av_sv["action_accuracy"]["standard_error"] == pytest.approx(np.std([1, 0, 0, 1], ddof=1) / 2)
+    assert av_sv["kendall_tau"]["boards"] == 3 and av_sv["kendall_tau"]["difference"] == pytest.approx(0.2 / 3)
+    first_two = comparison["first_two"]["differences"]["av - material"]["action_accuracy"]
+    assert (first_two["difference"], first_two["boards"]) == (pytest.approx(-0.25), 2)  # differences 0, -0.5
+
+
+def test_board_metrics_of_records_and_their_groups():
+    records = [
+        {"fen": "4k3/8/8/3q4/4P3/8/8/4K3 w - - 0 1", "moves": ["e1d1", "e4d5", "e4e5"],
+         "action_values": [0.1, 0.95, 0.05]},
+        {"fen": "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1", "moves": ["e2e3", "e2e4", "e1d1"],
+         "action_values": [0.6, 0.7, 0.5]},
+        {"fen": "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1", "moves": ["e2e3", "e2e4"], "action_values": [0.5, 0.5]},
+    ]
+    material = evaluate.board_metrics(records, evaluate.score_records(evaluate.material_scores, records))
+    np.testing.assert_allclose(material["action_accuracy"], [1.0, 1 / 3, 1.0])
+    assert material["kendall_tau"][1] == 0.0 and math.isnan(material["kendall_tau"][2])  # ties all; ranks nothing
+    assert evaluate.summarize_boards(material) == evaluate.ranking_metrics(
+        records, evaluate.score_records(evaluate.material_scores, records))
+    groups = evaluate.board_groups(records)
+    np.testing.assert_array_equal(groups["best_move_capture"], [True, False, False])  # e4xd5 wins the queen
+    np.testing.assert_array_equal(groups["best_move_quiet"], [False, True, True])
+    perfect = evaluate.board_metrics(records, [np.array(r["action_values"]) for r in records])
+    comparison = evaluate.compare_policies({"stockfish": perfect, "material": material}, groups)
+    quiet = comparison["best_move_quiet"]["differences"]["stockfish - material"]["action_accuracy"]
+    assert (quiet["difference"], quiet["boards"]) == (pytest.approx(1 / 3), 2)  # 1 − 1/3 and 1 − 1
+    capture = comparison["best_move_capture"]["differences"]["stockfish - material"]["kendall_tau"]
+    assert capture["difference"] == pytest.approx(1.0 - material["kendall_tau"][0])

@@ -1,9 +1,11 @@
 """The distill experiments end to end at a toy scale, and the committed mate-puzzle file."""
 
 import json
+import math
 import pathlib
 
 import chess
+import numpy as np
 import pytest
 
 from distill.puzzles import is_solved, read_puzzles
@@ -31,6 +33,37 @@ def test_committed_puzzles_are_forced_mates():
 def test_configs_load(name, preset):
     config = load_config(name, preset)
     assert config.train.predictor == "action_value"
+
+
+def test_distill_targets_evidence_trains_every_predictor_and_ablation_for_the_same_data_points():
+    from experiments.distill_targets import variants
+
+    config = load_config("distill-targets", "evidence")
+    named = variants(config)
+    assert list(named) == ["action_value", "state_value", "behavioral_cloning", "action_value-bins_32",
+                           "action_value-steps_x3"]
+    steps = {name: overrides.get("num_steps", config.train.num_steps) for name, overrides in named.items()}
+    assert steps["action_value"] == steps["state_value"] == steps["behavioral_cloning"] == 20_000
+    assert steps["action_value-steps_x3"] == 60_000 == load_config("distill", "tiny").train.num_steps
+    assert named["action_value-bins_32"] == {"predictor": "action_value", "num_bins": 32}
+    assert config.tournament.players == config.predictors and config.tournament.games_per_pair % 2 == 0
+
+
+def test_cached_computes_once_per_key(tmp_path):
+    from distill.pipeline import cached
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"per_board": np.array([1.0, np.nan]), "count": np.int64(len(calls))}
+
+    first = cached(tmp_path / "value.json", {"step": 4}, compute)
+    again = cached(tmp_path / "value.json", {"step": 4}, compute)
+    assert len(calls) == 1 and first["count"] == again["count"] == 1
+    assert first["per_board"][0] == 1.0 and math.isnan(again["per_board"][1])  # arrays come back as lists, NaN kept
+    assert cached(tmp_path / "value.json", {"step": 6}, compute)["count"] == 2  # another key: computed again
+    assert not (tmp_path / "value.json.tmp").exists()
 
 
 def file_states(*paths: pathlib.Path) -> dict[pathlib.Path, tuple[int, bytes]]:
@@ -87,3 +120,45 @@ def test_distill_targets_gives_the_action_token_options_to_the_action_value_mode
         model = training_settings(config, **variant_overrides(name)).model_config()
         assert (model.mark_action_squares, model.action_embedding) == (
             (True, "factored") if name == "action_value" else (False, "table"))
+
+
+@pytest.mark.slow
+def test_distill_targets_evidence_preset_end_to_end_and_resumes(stockfish_path, generated_games,
+                                                                 experiment_data_directory, tmp_path):
+    """The evidence preset at toy sizes: every predictor and ablation trained on the same data, paired comparisons
+    among them and the baselines, a tournament of the players; a rerun trains, evaluates and plays nothing again."""
+    from experiments import distill_targets
+
+    overrides = [*TOY, f"engine={stockfish_path}", f"data.pgn_files={generated_games[0].parent}/*.pgn",
+                 f"data.directory={experiment_data_directory}", "ablations.steps_x3.num_steps=6",
+                 "tournament.games_per_pair=2", "tournament.max_game_plies=6",
+                 "tournament.players=('action_value', 'behavioral_cloning')", "progress=False"]
+    config = load_config("distill-targets", "evidence", overrides)
+    summary = distill_targets.run(config, tmp_path)
+    names = ["action_value", "state_value", "behavioral_cloning", "action_value-bins_32", "action_value-steps_x3"]
+    assert list(summary["variants"]) == names
+    assert [summary["variants"][name]["training_steps"] for name in names] == [4, 4, 4, 4, 6]
+    assert summary["variants"]["action_value-bins_32"]["num_bins"] == 32
+    comparisons = summary["comparisons"]
+    assert set(comparisons) == {"all", "best_move_capture", "best_move_quiet"}
+    policies = [*names, "uniform_random", "material"]
+    assert list(comparisons["all"]["policies"]) == policies
+    assert len(comparisons["all"]["differences"]) == len(policies) * (len(policies) - 1) // 2
+    boards = summary["variants"]["action_value"]["boards"]
+    assert comparisons["all"]["boards"] == boards == 20
+    assert comparisons["best_move_capture"]["boards"] + comparisons["best_move_quiet"]["boards"] == boards
+    av_material = comparisons["all"]["differences"]["action_value - material"]["action_accuracy"]
+    assert av_material["difference"] == pytest.approx(
+        summary["variants"]["action_value"]["action_accuracy"] - summary["baselines"]["material"]["action_accuracy"])
+    assert av_material["boards"] == boards and av_material["standard_error"] > 0
+    assert set(summary["tournament"]["ratings"]) == {"action_value", "behavioral_cloning"}
+    assert "elo" in summary["variants"]["action_value"] and "elo" not in summary["variants"]["state_value"]
+
+    evaluations_and_checkpoints = [tmp_path / "baselines.json",
+                                   *[tmp_path / name / "evaluation.json" for name in names],
+                                   *[tmp_path / name / "checkpoints" for name in names]]
+    kept, book = file_states(*evaluations_and_checkpoints), (tmp_path / "elo.json").read_bytes()
+    again = distill_targets.run(config, tmp_path)
+    assert again["comparisons"] == comparisons and again["tournament"]["ratings"] == summary["tournament"]["ratings"]
+    assert file_states(*evaluations_and_checkpoints) == kept  # nothing trained or evaluated again
+    assert (tmp_path / "elo.json").read_bytes() == book  # no game played again (the book is saved, unchanged)
