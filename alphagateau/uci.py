@@ -7,7 +7,7 @@
 
 What is AlphaGateau's here: the engine's name, ``Simulations`` starting at 64, and ``--random-init``, an untrained
 AlphaGateau (H, L) for smoke checks.  Everything else — the position bridge (pgx history), the time-to-simulations
-rule, the compile cache, the protocol, search overrides — is the core's (:mod:`zerolab.uci_search`); a checkpoint
+rule, the compile cache, the protocol, search overrides — is the core's (:mod:`zerolab.frontends.uci_search`); a checkpoint
 trained on 5×5 Gardner chess plays 8×8 because AlphaGateau's parameters do not depend on the board.
 ``python -m zerolab uci --checkpoint DIR`` plays the same checkpoint with the run's own simulation count.
 """

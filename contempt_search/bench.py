@@ -2,7 +2,7 @@
 
 For each game and kind, one batch of positions (random plies from the start) is searched three ways with the same
 network, key, batch and simulations: mctx's policy with its own loop (``run_search(..., mctx_loop=True)``), the project's simulation loop with the
-standard rules (``zerolab.search.project_loop_rules``: mctx's result bit for bit, with the core's backup) and
+standard rules (``zerolab.search.mcts.project_loop_rules``: mctx's result bit for bit, with the core's backup) and
 search-contempt (``contempt_rules``, in that loop).  Each is compiled first, then timed as the best of ``--repeats``
 runs, interleaved (each round times each search once).  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard
 rules in the project loop / mctx, ``rules_overhead`` = contempt / standard rules in the project loop (what the

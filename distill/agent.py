@@ -1,4 +1,4 @@
-"""A :class:`distill.engine.SearchlessEngine` as a ``zerolab.agents.Agent``, so the arena can play it.
+"""A :class:`distill.engine.SearchlessEngine` as a ``zerolab.play.agents.Agent``, so the arena can play it.
 
 The arena hands over batched pgx states.  The core's board bridge (``zerolab.api.GameBoards``) turns each into a
 python-chess board that carries the game so far (the moves since the agent's last call are read from pgx's
@@ -17,7 +17,7 @@ from zerolab.api import ChessGame, GameBoards
 
 
 class SearchlessAgent:
-    """Plays ``engine``'s moves on batches of pgx chess states (implements ``zerolab.agents.Agent``)."""
+    """Plays ``engine``'s moves on batches of pgx chess states (implements ``zerolab.play.agents.Agent``)."""
 
     def __init__(self, engine: SearchlessEngine, game: ChessGame | None = None, name: str | None = None):
         self.engine = engine

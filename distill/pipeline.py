@@ -3,7 +3,7 @@
 ``prepare_data`` runs generate → annotate → build (or annotate → build on given PGN files) into a data directory;
 ``train_predictor`` trains one predictor in a run directory; ``evaluate_run`` measures a trained predictor on the
 test split against the baselines (and puzzles); ``tournament`` plays the trained engines against each other in
-the ``zerolab`` arena and rates them with ``zerolab.elo``.  Each stage skips work a previous run finished, so an
+the ``zerolab`` arena and rates them with ``zerolab.evaluation.elo``.  Each stage skips work a previous run finished, so an
 experiment rerun on the same directory resumes.
 """
 
@@ -172,11 +172,11 @@ def _jsonable(value: Any) -> Any:
 
 def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib.Path, games_per_pair: int,
                seed: int, max_game_plies: int, show_progress: bool = True) -> dict[str, Any]:
-    """Round robin in the ``zerolab`` arena (pgx referee), rated by ``zerolab.elo``; resumes from the book.
+    """Round robin in the ``zerolab`` arena (pgx referee), rated by ``zerolab.evaluation.elo``; resumes from the book.
 
     Each pair (in sorted name order) plays ``games_per_pair`` games (half with each colour) with the key
     ``fold_in(key(seed), pair index)``; a pair that already has as many games in the Elo book (a rerun) is not played
-    again (``zerolab.rating.rate_contestants`` in round-robin mode).  Returns the ratings (rating, σ) and the results.
+    again (``zerolab.evaluation.rating.rate_contestants`` in round-robin mode).  Returns the ratings (rating, σ) and the results.
     """
     import jax
 

@@ -113,7 +113,7 @@ def puzzle_accuracy(puzzles: Sequence[Puzzle], choose_move: Callable[[chess.Boar
 
 def make_mate_puzzles(pgn_paths: Sequence[str | pathlib.Path], engine, limit: chess.engine.Limit,
                       max_puzzles: int, max_mate: int = 2, plies_from_end: int | None = 12) -> list[Puzzle]:
-    """Mate-in-``max_mate``-or-less puzzles from the games, with ``engine`` a ``zerolab.engines.UCIEngine``.
+    """Mate-in-``max_mate``-or-less puzzles from the games, with ``engine`` a ``zerolab.engines.uci_client.UCIEngine``.
 
     The positions after each game move (only the last ``plies_from_end`` of a game, where mates gather, unless
     None) are searched; where Stockfish announces mate in n ≤ ``max_mate`` for the side to move and its principal

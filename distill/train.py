@@ -7,7 +7,7 @@ is jitted by the core's ``zerolab.devices.jit_step``: the train state replicated
 the devices (a mesh of one device works the same).  ``dtype='bfloat16'`` in the model config runs the matrix
 multiplications in bfloat16.
 
-Every ``checkpoint_every`` steps (and at the end) :class:`zerolab.checkpoint.Checkpointer` saves the parameters,
+Every ``checkpoint_every`` steps (and at the end) :class:`zerolab.training.checkpoint.Checkpointer` saves the parameters,
 the EMA parameters and the optimiser state, with the data loader's position, the model config and the last
 metrics as metadata; rerunning on the same ``workdir`` continues from the newest readable checkpoint with the same
 next batch, and ``metrics.jsonl`` is reconciled so each logged step appears once.
@@ -332,8 +332,8 @@ class TrainedPredictor:
 def load_trained_predictor(path: str | pathlib.Path) -> TrainedPredictor:
     """The EMA parameters of a run directory's newest readable checkpoint, or of one checkpoint directory.
 
-    The directory convention is :func:`zerolab.checkpoint.resolve_checkpoint`'s, and the fallback past an unreadable
-    checkpoint is :meth:`zerolab.checkpoint.Checkpointer.restore_newest`'s; a named step must be readable.
+    The directory convention is :func:`zerolab.training.checkpoint.resolve_checkpoint`'s, and the fallback past an unreadable
+    checkpoint is :meth:`zerolab.training.checkpoint.Checkpointer.restore_newest`'s; a named step must be readable.
     """
     directory, step = resolve_checkpoint(path)
     checkpointer = Checkpointer(directory)

@@ -1,8 +1,8 @@
-"""``python -m distill.uci --checkpoint DIR``: a searchless engine speaking UCI (through ``zerolab.uci``).
+"""``python -m distill.uci --checkpoint DIR``: a searchless engine speaking UCI (through ``zerolab.frontends.uci``).
 
 DIR is a run directory (its newest checkpoint) or one checkpoint (``RUN/checkpoints/<step>``); the engine plays
 with the checkpoint's EMA parameters.  ``--random-init`` runs an untrained network of ``--predictor`` and
-``--model-size`` instead, for smoke tests.  The protocol, its robustness and time handling are ``zerolab.uci``'s;
+``--model-size`` instead, for smoke tests.  The protocol, its robustness and time handling are ``zerolab.frontends.uci``'s;
 this module only supplies the move callback and two options: ``Repetition Workaround`` (check) and
 ``Decisive Engine`` (a Stockfish spec such as ``stockfish:nodes=10000``, empty for none).  The ``info`` line
 reports the chosen move's win probability as centipawns through the inverse of the Lichess formula.

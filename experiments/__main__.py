@@ -14,7 +14,7 @@ import pkgutil
 import sys
 
 from zerolab.config import OPTIONAL_PRESETS, PRESETS, ConfigError, load_config
-from zerolab.cli import add_distributed_arguments, split_overrides, start_distributed
+from zerolab.frontends.cli import add_distributed_arguments, split_overrides, start_distributed
 from zerolab.logs import configure_logging
 
 
@@ -86,9 +86,9 @@ def training_configs(name: str, config) -> dict:
 
 def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str) -> int:
     """``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
-    programs are not the core's training loop), else each training run's programs (:func:`zerolab.plan.plan_training_run`),
+    programs are not the core's training loop), else each training run's programs (:func:`zerolab.training.plan.plan_training_run`),
     compiled and printed."""
-    from zerolab.plan import format_plan, plan_training_run
+    from zerolab.training.plan import format_plan, plan_training_run
 
     try:
         config = load_config(name, preset, overrides)

@@ -16,7 +16,7 @@
 4. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
    8×8 ones — and against cumulative training wall-clock) and ``summary.json``.
 
-The 5×5 networks play 8×8 as zerolab :class:`~zerolab.agents.SearchAgent` s built with the 8×8 game and the 5×5
+The 5×5 networks play 8×8 as zerolab :class:`~zerolab.play.agents.SearchAgent` s built with the 8×8 game and the 5×5
 variables: the graph, not the parameters, carries the board size.
 """
 
@@ -31,11 +31,11 @@ from typing import Any
 import jax
 import ml_collections
 
-from zerolab import train
-from zerolab.experiment_setup import prepare_experiment, training_config
+from zerolab.training import train
+from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
-from zerolab.plots import new_figure, plot_elo_curves, save_figure
-from zerolab.rating import (
+from zerolab.evaluation.plots import new_figure, plot_elo_curves, save_figure
+from zerolab.evaluation.rating import (
     Contestant,
     EvaluationConfig,
     checkpoint_agent,

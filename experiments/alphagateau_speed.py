@@ -4,9 +4,9 @@
 
 1. trains each network of ``config.models`` with zerolab's loop in ``workdir/<model>`` — same game, search,
    self-play, frame window and optimiser for both; rerunning resumes each sub-run where it stopped;
-2. rates the kept checkpoints of both runs together (:func:`zerolab.rating.rate_contestants`): iteration 0, every
+2. rates the kept checkpoints of both runs together (:func:`zerolab.evaluation.rating.rate_contestants`): iteration 0, every
    ``checkpoint.keep_period``-th iteration and the last, in iteration order, each with the paper's Algorithm 2
-   (:func:`zerolab.elo.rate_new_player`: five matches against the closest-rated players, the ratings refitted
+   (:func:`zerolab.evaluation.elo.rate_new_player`: five matches against the closest-rated players, the ratings refitted
    after each) starting from the previous checkpoint's rating; one Elo book (WLS, ±2σ) for all of them;
 3. writes ``elo.json`` (the book), ``elo.txt`` (the table), ``figures/alphagateau_speed.png`` (Elo against
    iteration and against training wall-clock, two panels) and ``summary.json``.
@@ -14,7 +14,7 @@
 The rating is resumable too: a checkpoint already in ``elo.json`` with games is not played again (delete
 ``elo.json`` to rate from scratch, e.g. after changing ``evaluation``).
 
-The rating machinery is :mod:`zerolab.rating` (shared with :mod:`experiments.alphagateau_finetune`).
+The rating machinery is :mod:`zerolab.evaluation.rating` (shared with :mod:`experiments.alphagateau_finetune`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from typing import Any
 import jax
 import ml_collections
 
-from zerolab import train
-from zerolab.experiment_setup import prepare_experiment, training_config
+from zerolab.training import train
+from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
-from zerolab.plots import new_figure, plot_elo_curves, save_figure
-from zerolab.rating import (
+from zerolab.evaluation.plots import new_figure, plot_elo_curves, save_figure
+from zerolab.evaluation.rating import (
     Contestant,
     EvaluationConfig,
     checkpoint_agent,

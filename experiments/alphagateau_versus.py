@@ -25,11 +25,11 @@ import jax
 import ml_collections
 import numpy as np
 
-from zerolab import train
-from zerolab.arena import play_match, write_pgn
-from zerolab.experiment_setup import prepare_experiment, training_config
+from zerolab.training import train
+from zerolab.play.arena import play_match, write_pgn
+from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
-from zerolab.rating import EvaluationConfig, checkpoint_agent, checkpoint_steps, run_statistics
+from zerolab.evaluation.rating import EvaluationConfig, checkpoint_agent, checkpoint_steps, run_statistics
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ From a contempt-selfplay run's settings (``selfplay_run``/settings.jsonl), the P
 setting (τ1) whose (w+l)/d is nearest ``target_ratio`` on a log scale are chosen (``puct_temperature`` and
 ``sc_limit`` pick them by hand instead).  The two then play each other at equal simulations with the same network and
 search kind, root noise off, each keeping its own temperature schedule (moves sampled from the root visits, counted
-from each game's start: :class:`zerolab.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
+from each game's start: :class:`zerolab.play.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
 settings with their self-play ratios, W/D/L from search-contempt's side with 95 % Wilson intervals, the Elo
 difference ± 2σ (the project's estimator, one virtual draw), ``sampled_visit_fraction`` and ``wall_s``; the games in
 ``games/``.  The games are played in ``blocks`` equal blocks (each half with either side first), each appended to
@@ -32,9 +32,9 @@ from contempt_search.experiment import (
     temperature_schedule,
 )
 from contempt_search.statistics import wilson_interval
-from zerolab.agents import SearchAgent, load_search_agent
-from zerolab.arena import play_match, write_pgn
-from zerolab.elo import EloBook, MatchResult
+from zerolab.play.agents import SearchAgent, load_search_agent
+from zerolab.play.arena import play_match, write_pgn
+from zerolab.evaluation.elo import EloBook, MatchResult
 
 logger = logging.getLogger(__name__)
 
@@ -103,9 +103,9 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-match``: the two arms' searches (each SearchAgent's jitted search with
     its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.agents import compiled_search, search_config_with_options
+    from zerolab.play.agents import compiled_search, search_config_with_options
     from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
-    from zerolab.arena import compiled_rules
+    from zerolab.play.arena import compiled_rules
 
     planned = experiment_network(config)
     try:

@@ -21,11 +21,11 @@ import jax
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, append_row, base_network, read_rows
 from contempt_search.odds import odds_fen
 from contempt_search.statistics import wilson_interval
-from zerolab.agents import EngineAgent, SearchAgent, load_search_agent
-from zerolab.arena import play_games
+from zerolab.play.agents import EngineAgent, SearchAgent, load_search_agent
+from zerolab.play.arena import play_games
 from zerolab.games import make_game
-from zerolab.pgn import write_games
-from zerolab.plots import new_figure, save_figure
+from zerolab.games.pgn import write_games
+from zerolab.evaluation.plots import new_figure, save_figure
 from zerolab.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -74,9 +74,9 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.agents import compiled_search, search_config_with_options
+    from zerolab.play.agents import compiled_search, search_config_with_options
     from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
-    from zerolab.arena import compiled_rules
+    from zerolab.play.arena import compiled_rules
 
     planned = experiment_network(config)
     game = make_game(config.game)

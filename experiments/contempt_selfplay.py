@@ -30,10 +30,10 @@ from contempt_search.experiment import (
     read_rows,
     temperature_settings,
 )
-from zerolab.agents import load_search_agent
+from zerolab.play.agents import load_search_agent
 from zerolab.devices import make_mesh, replicate
-from zerolab.plots import new_figure, save_figure
-from zerolab.selfplay import SelfPlayConfig, complete_games, make_selfplay_fn, summarize
+from zerolab.evaluation.plots import new_figure, save_figure
+from zerolab.selfplay.scan import SelfPlayConfig, complete_games, make_selfplay_fn, summarize
 
 logger = logging.getLogger(__name__)
 

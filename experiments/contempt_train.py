@@ -7,7 +7,7 @@ for the same budget than self-play with a high-temperature PUCT?
    self-play: PUCT with the ``puct_temperature`` schedule (τ2) against search-contempt (N_scl = ``sc_limit``) with
    the ``contempt_temperature`` schedule (τ1).  Same game, network, seed (so the same initial network), simulations,
    root noise, games, plies, frame window and optimiser; rerunning resumes each;
-2. rates the kept checkpoints of both runs together with Algorithm 2 (:func:`zerolab.rating.rate_contestants`) under
+2. rates the kept checkpoints of both runs together with Algorithm 2 (:func:`zerolab.evaluation.rating.rate_contestants`) under
    one plain-PUCT search (``evaluation.num_simulations``, no contempt, the training's root noise, so that games
    differ), the shared initial network once, then both runs' checkpoints in iteration order;
 3. plays the two final networks against each other (``final_games``, the same search);
@@ -15,7 +15,7 @@ for the same budget than self-play with a high-temperature PUCT?
    wall-clock) and ``summary.json`` (each run's self-play (w+l)/d per iteration, ``sampled_visit_fraction``, costs,
    ratings, the final match with its Elo difference ± 2σ, ``wall_s``).
 
-``init_from`` (a run directory, e.g. maia-1900 converted with ``python -m zerolab.lc0 convert``) starts both runs from
+``init_from`` (a run directory, e.g. maia-1900 converted with ``python -m zerolab lc0 convert``) starts both runs from
 that network instead of from scratch; its game and model sections are then used.  Not built: re-tuning N_scl during
 training (the paper's Figure 6).
 """
@@ -34,15 +34,15 @@ import numpy as np
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
 from contempt_search.statistics import decisive_ratio
-from zerolab import train
-from zerolab.agents import load_search_agent
-from zerolab.arena import play_match, write_pgn
-from zerolab.elo import EloBook
-from zerolab.experiment_setup import prepare_experiment, training_config
+from zerolab.training import train
+from zerolab.play.agents import load_search_agent
+from zerolab.play.arena import play_match, write_pgn
+from zerolab.evaluation.elo import EloBook
+from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
-from zerolab.metrics import MetricsLog
-from zerolab.plots import new_figure, plot_elo_curves, save_figure
-from zerolab.rating import (
+from zerolab.training.metrics import MetricsLog
+from zerolab.evaluation.plots import new_figure, plot_elo_curves, save_figure
+from zerolab.evaluation.rating import (
     Contestant,
     EvaluationConfig,
     checkpoint_steps,
@@ -55,7 +55,7 @@ from zerolab.rating import (
     training_wall_seconds,
     write_elo_table,
 )
-from zerolab.runs import load_trained_variables
+from zerolab.training.runs import load_trained_variables
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def arm_config(config: ml_collections.ConfigDict, arm: str) -> ml_collections.Co
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
     if not config.from_scratch and not config.init_from:
         raise ValueError("this experiment needs init_from=RUN: the paper preset starts from maia-1900 converted to a "
-                         "zerolab run (python -m zerolab.lc0 convert --workdir RUN)")
+                         "zerolab run (python -m zerolab lc0 convert --workdir RUN)")
     sections = config.to_dict()
     for key in EXPERIMENT_KEYS:
         sections.pop(key, None)

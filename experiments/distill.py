@@ -29,7 +29,7 @@ from distill.pipeline import (
     training_settings,
 )
 from zerolab import config as config_lib
-from zerolab.metrics import MetricsLog
+from zerolab.training.metrics import MetricsLog
 
 logger = logging.getLogger(__name__)
 

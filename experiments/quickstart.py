@@ -16,14 +16,14 @@ import time
 
 import jax
 
-from zerolab import train
-from zerolab.agents import EngineAgent, load_search_agent
-from zerolab.arena import play_match, write_pgn
-from zerolab.checkpoint import Checkpointer
-from zerolab.elo import EloBook
-from zerolab.metrics import MetricsLog
-from zerolab.plots import new_figure, plot_elo_curves, plot_training_curves, save_figure
-from zerolab.rating import EvaluationConfig, rated_steps
+from zerolab.training import train
+from zerolab.play.agents import EngineAgent, load_search_agent
+from zerolab.play.arena import play_match, write_pgn
+from zerolab.training.checkpoint import Checkpointer
+from zerolab.evaluation.elo import EloBook
+from zerolab.training.metrics import MetricsLog
+from zerolab.evaluation.plots import new_figure, plot_elo_curves, plot_training_curves, save_figure
+from zerolab.evaluation.rating import EvaluationConfig, rated_steps
 
 logger = logging.getLogger(__name__)
 

@@ -18,15 +18,15 @@ import time
 
 import jax
 
-from zerolab import train
-from zerolab.arena import play_match, write_pgn
-from zerolab.checkpoint import Checkpointer
-from zerolab.elo import EloBook
+from zerolab.training import train
+from zerolab.play.arena import play_match, write_pgn
+from zerolab.training.checkpoint import Checkpointer
+from zerolab.evaluation.elo import EloBook
 from zerolab.games import make_game
-from zerolab.agents import make_agent
-from zerolab.metrics import MetricsLog
-from zerolab.plots import new_figure, plot_elo_curves, plot_training_curves, save_figure
-from zerolab.rating import rated_steps
+from zerolab.play.agents import make_agent
+from zerolab.training.metrics import MetricsLog
+from zerolab.evaluation.plots import new_figure, plot_elo_curves, plot_training_curves, save_figure
+from zerolab.evaluation.rating import rated_steps
 from sai_go.agents import SaiAgent
 
 logger = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ import zlib
 import jax
 import numpy as np
 
-from zerolab.agents import make_agent
-from zerolab.arena import play_match, write_pgn
+from zerolab.play.agents import make_agent
+from zerolab.play.arena import play_match, write_pgn
 from zerolab.games import make_game
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start

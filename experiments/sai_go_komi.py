@@ -34,11 +34,11 @@ import jax
 import ml_collections
 import numpy as np
 
-from zerolab import train
-from zerolab.checkpoint import Checkpointer
-from zerolab.experiment_setup import prepare_experiment, training_config
-from zerolab.plots import new_figure, save_figure
-from zerolab.rating import rated_steps
+from zerolab.training import train
+from zerolab.training.checkpoint import Checkpointer
+from zerolab.frontends.experiment_setup import prepare_experiment, training_config
+from zerolab.evaluation.plots import new_figure, save_figure
+from zerolab.evaluation.rating import rated_steps
 from sai_go.agents import SaiAgent
 from sai_go.calibration import (HeldoutGames, calibration, cluster_mean_se, concatenate, empty_board_value,
                                 first_games, fit_fair_komi, ols_slope, selfplay)

@@ -21,16 +21,16 @@ import pathlib
 import jax
 import numpy as np
 
-from zerolab import train
-from zerolab.agents import load_search_agent, make_agent
-from zerolab.arena import play_games
-from zerolab.checkpoint import Checkpointer
+from zerolab.training import train
+from zerolab.play.agents import load_search_agent, make_agent
+from zerolab.play.arena import play_games
+from zerolab.training.checkpoint import Checkpointer
 from zerolab.config import load_config
-from zerolab.elo import EloBook, MatchResult
+from zerolab.evaluation.elo import EloBook, MatchResult
 from zerolab.games import make_game
-from zerolab.metrics import MetricsLog
-from zerolab.plots import new_figure, save_figure
-from zerolab.rating import rated_steps
+from zerolab.training.metrics import MetricsLog
+from zerolab.evaluation.plots import new_figure, save_figure
+from zerolab.evaluation.rating import rated_steps
 from sai_go.agents import SaiAgent
 
 
@@ -65,7 +65,7 @@ def plan(config) -> str:
     (the SAI checkpoints' λ search, the landmark checkpoints' search) and the arena's referee, compiled with abstract
     inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from zerolab.api import SearchConfig, format_programs
-    from zerolab.plan import format_plan, plan_training_run, search_program
+    from zerolab.training.plan import format_plan, plan_training_run, search_program
     from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program, run_model
 
     sai, sai_source = run_model(config.sai_run)

@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from zerolab.api import SearchConfig, complete_games
-from zerolab.checkpoint import Checkpointer
-from zerolab.plots import new_figure, save_figure
+from zerolab.training.checkpoint import Checkpointer
+from zerolab.evaluation.plots import new_figure, save_figure
 from sai_go.agents import SaiAgent
 from sai_go.calibration import compiled_selfplay, empty_board_value, selfplay
 from sai_go.endgames import ENDGAMES, Rules, solve

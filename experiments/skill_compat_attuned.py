@@ -14,10 +14,10 @@ def plan(config) -> str:
     from skill_compat.attuned_experiment import training_config
     from skill_compat.plan import framework_programs
     from zerolab.api import format_programs, to_json
-    from zerolab.lc0.convert import lc0_run_config
-    from zerolab.lc0.network import architecture_config
-    from zerolab.lc0.weights import read_lc0_weights, resolve_weights_path
-    from zerolab.plan import format_plan, plan_training_run
+    from zerolab.frontends.lc0_convert import lc0_run_config
+    from zerolab.networks.lc0.network import architecture_config
+    from zerolab.networks.lc0.weights import read_lc0_weights, resolve_weights_path
+    from zerolab.training.plan import format_plan, plan_training_run
 
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
         base_note = f"the base run {config.training.base_run}"

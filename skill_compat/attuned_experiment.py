@@ -31,7 +31,7 @@ from skill_compat.experiment import (
 from skill_compat.frameworks import bitstrings_for_run
 from zerolab.api import convert_to_run, default_config, train
 
-LC0_NETWORK = "zerolab.lc0.network:make_lc0"
+LC0_NETWORK = "zerolab.networks.lc0.network:make_lc0"
 
 
 def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict:

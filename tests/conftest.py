@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
 
 def engine_path(name: str) -> str:
     """Path of the engine ``name`` (``stockfish``, ``fairy-stockfish``, ``gnugo``), or fail/skip saying why."""
-    from zerolab.engines import EngineNotFoundError, find_engine
+    from zerolab.engines.uci_client import EngineNotFoundError, find_engine
 
     try:
         return find_engine(name)

@@ -1,3 +1,3 @@
-from zerolab.cli import main
+from zerolab.frontends.cli import main
 
 raise SystemExit(main())

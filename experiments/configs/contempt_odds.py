@@ -8,7 +8,7 @@ issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 2
 ``evidence``: the tiny settings at 32 / 64 / 128 simulations with 256 games per cell (the network giving odds as
 White in 128, as Black in 128): each cell's win rate to about ± 3 points (1 se).
 ``paper``: 8×8 chess, queen odds, 100 / 800 / 20,000 nodes, N_scl 28 (unstated in the paper), against Stockfish at
-Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m zerolab.lc0 convert``), given as
+Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m zerolab lc0 convert``), given as
 ``network=RUN``.
 """
 

@@ -8,12 +8,12 @@ self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; pla
 
 * ``tiny``: Gardner chess from scratch on a 2-core CPU, the quickstart's ResNet (32 channels, 2 blocks), PUCT with
   16 simulations, 6 iterations of 32 games × 96 plies; checkpoints 0, 2, 4, 6 rated.
-* ``paper``: 8×8 from maia-1900 (``init_from=RUN``, converted with ``python -m zerolab.lc0 convert``; its game and
+* ``paper``: 8×8 from maia-1900 (``init_from=RUN``, converted with ``python -m zerolab lc0 convert``; its game and
   model are used), 1000 simulations, 30,000 games (60 iterations × 500 games × 512 plies), for accelerators.
 """
 
 from contempt_search import TEMPERATURE_SCHEDULES
-from zerolab.train import default_config
+from zerolab.training.train import default_config
 
 
 def get_config(preset: str = "tiny"):

@@ -4,7 +4,7 @@
 branching 0.025 × 3).  Ablations: ``method_options.branch_probability=0`` (no branching), ``method_options.lam=0``.
 """
 
-from zerolab.train import default_config
+from zerolab.training.train import default_config
 
 
 def get_config(preset: str = "tiny"):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab.networks import NetworkInputs
+from zerolab.networks.network import NetworkInputs
 
 
 

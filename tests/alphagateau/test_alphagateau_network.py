@@ -16,7 +16,7 @@ import pytest
 from alphagateau.graph import NON_EDGE_LOGIT, board_graph
 from alphagateau.layers import GATEAU, AttentionPooling
 from alphagateau.network import make_alphagateau, parameter_counts
-from zerolab.networks import apply_network, init_variables, make_network
+from zerolab.networks.network import apply_network, init_variables, make_network
 
 TINY_MODEL = {"name": "alphagateau.network:make_alphagateau", "embedding_size": 8, "num_blocks": 2}
 

@@ -9,11 +9,11 @@ import pytest
 
 from experiments import alphagateau_finetune, alphagateau_speed
 from tests.game_record_checks import check_game_file
-from zerolab import rating
+from zerolab.evaluation import rating
 from zerolab.config import ConfigError, load_config
-from zerolab.elo import EloBook, MatchResult
-from zerolab.experiment_setup import training_config
-from zerolab.runs import Components, load_trained_variables
+from zerolab.evaluation.elo import EloBook, MatchResult
+from zerolab.frontends.experiment_setup import training_config
+from zerolab.training.runs import Components, load_trained_variables
 
 SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
 SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evaluation.max_game_plies=6",

@@ -22,7 +22,7 @@ def test_contempt_selfplay_settings_and_schedules(preset):
     assert temperature_settings(config, "tau2") == {"temperature": 0.9, "temperature_delay_moves": 20,
                                                     "temperature_decay_moves": 60, "temperature_end": 0.6,
                                                     "temperature_cutoff_moves": 40}
-    from zerolab.selfplay import SelfPlayConfig, move_temperature
+    from zerolab.selfplay.scan import SelfPlayConfig, move_temperature
     import jax.numpy as jnp
 
     constant = SelfPlayConfig(temperature_schedule="moves", **temperature_settings(config, "0.6"))
@@ -40,7 +40,7 @@ def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
     from contempt_search.experiment import base_network
 
     for name in ("contempt-odds", "contempt-selfplay"):
-        with pytest.raises(ValueError, match="network=RUN.*python -m zerolab.lc0 convert"):
+        with pytest.raises(ValueError, match="network=RUN.*python -m zerolab lc0 convert"):
             base_network(load_config(name, "paper"))
         with pytest.raises(FileNotFoundError, match="no checkpoint there"):
             base_network(load_config(name, "paper", [f"network={tmp_path}"]))
@@ -65,12 +65,12 @@ def test_the_two_training_arms_differ_only_in_selfplay(preset, tmp_path):
     overrides = [] if preset == "tiny" else [f"init_from={tmp_path}"]
     if preset == "paper":
         (tmp_path / "config.json").write_text('{"game": {"name": "chess:lc0", "go_size": 7, "komi": 7.5}, '
-                                              '"model": {"name": "zerolab.lc0.network:make_lc0"}}')
+                                              '"model": {"name": "zerolab.networks.lc0.network:make_lc0"}}')
     config = load_config("contempt-train", preset, overrides)
     puct, contempt = (arm_config(config, arm).to_dict() for arm in ("puct", "contempt"))
     assert contempt["search"].pop("rules") == "contempt_search.rules:contempt_rules"
     assert contempt["search"].pop("rule_options") == {"sc_limit": 5}
-    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("zerolab.search:project_loop_rules", {})
+    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("zerolab.search.mcts:project_loop_rules", {})
     assert (puct["selfplay"]["temperature"], contempt["selfplay"]["temperature"]) == (0.9, 0.7)
     assert (puct["selfplay"]["temperature_end"], contempt["selfplay"]["temperature_end"]) == (0.6, 0.1)
     for arm in (puct, contempt):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from zerolab import train
+from zerolab.training import train
 from zerolab.config import load_config
 
 

@@ -7,7 +7,7 @@ import chess
 import pytest
 
 from contempt_search.odds import ODDS_PIECES, odds_fen, odds_fens
-from zerolab.fen import GARDNER_START_FEN
+from zerolab.games.fen import GARDNER_START_FEN
 from zerolab.games import make_game
 
 PIECE_TYPES = {"queen": chess.QUEEN, "rook": chess.ROOK, "knight": chess.KNIGHT, "bishop": chess.BISHOP}

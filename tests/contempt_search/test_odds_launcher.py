@@ -10,7 +10,7 @@ import json
 import pytest
 
 from experiments.__main__ import main
-from zerolab import train
+from zerolab.training import train
 from zerolab.config import load_config
 
 

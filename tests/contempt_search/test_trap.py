@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from contempt_search.rules import contempt_rules
-from zerolab.search import SearchConfig, search_policy
+from zerolab.search.mcts import SearchConfig, search_policy
 
 SAFE, TRAP = 0, 1
 REFUTATION = 0  # the opponent's reply to TRAP that wins

@@ -10,10 +10,10 @@ import chess
 import chess.engine
 import pytest
 
-import zerolab.search
+import zerolab.search.mcts
 from contempt_search.experiment import CONTEMPT_RULES
 from contempt_search.uci import ENGINE_NAME, SC_LIMIT_OFF, contempt_options, contempt_search_changes
-from zerolab import train
+from zerolab.training import train
 from zerolab.config import load_config
 
 
@@ -85,18 +85,18 @@ def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_game, 
 
     import jax
 
-    from zerolab.networks import AlphaZeroResNet, init_variables
-    from zerolab.search import SearchConfig
-    from zerolab.uci_search import LoadedSearch, SearchEngine, SearchServer
+    from zerolab.networks.network import AlphaZeroResNet, init_variables
+    from zerolab.search.mcts import SearchConfig
+    from zerolab.frontends.uci_search import LoadedSearch, SearchEngine, SearchServer
 
     compiled = []  # (kind, rules, rule_options) of every search the engine builds, in order
-    run_search = zerolab.search.run_search
+    run_search = zerolab.search.mcts.run_search
 
     def recording_run_search(config, *arguments, **keywords):
         compiled.append((config.kind, config.rules, dict(config.rule_options)))
         return run_search(config, *arguments, **keywords)
 
-    monkeypatch.setattr(zerolab.search, "run_search", recording_run_search)
+    monkeypatch.setattr(zerolab.search.mcts, "run_search", recording_run_search)
     network = AlphaZeroResNet(num_actions=chess_game.num_actions, channels=4, num_blocks=1)
     variables = init_variables(network, chess_game, jax.random.key(0))
     search = SearchConfig(kind="muzero", num_simulations=2, max_num_considered_actions=2, gumbel_scale=0.0,

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from experiments.__main__ import main, training_configs
-from zerolab import train
+from zerolab.training import train
 from zerolab.config import load_config
-from zerolab.plan import format_plan, plan_training_run
-from zerolab.replay_checkpoints import read_window
+from zerolab.training.plan import format_plan, plan_training_run
+from zerolab.training.replay_checkpoints import read_window
 
 
 def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):

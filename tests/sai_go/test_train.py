@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from zerolab.api import load_config
-from zerolab.replay_checkpoints import read_window
-from zerolab.runs import Components
+from zerolab.training.replay_checkpoints import read_window
+from zerolab.training.runs import Components
 from tests.sai_go.conftest import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]

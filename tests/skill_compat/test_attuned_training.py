@@ -1,4 +1,4 @@
-"""``skill_compat.attuned:make_method`` trains through the core (``zerolab.train.run``) with its real search.
+"""``skill_compat.attuned:make_method`` trains through the core (``zerolab.training.train.run``) with its real search.
 
 test_attuned.py checks the STT and HB rules with stand-ins for the senior's search (a real 8×8 search inside the
 scan is the costly part to compile).  Here one tiny iteration runs the way skill-compat-attuned runs it — the run
@@ -22,9 +22,9 @@ import pytest
 
 from skill_compat.attuned_experiment import LC0_NETWORK, training_config
 from zerolab.api import load_config, train
-from zerolab.replay_checkpoints import read_window
-from zerolab.runs import Components, load_trained_variables
-from zerolab.search import run_search
+from zerolab.training.replay_checkpoints import read_window
+from zerolab.training.runs import Components, load_trained_variables
+from zerolab.search.mcts import run_search
 from tests.zerolab.lc0.test_weights import synthetic_network
 
 ARCHITECTURE = {"channels": 8, "num_blocks": 1, "se_channels": 2, "value_channels": 4, "value_hidden": 8}

@@ -34,7 +34,7 @@ def test_paper_presets_hold_the_issues_hyper_parameters():
 def test_attuned_presets_build_a_training_run(tmp_path):
     base = tmp_path / "base"
     base.mkdir()
-    architecture = {"name": "zerolab.lc0.network:make_lc0", "weights": "", "channels": 64, "num_blocks": 6,
+    architecture = {"name": "zerolab.networks.lc0.network:make_lc0", "weights": "", "channels": 64, "num_blocks": 6,
                     "se_channels": 8, "value_channels": 32, "value_hidden": 128}
     (base / "config.json").write_text(json.dumps({"model": architecture}))
     tiny = training_config(load_config("skill-compat-attuned", "tiny", ["framework.name=hb",

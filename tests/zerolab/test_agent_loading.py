@@ -12,10 +12,11 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab import runs, train
-from zerolab.agents import make_agent
+from zerolab.training import runs
+from zerolab.training import train
+from zerolab.play.agents import make_agent
 from zerolab.config import load_config
-from zerolab.search import evaluate
+from zerolab.search.mcts import evaluate
 
 ITERATIONS = 2  # checkpoints 1 and 2 (and the initial one, 0)
 TINY_RUN = [  # the quickstart with a toy ResNet (as tests/zerolab/test_train.py)

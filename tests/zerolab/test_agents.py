@@ -8,11 +8,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab.agents import SearchAgent
+from zerolab.play.agents import SearchAgent
 from zerolab.games import make_game
-from zerolab.networks import AlphaZeroResNet, init_variables
-from zerolab.search import SearchConfig, run_search
-from zerolab.selfplay import SelfPlayConfig
+from zerolab.networks.network import AlphaZeroResNet, init_variables
+from zerolab.search.mcts import SearchConfig, run_search
+from zerolab.selfplay.scan import SelfPlayConfig
 
 LANES = 256
 
@@ -53,5 +53,5 @@ def test_a_temperature_agent_samples_the_visits_and_plays_the_search_choice_past
 
 def test_temperature_must_be_a_selfplay_config(position):
     game, network, variables, _, search = position
-    with pytest.raises(TypeError, match="temperature must be a zerolab.selfplay.SelfPlayConfig"):
+    with pytest.raises(TypeError, match="temperature must be a zerolab.selfplay.scan.SelfPlayConfig"):
         SearchAgent("bad", game, network, variables, search, temperature=0.5)

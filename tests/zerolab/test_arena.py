@@ -13,9 +13,9 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.arena import TeamAgent, play_match, write_pgn
+from zerolab.play.arena import TeamAgent, play_match, write_pgn
 from zerolab.games import make_game
-from zerolab.pgn import read_game_records, write_game_records
+from zerolab.games.pgn import read_game_records, write_game_records
 
 SCHOLARS_MATE_WHITE = ["e2e4", "f1c4", "d1h5", "h5f7"]
 SCHOLARS_MATE_BLACK = ["e7e5", "b8c6", "g8f6"]

@@ -1,4 +1,4 @@
-"""zerolab.bench's interleaved timing: rounds run every function once, in order; each keeps its best time."""
+"""zerolab.frontends.bench's interleaved timing: rounds run every function once, in order; each keeps its best time."""
 
 from __future__ import annotations
 

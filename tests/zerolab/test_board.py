@@ -1,4 +1,4 @@
-"""The board bridge (zerolab.board): python-chess boards with moves <-> pgx states with history, 8x8 and 5x5."""
+"""The board bridge (zerolab.games.board): python-chess boards with moves <-> pgx states with history, 8x8 and 5x5."""
 
 import functools
 import random
@@ -8,8 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.board import GameBoards, GardnerBoard, StateTracker, board_from_state, board_with_moves
-from zerolab.fen import GARDNER_START_FEN, InvalidPositionError
+from zerolab.games.board import GameBoards, GardnerBoard, StateTracker, board_from_state, board_with_moves
+from zerolab.games.fen import GARDNER_START_FEN, InvalidPositionError
 
 MIDGAME_FEN = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
 

@@ -13,9 +13,9 @@ import chess
 import pytest
 
 from tests.game_record_checks import check_game_file
-from zerolab import cli
-from zerolab.elo import EloBook
-from zerolab.pgn import read_game_records
+from zerolab.frontends import cli
+from zerolab.evaluation.elo import EloBook
+from zerolab.games.pgn import read_game_records
 
 CRASHING_ENGINE = '''#!{python}
 import pathlib, sys

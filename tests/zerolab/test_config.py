@@ -2,7 +2,7 @@
 
 import pytest
 
-from zerolab.cli import main
+from zerolab.frontends.cli import main
 from zerolab.config import ConfigError, apply_overrides, differing_keys, load_config
 
 

@@ -1,4 +1,4 @@
-"""Tests of zerolab.elo: the virtual-draw WLS estimator, the book and the matchmaking rule."""
+"""Tests of zerolab.evaluation.elo: the virtual-draw WLS estimator, the book and the matchmaking rule."""
 
 import json
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from zerolab import elo
-from zerolab.elo import DisconnectedPlayersError, EloBook, MatchResult
+from zerolab.evaluation import elo
+from zerolab.evaluation.elo import DisconnectedPlayersError, EloBook, MatchResult
 
 TRUE_RATINGS = {"alpha": 700.0, "bravo": 850.0, "charlie": 950.0, "delta": 1050.0, "echo": 1150.0, "foxtrot": 1300.0}
 
@@ -195,14 +195,14 @@ def test_a_disconnected_book_saves_loads_and_names_its_groups(tmp_path):
     ("{not json", "not valid JSON"),
     ("[1, 2]", "expected a JSON object"),
     ('{"format": "other/1"}', "expected format"),
-    ('{"format": "zerolab.elo/1", "players": "ab", "results": []}', "must be lists"),
-    ('{"format": "zerolab.elo/1", "players": ["a", "b"], "results": [{"player_a": "a", "player_b": "b", "wins": 1,'
+    ('{"format": "zerolab.evaluation.elo/1", "players": "ab", "results": []}', "must be lists"),
+    ('{"format": "zerolab.evaluation.elo/1", "players": ["a", "b"], "results": [{"player_a": "a", "player_b": "b", "wins": 1,'
      ' "draws": 0}]}', "lacks the field 'losses'"),
-    ('{"format": "zerolab.elo/1", "players": ["a", "b"], "results": [{"player_a": "a", "player_b": "b", "wins": -1,'
+    ('{"format": "zerolab.evaluation.elo/1", "players": ["a", "b"], "results": [{"player_a": "a", "player_b": "b", "wins": -1,'
      ' "draws": 0, "losses": 0}]}', "wins must be a non-negative integer"),
-    ('{"format": "zerolab.elo/1", "players": ["a"], "results": [{"player_a": "a", "player_b": "ghost", "wins": 1,'
+    ('{"format": "zerolab.evaluation.elo/1", "players": ["a"], "results": [{"player_a": "a", "player_b": "ghost", "wins": 1,'
      ' "draws": 0, "losses": 0}]}', r"missing from its 'players' list: \['ghost'\]"),
-    ('{"format": "zerolab.elo/1", "players": ["a"], "results": [7]}', "must be a JSON object, got 7"),
+    ('{"format": "zerolab.evaluation.elo/1", "players": ["a"], "results": [7]}', "must be a JSON object, got 7"),
 ])
 def test_malformed_books_are_clear_errors(tmp_path, text, message):
     path = tmp_path / "elo.json"

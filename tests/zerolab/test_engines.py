@@ -1,4 +1,4 @@
-"""Tests of zerolab.engines: finding engines, specs, what reaches an engine, and real Stockfish/Fairy-Stockfish."""
+"""Tests of zerolab.engines.uci_client: finding engines, specs, what reaches an engine, and real Stockfish/Fairy-Stockfish."""
 
 import logging
 import stat
@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.engines import (
+from zerolab.engines.uci_client import (
     EngineError,
     EngineNotFoundError,
     EngineSpec,
@@ -18,8 +18,8 @@ from zerolab.engines import (
     UCIEngine,
     find_engine,
 )
-from zerolab.board import GardnerBoard
-from zerolab.fen import InvalidPositionError
+from zerolab.games.board import GardnerBoard
+from zerolab.games.fen import InvalidPositionError
 
 GARDNER_START = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 
@@ -245,8 +245,8 @@ def expected_positions(match, agent_name, root, start_fen=None):
 
 
 def play_engine_match(game, spec, max_plies, start_fens=None):
-    from zerolab.agents import EngineAgent
-    from zerolab.arena import play_match
+    from zerolab.play.agents import EngineAgent
+    from zerolab.play.arena import play_match
 
     agent = EngineAgent(spec, game)
     try:
@@ -415,8 +415,8 @@ def test_fairy_stockfish_plays_legal_gardner_moves(fairy_stockfish_path, gardner
 def test_a_team_member_engine_skipped_for_many_plies_still_sees_the_games_moves(tmp_path, chess_game):
     """A TeamAgent's rule skips its engine member for 17 plies (more than pgx's 7-ply history): the engine is still
     sent ``position startpos moves ...`` with every move, because the team shows it the positions it skips."""
-    from zerolab.agents import EngineAgent
-    from zerolab.arena import TeamAgent, play_match
+    from zerolab.play.agents import EngineAgent
+    from zerolab.play.arena import TeamAgent, play_match
 
     path, log = fake_engine(tmp_path, "first-legal")
     engine = EngineAgent(f"{path}:nodes=1", chess_game)

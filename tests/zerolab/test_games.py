@@ -140,7 +140,7 @@ def test_illegal_and_malformed_uci_are_rejected(chess_game):
 
 
 def test_legal_moves_cli_reports_bad_lines_and_goes_on(tmp_path, capsys):
-    from zerolab.cli import main
+    from zerolab.frontends.cli import main
 
     fens = tmp_path / "fens.txt"
     fens.write_text("rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1\nrnbqk/ppppp w\n2k2/1P3/5/3p1/K4 w - - 0 1\n")

@@ -1,4 +1,4 @@
-"""The GTP server (zerolab.gtp): protocol handling with a random chooser, pgx as the referee."""
+"""The GTP server (zerolab.frontends.gtp): protocol handling with a random chooser, pgx as the referee."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sys
 import jax
 import pytest
 
-from zerolab.agents import GTPEngineAgent, load_search_agent, make_agent
+from zerolab.play.agents import GTPEngineAgent, load_search_agent, make_agent
 from zerolab.games.go import GoGame
-from zerolab.gtp_client import GTPEngine, GTPEngineOptions
-from zerolab.gtp import GTPServer, format_score, random_chooser
+from zerolab.engines.gtp_client import GTPEngine, GTPEngineOptions
+from zerolab.frontends.gtp import GTPServer, format_score, random_chooser
 
 
 def run_script(script: str) -> list[str]:
@@ -103,7 +103,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def go_run(tmp_path_factory):
     """A tiny trained 7×7 Go run directory (one iteration)."""
-    from zerolab import train
+    from zerolab.training import train
 
     config = train.default_config()
     config.game.name, config.game.go_size = "go", 7
@@ -128,7 +128,7 @@ def test_gnugo_spec_is_parsed_with_clear_errors():
 
 
 def test_checkpoint_plays_gnugo_through_the_arena(go_run, gnugo_path):
-    from zerolab.arena import play_match
+    from zerolab.play.arena import play_match
 
     agent = load_search_agent(go_run, {"simulations": "2"})
     gnugo = make_agent("gnugo:level=1", agent.game)
@@ -153,7 +153,7 @@ def test_gnugo_plays_handicap_games_from_arena_start_positions(gnugo_path, tmp_p
     """Two GNU Go levels from a two-stone handicap (``C3 pass E5``: White to move), each giving it once: every game
     lane starts with the handicap moves in both engines' records, neither engine ever plays a move pgx refuses (as it
     would on a board without the stones), the SGF has the setup."""
-    from zerolab.arena import play_match, write_pgn
+    from zerolab.play.arena import play_match, write_pgn
 
     game = GoGame(size=7, komi=0.5)
     weak, strong = make_agent("gnugo:level=1", game), make_agent("gnugo:level=2", game)
@@ -213,7 +213,7 @@ def test_checkpoint_gtp_server_plays_gnugo_as_subprocesses(go_run, gnugo_path, m
 
 
 def test_engine_crash_and_hang_raise_errors_naming_the_engine_and_restart_works(gnugo_path):
-    from zerolab.gtp_client import GTPEngineError
+    from zerolab.engines.gtp_client import GTPEngineError
 
     with GTPEngine(GTPEngineOptions(timeout=1.0), command=["sleep", "30"], name="sleepy") as hung:
         with pytest.raises(GTPEngineError, match="sleepy gave no answer to 'name' within 1 s"):
@@ -241,7 +241,7 @@ def test_a_controller_that_closes_the_answers_ends_the_session_quietly():
 
     server = GTPServer(GoGame(size=5, komi=0.5), random_chooser)
     server.serve(io.StringIO("name\nprotocol_version\n"), ClosedPipe())  # returns instead of raising
-    script = ("from zerolab.games.go import GoGame\nfrom zerolab.gtp import random_chooser, serve\n"
+    script = ("from zerolab.games.go import GoGame\nfrom zerolab.frontends.gtp import random_chooser, serve\n"
               "serve(GoGame(size=5, komi=0.5), random_chooser)\n")
     read_end, write_end = os.pipe()
     process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=write_end,

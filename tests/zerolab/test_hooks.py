@@ -16,15 +16,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab import selfplay as selfplay_lib
-from zerolab.replay_checkpoints import read_window
+from zerolab.selfplay import scan as selfplay_lib
+from zerolab.training.replay_checkpoints import read_window
 from zerolab.config import load_config
 from zerolab.games import make_game
-from zerolab.method import ALPHAZERO, alphazero_loss
-from zerolab.networks import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables
-from zerolab.runs import Components
-from zerolab.search import SearchConfig, SearchRules, run_search
-from zerolab.selfplay import Frames, SelfPlayConfig, choose_actions, move_temperature, value_targets
+from zerolab.training.method import ALPHAZERO, alphazero_loss
+from zerolab.networks.network import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables
+from zerolab.training.runs import Components
+from zerolab.search.mcts import SearchConfig, SearchRules, run_search
+from zerolab.selfplay.scan import Frames, SelfPlayConfig, choose_actions, move_temperature, value_targets
 from tests.zerolab.method_package.method import START_FENS
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -257,7 +257,7 @@ def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
 
 
 def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
-    from zerolab.agents import search_config_with_options
+    from zerolab.play.agents import search_config_with_options
 
     rules = f"{PACKAGE}.rules:counting_rules"
     base = SearchConfig(num_simulations=8, rules=rules, rule_options={"root_weight": 2.0})
@@ -275,7 +275,7 @@ def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
 
 
 def test_complete_games_lists_every_game_inside_the_scan():
-    from zerolab.selfplay import PlyRecord, complete_games, finished_games
+    from zerolab.selfplay.scan import PlyRecord, complete_games, finished_games
 
     over = np.array([[False, False], [True, False], [False, True], [False, False], [True, False]])
     reward = np.array([[0, 0], [1, 0], [0, -1], [0, 0], [0, 0]], np.float32)  # from the mover's view

@@ -40,7 +40,10 @@ def imported_modules(path: pathlib.Path, name: str, modules: dict[str, pathlib.P
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
-            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            submodules = [f"{base}.{alias.name}" for alias in node.names]
+            # `from package import module` imports the module (and runs the package's __init__, which the surface
+            # test below holds to re-exports); `from module import name` imports the module
+            candidates = submodules if all(name in modules for name in submodules) else submodules + [base]
         else:
             continue
         for candidate in candidates:
@@ -155,3 +158,39 @@ def test_a_cycle_is_found_when_there_is_one():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph, set(graph)) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}, {"a", "b"}) is None
+
+
+# The core's layers, lowest first: a module imports only its own layer and those below.  Top-level modules
+# (config, devices, progress, logs) are the foundation under every layer; zerolab.api and zerolab/__init__ re-export
+# the public surface, above them all.
+CORE_LAYERS = ("games", "networks", "search", "selfplay", "training", "engines", "play", "evaluation", "frontends")
+SURFACE = ("zerolab", "zerolab.api", "zerolab.__main__")
+
+
+def core_layer(name: str) -> int:
+    """0 for the foundation modules, 1 + the index in CORE_LAYERS for a layer's modules."""
+    parts = name.split(".")
+    if name in SURFACE:
+        return len(CORE_LAYERS) + 1
+    if len(parts) > 2 or parts[1] in CORE_LAYERS:
+        if parts[1] not in CORE_LAYERS:
+            raise AssertionError(f"{name}: a core sub-package that is not a layer; add it to CORE_LAYERS")
+        return 1 + CORE_LAYERS.index(parts[1])
+    return 0
+
+
+def test_the_core_imports_only_layers_below(import_graph):
+    offenders = sorted(
+        f"{name} ({core_layer(name)}) imports {target} ({core_layer(target)})"
+        for name, targets in import_graph.items()
+        if name.startswith("zerolab")
+        for target in targets
+        if target.startswith("zerolab") and core_layer(target) > core_layer(name)
+    )
+    assert offenders == []
+
+
+def test_every_core_module_belongs_to_a_layer(import_graph):
+    flat = sorted(name for name in import_graph if name.startswith("zerolab.") and name.count(".") == 1
+                  and name not in SURFACE and name.split(".")[1] not in CORE_LAYERS)
+    assert flat == ["zerolab.config", "zerolab.devices", "zerolab.logs", "zerolab.progress"]

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from zerolab.metrics import MetricsLog
+from zerolab.training.metrics import MetricsLog
 
 
 def write_lines(workdir, *lines):

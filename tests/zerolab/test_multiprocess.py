@@ -18,11 +18,11 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab import train
+from zerolab.training import train
 from zerolab.config import load_config
 from zerolab.devices import process_numpy_rng, process_share
-from zerolab.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
-from zerolab.runs import load_trained_variables
+from zerolab.training.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
+from zerolab.training.runs import load_trained_variables
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = [  # tests/zerolab/test_train.py's tiny quickstart run
@@ -38,7 +38,7 @@ TRAIN_AND_REPORT = textwrap.dedent("""
     import hashlib, json, sys
     import jax  # importing is not using: jax.distributed starts in cli.main, before any JAX computation
     import numpy as np
-    from zerolab import cli
+    from zerolab.frontends import cli
 
     start_distributed = cli.start_distributed
 
@@ -50,7 +50,7 @@ TRAIN_AND_REPORT = textwrap.dedent("""
 
     def start_then_report(args):
         start_distributed(args)
-        from zerolab import train
+        from zerolab.training import train
 
         run = train.run
 

@@ -1,12 +1,12 @@
-"""zerolab.rating: the evaluation config and the round-robin mode (matches faked: no JAX search)."""
+"""zerolab.evaluation.rating: the evaluation config and the round-robin mode (matches faked: no JAX search)."""
 
 import json
 
 import ml_collections
 import pytest
 
-from zerolab import rating
-from zerolab.elo import EloBook, MatchResult
+from zerolab.evaluation import rating
+from zerolab.evaluation.elo import EloBook, MatchResult
 
 STRENGTH = {"a": 0, "b": 1, "c": 2, "d": 3}
 

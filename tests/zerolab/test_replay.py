@@ -9,12 +9,12 @@ import ml_collections
 import numpy as np
 import pytest
 
-from zerolab.checkpoint import Checkpointer, UnreadableCheckpointError
+from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.devices import make_mesh
-from zerolab.replay import FrameWindow, frames_to_arrays, update_window
-from zerolab.runs import RunCheckpoints, RunState, TrainState
-from zerolab.selfplay import Frames
-from zerolab.train import train_on_window
+from zerolab.training.replay import FrameWindow, frames_to_arrays, update_window
+from zerolab.training.runs import RunCheckpoints, RunState, TrainState
+from zerolab.selfplay.scan import Frames
+from zerolab.training.train import train_on_window
 
 
 def make_frames(count: int, offset: int) -> Frames:
@@ -347,7 +347,7 @@ def test_observations_that_do_not_fit_a_codec_are_refused():
 
 
 def chunk_rows(directory) -> dict[int, int]:
-    from zerolab.replay_checkpoints import CHUNK, ProcessReplay
+    from zerolab.training.replay_checkpoints import CHUNK, ProcessReplay
 
     replay = ProcessReplay(directory, keep=3)
     return {number: replay.chunk_size(number) for number in replay._numbers(CHUNK)}
@@ -356,7 +356,7 @@ def chunk_rows(directory) -> dict[int, int]:
 def test_saves_write_the_new_frames_only_and_keep_the_disk_bounded(tmp_path, played_positions):
     """A sampled window of 96 frames taking 16 new ones an iteration: each save writes the new frames plus the
     survivors of chunks less than half alive; every kept step restores exactly; unread chunks are deleted."""
-    from zerolab.replay_checkpoints import ReplayCheckpoints
+    from zerolab.training.replay_checkpoints import ReplayCheckpoints
 
     replay = ReplayCheckpoints(tmp_path / "replay", keep=3)
     rng, policy_rng = np.random.default_rng(0), np.random.default_rng(1)
@@ -385,7 +385,7 @@ def test_windows_of_the_earlier_layouts_still_load(tmp_path, played_positions):
     processes come back as compact windows with the same frames."""
     import json
 
-    from zerolab.replay_checkpoints import ReplayCheckpoints
+    from zerolab.training.replay_checkpoints import ReplayCheckpoints
 
     frames = frames_to_arrays(real_frames(played_positions, np.random.default_rng(0), 0, 6))
     Checkpointer(tmp_path / "single" / "replay").save(4, {"window": {"num_frames": np.asarray(96), **frames}},
@@ -406,7 +406,7 @@ def test_windows_of_the_earlier_layouts_still_load(tmp_path, played_positions):
 
 
 def test_a_corrupt_chunk_is_named_and_the_run_falls_back_to_a_step_without_it(tmp_path, played_positions, caplog):
-    from zerolab.replay_checkpoints import ReplayCheckpoints
+    from zerolab.training.replay_checkpoints import ReplayCheckpoints
 
     replay = ReplayCheckpoints(tmp_path / "replay", keep=3)
     rng, policy_rng = np.random.default_rng(0), np.random.default_rng(1)

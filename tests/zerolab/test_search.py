@@ -6,9 +6,9 @@ import mctx
 import numpy as np
 import pytest
 
-from zerolab import search as search_lib
+from zerolab.search import mcts as search_lib
 from zerolab.games import make_game
-from zerolab.networks import AlphaZeroResNet, init_variables
+from zerolab.networks.network import AlphaZeroResNet, init_variables
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The project's simulation loop with the standard rules — what ``run_search`` runs by default, and what
-``search.rules=zerolab.search:project_loop_rules`` names — is mctx's own search bit for bit: the backup that writes
+``search.rules=zerolab.search.mcts:project_loop_rules`` names — is mctx's own search bit for bit: the backup that writes
 the tree once per simulation changes no number."""
 
 import dataclasses
@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab import search as search_lib
+from zerolab.search import mcts as search_lib
 from zerolab.games import make_game
-from zerolab.networks import AlphaZeroResNet, init_variables
+from zerolab.networks.network import AlphaZeroResNet, init_variables
 
 
 def test_the_project_loop_gives_mctx_search_bit_for_bit():
@@ -25,7 +25,7 @@ def test_the_project_loop_gives_mctx_search_bit_for_bit():
     states = jax.vmap(game.step)(states, jnp.argmax(states.legal_action_mask, axis=-1))
     plain = search_lib.SearchConfig(kind=kind, num_simulations=20, max_num_considered_actions=8, max_depth=max_depth)
     # the rules that name the project loop run the same program as run_search's default (nothing else to compare)
-    looped = dataclasses.replace(plain, rules="zerolab.search:project_loop_rules")
+    looped = dataclasses.replace(plain, rules="zerolab.search.mcts:project_loop_rules")
     assert looped.make_rules().changes_simulations and not search_lib.STANDARD_RULES.changes_simulations
 
     @jax.jit

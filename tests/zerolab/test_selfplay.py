@@ -7,9 +7,9 @@ import pytest
 
 from zerolab.devices import make_mesh, replicate
 from zerolab.games import make_game
-from zerolab.networks import AlphaZeroResNet, init_variables
-from zerolab.search import SearchConfig
-from zerolab.selfplay import (
+from zerolab.networks.network import AlphaZeroResNet, init_variables
+from zerolab.search.mcts import SearchConfig
+from zerolab.selfplay.scan import (
     Frames,
     PlyRecord,
     SelfPlayConfig,

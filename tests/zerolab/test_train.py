@@ -19,10 +19,11 @@ import time
 import numpy as np
 import pytest
 
-from zerolab import runs, train
-from zerolab.checkpoint import Checkpointer, UnreadableCheckpointError
+from zerolab.training import runs
+from zerolab.training import train
+from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.config import load_config
-from zerolab.replay_checkpoints import ReplayCheckpoints, read_window
+from zerolab.training.replay_checkpoints import ReplayCheckpoints, read_window
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = [  # the quickstart config with the ResNet (the core's own network) at toy size
@@ -169,7 +170,7 @@ def test_no_readable_complete_step_stops_with_a_clear_message_and_keeps_the_hist
 
 
 def test_the_command_line_reports_unreadable_checkpoints_without_a_traceback(run_copy, capsys):
-    from zerolab import cli
+    from zerolab.frontends import cli
 
     for step in (1, 2, 3):
         corrupt_train_state(run_copy, step)
@@ -222,10 +223,10 @@ SHARDING_CHECK = textwrap.dedent("""
     import jax, numpy as np, optax
     from zerolab.devices import make_mesh, replicate, shard_host_batch
     from zerolab.games import make_game
-    from zerolab.networks import AlphaZeroResNet
-    from zerolab.search import SearchConfig
-    from zerolab.selfplay import SelfPlayConfig, make_selfplay_fn
-    from zerolab.train import init_train_state, make_train_step
+    from zerolab.networks.network import AlphaZeroResNet
+    from zerolab.search.mcts import SearchConfig
+    from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn
+    from zerolab.training.train import init_train_state, make_train_step
 
     assert len(jax.devices()) == 4, jax.devices()
     game = make_game("gardner_chess")

@@ -1,4 +1,4 @@
-"""Tests of zerolab.uci: the UCI server in-process (through queues) and as a subprocess driven by python-chess."""
+"""Tests of zerolab.frontends.uci: the UCI server in-process (through queues) and as a subprocess driven by python-chess."""
 
 import pathlib
 import queue
@@ -13,11 +13,11 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab import uci
-from zerolab.uci import MoveChoice, SearchBudget, UCIOption, UCIServer
+from zerolab.frontends import uci
+from zerolab.frontends.uci import MoveChoice, SearchBudget, UCIOption, UCIServer
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
-UCI_COMMAND = [sys.executable, "-m", "zerolab.uci"]
+UCI_COMMAND = [sys.executable, "-m", "zerolab.frontends.uci"]
 
 
 class QueueInput:
@@ -442,7 +442,7 @@ def test_random_agent_plays_stockfish_through_python_chess(stockfish_path):
         assert board.is_game_over(claim_draw=True) or board.ply() >= 60
 
 
-# --- the search engine behind the server (zerolab.uci_search): time rule, overrides, a checkpoint playing games -----
+# --- the search engine behind the server (zerolab.frontends.uci_search): time rule, overrides, a checkpoint playing games -----
 
 
 def budget(**fields):
@@ -450,7 +450,7 @@ def budget(**fields):
 
 
 def test_nodes_are_simulations_and_plain_go_uses_the_option():
-    from zerolab.uci_search import plan_simulations
+    from zerolab.frontends.uci_search import plan_simulations
 
     assert plan_simulations(budget(nodes=7), 64, 0.01, 0.001, [0, 64]) == 7
     assert plan_simulations(budget(), 64, 0.01, 0.001, [0, 64]) == 64
@@ -459,7 +459,7 @@ def test_nodes_are_simulations_and_plain_go_uses_the_option():
 
 
 def test_time_maps_to_the_largest_compiled_power_of_two_that_fits():
-    from zerolab.uci_search import largest_power_of_two, plan_simulations
+    from zerolab.frontends.uci_search import largest_power_of_two, plan_simulations
 
     compiled = [0, 1, 2, 4, 8, 16, 32, 48]
     assert plan_simulations(budget(move_time=10.0), 48, 0.01, 0.001, compiled) == 48  # plenty of time
@@ -473,7 +473,7 @@ def test_time_maps_to_the_largest_compiled_power_of_two_that_fits():
 
 
 def test_time_per_simulation_follows_the_last_searches():
-    from zerolab.uci_search import TIMING_WINDOW, SearchEngine
+    from zerolab.frontends.uci_search import TIMING_WINDOW, SearchEngine
 
     engine = SearchEngine(load=None, simulations=8)
     engine.fixed_seconds = 0.01
@@ -487,15 +487,15 @@ def test_time_per_simulation_follows_the_last_searches():
 
 
 def test_value_to_centipawns_is_odd_and_monotone():
-    from zerolab.uci_search import value_to_centipawns
+    from zerolab.frontends.uci_search import value_to_centipawns
 
     values = [value_to_centipawns(q) for q in (-1.0, -0.5, 0.0, 0.5, 1.0)]
     assert values == sorted(values) and values[2] == 0 and values[1] == -values[3]
 
 
 def test_search_overrides_reach_the_search_config():
-    from zerolab.search import SearchConfig
-    from zerolab.uci_search import apply_search_overrides, play_search
+    from zerolab.search.mcts import SearchConfig
+    from zerolab.frontends.uci_search import apply_search_overrides, play_search
 
     run = SearchConfig(kind="gumbel", num_simulations=32, gumbel_scale=1.0, dirichlet_fraction=0.25)
     played = play_search(run, 8, {"kind": "muzero", "pb_c_init": "2"})
@@ -527,7 +527,7 @@ class LowestActionAgent:
 
 
 def test_any_agent_behind_the_uci_server_sees_pgx_states_with_history(chess_game):
-    from zerolab.uci_search import agent_server
+    from zerolab.frontends.uci_search import agent_server
 
     agent = LowestActionAgent(chess_game)
     running = Harness(agent_server(agent))
@@ -571,7 +571,7 @@ def test_uci_command_reports_bad_input_before_starting():
 @pytest.fixture(scope="module")
 def chess_run(tmp_path_factory):
     """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block)."""
-    from zerolab import train
+    from zerolab.training import train
 
     config = train.default_config()
     config.game.name = "chess"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import pgx
 
-from zerolab.fen import InvalidPositionError  # defined with the FEN rules, which import no pgx
+from zerolab.games.fen import InvalidPositionError  # defined with the FEN rules, which import no pgx
 
 
 

@@ -25,7 +25,7 @@ import pgx.gardner_chess as pgx_gardner
 from pgx._src.games import chess as pgx_chess_internals
 from pgx._src import gardner_chess_utils as pgx_gardner_internals
 
-from zerolab.fen import GARDNER_START_FEN, InvalidPositionError, validate_chess_fen, validate_gardner_fen
+from zerolab.games.fen import GARDNER_START_FEN, InvalidPositionError, validate_chess_fen, validate_gardner_fen
 from zerolab.games.base import Game
 
 PROMOTION_PIECES = "rbn"  # order of pgx's under-promotion planes

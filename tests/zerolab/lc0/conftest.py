@@ -16,7 +16,7 @@ from tests.zerolab.lc0.positions import game_positions, pgx_states, stack
 @pytest.fixture(scope="session")
 def maia_path():
     """maia-1900's file, sha256 checked; missing weights are a failure that names the install command."""
-    from zerolab.lc0.weights import maia_weights_path
+    from zerolab.networks.lc0.weights import maia_weights_path
 
     try:
         return maia_weights_path()
@@ -48,7 +48,7 @@ class Maia:
 
     def evaluate(self, states) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(policy logits [B, 4672], value [B], wdl [B, 3]) of a stacked batch of states, in one compiled call."""
-        from zerolab.networks import NetworkInputs
+        from zerolab.networks.network import NetworkInputs
 
         size = states.observation.shape[0]
         assert size <= self.BATCH
@@ -61,8 +61,8 @@ class Maia:
 
 @pytest.fixture(scope="session")
 def maia(maia_path) -> Maia:
-    from zerolab.lc0.network import lc0_variables, network_for_weights
-    from zerolab.lc0.weights import read_lc0_weights
+    from zerolab.networks.lc0.network import lc0_variables, network_for_weights
+    from zerolab.networks.lc0.weights import read_lc0_weights
 
     weights = read_lc0_weights(maia_path)
     network = network_for_weights(weights)

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.lc0.agents import PolicyAgent, policy_actions
+from zerolab.play.lc0_agents import PolicyAgent, policy_actions
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,10 @@ def test_policy_agent_runs_inside_jit_on_a_batch_of_64(maia, lc0_game, played, m
 
 
 def test_converted_run_is_an_agent_and_an_init_from(maia, lc0_game, tmp_path):
-    from zerolab.agents import make_agent
-    from zerolab.lc0.convert import convert_to_run, lc0_run_config
-    from zerolab.lc0.network import architecture_config
-    from zerolab.runs import Components, init_train_state, initialise_from, make_optimizer
+    from zerolab.play.agents import make_agent
+    from zerolab.frontends.lc0_convert import convert_to_run, lc0_run_config
+    from zerolab.networks.lc0.network import architecture_config
+    from zerolab.training.runs import Components, init_train_state, initialise_from, make_optimizer
 
     run = convert_to_run(maia.weights.path, tmp_path / "maia")
     agent = make_agent(f"{run}:simulations=4")
@@ -59,7 +59,7 @@ def test_converted_run_is_an_agent_and_an_init_from(maia, lc0_game, tmp_path):
 
 
 def _cli(capsys, *arguments: str) -> tuple[int, str, str]:
-    from zerolab.lc0.cli import main
+    from zerolab.frontends.lc0_cli import main
 
     code = main(list(arguments))
     captured = capsys.readouterr()
@@ -85,12 +85,12 @@ def test_cli_names_a_bad_file(tmp_path, capsys):
 
 
 def test_python_dash_m_entry_point():
-    result = subprocess.run([sys.executable, "-m", "zerolab.lc0", "--help"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-m", "zerolab", "lc0", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "describe" in result.stdout and "convert" in result.stdout
 
 
 def test_lc0_binary_is_found_beside_python(monkeypatch):
-    from zerolab.engines import find_engine
+    from zerolab.engines.uci_client import find_engine
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # not the virtualenv's bin
     path = find_engine("lc0", search_directories=())

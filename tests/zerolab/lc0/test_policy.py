@@ -7,7 +7,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from zerolab.lc0.policy import action_lc0_indices, policy_map
+from zerolab.networks.lc0.policy import action_lc0_indices, policy_map
 
 # lc0's planes, written out from the layout: (Δfile, Δrank, promotion) -> plane
 PLANES: dict[tuple[int, int, str], int] = {}

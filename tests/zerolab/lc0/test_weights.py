@@ -10,10 +10,10 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.lc0.network import lc0_variables, make_lc0, network_for_weights
-from zerolab.lc0.policy import action_lc0_indices
-from zerolab.lc0.weights import Lc0FormatError, read_lc0_weights
-from zerolab.networks import NetworkInputs
+from zerolab.networks.lc0.network import lc0_variables, make_lc0, network_for_weights
+from zerolab.networks.lc0.policy import action_lc0_indices
+from zerolab.networks.lc0.weights import Lc0FormatError, read_lc0_weights
+from zerolab.networks.network import NetworkInputs
 
 
 # --- a minimal protobuf writer (independent of the reader) ------------------------------------------------------
@@ -217,7 +217,7 @@ def test_truncated_gzip_is_named(synthetic, tmp_path):
 
 
 def test_hash_mismatch_names_file_and_install_command(monkeypatch, maia_path):
-    from zerolab.lc0 import weights
+    from zerolab.networks.lc0 import weights
 
     monkeypatch.setattr(weights, "MAIA_1900_SHA256", "0" * 64)
     with pytest.raises(ValueError) as error:
@@ -230,7 +230,7 @@ def test_wrong_game_names_the_make_game_call(synthetic):
 
     from zerolab.games import make_game
 
-    config = ml_collections.ConfigDict({"name": "zerolab.lc0.network:make_lc0", "weights": str(synthetic[0])})
+    config = ml_collections.ConfigDict({"name": "zerolab.networks.lc0.network:make_lc0", "weights": str(synthetic[0])})
     for game in (make_game("chess"), make_game("gardner_chess")):
         with pytest.raises(ValueError, match=r"make_game\('chess', observation='lc0'\)"):
             make_lc0(config, game)

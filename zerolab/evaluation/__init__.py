@@ -1,0 +1,1 @@
+"""Evaluation: Elo ratings, rating a run's checkpoints, plots."""

@@ -1,0 +1,574 @@
+"""Elo ratings from match results, with standard errors: the AlphaGateau estimator and its matchmaking rule.
+
+The estimator (Rigaux & Kashima, "Enhancing Chess Reinforcement Learning with Graph Representation", 2024):
+
+1. For every pair of players (i, j) that met, the score of i is taken with one virtual draw added
+   (a Jeffreys-style prior that keeps a 10–0 sweep finite)::
+
+       s_ij = (wins + 0.5 * draws + 0.5) / (games + 1)
+
+   and turned into an Elo difference ``d_ij = 400 * log10(s_ij / (1 - s_ij))``.
+2. The variance of ``d_ij`` comes from the binomial variance of ``s_ij`` over ``games + 1`` games and the delta
+   method: ``Var(s) = s (1 - s) / (games + 1)`` and ``d'(s) = 400 / (ln 10 * s (1 - s))``, so
+   ``Var(d) = (400 / ln 10)**2 / (s (1 - s) (games + 1))``.
+3. Ratings ``r`` solve the weighted least-squares problem ``d_ij ≈ r_i - r_j`` with weights ``1 / Var(d_ij)``
+   (statsmodels ``WLS``).  Differences only fix ratings up to a constant, so the ratings are written
+   ``r = mean_rating + C θ`` with sum-to-zero contrasts ``C`` (the last rating is minus the sum of the others): the
+   mean rating is exactly ``mean_rating`` (1000 by default) and the fit has full rank.  The variances of ``d_ij``
+   are treated as known (statsmodels' ``cov_type="fixed scale"``, scale 1), so the covariance of the ratings is
+   ``C (Xᵀ W X)⁻¹ Cᵀ`` and stays defined when there are no more pairs than players.  A player's standard error
+   σ is the square root of its diagonal entry; ±2σ is the interval the tables print.
+
+Ratings are only defined within a connected group of players (players linked by matches); fitting a
+disconnected set raises :class:`DisconnectedPlayersError` naming the groups.
+
+Matchmaking (the paper's Algorithm 2, :func:`rate_new_player`): a new player starts at a guessed rating and plays
+the closest-rated already-rated player it has not yet played in this round, the ratings are refitted after each
+match, and this repeats for 5 opponents.
+
+:class:`EloBook` keeps every match result (results for a pair accumulate) and the fitted ratings, and saves both
+to a JSON file atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
+import statsmodels.api as sm
+
+from zerolab.play.results import MatchResult
+
+DEFAULT_MEAN_RATING = 1000.0
+ELO_SCALE = 400.0
+VIRTUAL_DRAWS = 1
+NUM_MATCHMAKING_OPPONENTS = 5
+BOOK_FORMAT = "zerolab.evaluation.elo/1"
+
+
+class DisconnectedPlayersError(ValueError):
+    """The players do not form one connected group, so their ratings cannot be put on one scale.
+
+    Attributes:
+      groups: the connected groups, largest first, each a sorted list of names.
+    """
+
+    def __init__(self, groups: Sequence[Sequence[str]]):
+        self.groups = [list(group) for group in groups]
+        described = "; ".join("{" + ", ".join(group) + "}" for group in self.groups)
+        super().__init__(
+            f"players are not all connected by matches, so ratings cannot be compared across groups: {described}. "
+            "Play at least one match between each group and the others (or fit the groups separately)."
+        )
+
+
+# --- one pair ------------------------------------------------------------------------------------------------
+
+
+def score_with_virtual_draw(wins: int, draws: int, losses: int, virtual_draws: int = VIRTUAL_DRAWS) -> float:
+    """Score in (0, 1) with ``virtual_draws`` draws added: ``(wins + draws/2 + virtual/2) / (games + virtual)``."""
+    games = wins + draws + losses + virtual_draws
+    if games <= 0:
+        raise ValueError("a score needs at least one game or one virtual draw")
+    return (wins + 0.5 * draws + 0.5 * virtual_draws) / games
+
+
+def elo_difference(score: float) -> float:
+    """Elo difference that makes ``score`` the expected score: ``400 * log10(score / (1 - score))``."""
+    if not 0.0 < score < 1.0:
+        raise ValueError(f"an Elo difference needs a score strictly between 0 and 1, got {score}")
+    return ELO_SCALE * math.log10(score / (1.0 - score))
+
+
+def expected_score(rating_difference: float) -> float:
+    """Expected score of a player rated ``rating_difference`` above its opponent (logistic Elo model)."""
+    return 1.0 / (1.0 + 10.0 ** (-rating_difference / ELO_SCALE))
+
+
+def elo_difference_variance(score: float, games: float) -> float:
+    """Delta-method variance of :func:`elo_difference` when ``score`` is a binomial mean over ``games`` games."""
+    if not 0.0 < score < 1.0 or games <= 0:
+        raise ValueError(f"need 0 < score < 1 and games > 0, got score={score}, games={games}")
+    derivative = ELO_SCALE / (math.log(10.0) * score * (1.0 - score))
+    return derivative**2 * score * (1.0 - score) / games
+
+
+@dataclasses.dataclass(frozen=True)
+class PairEstimate:
+    """What one pair's results say about ``rating(player_a) - rating(player_b)``."""
+
+    player_a: str
+    player_b: str
+    games: int
+    score: float
+    difference: float
+    variance: float
+
+
+def estimate_pair(result: MatchResult, virtual_draws: int = VIRTUAL_DRAWS) -> PairEstimate:
+    """Elo difference of a pair and its variance, with ``virtual_draws`` virtual draws (see the module docstring)."""
+    score = score_with_virtual_draw(result.wins, result.draws, result.losses, virtual_draws)
+    return PairEstimate(
+        player_a=result.player_a,
+        player_b=result.player_b,
+        games=result.games,
+        score=score,
+        difference=elo_difference(score),
+        variance=elo_difference_variance(score, result.games + virtual_draws),
+    )
+
+
+# --- many pairs ----------------------------------------------------------------------------------------------
+
+
+def pair_key(player_a: str, player_b: str) -> tuple[str, str]:
+    """Order-free key of a pair: the two names sorted."""
+    return (player_a, player_b) if player_a <= player_b else (player_b, player_a)
+
+
+def combine_results(results: Iterable[MatchResult]) -> dict[tuple[str, str], MatchResult]:
+    """One result per pair, results of the same pair added, oriented from the alphabetically first player."""
+    combined: dict[tuple[str, str], MatchResult] = {}
+    for result in results:
+        key = pair_key(result.player_a, result.player_b)
+        oriented = result.oriented(key[0])
+        combined[key] = combined[key] + oriented if key in combined else oriented
+    return combined
+
+
+def connected_groups(players: Iterable[str], results: Iterable[MatchResult]) -> list[list[str]]:
+    """Groups of players linked by at least one played game; largest group first, names sorted in each.
+
+    The groups are the connected components (``scipy.sparse.csgraph.connected_components``) of the graph whose
+    edges are the pairs that played at least one game.
+    """
+    index: dict[str, int] = {}
+    for player in players:
+        index.setdefault(player, len(index))
+    edges = []
+    for result in results:
+        for player in result.players:
+            index.setdefault(player, len(index))
+        if result.games > 0:
+            edges.append((index[result.player_a], index[result.player_b]))
+    if not index:
+        return []
+    rows, columns = (np.array(side, dtype=np.int64) for side in zip(*edges)) if edges else (np.zeros(0, np.int64),) * 2
+    graph = scipy.sparse.coo_matrix((np.ones(len(rows)), (rows, columns)), shape=(len(index), len(index)))
+    _, labels = scipy.sparse.csgraph.connected_components(graph, directed=False)
+    groups: dict[int, list[str]] = {}
+    for player, position in index.items():
+        groups.setdefault(int(labels[position]), []).append(player)
+    return sorted((sorted(group) for group in groups.values()), key=lambda group: (-len(group), group))
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratings:
+    """Fitted ratings.
+
+    Attributes:
+      players: [P] names, in the order of the arrays.
+      ratings: [P] Elo ratings; their mean is ``mean_rating``.
+      covariance: [P, P] covariance of the ratings.
+      mean_rating: the pinned mean.
+      games: [P] games each player played (virtual draws not counted).
+    """
+
+    players: tuple[str, ...]
+    ratings: np.ndarray
+    covariance: np.ndarray
+    mean_rating: float
+    games: np.ndarray
+
+    @property
+    def sigmas(self) -> np.ndarray:
+        """[P] standard errors (square roots of the covariance diagonal)."""
+        return np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+
+    def index(self, player: str) -> int:
+        try:
+            return self.players.index(player)
+        except ValueError:
+            raise KeyError(f"no rating for {player!r}; rated players: {', '.join(self.players) or 'none'}") from None
+
+    def rating(self, player: str) -> tuple[float, float]:
+        """``(rating, sigma)`` of ``player``."""
+        index = self.index(player)
+        return float(self.ratings[index]), float(self.sigmas[index])
+
+    def interval(self, player: str, num_sigmas: float = 2.0) -> tuple[float, float]:
+        """``rating ∓ num_sigmas·σ`` of ``player``."""
+        rating, sigma = self.rating(player)
+        return rating - num_sigmas * sigma, rating + num_sigmas * sigma
+
+    def difference(self, player_a: str, player_b: str) -> tuple[float, float]:
+        """``(rating_a - rating_b, sigma of that difference)`` (uses the covariance, not just the two σ)."""
+        a, b = self.index(player_a), self.index(player_b)
+        variance = self.covariance[a, a] + self.covariance[b, b] - 2 * self.covariance[a, b]
+        return float(self.ratings[a] - self.ratings[b]), float(math.sqrt(max(variance, 0.0)))
+
+    def as_dict(self) -> dict[str, tuple[float, float]]:
+        """name -> ``(rating, sigma)``."""
+        return {player: self.rating(player) for player in self.players}
+
+
+def sum_to_zero_contrasts(num_players: int) -> np.ndarray:
+    """[P, P-1] matrix C with ``C θ`` summing to zero: the identity over the first P-1 rows, -1 in the last row."""
+    return np.vstack([np.eye(num_players - 1), -np.ones((1, num_players - 1))])
+
+
+def fit_ratings(
+    results: Iterable[MatchResult],
+    players: Sequence[str] | None = None,
+    *,
+    mean_rating: float = DEFAULT_MEAN_RATING,
+    virtual_draws: int = VIRTUAL_DRAWS,
+) -> Ratings:
+    """Weighted least-squares Elo ratings with their covariance (see the module docstring).
+
+    Args:
+      results: match results; several results of the same pair are added together. Pairs with no games are ignored.
+      players: the players to rate, in the order wanted (default: every player in ``results``, sorted). Each must
+        be linked to the others by played games.
+      mean_rating: the mean the ratings are pinned to.
+      virtual_draws: virtual draws added to every pair.
+
+    Raises:
+      DisconnectedPlayersError: if the players fall into more than one group linked by games.
+      ValueError: if a result names a player outside ``players``.
+    """
+    combined = [result for result in combine_results(results).values() if result.games > 0]
+    named = sorted({player for result in combined for player in result.players})
+    players = tuple(named if players is None else players)
+    if len(set(players)) != len(players):
+        raise ValueError(f"players must be distinct, got {list(players)}")
+    unknown = sorted(set(named) - set(players))
+    if unknown:
+        raise ValueError(f"results name players that are not being rated: {', '.join(unknown)}")
+    games = np.zeros(len(players), dtype=np.int64)
+    index = {player: position for position, player in enumerate(players)}
+    for result in combined:
+        games[index[result.player_a]] += result.games
+        games[index[result.player_b]] += result.games
+    if len(players) <= 1:
+        ratings = np.full(len(players), float(mean_rating))
+        return Ratings(players, ratings, np.zeros((len(players), len(players))), float(mean_rating), games)
+    groups = connected_groups(players, combined)
+    if len(groups) > 1:
+        raise DisconnectedPlayersError(groups)
+
+    estimates = [estimate_pair(result, virtual_draws) for result in combined]
+    design = np.zeros((len(estimates), len(players)))
+    for row, estimate in enumerate(estimates):
+        design[row, index[estimate.player_a]] = 1.0
+        design[row, index[estimate.player_b]] = -1.0
+    differences = np.array([estimate.difference for estimate in estimates])
+    weights = 1.0 / np.array([estimate.variance for estimate in estimates])
+
+    contrasts = sum_to_zero_contrasts(len(players))
+    fit = sm.WLS(differences, design @ contrasts, weights=weights).fit(cov_type="fixed scale", cov_kwds={"scale": 1.0})
+    ratings = mean_rating + contrasts @ np.asarray(fit.params)
+    covariance = contrasts @ np.asarray(fit.cov_params()) @ contrasts.T
+    return Ratings(players, ratings, covariance, float(mean_rating), games)
+
+
+# --- the book ------------------------------------------------------------------------------------------------
+
+
+class EloBook:
+    """All match results between named players and their fitted ratings, kept in a JSON file.
+
+    Adding a result for a pair that already met adds the games to the pair's total. The ratings are refitted on
+    demand (:meth:`fit`) and cached until the next change.  ``save`` writes the results (the source of truth) and
+    the ratings (for readers of the file) atomically; ``load`` reads the results back and refits.
+    """
+
+    def __init__(
+        self,
+        results: Iterable[MatchResult] = (),
+        players: Iterable[str] = (),
+        *,
+        mean_rating: float = DEFAULT_MEAN_RATING,
+        virtual_draws: int = VIRTUAL_DRAWS,
+    ):
+        self.mean_rating = float(mean_rating)
+        self.virtual_draws = int(virtual_draws)
+        self._players: dict[str, None] = {}  # insertion-ordered set
+        self._results: dict[tuple[str, str], MatchResult] = {}
+        self._fitted: Ratings | None = None
+        for player in players:
+            self.add_player(player)
+        for result in results:
+            self.add_result(result)
+
+    # --- contents ----------------------------------------------------------------------------------------------
+    @property
+    def players(self) -> tuple[str, ...]:
+        """Every player, in the order they were added."""
+        return tuple(self._players)
+
+    @property
+    def results(self) -> list[MatchResult]:
+        """One accumulated result per pair, oriented from the alphabetically first player."""
+        return [self._results[key] for key in sorted(self._results)]
+
+    def __contains__(self, player: str) -> bool:
+        return player in self._players
+
+    def __len__(self) -> int:
+        return len(self._players)
+
+    def add_player(self, player: str) -> None:
+        """Add a player without games (no-op if present)."""
+        if not isinstance(player, str) or not player:
+            raise ValueError(f"a player name must be a non-empty string, got {player!r}")
+        if player not in self._players:
+            self._players[player] = None
+            self._fitted = None
+
+    def add_result(self, result: MatchResult) -> None:
+        """Record games; a pair's results accumulate. Players are added if new."""
+        for player in result.players:
+            self.add_player(player)
+        key = pair_key(*result.players)
+        oriented = result.oriented(key[0])
+        self._results[key] = self._results[key] + oriented if key in self._results else oriented
+        self._fitted = None
+
+    def result_between(self, player_a: str, player_b: str) -> MatchResult:
+        """Accumulated games of ``player_a`` against ``player_b`` (zeros if they never met)."""
+        key = pair_key(player_a, player_b)
+        if key not in self._results:
+            return MatchResult(player_a, player_b)
+        return self._results[key].oriented(player_a)
+
+    def games_of(self, player: str) -> int:
+        return sum(result.games for result in self._results.values() if player in result.players)
+
+    # --- ratings -------------------------------------------------------------------------------------------------
+    def fit(self) -> Ratings:
+        """Ratings of every player (cached). Raises :class:`DisconnectedPlayersError` if they are not connected."""
+        if self._fitted is None:
+            self._fitted = fit_ratings(
+                self._results.values(), self.players, mean_rating=self.mean_rating, virtual_draws=self.virtual_draws
+            )
+        return self._fitted
+
+    def ratings(self) -> dict[str, tuple[float, float]]:
+        """name -> ``(rating, sigma)``."""
+        return self.fit().as_dict()
+
+    def rating(self, player: str) -> tuple[float, float]:
+        return self.fit().rating(player)
+
+    def format_table(self, num_sigmas: float = 2.0) -> str:
+        """The ratings as a text table, strongest first: rank, player, rating, ±2σ, games, score."""
+        return format_table(self.fit(), self.results, num_sigmas=num_sigmas)
+
+    # --- files ---------------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "format": BOOK_FORMAT,
+            "mean_rating": self.mean_rating,
+            "virtual_draws": self.virtual_draws,
+            "players": list(self.players),
+            "results": [result.to_dict() for result in self.results],
+        }
+        try:
+            fitted = self.fit()
+        except DisconnectedPlayersError as error:
+            data["ratings"] = None
+            data["ratings_error"] = str(error)
+        else:
+            data["ratings"] = {
+                player: {"rating": rating, "sigma": sigma, "games": int(fitted.games[fitted.index(player)])}
+                for player, (rating, sigma) in fitted.as_dict().items()
+            }
+            data["covariance"] = fitted.covariance.tolist()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EloBook:
+        """A book from :meth:`to_dict`'s data; a malformed one is a ``ValueError`` naming what is wrong."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"not an Elo book: expected a JSON object, got {type(data).__name__}")
+        if data.get("format") != BOOK_FORMAT:
+            raise ValueError(f"not an Elo book: expected format {BOOK_FORMAT!r}, got {data.get('format')!r}")
+        players, results = data.get("players", []), data.get("results", [])
+        if not isinstance(players, list) or not isinstance(results, list):
+            raise ValueError("Elo book: 'players' and 'results' must be lists, got "
+                             f"{type(players).__name__} and {type(results).__name__}")
+        results = [MatchResult.from_dict(result) if isinstance(result, Mapping) else _not_a_result(result)
+                   for result in results]
+        unknown = sorted({name for result in results for name in result.players} - set(players))
+        if unknown:
+            raise ValueError(f"Elo book: results name players missing from its 'players' list: {unknown}")
+        return cls(
+            results=results,
+            players=players,
+            mean_rating=data.get("mean_rating", DEFAULT_MEAN_RATING),
+            virtual_draws=data.get("virtual_draws", VIRTUAL_DRAWS),
+        )
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the book to ``path`` as JSON, atomically (a temporary file in the same folder, then ``os.replace``)."""
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".elo-", suffix=".json.tmp", dir=directory)
+        try:
+            with os.fdopen(handle, "w") as file:
+                json.dump(self.to_dict(), file, indent=1)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> EloBook:
+        """Read a book written by :meth:`save`."""
+        with open(path) as file:
+            try:
+                data = json.load(file)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{os.fspath(path)!r} is not valid JSON: {error}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def load_or_create(cls, path: str | os.PathLike, **kwargs: Any) -> EloBook:
+        """:meth:`load` if ``path`` exists, else an empty book (``kwargs`` go to the constructor)."""
+        return cls.load(path) if os.path.exists(path) else cls(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"EloBook({len(self._players)} players, {len(self._results)} pairs)"
+
+
+def _not_a_result(value: Any) -> MatchResult:
+    raise ValueError(f"Elo book: a match result must be a JSON object, got {value!r}")
+
+
+RatingTable = EloBook  # the name some callers use
+
+
+def format_table(ratings: Ratings, results: Iterable[MatchResult] = (), num_sigmas: float = 2.0) -> str:
+    """Text table of ``ratings``, strongest first; scores (without virtual draws) come from ``results``."""
+    points: dict[str, float] = {}
+    for result in results:
+        points[result.player_a] = points.get(result.player_a, 0.0) + result.wins + 0.5 * result.draws
+        points[result.player_b] = points.get(result.player_b, 0.0) + result.losses + 0.5 * result.draws
+    order = sorted(range(len(ratings.players)), key=lambda i: (-ratings.ratings[i], ratings.players[i]))
+    name_width = max([len("player")] + [len(player) for player in ratings.players])
+    interval_header = f"±{num_sigmas:g}σ"
+    lines = [f"{'rank':>4}  {'player':<{name_width}}  {'rating':>7}  {interval_header:>6}  {'games':>6}  {'score':>6}"]
+    for rank, i in enumerate(order, start=1):
+        player, games = ratings.players[i], int(ratings.games[i])
+        score = f"{100 * points.get(player, 0.0) / games:5.1f}%" if games else "     -"
+        lines.append(
+            f"{rank:>4}  {player:<{name_width}}  {ratings.ratings[i]:7.1f}  {num_sigmas * ratings.sigmas[i]:6.1f}"
+            f"  {games:>6}  {score:>6}"
+        )
+    return "\n".join(lines)
+
+
+# --- matchmaking (Algorithm 2) ---------------------------------------------------------------------------------
+
+
+def closest_opponent(
+    estimate: float, candidates: Mapping[str, float], excluded: Iterable[str] = ()
+) -> str | None:
+    """The candidate whose rating is closest to ``estimate`` (ties: the alphabetically first), or None."""
+    excluded = set(excluded)
+    remaining = [(abs(rating - estimate), name) for name, rating in candidates.items() if name not in excluded]
+    return min(remaining)[1] if remaining else None
+
+
+def rate_new_player(
+    book: EloBook,
+    player: str,
+    play_match: Callable[[str, str], MatchResult],
+    *,
+    num_opponents: int = NUM_MATCHMAKING_OPPONENTS,
+    initial_rating: float | None = None,
+    eligible: Callable[[str], bool] | None = None,
+) -> list[MatchResult]:
+    """Rate ``player`` against the book's players (the paper's Algorithm 2); returns the matches played.
+
+    The player's estimate starts at ``initial_rating`` (default: its current rating if it is already rated, else
+    the book's mean; the previous checkpoint's rating is a good guess for a new checkpoint).  Then, up to
+    ``num_opponents`` times: the rated player closest to the current estimate that it has not yet played in this
+    call is chosen, ``play_match(player, opponent)`` is called, its result is added to the book and the ratings are
+    refitted, which updates the estimate.  When the book has no other player, the player is just added.
+
+    Args:
+      book: the ratings so far; the rated players must be connected. Updated in place (not saved).
+      player: the new player's name.
+      play_match: plays a match and returns its result between exactly these two players (either orientation).
+      num_opponents: opponents to play (fewer if fewer are rated).
+      initial_rating: first estimate of the player's rating.
+      eligible: optional filter on opponents (e.g. only players whose checkpoints can still be loaded).
+    """
+    rated = [name for name in book.players if name != player and (eligible is None or eligible(name))]
+    if player in book and book.games_of(player) > 0:
+        estimate = book.rating(player)[0] if initial_rating is None else initial_rating
+    else:
+        estimate = book.mean_rating if initial_rating is None else initial_rating
+    book.add_player(player)
+    if not rated:
+        return []
+    played: list[MatchResult] = []
+    opponents_played: set[str] = set()
+    for _ in range(min(num_opponents, len(rated))):
+        ratings = _ratings_of_others(book, player)
+        opponent = closest_opponent(estimate, {name: ratings[name] for name in rated}, opponents_played)
+        if opponent is None:
+            break
+        result = play_match(player, opponent)
+        if not isinstance(result, MatchResult) or set(result.players) != {player, opponent}:
+            raise ValueError(f"play_match({player!r}, {opponent!r}) must return their MatchResult, got {result!r}")
+        book.add_result(result)
+        played.append(result)
+        opponents_played.add(opponent)
+        estimate = book.rating(player)[0]
+    return played
+
+
+def _ratings_of_others(book: EloBook, player: str) -> dict[str, float]:
+    """Current ratings of the book's players other than ``player`` (fitted without it if it has no games yet)."""
+    if book.games_of(player) > 0:
+        return {name: rating for name, (rating, _) in book.ratings().items() if name != player}
+    others = [name for name in book.players if name != player]
+    fitted = fit_ratings(book.results, others, mean_rating=book.mean_rating, virtual_draws=book.virtual_draws)
+    return {name: float(rating) for name, rating in zip(fitted.players, fitted.ratings)}
+
+
+__all__ = [
+    "DEFAULT_MEAN_RATING",
+    "DisconnectedPlayersError",
+    "EloBook",
+    "MatchResult",
+    "PairEstimate",
+    "RatingTable",
+    "Ratings",
+    "closest_opponent",
+    "combine_results",
+    "connected_groups",
+    "elo_difference",
+    "elo_difference_variance",
+    "estimate_pair",
+    "expected_score",
+    "fit_ratings",
+    "format_table",
+    "rate_new_player",
+    "score_with_virtual_draw",
+]

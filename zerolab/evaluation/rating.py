@@ -1,0 +1,284 @@
+"""Rating checkpoints: the evaluation config, contestants, resumable Elo books, series for plots and tables.
+
+:func:`rate_contestants` rates checkpoints (or any agents) into one :class:`~zerolab.evaluation.elo.EloBook` saved as JSON:
+
+* ``mode="algorithm2"`` (default): in the given order, each contestant with the AlphaGateau paper's Algorithm 2
+  (:func:`zerolab.evaluation.elo.rate_new_player`: ``num_opponents`` matches against the closest-rated players, the ratings
+  refitted after each), starting from the previous rating of its series;
+* ``mode="round_robin"``: every pair of contestants plays one match, in the order of the list (``(0, 1), (0, 2),
+  ..., (1, 2), ...``); a pair that already has ``games`` games in the book is not played again.
+
+The book is saved after each contestant (Algorithm 2) or match (round robin), and what the book already holds is not
+played again, so a rerun resumes.  Every match's key is :func:`match_key` of the seed and the two names, so a resumed
+rating plays exactly the games a fresh one would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import pathlib
+import statistics
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import jax
+
+from zerolab.play.agents import Agent, SearchAgent, load_search_agent
+from zerolab.play.arena import play_match, write_pgn
+from zerolab.training.checkpoint import Checkpointer
+from zerolab.evaluation.elo import NUM_MATCHMAKING_OPPONENTS, EloBook, MatchResult, rate_new_player
+from zerolab.games import Game
+from zerolab.training.metrics import MetricsLog
+from zerolab.networks.network import count_parameters
+from zerolab.training.runs import load_trained_variables
+
+logger = logging.getLogger(__name__)
+
+RATING_MODES = ("algorithm2", "round_robin")
+
+#: ``(player_a, player_b) -> MatchResult``: plays one match between two named contestants.
+PlayMatchFn = Callable[[str, str], MatchResult]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+    """How checkpoints are rated (the ``evaluation`` section of an experiment config).
+
+    Attributes:
+      games: games per match, an even number (half with each colour).
+      max_game_plies: a game reaching this many plies is a draw.
+      num_simulations: search simulations of the rated agents (the rest of the search is the training one).
+      num_opponents: Algorithm 2's number of matches per new contestant.
+      mode: ``"algorithm2"`` or ``"round_robin"``.
+      engine: an external reference engine spec (e.g. ``"fairy-stockfish:skill=-20"``), ``""`` for none.
+      engine_games: games against ``engine``.
+    """
+
+    games: int = 64
+    max_game_plies: int = 512
+    num_simulations: int = 16
+    num_opponents: int = NUM_MATCHMAKING_OPPONENTS
+    mode: str = "algorithm2"
+    engine: str = ""
+    engine_games: int = 0
+
+    def __post_init__(self):
+        if self.games < 2 or self.games % 2:
+            raise ValueError(f"evaluation.games must be an even number of at least 2, got {self.games}")
+        for name in ("max_game_plies", "num_simulations", "num_opponents"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"evaluation.{name} must be at least 1, got {getattr(self, name)}")
+        if self.mode not in RATING_MODES:
+            raise ValueError(f"evaluation.mode must be one of {RATING_MODES}, got {self.mode!r}")
+        if self.engine_games < 0 or self.engine_games % 2:
+            raise ValueError(f"evaluation.engine_games must be an even number >= 0, got {self.engine_games}")
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | Any) -> EvaluationConfig:
+        """From a ConfigDict (or mapping) section; an unknown key is an error naming it and the valid keys."""
+        values = dict(section.to_dict() if hasattr(section, "to_dict") else section)
+        fields = {field.name: field.type for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ValueError(f"unknown evaluation keys {unknown}; valid keys: {sorted(fields)}")
+        converters = {"str": str, "int": int}
+        converted = {}
+        for name, value in values.items():
+            try:
+                converted[name] = converters[fields[name]](value)
+            except (TypeError, ValueError):
+                raise ValueError(f"evaluation.{name} must be {fields[name]}, got {value!r}") from None
+        return cls(**converted)
+
+
+@dataclasses.dataclass(frozen=True)
+class Contestant:
+    """A checkpoint (or any agent) to rate.
+
+    Attributes:
+      name: player name in the Elo book.
+      series: the curve it belongs to (one per model or stage).
+      iteration: x of the "against iteration" plots.
+      wall_seconds: x of the "against wall-clock" plots (cumulative training time).
+      load: builds its agent (called once, when it first plays).
+    """
+
+    name: str
+    series: str
+    iteration: int
+    wall_seconds: float
+    load: Callable[[], Agent]
+
+
+# --- checkpoints ---------------------------------------------------------------------------------------------------
+
+
+def rated_steps(steps: Iterable[int], keep_period: int) -> list[int]:
+    """The checkpoint steps to rate: 0, the multiples of ``keep_period`` and the last one (all when it is 0)."""
+    steps = sorted(steps)
+    if not steps:
+        return []
+    if keep_period <= 0:
+        return steps
+    return [step for step in steps if step % keep_period == 0 or step == steps[-1]]
+
+
+def checkpoint_steps(run_directory: str | pathlib.Path) -> list[int]:
+    return Checkpointer(pathlib.Path(run_directory) / "checkpoints").steps()
+
+
+def training_wall_seconds(run_directory: str | pathlib.Path) -> dict[int, float]:
+    """Cumulative training wall-clock (``wall_s`` of ``metrics.jsonl``, compilation included) per iteration; 0 → 0."""
+    records = MetricsLog(run_directory).records()
+    return {0: 0.0, **{int(record["iteration"]): float(record["wall_s"]) for record in records}}
+
+
+def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, evaluation: EvaluationConfig,
+                     name: str) -> SearchAgent:
+    """The search agent of checkpoint ``step`` of a run playing ``game`` with ``evaluation.num_simulations``
+    (:func:`zerolab.play.agents.load_search_agent`; the game may differ from the run's own)."""
+    options = {"step": str(step), "simulations": str(evaluation.num_simulations), "name": name}
+    return load_search_agent(run_directory, options, game=game)
+
+
+def run_statistics(run_directory: str | pathlib.Path) -> dict[str, Any]:
+    """Parameters and training costs of a run, from its step-0 checkpoint and ``metrics.jsonl``."""
+    records = MetricsLog(run_directory).records()
+    initial = load_trained_variables(run_directory, 0)
+    later = [record["iteration_s"] for record in records[1:]]  # the first iteration includes compilation
+    return {
+        "parameters": count_parameters(initial.variables["params"]),
+        "iterations": records[-1]["iteration"] if records else 0,
+        "frames": records[-1]["frames"] if records else 0,
+        "training_wall_s": records[-1]["wall_s"] if records else 0.0,
+        "first_iteration_s": records[0]["iteration_s"] if records else None,
+        "median_iteration_s": statistics.median(later) if later else None,
+        "median_selfplay_s": statistics.median(r["selfplay_s"] for r in records[1:]) if later else None,
+        "median_train_s": statistics.median(r["train_s"] for r in records[1:]) if later else None,
+    }
+
+
+# --- rating --------------------------------------------------------------------------------------------------------
+
+
+def match_key(seed: int, player_a: str, player_b: str) -> jax.Array:
+    """A match's PRNG key, fixed by the seed and the two names (so a resumed rating replays nothing differently)."""
+    return jax.random.fold_in(jax.random.key(seed), zlib.crc32(f"{player_a}|{player_b}".encode()) & 0x7FFFFFFF)
+
+
+def arena_match_player(contestants: Sequence[Contestant], game: Game, evaluation: EvaluationConfig,
+                       games_directory: pathlib.Path, seed: int, show_progress: bool) -> PlayMatchFn:
+    """A :data:`PlayMatchFn` playing ``evaluation.games`` games in the arena; each match's PGN goes to
+    ``games_directory/<a>-vs-<b>.pgn``.  Agents are loaded when they first play and kept."""
+    agents: dict[str, Agent] = {}
+    by_name = {contestant.name: contestant for contestant in contestants}
+
+    def agent(name: str) -> Agent:
+        if name not in agents:
+            agents[name] = by_name[name].load()
+        return agents[name]
+
+    def play(player_a: str, player_b: str) -> MatchResult:
+        started = time.perf_counter()
+        match = play_match(game, agent(player_a), agent(player_b), evaluation.games,
+                           match_key(seed, player_a, player_b), max_game_plies=evaluation.max_game_plies,
+                           show_progress=show_progress)
+        write_pgn(game, match, games_directory / f"{player_a}-vs-{player_b}.pgn")
+        logger.info("%s vs %s: +%d =%d -%d (%.1f s)", player_a, player_b, match.result.wins, match.result.draws,
+                    match.result.losses, time.perf_counter() - started)
+        return match.result
+
+    return play
+
+
+def rate_contestants(
+    contestants: Sequence[Contestant],
+    game: Game,
+    evaluation: EvaluationConfig,
+    book_path: pathlib.Path,
+    games_directory: pathlib.Path,
+    seed: int,
+    show_progress: bool,
+    play: PlayMatchFn | None = None,
+) -> tuple[EloBook, int]:
+    """Rates ``contestants`` into the book at ``book_path`` (created, or extended when it exists).
+
+    ``evaluation.mode`` chooses Algorithm 2 (in the given order, each series starting from its previous rating)
+    or a round robin (see the module docstring).  ``play`` (default: :func:`arena_match_player`) plays one match.
+    Returns the book and the number of matches played now.
+    """
+    if not isinstance(evaluation, EvaluationConfig):
+        raise TypeError(f"evaluation must be an EvaluationConfig, got {type(evaluation).__name__}")
+    names = [contestant.name for contestant in contestants]
+    if len(set(names)) != len(names):
+        raise ValueError(f"contestant names must be unique, got {names}")
+    book = EloBook.load_or_create(book_path)
+    if play is None:
+        play = arena_match_player(contestants, game, evaluation, games_directory, seed, show_progress)
+    if evaluation.mode == "round_robin":
+        return book, _round_robin(book, names, play, book_path, evaluation)
+    previous_rating: dict[str, float] = {}
+    matches = 0
+    for contestant in contestants:
+        if contestant.name in book and book.games_of(contestant.name) > 0:
+            previous_rating[contestant.series] = book.rating(contestant.name)[0]
+            continue
+        played = rate_new_player(
+            book, contestant.name, play, num_opponents=evaluation.num_opponents,
+            initial_rating=previous_rating.get(contestant.series), eligible=lambda name: name in names,
+        )
+        matches += len(played)
+        if book.games_of(contestant.name) > 0:
+            previous_rating[contestant.series] = book.rating(contestant.name)[0]
+        book.save(book_path)
+    return book, matches
+
+
+def _round_robin(book: EloBook, names: Sequence[str], play: PlayMatchFn, book_path: pathlib.Path,
+                 evaluation: EvaluationConfig) -> int:
+    """Every pair with fewer than ``evaluation.games`` games in the book plays once, in list order; the book is
+    saved after each match."""
+    matches = 0
+    for player_a, player_b in itertools.combinations(names, 2):
+        if book.result_between(player_a, player_b).games >= evaluation.games:
+            continue
+        result = play(player_a, player_b)
+        if not isinstance(result, MatchResult) or set(result.players) != {player_a, player_b}:
+            raise ValueError(f"play({player_a!r}, {player_b!r}) must return their MatchResult, got {result!r}")
+        book.add_result(result)
+        book.save(book_path)
+        matches += 1
+    for name in names:
+        book.add_player(name)
+    return matches
+
+
+# --- outputs -------------------------------------------------------------------------------------------------------
+
+
+def elo_series(book: EloBook, contestants: Sequence[Contestant], x: str) -> dict[str, list[tuple[float, float, float]]]:
+    """``{series: [(x, rating, sigma)]}`` with ``x`` the ``iteration`` or the training ``wall_seconds``."""
+    ratings = book.ratings()
+    series: dict[str, list[tuple[float, float, float]]] = {}
+    for contestant in contestants:
+        if contestant.name in ratings:
+            series.setdefault(contestant.series, []).append((float(getattr(contestant, x)), *ratings[contestant.name]))
+    return series
+
+
+def write_elo_table(book: EloBook, workdir: pathlib.Path) -> str:
+    """Saves ``elo.json`` and ``elo.txt`` (strongest first, ±2σ) in ``workdir``; returns the table."""
+    book.save(workdir / "elo.json")
+    table = book.format_table()
+    (workdir / "elo.txt").write_text(table + "\n")
+    return table
+
+
+def ratings_summary(book: EloBook) -> dict[str, dict[str, float]]:
+    """``{player: {rating, sigma, games}}``."""
+    return {name: {"rating": rating, "sigma": sigma, "games": book.games_of(name)}
+            for name, (rating, sigma) in book.ratings().items()}

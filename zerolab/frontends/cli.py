@@ -1,0 +1,348 @@
+"""``python -m zerolab COMMAND``: train, match, legal-moves, gtp, uci, bench, lc0.
+
+* ``train --config NAME --workdir DIR [--preset tiny|paper] [key=value ...]`` — trains with the config
+  ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.  On several hosts, start it once per process
+  with ``--coordinator HOST:PORT --num-processes N --process-id I`` (or ``--distributed`` to let JAX read them from
+  Slurm, Open MPI or a TPU pod); DIR must be a directory every host sees.
+* ``match --a SPEC --b SPEC --games N [--out DIR] [--game G] [--start-fens FILE]`` — plays the arena (SPEC: a run or
+  checkpoint directory with search options, e.g. ``runs/quickstart:simulations=32``, or an engine such as
+  ``stockfish:elo=1350`` or ``fairy-stockfish:skill=-20``); writes PGN, the games as JSON lines
+  (``DIR/games.jsonl``: moves and who moved), the result with each engine's fallback moves (``DIR/matches.jsonl``)
+  and the Elo book ``DIR/elo.json``, which later matches extend.
+* ``legal-moves --game chess|gardner_chess --fens FILE`` — one line of sorted UCI legal moves per FEN line, computed
+  by pgx and the project's action map; an invalid FEN gets an error line naming its line number, the other lines
+  still print, and the exit status is 1.
+* ``gtp --checkpoint DIR [--simulations N] [--komi K]`` (or ``gtp --random``) — a GTP v2 server on stdin/stdout
+  over a Go checkpoint's search, pgx refereeing (see :mod:`zerolab.frontends.gtp`).
+* ``uci --checkpoint DIR [--simulations N] [--step S] [search.KEY=VALUE ...]`` — a UCI chess engine on stdin/stdout
+  over a checkpoint's network and search (its rules included), with a time-to-simulations rule and a compile cache
+  (see :mod:`zerolab.frontends.uci_search`).
+* ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop.
+* ``lc0 describe|eval|convert|bench`` — lc0-format networks such as maia-1900 (see :mod:`zerolab.frontends.lc0_cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import sys
+
+from zerolab.logs import configure_logging
+
+
+def split_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> list[str]:
+    unexpected = [item for item in extra if item.startswith("-") or "=" not in item]
+    if unexpected:
+        parser.error(f"unrecognized arguments: {' '.join(unexpected)}")
+    return list(getattr(args, "overrides", []) or []) + extra
+
+
+def add_distributed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that make this process one of several (``jax.distributed``); see :func:`start_distributed`."""
+    group = parser.add_argument_group(
+        "several processes (jax.distributed)",
+        "start the same command once per process, each with its own --process-id; without these flags the run is a "
+        "single process")
+    group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0, which serves the coordination service (the same for every process)")
+    group.add_argument("--num-processes", type=int, default=None, metavar="N", help="number of processes in the run")
+    group.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's index in [0, N)")
+    group.add_argument("--distributed", action="store_true",
+                       help="join a multi-process run, letting JAX detect the values not given above from the "
+                            "cluster (Slurm, Open MPI, Cloud TPU) or JAX_COORDINATOR_ADDRESS")
+
+
+def start_distributed(args: argparse.Namespace) -> None:
+    """Initialises ``jax.distributed`` when any distributed flag was given; call it before any other JAX use."""
+    given = [args.coordinator, args.num_processes, args.process_id]
+    if not args.distributed and all(value is None for value in given):
+        return
+    import logging
+
+    import jax
+
+    from zerolab.devices import start_processes
+
+    start_processes(args.coordinator, args.num_processes, args.process_id)
+    if jax.process_index() != 0:  # process 0 logs for the run; the others say only what goes wrong
+        logging.getLogger().setLevel(logging.WARNING)
+
+
+def command_train(args: argparse.Namespace) -> int:
+    start_distributed(args)
+    from zerolab.training import train
+    from zerolab.config import load_config
+
+    config = load_config(args.config, args.preset, args.overrides)
+    state = train.run(config, args.workdir)
+    print(json.dumps({"workdir": str(args.workdir), "iteration": state.iteration, "frames": state.frames_seen}))
+    return 0
+
+
+def read_start_fens(path: str, game) -> list[str]:
+    """The FENs of a file, one a line (blank lines and ``#`` comments skipped), each checked by ``game``."""
+    validate = getattr(game, "validate_fen", None)
+    if validate is None:
+        raise ValueError(f"--start-fens: {game.name} has no FEN positions")
+    fens = []
+    for number, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            fens.append(validate(line))
+        except ValueError as error:
+            raise ValueError(f"--start-fens {path}:{number}: {error}") from None
+    if not fens:
+        raise ValueError(f"--start-fens {path}: no FEN in the file")
+    return fens
+
+
+def command_match(args: argparse.Namespace) -> int:
+    import jax
+
+    from zerolab.play.agents import make_agent
+    from zerolab.play.arena import play_match, write_pgn
+    from zerolab.evaluation.elo import EloBook
+    from zerolab.games import make_game
+    from zerolab.games.pgn import write_game_records
+
+    game = make_game(args.game) if args.game else None
+    agent_a = make_agent(args.a, game)
+    game = game or getattr(agent_a, "game", None)
+    agent_b = make_agent(args.b, game)
+    game = game or getattr(agent_b, "game", None)
+    if game is None:
+        raise ValueError("two engines need --game chess|gardner_chess")
+    for agent in (agent_a, agent_b):
+        if getattr(agent, "game", game) != game:
+            raise ValueError(f"{agent.name} plays {agent.game.name}, the match is {game.name}")
+    start_fens = read_start_fens(args.start_fens, game) if args.start_fens else None
+    num_games = args.games if args.games is not None else (2 * len(start_fens) if start_fens else 10)
+    try:
+        match = play_match(game, agent_a, agent_b, num_games, jax.random.key(args.seed), args.max_plies,
+                           start_fens=start_fens)
+    finally:
+        for agent in (agent_a, agent_b):
+            if hasattr(agent, "close"):
+                agent.close()
+    out = pathlib.Path(args.out)
+    safe = lambda name: "".join(c if c.isalnum() or c in "-_.@=" else "_" for c in name)  # noqa: E731
+    pgn = write_pgn(game, match, out / f"{safe(agent_a.name)}-vs-{safe(agent_b.name)}.pgn")
+    write_game_records(match.games, out / "games.jsonl", pgn=str(pgn))
+    book = EloBook.load_or_create(out / "elo.json")
+    book.add_result(match.result)
+    book.save(out / "elo.json")
+    # Moves an engine did not choose itself (illegal under pgx's rules, or lost to a crash): a random legal move.
+    fallbacks = {agent.name: agent.fallback_moves for agent in (agent_a, agent_b) if hasattr(agent, "fallback_moves")}
+    summary = {**match.summary(), "engine_fallback_moves": fallbacks}
+    with open(out / "matches.jsonl", "a") as stream:
+        stream.write(json.dumps(summary) + "\n")
+    print(json.dumps({**summary, "pgn": str(pgn)}))
+    try:
+        print(book.format_table())
+    except ValueError as error:  # players not yet connected
+        print(error, file=sys.stderr)
+    return 0
+
+
+def command_legal_moves(args: argparse.Namespace) -> int:
+    from zerolab.games import ChessGame, make_game
+
+    game = make_game(args.game)
+    assert isinstance(game, ChessGame)
+    failures = 0
+    with open(args.fens) as stream:
+        for number, line in enumerate(stream, start=1):
+            fen = line.strip()
+            if not fen:
+                print("")
+                continue
+            try:
+                state = game.from_fen(fen)
+            except ValueError as error:
+                failures += 1
+                print(f"error: line {number}: {error}")
+                continue
+            print(" ".join(game.legal_moves_uci(state)))
+    if failures:
+        print(f"{failures} invalid FEN line(s) in {args.fens}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def search_overrides(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` items as ``{KEY: VALUE}``, checked by applying them to a default search
+    (:func:`zerolab.frontends.uci_search.apply_search_overrides`: SearchConfig fields and ``rule_options.NAME``)."""
+    from zerolab.search.mcts import SearchConfig
+    from zerolab.frontends.uci_search import apply_search_overrides
+
+    overrides = {}
+    for item in items:
+        key, separator, text = item.partition("=")
+        if not separator:
+            raise SystemExit(f"--search {item!r}: expected KEY=VALUE")
+        overrides[key] = text
+    try:
+        apply_search_overrides(SearchConfig(), overrides)
+    except ValueError as error:
+        raise SystemExit(f"--search: {error}") from None
+    return overrides
+
+
+def command_bench(args: argparse.Namespace) -> int:
+    from zerolab.frontends import bench
+
+    cases = bench.DEFAULT_CASES
+    if args.game:
+        cases = tuple(case for case in cases if case.game == args.game)
+    sizes = {"model": args.model, "channels": args.width, "num_blocks": args.blocks, "num_games": args.games,
+             "plies": args.plies, "num_simulations": args.simulations, "train_batch_size": args.batch_size}
+    sizes = {field: value for field, value in sizes.items() if value is not None}
+    if args.no_reference:
+        sizes["reference"] = False
+    cases = tuple(dataclasses.replace(case, **sizes) for case in cases)
+    if args.search:
+        search = search_overrides(args.search)
+        cases = tuple(dataclasses.replace(case, search=tuple(search.items())) for case in cases)
+    bench.run_benchmarks(cases, repeats=args.repeats, benches=tuple(args.only or ("selfplay", "train")))
+    return 0
+
+
+def command_gtp(args: argparse.Namespace) -> int:
+    """A GTP server on stdin/stdout over a Go checkpoint's search (or random moves with ``--random``)."""
+    from zerolab.frontends import gtp
+    from zerolab.games import GoGame
+
+    if args.random == bool(args.checkpoint):
+        raise ValueError("gtp: give exactly one of --checkpoint DIR and --random")
+    if args.random:
+        game, chooser, name = GoGame(size=args.size, komi=args.komi if args.komi is not None else 7.5), \
+            gtp.random_chooser, "zerolab-random"
+    else:
+        from zerolab.play.agents import load_search_agent
+
+        options = {} if args.simulations is None else {"simulations": str(args.simulations)}
+        agent = load_search_agent(args.checkpoint, options)
+        if not isinstance(agent.game, GoGame):
+            raise ValueError(f"gtp: --checkpoint {args.checkpoint} plays {agent.game.name}, not go")
+        game = agent.game if args.komi is None else GoGame(size=agent.game.size, komi=args.komi)
+        chooser, name = gtp.agent_chooser(agent), f"zerolab {agent.name}"
+    gtp.serve(game, chooser, name=name, seed=args.seed)
+    return 0
+
+
+def command_uci(args: argparse.Namespace) -> int:
+    """A UCI chess engine on stdin/stdout over a checkpoint's network and search (see :mod:`zerolab.frontends.uci_search`)."""
+    from zerolab.frontends import uci_search
+
+    if not pathlib.Path(args.checkpoint).is_dir():
+        raise FileNotFoundError(f"uci: --checkpoint {args.checkpoint}: no such run or checkpoint directory")
+    overrides = {}
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        if not key.startswith("search.") or not value:
+            raise ValueError(f"uci: override {item!r} must be search.KEY=VALUE (e.g. search.kind=muzero)")
+        overrides[key[len("search."):]] = value
+    simulations = args.simulations or uci_search.run_simulations(args.checkpoint)
+    if not 1 <= simulations <= uci_search.MAXIMUM_SIMULATIONS:
+        raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, got {simulations}")
+
+    def load() -> uci_search.LoadedSearch:
+        return uci_search.checkpoint_search(args.checkpoint, args.step, simulations, overrides)
+
+    name = f"zerolab {pathlib.Path(args.checkpoint).resolve().name}"
+    return uci_search.serve_search_engine(load, name, simulations, seed=args.seed,
+                                          compilation_cache=args.compilation_cache)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m zerolab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train (resumes on the same --workdir)")
+    train.add_argument("--config", required=True, help="config name under experiments/configs/")
+    train.add_argument("--workdir", required=True, type=pathlib.Path)
+    train.add_argument("--preset", default="tiny")
+    train.add_argument("overrides", nargs="*", help="key=value config overrides")
+    add_distributed_arguments(train)
+    train.set_defaults(handler=command_train)
+
+    match = commands.add_parser("match", help="play games between two agents")
+    match.add_argument("--a", required=True, help="agent spec: run dir[:options] or engine[:options]")
+    match.add_argument("--b", required=True, help="agent spec")
+    match.add_argument("--games", type=int, default=None,
+                       help="number of games (even: colours alternate; default 10, or twice the start FENs)")
+    match.add_argument("--out", default="runs/matches", help="directory for PGN, results and the Elo book")
+    match.add_argument("--game", default=None, help="chess or gardner_chess (inferred from a checkpoint agent)")
+    match.add_argument("--max-plies", type=int, default=512, help="a game this long is a draw")
+    match.add_argument("--seed", type=int, default=0)
+    match.add_argument("--start-fens", default=None,
+                       help="file of start positions, one FEN a line: each is played twice, colours swapped")
+    match.set_defaults(handler=command_match)
+
+    legal = commands.add_parser("legal-moves", help="legal UCI moves of each FEN in a file")
+    legal.add_argument("--game", required=True, choices=["chess", "gardner_chess"])
+    legal.add_argument("--fens", required=True, help="file with one FEN per line")
+    legal.set_defaults(handler=command_legal_moves)
+
+    # lc0 is dispatched in main before parsing (its own parser); listed here for --help
+    commands.add_parser("lc0", help="lc0-format networks: describe, eval, convert, bench (python -m zerolab lc0 -h)")
+    bench = commands.add_parser("bench", help="throughput benchmarks (JSON lines)")
+    bench.add_argument("--game", default=None, choices=["chess", "gardner_chess"])
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--only", nargs="+", choices=["selfplay", "train"], default=None, help="which benchmarks")
+    bench.add_argument("--model", default=None, help="network name, as config.model.name (default resnet)")
+    bench.add_argument("--width", type=int, default=None, help="channels (ResNet) or embedding size (AlphaGateau)")
+    bench.add_argument("--blocks", type=int, default=None, help="residual or GATEAU blocks")
+    bench.add_argument("--games", type=int, default=None, help="games per self-play batch")
+    bench.add_argument("--plies", type=int, default=None, help="plies per timed self-play scan")
+    bench.add_argument("--simulations", type=int, default=None, help="search simulations per move")
+    bench.add_argument("--batch-size", type=int, default=None, help="training batch size")
+    bench.add_argument("--no-reference", action="store_true", help="skip the bare pgx + mctx loop")
+    bench.add_argument("--search", nargs="+", default=[], metavar="KEY=VALUE",
+                       help="search settings of the self-play cases, e.g. kind=muzero "
+                            "rules=package.module:factory rule_options.sc_limit=5")
+    bench.set_defaults(handler=command_bench)
+
+    gtp = commands.add_parser("gtp", help="GTP server (stdin/stdout) over a Go checkpoint")
+    gtp.add_argument("--checkpoint", default=None, help="Go run directory (newest readable step) or step directory")
+    gtp.add_argument("--simulations", type=int, default=None, help="search simulations per move (default: the run's)")
+    gtp.add_argument("--random", action="store_true", help="play uniformly random legal moves (protocol tests)")
+    gtp.add_argument("--size", type=int, default=7, help="board size with --random")
+    gtp.add_argument("--komi", type=float, default=None, help="komi (default: the run's; GTP 'komi' changes it)")
+    gtp.add_argument("--seed", type=int, default=0)
+    gtp.set_defaults(handler=command_gtp)
+
+    uci = commands.add_parser("uci", help="UCI chess engine (stdin/stdout) over a checkpoint's network and search")
+    uci.add_argument("--checkpoint", required=True, help="run directory (newest readable step) or step directory")
+    uci.add_argument("--step", type=int, default=None, help="checkpoint step of a run directory (default: newest)")
+    uci.add_argument("--simulations", type=int, default=None,
+                     help="start of the Simulations option (default: the run's search.num_simulations)")
+    uci.add_argument("--seed", type=int, default=0, help="seed of the search keys")
+    uci.add_argument("--compilation-cache", default="", help="directory of JAX's persistent compilation cache")
+    uci.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
+    uci.set_defaults(handler=command_uci)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["lc0"]:  # lc0 networks' own command line (describe, eval, convert, bench)
+        from zerolab.frontends.lc0_cli import main as lc0_main
+
+        return lc0_main(argv[1:])
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command in ("train", "uci"):
+        args.overrides = split_overrides(parser, args, extra)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    configure_logging()
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,62 @@
+"""Set-up shared by experiment launchers: the run directory, a training config from an experiment's sections, and
+JAX's persistent compilation cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import ml_collections
+
+from zerolab.training import train
+
+
+def prepare_experiment(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> pathlib.Path:
+    """The experiment's run directory, created, with its ``config.json`` written and JAX's compilation cache set
+    from ``config.compilation_cache`` (:func:`use_compilation_cache`)."""
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    use_compilation_cache(config.compilation_cache)
+    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
+    return workdir
+
+
+def use_compilation_cache(directory: str) -> str | None:
+    """Keeps JAX's compiled programs in ``directory`` (``~`` expanded) unless JAX already has a cache directory.
+
+    Processes that rerun an experiment read the compiled search, self-play and arena programs back from disk.
+    Returns the directory in use (None when there is none).
+    """
+    current = jax.config.jax_compilation_cache_dir
+    if current or not directory:
+        return current or None
+    path = os.path.expanduser(directory)
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    return path
+
+
+def training_config(sections: Mapping[str, Any], model: Mapping[str, Any], **values: Any) -> ml_collections.ConfigDict:
+    """A zerolab training config: ``train.default_config()`` with the keys of ``sections`` that it has, the given
+    ``model`` section and ``values`` (top-level keys such as ``init_from``; an unknown one is an error)."""
+    config = train.default_config()
+    config.model = ml_collections.ConfigDict(dict(model))
+    for key in config.keys():
+        if key != "model" and key in sections:
+            config[key] = _copy(sections[key])
+    for key, value in values.items():
+        if key not in config:
+            raise KeyError(f"{key!r} is not a training config key; keys: {', '.join(sorted(config.keys()))}")
+        config[key] = _copy(value)
+    config.lock()
+    return config
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, ml_collections.ConfigDict):
+        return ml_collections.ConfigDict(value.to_dict())
+    return value

@@ -1,0 +1,1 @@
+"""Networks: the input/output contract, the AlphaZero ResNet, and lc0-format networks (maia)."""

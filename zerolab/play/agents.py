@@ -1,0 +1,376 @@
+"""Agents: anything that picks moves for a batch of positions.
+
+An agent may be a network with a search (:class:`SearchAgent`), a searchless predictor, or an external program over
+UCI (:class:`EngineAgent`).  The arena plays agents against each other with pgx as the referee, so every agent
+speaks pgx action ids.
+
+Agent specs (command line, configs):
+
+* ``DIR[:key=value,...]`` — a run directory (its newest checkpoint) or one checkpoint step directory, with
+  search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``,
+  ``rules=package.module:factory`` (search rules; default: the run's own ``search.rules``) and the rules' options
+  (``rules=contempt_search.rules:contempt_rules,sc_limit=5``; ``rule.NAME=VALUE`` also works; values are Python
+  literals or strings).  Any other option of an agent with rules goes to its rules' factory, which rejects names it
+  does not take.
+* ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
+  :mod:`zerolab.engines.uci_client` for its options.
+* ``gnugo[:level=N,timeout=S,seed=K]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.engines.gtp_client`;
+  ``seed`` defaults to 1, so its moves repeat from run to run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import pathlib
+from typing import Any, Protocol, runtime_checkable
+
+import jax
+import numpy as np
+import pgx
+
+from zerolab.config import parse_value
+from zerolab.games import ChessGame, Game
+from zerolab.networks.network import make_network
+from zerolab.training.runs import Components, load_trained_variables
+from zerolab.search.mcts import SearchConfig, run_search
+from zerolab.selfplay.scan import SelfPlayConfig, choose_actions
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Picks one move per position.
+
+    Attributes:
+      name: a short name for tables, PGN headers and Elo books.
+    """
+
+    name: str
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        """[B] pgx action ids, one legal action per position of the batched ``states``.
+
+        Positions whose game has ended (``states.terminated``) may get any action; the arena ignores them.
+        """
+        ...
+
+    def new_game(self) -> None:
+        """Called before each batch of new games (engines clear their hash, predictors their history)."""
+        ...
+
+    # Optional: ``observe(states)`` — shown the batched positions of a ply the agent is not asked to move (a
+    # :class:`zerolab.play.arena.TeamAgent` calls it on the members its rule skips), so an agent that follows its games
+    # ply by ply (:class:`EngineAgent`'s boards) stays in step however long it is skipped.
+    # Optional: ``set_start_positions(start_fens)`` — called by the arena after ``new_game()`` when the games start
+    # from given positions (one text per game lane), for agents that cannot read a game's earlier moves off its pgx
+    # state (:class:`GTPEngineAgent` gives GNU Go the moves of a Go start position).
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``'path:a=1,b=2'`` → ``('path', {'a': '1', 'b': '2'})``."""
+    head, _, options = spec.partition(":")
+    parsed = {}
+    for item in filter(None, options.split(",")):
+        if "=" not in item:
+            raise ValueError(f"agent spec {spec!r}: option {item!r} is not key=value")
+        key, value = item.split("=", 1)
+        parsed[key.strip()] = value.strip()
+    return head, parsed
+
+
+@functools.lru_cache(maxsize=32)
+def compiled_search(search_config: Any, game: Game, network: Any, temperature: SelfPlayConfig | None = None):
+    """One jitted ``(variables, key, states) -> (actions [B], summary {name: [B]})`` per (search, game, network,
+    temperature), shared by agents; the summary is the search rules' (empty for the standard search).
+
+    With ``temperature`` (a :class:`zerolab.selfplay.scan.SelfPlayConfig` whose temperature schedule is used), the move is
+    sampled from the root visits as in self-play (:func:`zerolab.selfplay.scan.choose_actions`), at each game's ply
+    ``states._step_count`` (plies since its start position); the key is split into a search key and a sampling key.
+    Without it the move is the search's choice, from the whole key.
+    """
+
+    def search(variables, key, states):
+        if temperature is None:
+            output = run_search(search_config, game, network, variables, key, states)
+            return output.action, output.summary
+        search_key, sample_key = jax.random.split(key)
+        output = run_search(search_config, game, network, variables, search_key, states)
+        action = choose_actions(sample_key, output.visit_counts, output.action, states._step_count, temperature)
+        return action, output.summary
+
+    return jax.jit(search)
+
+
+class SearchAgent:
+    """A network with a search, e.g. a training checkpoint; ``select_actions`` is one jitted batched search.
+
+    The search rules' per-search statistics (``SearchRules.summary_fn``) are averaged over the positions the agent
+    searched (those of games still running): :meth:`search_statistics`.
+
+    ``temperature`` (default None: play the search's choice) samples each move from the root visits with a
+    self-play temperature schedule (a :class:`zerolab.selfplay.scan.SelfPlayConfig`; only its ``temperature*`` fields
+    are read), counted from each game's start position: e.g. lc0's schedule over full moves
+    (``temperature_schedule="moves"``) for matches between self-play settings.
+    """
+
+    def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any,
+                 temperature: SelfPlayConfig | None = None):
+        if temperature is not None and not isinstance(temperature, SelfPlayConfig):
+            raise TypeError(f"temperature must be a zerolab.selfplay.scan.SelfPlayConfig or None, "
+                            f"got {type(temperature).__name__}")
+        self.name = name
+        self.game = game
+        self.network = network
+        self.variables = variables
+        self.search_config = search_config
+        self.temperature = temperature
+        self._search = compiled_search(search_config, game, network, temperature)
+        self._statistic_totals: dict[str, float] = {}
+        self._searched_positions = 0
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        actions, summary = self._search(self.variables, key, states)
+        if summary:
+            running = ~np.asarray(states.terminated)
+            self._searched_positions += int(running.sum())
+            for name, values in summary.items():
+                total = float(np.asarray(values)[running].sum())
+                self._statistic_totals[name] = self._statistic_totals.get(name, 0.0) + total
+        return np.asarray(actions)
+
+    def search_statistics(self) -> dict[str, float]:
+        """``{name: mean}`` of the search summary over every position searched so far (empty without a summary)."""
+        return {name: total / max(self._searched_positions, 1) for name, total in self._statistic_totals.items()}
+
+    def new_game(self) -> None:
+        pass
+
+
+SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name", "rules"}
+RULE_OPTION_PREFIX = "rule."
+
+
+def search_config_with_options(search: SearchConfig, options: dict[str, str]) -> SearchConfig:
+    """``search`` with a checkpoint agent spec's search options applied (see the module docstring)."""
+    rules = options.get("rules", search.rules)
+    rule_options = {key.removeprefix(RULE_OPTION_PREFIX): parse_value(value)
+                    for key, value in options.items() if key not in SEARCH_OPTION_KEYS}
+    if rule_options and not rules:
+        raise ValueError(f"unknown checkpoint agent options {sorted(rule_options)}; valid: {sorted(SEARCH_OPTION_KEYS)} "
+                         f"(and the options of the search rules, given rules=package.module:factory)")
+    if rules != search.rules:  # other rules: the run's rule options belonged to the run's rules
+        base_options = {}
+    else:
+        base_options = dict(search.rule_options)
+    return dataclasses.replace(
+        search,
+        num_simulations=int(options.get("simulations", search.num_simulations)),
+        kind=options.get("kind", search.kind),
+        gumbel_scale=float(options.get("gumbel_scale", search.gumbel_scale)),
+        max_num_considered_actions=int(options.get("considered", search.max_num_considered_actions)),
+        rules=rules,
+        rule_options=tuple(sorted({**base_options, **rule_options}.items())),
+    )
+
+
+def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
+                      game: Game | None = None, temperature: SelfPlayConfig | None = None) -> SearchAgent:
+    """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory.
+
+    ``game`` (default: the run's own) is the game the agent plays: the network module is built for it from the run's
+    model config, e.g. an AlphaGateau trained on 5×5 Gardner chess playing 8×8 chess (its graph, not its parameters,
+    carries the board size).  Agents of one architecture and game share one compiled search.  ``temperature``: see
+    :class:`SearchAgent`.
+    """
+    options = dict(options or {})
+    trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
+    components = Components.from_config(trained.config)
+    if game is not None and game != components.game:
+        components = dataclasses.replace(components, game=game, network=make_network(trained.config.model, game))
+    search = search_config_with_options(components.search, options)
+    search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not inside a jitted search
+    name = options.get("name", f"{pathlib.Path(path).name}@{trained.step}")
+    return SearchAgent(name, components.game, components.network, trained.variables, search, temperature)
+
+
+class EngineAgent:
+    """An external UCI engine (Stockfish, Fairy-Stockfish) choosing moves one position at a time.
+
+    The engine sees the game's moves, not just a FEN: each game lane's python-chess board (a
+    :class:`zerolab.games.board.GardnerBoard` on 5×5) is continued from pgx's states by :class:`zerolab.games.board.GameBoards`
+    and sent as ``position startpos|fen ROOT moves ...``, so the engine knows the repetitions.  pgx stays the
+    referee: when the engine's move is not legal under pgx's rules (Gardner rules differ in details between the
+    two), a uniformly random legal move is played instead and counted in ``fallback_moves``; so is a move lost to
+    an engine crash or time-out (the engine is restarted).
+    """
+
+    def __init__(self, spec: str, game: ChessGame, seed: int = 0):
+        from zerolab.games.board import GameBoards, rules_name
+        from zerolab.engines.uci_client import EngineSpec, UCIEngine
+
+        if not isinstance(game, ChessGame):
+            raise ValueError(f"engine agents play chess or gardner_chess, not {game.name}")
+        self.name = spec
+        self.game = game
+        self.engine = UCIEngine(EngineSpec.parse(spec), rules_name(game))
+        self.boards = GameBoards(game)
+        self.rng = np.random.default_rng(seed)
+        self.fallback_moves = 0
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        del key
+        states = jax.device_get(states)
+        batch = states.terminated.shape[0]
+        actions = np.zeros(batch, np.int32)
+        for index in range(batch):
+            state = jax.tree.map(lambda x: x[index], states)
+            if bool(state.terminated):
+                continue
+            actions[index] = self._choose(index, state)
+        return actions
+
+    def _choose(self, lane: int, state: pgx.State) -> int:
+        from zerolab.games.board import describe_position
+        from zerolab.engines.uci_client import EngineError
+
+        board = self.boards.board(lane, state)
+        try:
+            return self.game.uci_to_action(self.engine.play(board), state)
+        except EngineError as error:  # the engine died or timed out: restart it for the next move
+            logger.warning("%s failed on %s (%s); restarting it", self.name, describe_position(board), error)
+            self.engine.restart()
+        except ValueError as error:  # a move pgx's rules do not allow
+            logger.warning("%s: %s", self.name, error)
+        self.fallback_moves += 1
+        return int(self.rng.choice(np.flatnonzero(np.asarray(state.legal_action_mask))))
+
+    def observe(self, states: pgx.State) -> None:
+        """Keep the game boards in step with positions played by others (a team mate); the engine is not asked."""
+        self.boards.follow(states)
+
+    def new_game(self) -> None:
+        self.engine.new_game()
+        self.boards.reset()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+class GTPEngineAgent:
+    """An external GTP engine (GNU Go) playing Go, spec ``gnugo[:level=N,timeout=S,seed=K]``; pgx stays the referee.
+
+    The agent keeps each game lane's moves: between two of its calls the opponent played one move, found by
+    comparing the lane's state after the agent's own move (replayed with pgx) with the new state (the point that
+    turned from empty to the opponent's colour; none means a pass).  Games from start positions
+    (:meth:`set_start_positions`, Go's move-list texts: :meth:`zerolab.games.go.GoGame.from_fen`) begin with those
+    moves.  Before each move the engine is given the lane's game (``clear_board`` and the moves; only the new moves
+    when it already holds that lane's game).  A move pgx
+    does not allow (GNU Go's ko rule is not pgx's positional superko), ``resign``, or a move lost to an engine crash
+    or time-out (the engine is restarted) becomes a uniformly random legal move, counted in ``fallback_moves``.
+    """
+
+    def __init__(self, spec: str, game: Game, seed: int = 0):
+        from zerolab.games import GoGame
+        from zerolab.engines.gtp_client import GTPEngine, GTPEngineOptions
+
+        if not isinstance(game, GoGame):
+            raise ValueError(f"GTP engine agent {spec!r} plays go, not {game.name}")
+        self.name = spec
+        self.game = game
+        self.engine = GTPEngine(GTPEngineOptions.parse(spec, board_size=game.size, komi=game.komi))
+        self.rng = np.random.default_rng(seed)
+        self.fallback_moves = 0
+        self._step = jax.jit(game.step)
+        self.new_game()
+
+    def new_game(self) -> None:
+        self._moves: dict[int, list[int]] = {}  # lane -> pgx actions played so far
+        self._after_own_move: dict[int, pgx.State] = {}  # lane -> state after this agent's last move
+        self._start: dict[int, tuple[list[int], pgx.State]] = {}  # lane -> its start position's moves and state
+        self._engine_lane: int | None = None
+        self._engine_moves: list[int] = []
+
+    def set_start_positions(self, start_fens: list[str] | None) -> None:
+        """The games of the next batch start from these positions (one move-list text per lane; None: the empty
+        board)."""
+        if start_fens is None:
+            self._start = {}
+            return
+        positions = {text: (self.game.start_moves(text), self.game.from_fen(text)) for text in set(start_fens)}
+        self._start = {lane: positions[text] for lane, text in enumerate(start_fens)}  # each text replayed once
+
+    def _opponent_move(self, lane: int, state: pgx.State) -> int | None:
+        """The move played since this agent's last move in ``lane`` (None when the lane starts now)."""
+        before = self._after_own_move.get(lane)
+        if before is None:
+            before = self._start[lane][1] if lane in self._start else self.game.init(jax.random.key(0))
+        if int(self.game.plies_played(state)) != int(self.game.plies_played(before)) + 1:
+            return None
+        old, new = np.asarray(self.game.stone_colours(before)), np.asarray(self.game.stone_colours(state))
+        placed = np.flatnonzero((old == 0) & (new != 0))
+        return int(placed[0]) if len(placed) else self.game.pass_action
+
+    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+        del key
+        states = jax.device_get(states)
+        actions = np.zeros(states.terminated.shape[0], np.int32)
+        for lane in np.flatnonzero(~np.asarray(states.terminated)):
+            state = jax.tree.map(lambda leaf: leaf[lane], states)
+            moves = self._moves.setdefault(int(lane), list(self._start.get(int(lane), ([], None))[0]))
+            if int(self.game.plies_played(state)) != len(moves):
+                opponent = self._opponent_move(int(lane), state)
+                if opponent is None or int(self.game.plies_played(state)) != len(moves) + 1:
+                    raise ValueError(f"{self.name}: game lane {lane} is at ply {int(self.game.plies_played(state))} "
+                                     f"but the agent saw {len(moves)} moves; call new_game() before new games")
+                moves.append(opponent)
+            actions[lane] = self._choose(int(lane), state, moves)
+            moves.append(int(actions[lane]))
+            self._after_own_move[int(lane)] = self._step(state, actions[lane])
+        return actions
+
+    def _choose(self, lane: int, state: pgx.State, moves: list[int]) -> int:
+        from zerolab.engines.gtp_client import GTPEngineError
+
+        colour = "b" if bool(self.game.black_to_move(state)) else "w"
+        try:
+            if self._engine_lane != lane or moves[: len(self._engine_moves)] != self._engine_moves:
+                self.engine.set_position([self.game.action_to_gtp(action) for action in moves])
+            else:
+                for index in range(len(self._engine_moves), len(moves)):
+                    self.engine.send(f"play {'b' if index % 2 == 0 else 'w'} {self.game.action_to_gtp(moves[index])}")
+            self._engine_lane, self._engine_moves = lane, list(moves)
+            vertex = self.engine.generate_move(colour)
+            self._engine_moves.append(-1)  # the engine played its move; a mismatch below forces a full replay
+            if vertex != "resign":
+                action = self.game.gtp_to_action(vertex)
+                if bool(state.legal_action_mask[action]):
+                    self._engine_moves[-1] = action
+                    return action
+                logger.warning("%s: move %s is illegal under pgx's rules", self.name, vertex)
+        except GTPEngineError as error:
+            logger.warning("%s failed (%s); restarting it", self.name, error)
+            self.engine.restart()
+            self._engine_lane = None
+        self.fallback_moves += 1
+        return int(self.rng.choice(np.flatnonzero(np.asarray(state.legal_action_mask))))
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+GTP_ENGINE_NAMES = ("gnugo",)
+
+
+def make_agent(spec: str, game: Game | None = None) -> Agent:
+    """An agent from a spec string (see the module docstring)."""
+    head, options = split_spec(spec)
+    if pathlib.Path(head).is_dir():  # a run or checkpoint directory; an engine may be given by its file's path
+        return load_search_agent(head, options)
+    if game is None:
+        raise ValueError(f"engine agent {spec!r} needs the game it plays")
+    if pathlib.Path(head).name in GTP_ENGINE_NAMES:
+        return GTPEngineAgent(spec, game)
+    return EngineAgent(spec, game)

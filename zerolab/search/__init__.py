@@ -1,0 +1,1 @@
+"""Search: mctx's Gumbel and PUCT loops with method rules (node state, selection, backup)."""

@@ -1,0 +1,104 @@
+"""Methods: what a training run may replace besides the network and the search rules.
+
+A method is chosen by ``config.method`` (empty for AlphaZero, else ``"package.module:factory"``) with
+``config.method_options`` as keyword arguments: ``factory(config, game, **method_options) -> Method``.  Each field of
+:class:`Method` is a typed hook with AlphaZero's behaviour as its default, so a method states only what it changes:
+
+* ``loss_fn`` (:data:`LossFn`): the training loss over a :class:`~zerolab.networks.network.NetworkOutput` and the frames
+  (the core adds ``train.l2_weight`` times the parameters' squared norm).
+* ``value_targets_fn`` (:data:`~zerolab.selfplay.scan.ValueTargetsFn`): value targets from the self-play records.
+* ``initial_states_fn`` (:data:`~zerolab.selfplay.scan.InitialStatesFn`): the positions fresh games start from.
+* ``move_rule`` (:data:`MoveRuleFactory`): the per-ply move rule of self-play (two players of a team, a frozen
+  partner network, ...); its ``PlyDecision.frame_extras`` become per-frame fields that replay and checkpoints carry.
+* ``selfplay`` (:data:`SelfPlayFactory`): one device's whole self-play function, for methods whose games do not fit
+  one scan of plies (SAI's branching); built from the core's public parts.
+
+The training loop (:mod:`zerolab.training.train`) jits and shards whatever the method supplies exactly as it does the defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from zerolab.games import Game
+from zerolab.networks.network import NetworkOutput
+from zerolab.search.mcts import load_factory, masked_logits
+from zerolab.selfplay.scan import (
+    Frames,
+    InitialStatesFn,
+    MoveRule,
+    PlayFn,
+    ValueTargetsFn,
+    make_play_fn,
+    outcome_value_targets,
+    search_move_rule,
+)
+
+# The factories below receive the run's ``zerolab.training.runs.Components`` (game, network, search, rules, self-play
+# sizes); that module sits above this one (it builds the method), so the type is not imported here.
+Components = Any
+
+LossFn = Callable[[NetworkOutput, Frames], tuple[jax.Array, dict[str, jax.Array]]]
+"""``(network output over a batch [N], frames [N]) -> (scalar loss, {metric name: scalar})``."""
+MoveRuleFactory = Callable[[Components], MoveRule]
+"""``(components) -> MoveRule``: builds the per-ply move rule from the run's game, network and search."""
+SelfPlayFactory = Callable[[Components], PlayFn]
+"""``(components) -> PlayFn``: builds one device's self-play function."""
+
+
+def alphazero_loss(output: NetworkOutput, frames: Frames) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Policy cross-entropy (illegal actions masked) + value squared error over frames with a known outcome."""
+    logits = masked_logits(output.policy_logits, frames.legal_action_mask)
+    policy_target = frames.policy_target.astype(jnp.float32)
+    policy_loss = optax.softmax_cross_entropy(logits, policy_target).mean()
+    value_mask = frames.value_mask.astype(jnp.float32)
+    value_loss = jnp.sum(value_mask * (output.value - frames.value_target) ** 2) / jnp.maximum(value_mask.sum(), 1.0)
+    return policy_loss + value_loss, {"policy_loss": policy_loss, "value_loss": value_loss}
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """A training method's hooks; ``None`` keeps the core's default for that part (see the module docstring)."""
+
+    loss_fn: LossFn = alphazero_loss
+    value_targets_fn: ValueTargetsFn = outcome_value_targets
+    initial_states_fn: InitialStatesFn | None = None
+    move_rule: MoveRuleFactory | None = None
+    selfplay: SelfPlayFactory | None = None
+
+    def selfplay_parts(self, components: Components) -> tuple[PlayFn, Any]:
+        """``(one device's self-play, the frozen variables it plays with)``: the method's own self-play, or the
+        core's scan with the method's move rule, initial states and value targets."""
+        if self.selfplay is not None:
+            return self.selfplay(components), None
+        move_rule = self.make_move_rule(components)
+        play_fn = make_play_fn(components.game, move_rule, components.selfplay, self.initial_states_fn,
+                               self.value_targets_fn)
+        return play_fn, move_rule.frozen_variables
+
+    def make_move_rule(self, components: Components) -> MoveRule:
+        if self.move_rule is not None:
+            return self.move_rule(components)
+        return search_move_rule(components.game, components.network, components.search, components.rules)
+
+
+ALPHAZERO = Method()
+
+
+def make_method(config: Any, game: Game) -> Method:
+    """The method named by ``config.method`` (AlphaZero when empty or absent, as in configs of older runs)."""
+    name = config.get("method", "") or ""
+    if not name:
+        return ALPHAZERO
+    options = config.get("method_options", None)
+    options = options.to_dict() if hasattr(options, "to_dict") else dict(options or {})
+    method = load_factory(name, "method")(config, game, **options)
+    if not isinstance(method, Method):
+        raise TypeError(f"method={name!r} returned {type(method).__name__}, expected zerolab.training.method.Method")
+    return method

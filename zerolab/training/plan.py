@@ -1,0 +1,446 @@
+"""Cost plans: what a training run's programs cost, read from the compiled programs themselves, before any run.
+
+:func:`plan_training_run` builds a run's programs exactly as :func:`zerolab.training.train.run` does (same components, same
+jitted functions), lowers and compiles them ahead of time with abstract inputs (``jax.ShapeDtypeStruct``: nothing is
+initialised or run at the preset's size) on the local backend, and reads XLA's ``cost_analysis`` and
+``memory_analysis``:
+
+* **self-play**: the whole scan of one iteration — its device memory (arguments, outputs, temporaries) and compile
+  time.  XLA counts the body of a loop once, whatever its trip count, so its FLOPs are not the iteration's;
+* **network evaluation**: one forward pass over the self-play batch (no loops); self-play evaluates it
+  ``plies × (simulations + 1)`` times an iteration (the root, then one leaf per simulation);
+* **training step**: one update at ``train.batch_size`` (no loops), ``epochs × window / batch`` times an iteration.
+
+Host memory comes from the replay window's real encoding (:class:`zerolab.training.replay.FrameCodec`) of positions from random
+legal games played by pgx, with policy targets as wide as the most legal moves seen (Gumbel MuZero's target covers
+every legal move; a visit-count target at most ``num_simulations``).  Times are estimated from :data:`MEASURED_RATES`
+(rates measured on accelerators, with the command that measured them in zerolab/README.md); a program with no
+measured rate for the accelerator is "not measured".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from zerolab.devices import make_mesh
+from zerolab.games import Game
+from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
+from zerolab.training.replay import STORAGE_DTYPES, FrameWindow
+from zerolab.training.runs import Components, init_train_state, make_optimizer
+
+GIB = 1024**3
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasuredRate:
+    """A rate measured on an accelerator for one program: self-play moves/s or training samples/s."""
+
+    accelerator: str
+    program: str  # "selfplay" (moves/s) or "train" (samples/s)
+    game: str
+    model: str  # model.name
+    width: int
+    blocks: int
+    simulations: int  # self-play only (0 for training)
+    batch: int  # games in parallel (self-play) or batch size (training)
+    rate: float
+    source: str
+    model_options: tuple = ()  # the model config's other keys ((key, value), ...) when measured: () = none set
+
+
+#: Rates measured on one NVIDIA H100 80GB (zerolab/README.md, "Measured on a GPU", 2026-11-23, mctx's search loop;
+#: AlphaGateau as it was then, before its ``block``/``heads``/``pooling`` keys: the paper's architecture is estimated).
+MEASURED_RATES = (
+    MeasuredRate("h100", "selfplay", "chess", "alphagateau.network:make_alphagateau", 128, 5, 128, 256, 141.0,
+                 "zerolab bench, 256 games × 8 plies"),
+    MeasuredRate("h100", "selfplay", "chess", "resnet", 128, 5, 128, 256, 246.0, "zerolab bench, 256 games × 8 plies"),
+    MeasuredRate("h100", "train", "chess", "alphagateau.network:make_alphagateau", 128, 5, 0, 256, 7706.0,
+                 "zerolab bench --only train, batch 256"),
+    MeasuredRate("h100", "train", "chess", "alphagateau.network:make_alphagateau", 128, 5, 0, 1024, 9159.0,
+                 "zerolab bench --only train, batch 1024"),
+    MeasuredRate("h100", "train", "chess", "resnet", 128, 5, 0, 1024, 150414.0, "zerolab bench --only train, batch 1024"),
+)
+
+
+@dataclasses.dataclass
+class ProgramCost:
+    """One compiled program: XLA's figures for a single call."""
+
+    name: str
+    compile_seconds: float
+    flops: float
+    bytes_accessed: float
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    alias_bytes: int
+
+    @property
+    def device_bytes(self) -> int:
+        """Peak device memory of a call as XLA plans it: arguments + outputs + temporaries − donated aliases."""
+        return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+
+
+def compile_cost(name: str, lowered: Any) -> ProgramCost:
+    """Compiles ``lowered`` (a ``jax.stages.Lowered``) and reads its cost and memory analyses."""
+    started = time.perf_counter()
+    compiled = lowered.compile()
+    seconds = time.perf_counter() - started
+    cost = compiled.cost_analysis()
+    cost = (cost[0] if isinstance(cost, (list, tuple)) else cost) or {}
+    memory = compiled.memory_analysis()
+    return ProgramCost(name, seconds, float(cost.get("flops", float("nan"))), float(cost.get("bytes accessed", float("nan"))),
+                       int(getattr(memory, "argument_size_in_bytes", 0)), int(getattr(memory, "output_size_in_bytes", 0)),
+                       int(getattr(memory, "temp_size_in_bytes", 0)), int(getattr(memory, "alias_size_in_bytes", 0)))
+
+
+def abstract(tree: Any) -> Any:
+    return jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype), tree)
+
+
+def tree_bytes(tree: Any) -> int:
+    return int(sum(math.prod(leaf.shape) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree)))
+
+
+def random_positions(game: Game, num_games: int = 32, plies: int = 48, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(observation [N, ...] float16, legal_action_mask [N, A])`` of ``num_games`` random legal games (pgx)."""
+
+    @jax.jit
+    def play(key):
+        def ply(states, key):
+            noise = jax.random.gumbel(key, states.legal_action_mask.shape)
+            action = jnp.where(states.legal_action_mask, noise, -jnp.inf).argmax(-1)
+            stepped = jax.vmap(game.step)(states, action)
+            fresh = jax.vmap(game.init)(jax.random.split(key, num_games))
+            over = stepped.terminated | stepped.truncated
+            stepped = jax.tree.map(lambda new, old: jnp.where(over.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+                                   fresh, stepped)
+            return stepped, (states.observation, states.legal_action_mask)
+
+        states = jax.vmap(game.init)(jax.random.split(key, num_games))
+        return jax.lax.scan(ply, states, jax.random.split(key, plies))[1]
+
+    observation, legal = play(jax.random.key(seed))
+    observation = np.asarray(observation).reshape((-1,) + tuple(observation.shape[2:])).astype(np.float16)
+    return observation, np.asarray(legal).reshape(-1, legal.shape[-1])
+
+
+@dataclasses.dataclass
+class FrameBytes:
+    """Host bytes of one replay frame, dense (the storage dtypes) and compact (the window's encoding)."""
+
+    dense: float
+    compact: float
+    policy_width: int  # non-zero policy entries stored per frame
+    positions: int  # random positions the estimate was made from
+
+
+def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: int) -> FrameBytes:
+    """Bytes of a frame of ``game``, from the replay window's own encoding of random positions whose policy targets
+    cover every legal move (Gumbel MuZero's) or, with ``search_kind='muzero'``, at most ``simulations`` of them
+    (visit counts); ``extras_bytes``: a method's per-frame fields, added to both."""
+    observation, legal = random_positions(game)
+    policy = legal.astype(np.float32)
+    if search_kind == "muzero":
+        policy *= np.cumsum(legal, axis=1) <= simulations
+    policy /= np.maximum(policy.sum(axis=1, keepdims=True), 1.0)
+    count = len(observation)
+    fields = {"observation": observation, "legal_action_mask": legal, "policy_target": policy,
+              "value_target": np.zeros(count, np.float32), "value_mask": np.ones(count, bool)}
+    window = FrameWindow.from_fields({name: np.asarray(value).astype(STORAGE_DTYPES[name])
+                                      for name, value in fields.items()})
+    dense = sum(array.nbytes for array in window.fields().values()) / count
+    width = int(window.arrays["policy_indices"].shape[1])
+    return FrameBytes(dense + extras_bytes, window.bytes_per_frame() + extras_bytes, width, count)
+
+
+@dataclasses.dataclass
+class RunPlan:
+    """What one training run costs: its programs, its per-iteration counts and its host memory."""
+
+    label: str
+    description: dict
+    programs: list[ProgramCost]
+    evaluations_per_iteration: int  # network forward passes over the self-play batch
+    updates_per_iteration: int  # at a full window
+    total_updates: int  # over every iteration of the run
+    frames_per_iteration: int
+    iterations: int
+    frame: FrameBytes
+    window_size: int
+    selfplay_host_bytes: int  # self-play's outputs brought to the host each iteration
+    train_state_bytes: int
+    parameters: int
+    seconds: float  # what making this plan took
+
+    def program(self, name: str) -> ProgramCost:
+        return next(program for program in self.programs if program.name == name)
+
+    @property
+    def flops_per_iteration(self) -> dict[str, float]:
+        return {"selfplay": self.program("network evaluation").flops * self.evaluations_per_iteration,
+                "train": self.program("training step").flops * self.updates_per_iteration}
+
+
+def plan_training_run(config: Any, label: str = "run") -> RunPlan:
+    """The cost plan of ``zerolab.training.train.run(config)``'s programs on one device of the local backend."""
+    started = time.perf_counter()
+    components = Components.from_config(config)
+    mesh = make_mesh(jax.devices()[:1])
+    optimizer = make_optimizer(config.train)
+    state = jax.eval_shape(lambda key: init_train_state(components.network, components.game, optimizer, key),
+                           jax.random.key(0))
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    key = jax.random.key(0)
+
+    from zerolab.training.train import make_run_selfplay_fn, standard_train_step
+
+    selfplay_fn = make_run_selfplay_fn(components, mesh)
+    selfplay_lowered = selfplay_fn.lower(variables, key)
+    selfplay = compile_cost("self-play", selfplay_lowered)
+    frames, _ = selfplay_lowered.out_info
+
+    games = int(config.selfplay.num_games)
+    game = components.game
+    observation = jax.ShapeDtypeStruct((games,) + tuple(game.observation_shape), jnp.float32)
+    legal = jax.ShapeDtypeStruct((games, game.num_actions), jnp.bool_)
+
+    def evaluate(variables, observation, legal):
+        return apply_network(components.network, variables, NetworkInputs(observation, legal), train=False)[0]
+
+    evaluation = compile_cost("network evaluation", jax.jit(evaluate).lower(variables, observation, legal))
+
+    batch_size = int(config.train.batch_size)
+    batch = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct((batch_size,) + tuple(leaf.shape[2:]), leaf.dtype), frames)
+    batch = batch.replace(**{name: jax.ShapeDtypeStruct(getattr(batch, name).shape, dtype)
+                             for name, dtype in STORAGE_DTYPES.items()})
+    train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
+                                     float(config.train.l2_weight), components.method.loss_fn,
+                                     str(config.train.get("optimizer", "adam")), float(config.train.get("momentum", 0.9)))
+    training = compile_cost("training step", train_step.lower(state, batch))
+
+    plies = int(config.selfplay.plies_per_iteration)
+    simulations = int(config.search.num_simulations)
+    frames_per_iteration = games * plies
+    window_size = int(config.replay.window_size)
+    epochs = float(config.train.epochs_per_iteration)
+    iterations = int(config.iterations)
+    updates = [max(1, math.ceil(epochs * min(window_size, frames_per_iteration * iteration) / batch_size))
+               for iteration in range(1, iterations + 1)]
+    extras_bytes = sum(math.prod(leaf.shape[2:]) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(frames.extras))
+    model = config.model
+    size_keys = ("name", "channels", "embedding_size", "num_blocks")
+    description = {
+        "model_options": tuple(sorted((key, value) for key, value in model.items() if key not in size_keys)),
+        "game": config.game.name, "model": model.name, "width": int(model.get("channels", model.get("embedding_size", 0))),
+        "blocks": int(model.get("num_blocks", 0)), "search": config.search.kind, "simulations": simulations,
+        "games": games, "plies": plies, "batch_size": batch_size, "window_size": window_size,
+        "epochs_per_iteration": epochs, "iterations": iterations,
+    }
+    return RunPlan(
+        label=label, description=description, programs=[selfplay, evaluation, training],
+        evaluations_per_iteration=plies * (simulations + 1), updates_per_iteration=updates[-1],
+        total_updates=sum(updates), frames_per_iteration=frames_per_iteration, iterations=iterations,
+        frame=frame_bytes(game, simulations, str(config.search.kind), extras_bytes), window_size=window_size,
+        selfplay_host_bytes=selfplay.output_bytes, train_state_bytes=tree_bytes(state),
+        parameters=count_parameters(state.params), seconds=time.perf_counter() - started,
+    )
+
+
+def matching_rates(plan: RunPlan, program: str, accelerator: str) -> list[MeasuredRate]:
+    """The measured rates for ``program`` of this run's game and network family on ``accelerator``."""
+    d = plan.description
+    return [rate for rate in MEASURED_RATES
+            if rate.accelerator == accelerator and rate.program == program and rate.game == d["game"]
+            and rate.model == d["model"]]
+
+
+def estimate_seconds(plan: RunPlan, program: str, accelerator: str) -> tuple[float | None, str]:
+    """``(seconds per iteration at a full window, how)`` for ``program`` ('selfplay' or 'train') on ``accelerator``.
+
+    A rate measured at this run's exact sizes is used as it is; one measured for the same game and network family at
+    other sizes is scaled by the ratio of the compiled programs' FLOPs per move or per sample (an estimate, said so);
+    with none, ``None, 'not measured'``."""
+    d = plan.description
+    work = plan.frames_per_iteration if program == "selfplay" else plan.updates_per_iteration * d["batch_size"]
+    exact = [rate for rate in matching_rates(plan, program, accelerator)
+             if (rate.width, rate.blocks, rate.model_options) == (d["width"], d["blocks"], d["model_options"])
+             and (program == "train" or rate.simulations == d["simulations"])
+             and rate.batch == (d["games"] if program == "selfplay" else d["batch_size"])]
+    if exact:
+        return work / exact[0].rate, f"measured: {exact[0].rate:,.0f}/s ({exact[0].source})"
+    similar = matching_rates(plan, program, accelerator)
+    if not similar:
+        return None, f"no rate measured for {d['game']} with {d['model']} on {accelerator}"
+    reference = similar[0]
+    flops = plan.flops_per_iteration[program] / work
+    reference_flops = reference_flops_per_item(reference)
+    rate = reference.rate * reference_flops / flops
+    options = ", other model keys" if reference.model_options != d["model_options"] else ""
+    return work / rate, (f"estimate: {rate:,.0f}/s, scaled by FLOPs from {reference.rate:,.0f}/s measured at width "
+                         f"{reference.width}, {reference.blocks} blocks{options}, batch {reference.batch}"
+                         + (f", {reference.simulations} simulations" if program == "selfplay" else ""))
+
+
+_REFERENCE_FLOPS: dict[MeasuredRate, float] = {}
+
+
+def reference_flops_per_item(rate: MeasuredRate) -> float:
+    """FLOPs per move (self-play: (simulations + 1) network evaluations) or per sample (training) of the network
+    a rate was measured with, from its compiled forward pass or training step."""
+    if rate not in _REFERENCE_FLOPS:
+        from zerolab.config import ConfigDict
+        from zerolab.training.train import default_config
+
+        config = default_config()
+        config.game.name = rate.game
+        width_key = "embedding_size" if "alphagateau" in rate.model else "channels"
+        config.model = ConfigDict({"name": rate.model, width_key: rate.width, "num_blocks": rate.blocks})
+        components = Components.from_config(config)
+        state = jax.eval_shape(lambda key: init_train_state(components.network, components.game,
+                                                            make_optimizer(config.train), key), jax.random.key(0))
+        variables = {"params": state.params, "batch_stats": state.batch_stats}
+        game = components.game
+        observation = jax.ShapeDtypeStruct((rate.batch,) + tuple(game.observation_shape), jnp.float32)
+        legal = jax.ShapeDtypeStruct((rate.batch, game.num_actions), jnp.bool_)
+        if rate.program == "selfplay":
+            lowered = jax.jit(lambda v, o, m: apply_network(components.network, v, NetworkInputs(o, m))[0]).lower(
+                variables, observation, legal)
+            _REFERENCE_FLOPS[rate] = compile_cost("reference", lowered).flops * (rate.simulations + 1) / rate.batch
+        else:
+            from zerolab.training.train import loss_fn
+
+            def gradient(params, batch_stats, observation, legal, policy, value, mask):
+                from zerolab.selfplay.scan import Frames
+
+                frames = Frames(observation, legal, policy, value, mask)
+                return jax.grad(loss_fn, has_aux=True)(params, batch_stats, components.network, frames, 0.0)
+
+            policy = jax.ShapeDtypeStruct((rate.batch, game.num_actions), jnp.float16)
+            scalar = jax.ShapeDtypeStruct((rate.batch,), jnp.float32)
+            mask = jax.ShapeDtypeStruct((rate.batch,), jnp.bool_)
+            observation16 = jax.ShapeDtypeStruct(observation.shape, jnp.float16)
+            lowered = jax.jit(gradient).lower(state.params, state.batch_stats, observation16, legal, policy, scalar, mask)
+            _REFERENCE_FLOPS[rate] = compile_cost("reference", lowered).flops / rate.batch
+    return _REFERENCE_FLOPS[rate]
+
+
+def _bytes(count: float) -> str:
+    return f"{count / GIB:.2f} GiB" if count >= GIB / 10 else f"{count / 1024**2:.1f} MiB"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not measured"
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.1f} s"
+
+
+def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
+    """The plan as text: programs, per-iteration work, host memory and time estimates on ``accelerator``."""
+    d = plan.description
+    lines = [f"== {plan.label}: {d['game']}, {d['model']} (width {d['width']}, {d['blocks']} blocks, "
+             f"{plan.parameters:,} parameters), {d['search']} {d['simulations']} simulations, {d['games']} games × "
+             f"{d['plies']} plies, batch {d['batch_size']}, window {d['window_size']:,}, {d['iterations']} iterations",
+             f"{'program':<20}{'compile':>10}{'GFLOP/call':>14}{'device memory':>16}{'  (arguments / outputs / temporaries)'}"]
+    for program in plan.programs:
+        flops = f"{program.flops / 1e9:,.2f}" + ("*" if program.name == "self-play" else "")
+        lines.append(f"{program.name:<20}{program.compile_seconds:>9.1f}s{flops:>14}{_bytes(program.device_bytes):>16}"
+                     f"  ({_bytes(program.argument_bytes)} / {_bytes(program.output_bytes)} / {_bytes(program.temp_bytes)})")
+    lines.append("* XLA counts a loop's body once: self-play's FLOPs below come from its network evaluations")
+    flops = plan.flops_per_iteration
+    lines.append(f"per iteration: {plan.frames_per_iteration:,} frames; {plan.evaluations_per_iteration:,} evaluations "
+                 f"of {d['games']} positions = {flops['selfplay'] / 1e12:,.1f} TFLOP; {plan.updates_per_iteration:,} "
+                 f"updates (full window) = {flops['train'] / 1e12:,.1f} TFLOP")
+    frame = plan.frame
+    lines.append(f"host: replay frame {frame.dense / 1024:.1f} KB dense, {frame.compact / 1024:.2f} KB compact "
+                 f"(policy width {frame.policy_width}, from {frame.positions} random positions); window "
+                 f"{_bytes(frame.dense * plan.window_size)} dense, {_bytes(frame.compact * plan.window_size)} compact; "
+                 f"self-play output to host {_bytes(plan.selfplay_host_bytes)} an iteration")
+    lines.append(f"checkpoints: train state {_bytes(plan.train_state_bytes)}; replay chunk of new frames "
+                 f"{_bytes(frame.compact * min(plan.frames_per_iteration, plan.window_size))} an iteration")
+    selfplay_seconds, selfplay_how = estimate_seconds(plan, "selfplay", accelerator)
+    train_seconds, train_how = estimate_seconds(plan, "train", accelerator)
+    per_iteration = " an iteration" if selfplay_seconds is not None else ""
+    lines.append(f"on one {accelerator.upper()}: self-play {_duration(selfplay_seconds)}{per_iteration} ({selfplay_how})")
+    per_iteration = " an iteration at a full window" if train_seconds is not None else ""
+    lines.append(f"{'':>{len(accelerator) + 8}}training {_duration(train_seconds)}{per_iteration} ({train_how})")
+    if selfplay_seconds is not None and train_seconds is not None:
+        train_total = train_seconds / plan.updates_per_iteration * plan.total_updates
+        lines.append(f"{'':>{len(accelerator) + 8}}whole run: {_duration(selfplay_seconds * plan.iterations + train_total)} "
+                     f"({plan.iterations} iterations, {plan.total_updates:,} updates)")
+    lines.append(f"(plan made in {plan.seconds:.0f} s on {jax.devices()[0].platform})")
+    return "\n".join(lines)
+
+
+# --- experiments that are not one training run: tables of planned programs ------------------------------------------
+
+
+@dataclasses.dataclass
+class PlannedProgram:
+    """A compiled program of an experiment and how often the experiment calls it.
+
+    Attributes:
+      cost: the compiled program's figures.
+      calls: how many times the whole experiment calls it (an upper bound where games may end early).
+      flops_per_call: FLOPs of one call where XLA's count misses loops (a search: its network evaluations); default
+        ``cost.flops``.
+      what: what one call does, in words.
+    """
+
+    cost: ProgramCost
+    calls: int
+    what: str
+    flops_per_call: float | None = None
+
+    @property
+    def flops(self) -> float:
+        return self.cost.flops if self.flops_per_call is None else self.flops_per_call
+
+
+def abstract_states(game: Game, batch: int) -> Any:
+    """``jax.ShapeDtypeStruct``s of ``batch`` pgx states of ``game`` (traced, not run)."""
+    return jax.eval_shape(lambda key: jax.vmap(game.init)(jax.random.split(key, batch)), jax.random.key(0))
+
+
+def search_program(name: str, game: Game, network: Any, variables: Any, search_config: Any, batch: int, calls: int,
+                   rules: Any = None) -> PlannedProgram:
+    """One search of ``search_config`` from ``batch`` positions with ``network`` (abstract ``variables``), compiled;
+    its FLOPs are those of its ``num_simulations + 1`` network evaluations over the batch (XLA counts the simulation
+    loop's body once)."""
+    from zerolab.search.mcts import run_search
+
+    states = abstract_states(game, batch)
+    search = jax.jit(lambda v, key, s: run_search(search_config, game, network, v, key, s, rules=rules).action)
+    cost = compile_cost(name, search.lower(variables, jax.random.key(0), states))
+    observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
+    legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
+    evaluation = compile_cost(f"{name} (one evaluation)", jax.jit(
+        lambda v, o, m: apply_network(network, v, NetworkInputs(o, m))[0]).lower(variables, observation, legal))
+    return PlannedProgram(cost, calls, f"{search_config.num_simulations} simulations from {batch} positions",
+                          flops_per_call=evaluation.flops * (search_config.num_simulations + 1))
+
+
+def format_programs(title: str, programs: list[PlannedProgram], notes: list[str] = ()) -> str:
+    """A table of an experiment's programs: compile time, FLOPs and device memory per call, calls, total FLOPs."""
+    lines = [f"== {title}",
+             f"{'program':<34}{'compile':>9}{'GFLOP/call':>13}{'device memory':>15}{'calls':>14}{'total PFLOP':>13}  what a call does"]
+    for program in programs:
+        lines.append(f"{program.cost.name:<34}{program.cost.compile_seconds:>8.1f}s{program.flops / 1e9:>13,.2f}"
+                     f"{_bytes(program.cost.device_bytes):>15}{program.calls:>14,}"
+                     f"{program.flops * program.calls / 1e15:>13,.2f}  {program.what}")
+    total = sum(program.flops * program.calls for program in programs)
+    lines.append(f"total: {total / 1e15:,.1f} PFLOP; no rate measured for these programs on an accelerator, so no time "
+                 f"estimate (a search's FLOPs are its network evaluations; calls are upper bounds where games end early)")
+    lines.extend(notes)
+    return "\n".join(lines)

@@ -1,0 +1,291 @@
+"""Runs: what a run directory holds and how it is read back — train state, components, checkpoints, variables.
+
+This module sits below both the training loop (:mod:`zerolab.training.train`) and the agents (:mod:`zerolab.play.agents`): the loop
+writes run directories through :class:`RunCheckpoints`, and anything that plays a trained network reads one through
+:func:`load_trained_variables`.
+
+``TrainState`` is the project's own small dataclass rather than ``flax.training.train_state.TrainState``: Flax's keeps
+``apply_fn`` and ``tx`` inside the state, while a zerolab train step closes over the network and the optimiser
+(built from the config by :class:`Components` and :func:`make_optimizer`), so the state stays a plain pytree of
+arrays that orbax writes as it is.  Its fields (``step``, ``params``, ``batch_stats``, ``opt_state``) are the names
+every existing checkpoint was written with, which is why they are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+from typing import Any
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from zerolab import config as config_lib
+from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
+from zerolab.games import Game, make_game
+from zerolab.networks.network import init_variables, make_network
+from zerolab.training.replay import FrameWindow
+from zerolab.training.replay_checkpoints import ReplayCheckpoints
+from zerolab.training.method import ALPHAZERO, Method, make_method
+from zerolab.search.mcts import SearchConfig, SearchRules
+from zerolab.selfplay.scan import SelfPlayConfig
+
+logger = logging.getLogger(__name__)
+
+# Config keys that fix the shapes of what a checkpoint holds; resuming with other values is refused.
+SHAPE_DEFINING_PREFIXES = ("game.", "model.")
+
+
+class IncompatibleCheckpointError(RuntimeError):
+    """The work directory holds a run whose game or model differs from the requested config."""
+
+
+@flax.struct.dataclass
+class TrainState:
+    step: jax.Array
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+
+    @property
+    def variables(self) -> dict:
+        return {"params": self.params, "batch_stats": self.batch_stats}
+
+
+#: ``train.optimizer`` values: Adam (the default), or SGD with Nesterov momentum ``train.momentum`` (lc0's
+#: training code, used by fine-tuning recipes such as Hamade et al.'s attuned senior).
+OPTIMIZERS = ("adam", "sgd_nesterov")
+
+
+def make_optimizer(train_config: Any) -> optax.GradientTransformation:
+    """The optimiser of ``train_config`` (``learning_rate``; ``optimizer``, default ``adam``; ``momentum`` for
+    ``sgd_nesterov``, default 0.9).  Configs written before ``optimizer`` existed get Adam, as they were trained."""
+    learning_rate = float(train_config.learning_rate)
+    name = getattr(train_config, "optimizer", "adam")
+    if name == "adam":
+        return optax.adam(learning_rate)
+    if name == "sgd_nesterov":
+        return optax.sgd(learning_rate, momentum=float(getattr(train_config, "momentum", 0.9)), nesterov=True)
+    raise ValueError(f"train.optimizer must be one of {OPTIMIZERS}, got {name!r}")
+
+
+def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTransformation, key: jax.Array) -> TrainState:
+    variables = init_variables(network, game, key)
+    return TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=variables["params"],
+        batch_stats=variables["batch_stats"],
+        opt_state=optimizer.init(variables["params"]),
+    )
+
+
+@dataclasses.dataclass
+class Components:
+    """What a run is built from, made from its config: the game, the network, the search and its rules, the
+    self-play sizes and the training method.
+
+    Configs of runs written before a key existed (``search.rules``, ``method``, the temperature schedule) load with
+    that key's default, so old run directories keep working.
+    """
+
+    game: Game
+    network: nn.Module
+    search: SearchConfig
+    selfplay: SelfPlayConfig
+    rules: SearchRules | None = None
+    method: Method = ALPHAZERO
+
+    @classmethod
+    def from_config(cls, config: Any) -> Components:
+        game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
+        search = SearchConfig.from_config(config.search)
+        return cls(
+            game=game,
+            network=make_network(config.model, game),
+            search=search,
+            selfplay=SelfPlayConfig.from_config(config.selfplay),
+            rules=search.make_rules(),
+            method=make_method(config, game),
+        )
+
+
+@dataclasses.dataclass
+class RunState:
+    """Everything a run carries from one iteration to the next (and through a checkpoint)."""
+
+    iteration: int
+    frames_seen: int
+    train_state: TrainState
+    window: FrameWindow
+    numpy_rng: np.random.Generator
+    last_record: dict | None = None
+
+
+class RunCheckpoints:
+    """Train-state checkpoints (``workdir/checkpoints``) and replay-window checkpoints (``workdir/replay``).
+
+    A step is complete when both are written; restoring picks the newest step readable in both.  Both keep the
+    newest ``keep`` steps, so a run whose newest checkpoints cannot be read falls back at most ``keep - 1`` steps
+    (to the oldest of those ``keep``).  The train states of every ``keep_period``-th step are kept as well, for
+    rating, but without their (large) replay window they are not points a run resumes from.  When no complete step
+    can be read, :meth:`restore` stops with :class:`~zerolab.training.checkpoint.UnreadableCheckpointError` rather than start
+    the run again over its own history.
+
+    On several processes the train state is written collectively (orbax), and each process saves and restores its
+    own replay window and numpy random state (:mod:`zerolab.training.replay_checkpoints`, which also says what a single
+    process resuming a multi-process run restores: every process's window, concatenated).
+    """
+
+    def __init__(self, workdir: pathlib.Path, keep: int, keep_period: int):
+        self.states = Checkpointer(workdir / "checkpoints", keep=keep, keep_period=keep_period)
+        self.replay = ReplayCheckpoints(workdir / "replay", keep=keep)
+
+    def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
+        metadata = {
+            "iteration": run.iteration,
+            "frames_seen": run.frames_seen,
+            "numpy_rng": run.numpy_rng.bit_generator.state,
+            "config": config_lib.to_json(config),
+            "metrics": run.last_record,
+        }
+        self.replay.save(run.iteration, run.window, run.numpy_rng)
+        self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
+
+    def discard_after(self, step: int) -> None:
+        """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
+        for stale in [s for s in self.states.steps() if s > step]:
+            logger.warning("discarding checkpoint %s (newer than the resumed step %d)",
+                           self.states.directory / str(stale), step)
+            self.states.manager.delete(stale)
+        self.replay.discard_after(step)
+
+    def complete_steps(self) -> list[int]:
+        return sorted(set(self.states.steps()) & set(self.replay.steps()))
+
+    def restore(self, template: TrainState) -> RunState | None:
+        """The newest step whose train state and replay window are both readable; None for a new run (no train
+        state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no complete step reads."""
+        for step in reversed(self.complete_steps()):
+            state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
+            replay = self.replay.restore(step) if state is not None else None
+            if state is None or replay is None:
+                continue
+            return self._run_state(state, replay)
+        state_steps = self.states.steps()
+        if state_steps:
+            from zerolab.training.checkpoint import UnreadableCheckpointError
+
+            raise UnreadableCheckpointError(
+                f"no complete readable checkpoint to resume from: train states {state_steps} in "
+                f"{self.states.directory}, replay windows {self.replay.steps()} in {self.replay.directory} (the "
+                f"unreadable ones are named above); a run falls back at most checkpoint.keep - 1 steps.  Move the "
+                f"work directory aside to start again, or repair the checkpoints"
+            )
+        return None
+
+    @staticmethod
+    def _run_state(state, replay) -> RunState:
+        rng = replay.numpy_rng
+        if rng is None:  # the single-process layout: the random state is the train-state checkpoint's
+            rng = np.random.default_rng()
+            rng.bit_generator.state = state.metadata["numpy_rng"]
+        return RunState(
+            iteration=int(state.metadata["iteration"]),
+            frames_seen=int(state.metadata["frames_seen"]),
+            train_state=state.items["train_state"],
+            window=replay.window,
+            numpy_rng=rng,
+            last_record=state.metadata.get("metrics"),
+        )
+
+    def saved_config(self) -> ml_collections.ConfigDict | None:
+        for step in reversed(self.states.steps()):
+            try:
+                return config_lib.from_json(self.states.read_metadata(step)["config"])
+            except Exception:  # noqa: BLE001 - unreadable metadata: look at the previous checkpoint
+                continue
+        return None
+
+
+@dataclasses.dataclass
+class TrainedVariables:
+    """Network variables read from a checkpoint, with the config of the run that wrote them."""
+
+    config: ml_collections.ConfigDict
+    variables: dict
+    step: int
+    path: pathlib.Path
+
+
+def train_state_template(components: Components, optimizer: optax.GradientTransformation) -> TrainState:
+    """A train state of the right structure, shapes and dtypes to restore into, built without running the network.
+
+    ``jax.eval_shape`` traces the initialisation instead of compiling and running it; the leaves are zero-filled
+    numpy arrays (so restored states come back as numpy, as host data).
+    """
+    abstract = jax.eval_shape(
+        lambda key: init_train_state(components.network, components.game, optimizer, key), jax.random.key(0)
+    )
+    return jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), abstract)
+
+
+def load_trained_variables(path: str | pathlib.Path, step: int | None = None) -> TrainedVariables:
+    """The network variables of a run directory's newest readable (or ``step``) checkpoint, or of one step directory.
+
+    Without ``step``, a checkpoint that cannot be read is reported by its path and the one before it is used (as
+    when a run resumes); with ``step``, that checkpoint must be readable.
+    """
+    directory, step = resolve_checkpoint(path, step)
+    checkpointer = Checkpointer(directory)
+    steps = checkpointer.steps()
+    if not steps:
+        raise FileNotFoundError(f"no checkpoint in {directory}")
+    if step is not None and step not in steps:
+        raise FileNotFoundError(f"no checkpoint step {step} in {directory}; steps: {steps}")
+    candidates = [step] if step is not None else list(reversed(steps))
+
+    def templates(metadata: dict) -> dict:
+        run_config = config_lib.from_json(metadata["config"])
+        components = Components.from_config(run_config)
+        return {"train_state": train_state_template(components, make_optimizer(run_config.train))}
+
+    restored = checkpointer.restore_newest(candidates, templates)
+    if restored is None:
+        raise FileNotFoundError(f"no readable checkpoint in {directory} (tried steps {candidates}; see the log)")
+    state = restored.items["train_state"]
+    run_config = config_lib.from_json(restored.metadata["config"])
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    return TrainedVariables(run_config, variables, restored.step, restored.path)
+
+
+def initialise_from(template: TrainState, path: str, optimizer: optax.GradientTransformation) -> TrainState:
+    """``template`` with the network variables of checkpoint ``path`` and a fresh optimiser state.
+
+    The checkpoint may come from another game (AlphaGateau's parameters do not depend on the board size); its
+    parameter shapes must match the new network's.
+    """
+    trained = load_trained_variables(path)
+    expected = jax.tree.map(lambda x: x.shape, (template.params, template.batch_stats))
+    found = jax.tree.map(lambda x: x.shape, (trained.variables["params"], trained.variables["batch_stats"]))
+    if expected != found:
+        raise IncompatibleCheckpointError(f"init_from={path}: its network's parameter shapes differ from this config's")
+    logger.info("initialised from %s (step %d); optimiser state is new", trained.path, trained.step)
+    params = trained.variables["params"]
+    return TrainState(step=template.step, params=params, batch_stats=trained.variables["batch_stats"],
+                      opt_state=optimizer.init(params))
+
+
+def check_compatible(saved: ml_collections.ConfigDict, requested: ml_collections.ConfigDict, workdir: pathlib.Path) -> None:
+    differing = config_lib.differing_keys(saved, requested, SHAPE_DEFINING_PREFIXES)
+    if differing:
+        saved_flat, requested_flat = config_lib.flatten(saved), config_lib.flatten(requested)
+        details = "; ".join(f"{k}: checkpoint {saved_flat.get(k)!r} vs config {requested_flat.get(k)!r}" for k in differing)
+        raise IncompatibleCheckpointError(
+            f"{workdir} holds a run with a different game or model ({details}); use another --workdir or the same values"
+        )

@@ -1,0 +1,359 @@
+"""Training: the AlphaZero loop — self-play, frame window, optax updates, checkpoints, metrics — that resumes.
+
+``run(config, workdir)`` runs ``config.iterations`` iterations.  Each one plays a self-play batch, updates the
+frame window, trains ``train.epochs_per_iteration`` epochs over it, saves a checkpoint and appends one line to
+``metrics.jsonl``.  What the loop plays and learns is chosen from the config: the network (``model.name``), the search
+rules (``search.rules``) and the method (``method``: loss, value targets, initial states, per-ply move rule or its
+own self-play; :mod:`zerolab.training.method`); ``hooks`` passed to :func:`run` see each iteration's record (evaluation,
+plots), as in Flax's examples.  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
+replay window, random state and counters are restored, and ``metrics.jsonl`` is reconciled so that each completed
+iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.
+
+Checkpoint step ``k`` holds the state after ``k`` iterations; step 0 is the initial network, kept for evaluation
+along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.keep`` ones.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import logging
+import math
+import pathlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from jax.sharding import Mesh
+
+from zerolab import config as config_lib
+from zerolab.devices import (
+    batch_sharded,
+    is_main_process,
+    jit_step,
+    local_batch_size,
+    local_numpy,
+    make_mesh,
+    process_numpy_rng,
+    replicate,
+    replicated,
+    shard_host_batch,
+    sum_over_processes,
+)
+from zerolab.games import Game
+from zerolab.training.method import ALPHAZERO, LossFn, alphazero_loss
+from zerolab.training.metrics import MetricsLog
+from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
+from zerolab.games.pgn import GameRecord, replay_moves, write_games
+from zerolab.progress import progress_bar
+from zerolab.training.replay import FrameWindow, update_window
+from zerolab.training.runs import (
+    Components,
+    RunCheckpoints,
+    RunState,
+    TrainState,
+    check_compatible,
+    init_train_state,
+    initialise_from,
+    make_optimizer,
+)
+from zerolab.selfplay.scan import Frames, PlyRecord, finished_games, make_selfplay_fn, summarize
+
+logger = logging.getLogger(__name__)
+
+
+def default_config() -> ml_collections.ConfigDict:
+    """The base config of a training run; experiment configs start from it."""
+    return ml_collections.ConfigDict(
+        {
+            "seed": 0,
+            "iterations": 10,
+            "game": {"name": "gardner_chess", "go_size": 7, "komi": 7.5},
+            "model": {"name": "resnet", "channels": 64, "num_blocks": 5},
+            "search": {
+                "kind": "gumbel",
+                "num_simulations": 32,
+                "max_depth": None,
+                "max_num_considered_actions": 16,
+                "gumbel_scale": 1.0,
+                "dirichlet_alpha": 0.3,
+                "dirichlet_fraction": 0.25,
+                "pb_c_init": 1.25,
+                "pb_c_base": 19652.0,
+                "rules": "",  # "package.module:factory" of a SearchRules variant; empty: the standard search
+                "rule_options": {},  # keyword arguments of that factory
+            },
+            "selfplay": {
+                "num_games": 64,
+                "plies_per_iteration": 64,
+                "max_game_plies": 256,
+                "temperature_plies": 0,
+                "temperature": 1.0,
+                "temperature_schedule": "plies",  # or "moves" (lc0's; see zerolab.selfplay.scan.SelfPlayConfig)
+                "temperature_delay_moves": 0,
+                "temperature_decay_moves": 0,
+                "temperature_end": 0.0,
+                "temperature_cutoff_moves": 0,
+            },
+            "method": "",  # "package.module:factory" of a zerolab.training.method.Method; empty: AlphaZero
+            "method_options": {},  # keyword arguments of that factory
+            "replay": {"window_size": 100_000, "mode": "sample"},
+            # optimizer: adam | sgd_nesterov (momentum: its Nesterov momentum); see zerolab.training.runs.make_optimizer
+            "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0,
+                      "optimizer": "adam", "momentum": 0.9},
+            "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network
+            "init_from": "",  # a run or checkpoint directory whose network variables start this run
+            "progress": True,
+        }
+    )
+
+
+#: Training updates dispatched to the devices ahead of the one whose metrics the host waits for.
+TRAINING_LOOKAHEAD = 2
+
+IterationHook = Callable[[RunState, dict], None]
+"""``(run_state, record) -> None``: called after each iteration's training, before its checkpoint and its line in
+``metrics.jsonl``; entries a hook adds to ``record`` (an Elo, a figure's path) are logged with it."""
+
+
+def loss_fn(
+    params: Any, batch_stats: Any, network: nn.Module, frames: Frames, l2_weight: float,
+    method_loss: LossFn = alphazero_loss,
+) -> tuple[jax.Array, tuple[dict, Any]]:
+    """The method's loss (default: policy cross-entropy + value MSE over known outcomes) + L2."""
+    inputs = NetworkInputs(observation=frames.observation, legal_action_mask=frames.legal_action_mask)
+    output, new_batch_stats = apply_network(network, {"params": params, "batch_stats": batch_stats}, inputs, train=True)
+    data_loss, method_metrics = method_loss(output, frames)
+    l2_loss = sum(jnp.sum(w**2) for w in jax.tree_util.tree_leaves(params))
+    loss = data_loss + l2_weight * l2_loss
+    metrics = {"loss": loss, **method_metrics}
+    return loss, (metrics, new_batch_stats)
+
+
+def make_train_step(network: nn.Module, optimizer: optax.GradientTransformation, mesh: Mesh, l2_weight: float,
+                    method_loss: LossFn = alphazero_loss):
+    """A jitted ``(state, frames) -> (state, metrics)``: frames sharded over the mesh, state replicated.
+
+    The batch is one global array, so BatchNorm's batch statistics and the gradient are those of the whole batch:
+    the result does not depend on the number of devices.
+    """
+
+    def train_step(state: TrainState, frames: Frames) -> tuple[TrainState, dict]:
+        grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+        (_, (metrics, batch_stats)), grads = grad_fn(state.params, state.batch_stats, network, frames, l2_weight,
+                                                     method_loss)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        metrics = {**metrics, "grad_norm": optax.global_norm(grads)}
+        return TrainState(step=state.step + 1, params=params, batch_stats=batch_stats, opt_state=opt_state), metrics
+
+    return jit_step(train_step, mesh)
+
+
+def train_on_window(
+    train_step: Callable, train_state: TrainState, window: FrameWindow, config: Any, mesh: Mesh,
+    rng: np.random.Generator,
+) -> tuple[TrainState, dict, int]:
+    """``epochs_per_iteration`` epochs of minibatches drawn without replacement from the window.
+
+    Returns the new state, the metrics averaged over the updates and the number of frames trained on (all processes'
+    together).  On several processes each trains from its own window: it supplies ``train.batch_size /
+    process_count`` frames of every global minibatch of ``train.batch_size``, and the number of updates counts the
+    frames of all windows, so every process makes the same number of (collective) updates.
+    """
+    batch_size = int(config.train.batch_size)
+    local_size = local_batch_size("train.batch_size", batch_size, mesh)
+    num_updates = max(1, math.ceil(config.train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
+    order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * local_size / len(window)) + 1)])
+    totals: dict[str, float] = {}
+    pending: collections.deque = collections.deque()  # metrics of dispatched updates, read back in order
+
+    def read_back(metrics: dict) -> None:
+        for name, value in jax.device_get(metrics).items():
+            totals[name] = totals.get(name, 0.0) + float(value)
+
+    started, log_every = time.perf_counter(), max(1, num_updates // 10)
+    for update in range(num_updates):
+        indices = np.sort(order[update * local_size:(update + 1) * local_size])
+        batch = shard_host_batch(window.as_frames(indices), mesh)
+        train_state, metrics = train_step(train_state, batch)
+        # The host decodes the next batches while the device trains: at most TRAINING_LOOKAHEAD updates in flight
+        # (waiting for the oldest one's metrics), so batches do not pile up in device memory.
+        pending.append(metrics)
+        if len(pending) > TRAINING_LOOKAHEAD:
+            read_back(pending.popleft())
+        if (update + 1) % log_every == 0 or update + 1 == num_updates:
+            logger.info("training: %d of %d updates of %d frames dispatched in %.1f s", update + 1, num_updates,
+                        batch_size, time.perf_counter() - started)
+    while pending:
+        read_back(pending.popleft())
+    return train_state, {name: total / num_updates for name, total in totals.items()}, num_updates * batch_size
+
+
+def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, config: Any, mesh: Mesh,
+                  selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar
+                  ) -> tuple[dict, RunState, TrainState, PlyRecord]:
+    """Self-play, window update and training of one iteration: its metrics record, the new states, the ply records."""
+    started = time.perf_counter()
+    variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
+    frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
+    frames, records = local_numpy((frames, records), axis=1)
+    selfplay_seconds = time.perf_counter() - started
+    num_frames = sum_over_processes(frames.value_target.size)  # all processes' frames (a collective)
+    logger.info("iteration %d: self-play played %d plies of %d games, %d frames, in %.1f s", iteration,
+                frames.value_target.shape[0], config.selfplay.num_games, num_frames, selfplay_seconds)
+    window_started = time.perf_counter()
+    window = update_window(run_state.window, frames, int(config.replay.window_size), run_state.numpy_rng,
+                           config.replay.mode)
+    logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
+                len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
+    bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
+    train_started = time.perf_counter()
+    train_state, train_metrics, samples = train_on_window(train_step, train_state, window, config, mesh,
+                                                          run_state.numpy_rng)
+    train_seconds = time.perf_counter() - train_started
+    record = {
+        "iteration": iteration,
+        "frames": run_state.frames_seen + num_frames,
+        **train_metrics,
+        **summarize(records),
+        "window_size": len(window),
+        "selfplay_moves_per_s": num_frames / selfplay_seconds,
+        "train_samples_per_s": samples / train_seconds,
+        "selfplay_s": selfplay_seconds,
+        "train_s": train_seconds,
+        "iteration_s": time.perf_counter() - started,
+    }
+    record.update(device_memory_record())
+    run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng)
+    return record, run_state, train_state, records
+
+
+def device_memory_record() -> dict:
+    """``{'device_peak_gib': ...}``: the first local device's peak memory so far, where the backend reports it
+    (GPUs and TPUs; the CPU backend does not, and the record then has no such entry)."""
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return {"device_peak_gib": stats["peak_bytes_in_use"] / 2**30} if "peak_bytes_in_use" in stats else {}
+
+
+def make_run_selfplay_fn(components: Components, mesh: Mesh) -> Callable:
+    """The run's jitted, sharded self-play ``(variables, key) -> (frames, records)``, from its method's parts.
+
+    With AlphaZero's parts the function is shared by every run of the process with the same game, network, search
+    and sizes (:func:`standard_selfplay_fn`), so an in-process resume does not trace and compile it again.
+    """
+    if components.method is ALPHAZERO:
+        return standard_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh)
+    play_fn, frozen_variables = components.method.selfplay_parts(components)
+    return make_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh,
+                            play_fn=play_fn, frozen_variables=frozen_variables)
+
+
+@functools.lru_cache(maxsize=8)
+def standard_selfplay_fn(game: Game, network: nn.Module, search: Any, selfplay: Any, mesh: Mesh) -> Callable:
+    """:func:`make_selfplay_fn` with the default parts, one per (game, network, search, sizes, mesh)."""
+    return make_selfplay_fn(game, network, search, selfplay, mesh)
+
+
+@functools.lru_cache(maxsize=8)
+def standard_train_step(network: nn.Module, learning_rate: float, mesh: Mesh, l2_weight: float,
+                        method_loss: LossFn, optimizer: str = "adam", momentum: float = 0.9) -> Callable:
+    """:func:`make_train_step` with the project's optimiser (:func:`make_optimizer`), one per set of arguments."""
+    transformation = make_optimizer(ml_collections.ConfigDict(
+        {"learning_rate": learning_rate, "optimizer": optimizer, "momentum": momentum}))
+    return make_train_step(network, transformation, mesh, l2_weight, method_loss)
+
+
+def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
+    """A few self-play games of the iteration as PGN, for a person to look at (games from the start position: the
+    records keep actions, which are replayed from ``game.init``)."""
+    if max_games <= 0 or game.move_record_format is None:
+        return
+    games = [GameRecord("self-play", "self-play", replay_moves(game, actions), score, len(actions), False)
+             for _, actions, score in finished_games(records, max_games)]
+    if games:
+        write_games(game, games, path, event)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
+        hooks: Sequence[IterationHook] = ()) -> RunState:
+    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there; ``hooks`` are called in
+    order after each iteration (see :data:`IterationHook`)."""
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    components = Components.from_config(config)
+    mesh = make_mesh()
+    optimizer = make_optimizer(config.train)
+    checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
+    metrics_log = MetricsLog(workdir)
+    main_process = is_main_process()  # on several processes, process 0 alone writes metrics, config and games
+    show_progress = bool(config.progress) and main_process
+
+    saved_config = checkpoints.saved_config()
+    if saved_config is not None:
+        check_compatible(saved_config, config, workdir)
+    base_key = jax.random.key(int(config.seed))
+    template = init_train_state(components.network, components.game, optimizer, jax.random.fold_in(base_key, 0))
+    run_state = checkpoints.restore(template)
+    if run_state is None:
+        if config.get("init_from"):
+            template = initialise_from(template, config.init_from, optimizer)
+        run_state = RunState(0, 0, template, FrameWindow.empty(), process_numpy_rng(int(config.seed)))
+        checkpoints.save(run_state, config)
+        if main_process:
+            metrics_log.reconcile(0, None)
+        logger.info("new run in %s: %d parameters", workdir, count_parameters(template.params))
+    else:
+        checkpoints.discard_after(run_state.iteration)
+        if main_process:
+            metrics_log.reconcile(run_state.iteration, run_state.last_record)
+        logger.info("resuming %s at iteration %d", workdir, run_state.iteration)
+    if main_process:
+        (workdir / "config.json").write_text(config_lib.to_json(config))
+
+    selfplay_fn = make_run_selfplay_fn(components, mesh)
+    # Self-play records replay from the start position; a method's own initial states or self-play have no PGN.
+    standard_games = components.method.initial_states_fn is None and components.method.selfplay is None
+    pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
+    train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
+                                     float(config.train.l2_weight), components.method.loss_fn,
+                                     str(config.train.get("optimizer", "adam")), float(config.train.get("momentum", 0.9)))
+    local_batch_size("train.batch_size", int(config.train.batch_size), mesh)  # a bad size stops before self-play
+    train_state = replicate(run_state.train_state, mesh)
+
+    previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))
+    with progress_bar("training", int(config.iterations), unit="iteration", enabled=show_progress) as bar:
+        bar.advance(run_state.iteration)
+        for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
+            bar.set_rate(f"iteration {iteration}: self-play")
+            record, run_state, train_state, *last_records = run_iteration(
+                iteration, run_state, train_state, config, mesh, selfplay_fn, train_step, base_key, bar
+            )
+            record["wall_s"] = previous_wall_seconds + record["iteration_s"]
+            previous_wall_seconds = record["wall_s"]
+            for hook in hooks:
+                hook(run_state, record)
+            run_state.last_record = record
+            if main_process:
+                write_selfplay_games(components.game, last_records[0],
+                                     workdir / "games" / f"selfplay-{iteration}.pgn",
+                                     pgn_games, f"self-play iteration {iteration}")
+            save_started = time.perf_counter()
+            checkpoints.save(run_state, config)
+            logger.info("iteration %d: checkpoint saved in %.1f s", iteration, time.perf_counter() - save_started)
+            if main_process:
+                metrics_log.append(record)
+            bar.advance()
+            bar.set_rate(f"loss {record['loss']:.3f} · {record['selfplay_moves_per_s']:.0f} moves/s")
+            logger.info("iteration %d: %s", iteration, json.dumps(
+                {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+    metrics_log.close()
+    run_state.train_state = jax.device_get(train_state)
+    return run_state
