@@ -124,6 +124,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "jit_step": "zerolab.devices",
     # play
     "Agent": "zerolab.agents",
+    "lanes_to_answer": "zerolab.agents",
     "SearchAgent": "zerolab.agents",
     "EngineAgent": "zerolab.agents",
     "GTPEngineAgent": "zerolab.agents",
@@ -141,6 +142,10 @@ PUBLIC_NAMES: dict[str, str] = {
     "Match": "zerolab.arena",
     "write_pgn": "zerolab.arena",
     "TeamAgent": "zerolab.arena",
+    "TeamRule": "zerolab.arena",
+    "TeamMoves": "zerolab.arena",
+    "MemberChoice": "zerolab.arena",
+    "delegate_moves": "zerolab.arena",
     "GameBoards": "zerolab.board",
     "GardnerBoard": "zerolab.board",
     "StateTracker": "zerolab.board",
