@@ -96,6 +96,12 @@ def jitted_piece_types(game) -> Callable:
     return jax.jit(functools.partial(action_piece_types, game))
 
 
+@jax.jit
+def _gather_lanes(states: Any, indices: jax.Array) -> Any:
+    """The lanes ``indices`` of batched ``states``, one compiled gather for the whole state."""
+    return jax.tree.map(lambda leaf: leaf[indices], states)
+
+
 class NetworkPlayer(Agent):
     """A zerolab agent of one batched call (a search, a policy) asked about the active lanes only.
 
@@ -119,7 +125,7 @@ class NetworkPlayer(Agent):
         if size == batch:
             return np.asarray(self.agent.select_actions(states, key), np.int32)
         indices = np.concatenate([lanes, np.full(size - len(lanes), lanes[0])])
-        gathered = jax.tree.map(lambda leaf: leaf[jnp.asarray(indices)], states)
+        gathered = _gather_lanes(states, jnp.asarray(indices))
         actions[lanes] = np.asarray(self.agent.select_actions(gathered, key), np.int32)[: len(lanes)]
         return actions
 
