@@ -3,8 +3,8 @@ same moves, scores and per-move records (roles, hand draws, named types, interac
 
 ``data/framework_games.json`` was recorded with ``skill_compat.driver.play_framework_games`` before the frameworks
 moved onto ``zerolab.api.play_games`` (the commit is in the file): maia-1900 (argmax junior, T = 1 hand) and Stockfish
-at 100 nodes, 80 plies; STT games 2 and 3 (the second bitstring of seed 7, both colours: capped) and HB games 0 and 1
-(hand seed 3, Stockfish's move names the type against the hand alone: one won, one lost).  Each game is pinned by its
+at 100 nodes; STT games 2 and 3 (the second bitstring of seed 7, both colours, capped at 40 plies) and HB games 0 and
+1 (hand seed 3, Stockfish's move names the type against the hand alone, at most 80 plies: one won, one lost).  Each game is pinned by its
 moves, score, length and a SHA-256 of its ``moves.jsonl`` rows.  (A batch's games depend on its size: maia's
 batched policy is not bit-identical across batch sizes, so the batches here are the recorded ones.)
 """
@@ -45,10 +45,10 @@ def pinned_view(games) -> list[dict]:
 def test_stt_games_are_the_pinned_ones(players):
     game, stockfish, maia, _ = players
     senior = EnginePlayer(stockfish, game)
-    bits = frameworks.draw_bitstrings(PINNED["stt_bitstring_seed"], 2, PINNED["plies"])
+    bits = frameworks.draw_bitstrings(PINNED["stt_bitstring_seed"], 2, PINNED["stt_plies"])
     games = play_framework_games(game, SttTeam("focal", senior, maia), SttTeam("alter", senior, maia),
                                  [frameworks.GameSlot(index) for index in PINNED["stt_games"]],
-                                 jax.random.key(PINNED["key"]), PINNED["plies"], bitstrings=bits)
+                                 jax.random.key(PINNED["key"]), PINNED["stt_plies"], bitstrings=bits)
     assert pinned_view(games) == PINNED["stt"]
 
 
@@ -57,6 +57,6 @@ def test_hb_games_are_the_pinned_ones(players):
     brain = MoveBrain(EnginePlayer(stockfish, game), game, name="stockfish")
     games = play_framework_games(game, HbTeam("focal", brain, hand, game), HbTeam("alone", None, hand, game),
                                  [frameworks.GameSlot(index) for index in PINNED["hb_games"]],
-                                 jax.random.key(PINNED["key"]), PINNED["plies"], hand_seed=PINNED["hb_hand_seed"])
+                                 jax.random.key(PINNED["key"]), PINNED["hb_plies"], hand_seed=PINNED["hb_hand_seed"])
     assert pinned_view(games) == PINNED["hb"]
     assert [(game.focal_score, game.capped) for game in games] == [(1.0, False), (0.0, False)]  # decided by pgx
