@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from zerolab.training import train
-from zerolab.play.agents import load_search_agent, make_agent
+from zerolab.play.agents import Agent, load_search_agent, make_agent
 from zerolab.play.arena import play_games
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.config import load_config
@@ -34,20 +34,17 @@ from zerolab.evaluation.rating import rated_steps
 from sai_go.agents import SaiAgent
 
 
-class RandomAgent:
+class RandomAgent(Agent):
     """Uniformly random legal moves; passes only when no other move is legal."""
 
     name = "random"
 
-    def select_actions(self, states, key) -> np.ndarray:
+    def select_actions(self, states, key, active=None) -> np.ndarray:
         legal = np.asarray(states.legal_action_mask).copy()
         stones = legal[:, :-1]
         legal[:, -1] = ~stones.any(axis=1)
         logits = np.where(legal, 0.0, -np.inf)
         return np.asarray(jax.random.categorical(key, logits))
-
-    def new_game(self) -> None:
-        pass
 
 
 def panel_scores(win_rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +156,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                 cells[cell] = {"step": step, "member": member_name, "games": len(records), "sai_white_wins": wins}
                 results_path.write_text(json.dumps({"cells": cells}, indent=2))
         finally:
-            if member is not None and hasattr(member, "close"):
+            if member is not None:
                 member.close()
 
     names = list(members)

@@ -7,7 +7,7 @@ from skill_compat.attuned_experiment import run_attuned_experiment
 def plan(config) -> str:
     """``python -m experiments plan skill-compat-attuned``: the training run's programs (the core's plan of the run
     :func:`skill_compat.attuned_experiment.training_config` builds on a converted maia-1900), then the evaluation's
-    driver programs and their calls (upper bounds)."""
+    framework games' programs and their calls (upper bounds)."""
     import pathlib
     import tempfile
 

@@ -5,7 +5,7 @@ from skill_compat.experiment import run_framework_experiment
 
 
 def plan(config) -> str:
-    """``python -m experiments plan skill-compat-stt``: the driver's JAX programs and their calls (upper bounds)."""
+    """``python -m experiments plan skill-compat-stt``: the framework games' JAX programs and their calls (upper bounds)."""
     from skill_compat.plan import framework_plan
 
     return framework_plan(config, "skill-compat-stt")

@@ -1,7 +1,7 @@
 """SAI agents: an SAI network with its λ search, playing each game at its own komi; GNU Go comes from the core.
 
-:class:`SaiAgent` satisfies the core's ``Agent`` protocol (``select_actions(states, key)``), so the core's arena and
-GTP server play it.  Its moves are never a positional-superko repetition (pgx allows such a move and ends the game
+:class:`SaiAgent` is a core ``Agent`` (``select_actions(states, key, active)``), so the core's arena and GTP server
+play it.  Its moves are never a positional-superko repetition (pgx allows such a move and ends the game
 with it lost): each candidate is tried on pgx first, and the most visited safe move is played.
 """
 
@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 
-from zerolab.api import GoGame, SearchConfig, load_trained_variables, make_game, make_network
+from zerolab.api import Agent, GoGame, SearchConfig, load_trained_variables, make_game, make_network
 from sai_go.search import SaiSearchOutput, check_lambda, sai_search
 
 SAI_NETWORK = "sai_go.network:make_sai_network"
@@ -63,7 +63,7 @@ def compiled_agent_search(game: GoGame, network: nn.Module, search: SearchConfig
 
 
 @dataclasses.dataclass
-class SaiAgent:
+class SaiAgent(Agent):
     """An SAI network with PUCT (no root noise) and the λ backup, at ``komi`` (default: the game's).
 
     Attributes:
@@ -121,8 +121,5 @@ class SaiAgent:
         lam = self.lam if lam is None else check_lambda(lam, "lambda")
         return jax.device_get(self._search(self.variables, key, states, komi, jnp.float32(lam)))
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        return np.asarray(self.analyse(states, key).action)
-
-    def new_game(self) -> None:
-        pass
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(self.analyse(states, key).action)  # one batched search over every lane

@@ -17,7 +17,8 @@ W/D/L head with cross-entropy).  Frames carry ``extra_senior`` (the ply's bit; H
 
 ``make_method(config, game, framework="stt", ...)`` is the ``config.method`` factory (the experiment passes the
 config keys ``attuned.policy_target`` and ``attuned.train_on``).  A junior that is an external
-UCI engine cannot run inside the scan; such a setup uses the host driver (:mod:`skill_compat.driver`) instead.
+UCI engine cannot run inside the scan; such a setup plays on the host, through the core's arena
+(:func:`skill_compat.teams.play_framework_games`), instead.
 """
 
 from __future__ import annotations
@@ -167,8 +168,8 @@ def make_method(config, game, framework: str = "stt", policy_target: str = "play
 
 
 def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
-    """The slow path: training Frames ``[N]`` from host-driver games (a junior that is a UCI engine cannot run inside
-    the jitted scan).  The same fields as the jitted STT rule's frames with ``policy_target="played"``: observation
+    """The slow path: training Frames ``[N]`` from host games (:func:`skill_compat.teams.play_framework_games`; a
+    junior that is a UCI engine cannot run inside the jitted scan).  The same fields as the jitted STT rule's frames with ``policy_target="played"``: observation
     and legal moves of each position (pgx, stepped move by move), the played move one-hot, the result W − L from the
     mover's view (a capped game: a draw, as in the scan), ``extras["senior"]`` the ply's role."""
     import numpy as np

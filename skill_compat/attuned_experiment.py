@@ -7,7 +7,7 @@
    momentum ``training.momentum``, as the paper fine-tunes) at ``training.learning_rate``.  Resumable like any run.
 3. ``WORKDIR/eval``: the framework experiment with the trained run as ``attuned`` against S's team, and attuned
    against tree's team on the same bitstrings/seeds; plain chess against S.  ``summary.json`` adds the jitted
-   self-play moves/s (iterations after the first, which compiles) beside the host driver's.
+   self-play moves/s (iterations after the first, which compiles) beside the host games' (the core's arena).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def run_attuned_experiment(config, workdir: str | pathlib.Path) -> dict:
     text += (f"\n## Attuned vs tree's team\n\n| games | W | D | L | win-share | se |\n|---|---|---|---|---|---|\n"
              f"| {row['games']} | {row['wins']} | {row['draws']} | {row['losses']} | {row['win_share']:.3f} | "
              f"{row['win_share_se']:.3f} |\n\njitted self-play {summary['training']['jitted_selfplay_moves_per_s']:.1f}"
-             f" moves/s; host driver {summary['training']['host_moves_per_s_vs_stockfish']:.2f} moves/s\n")
+             f" moves/s; host games (arena) {summary['training']['host_moves_per_s_vs_stockfish']:.2f} moves/s\n")
     (workdir / "tables.md").write_text(text)
     return summary
 

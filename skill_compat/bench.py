@@ -7,7 +7,8 @@
   on the same positions;
 * framework moves/s: STT games of maia + Gumbel search (``--simulations``) with the maia junior on both sides,
   ``--games`` lanes × ``--plies`` plies, through the core's jitted self-play scan (the attuned rule) and through the
-  host driver (the same players as :class:`zerolab.api.SearchAgent` / :class:`zerolab.api.PolicyAgent` calls).
+  host (the core's arena with the same players as :class:`zerolab.api.SearchAgent` / :class:`zerolab.api.PolicyAgent`
+  calls).
   Each path runs twice; the second (compiled) run is reported.
 """
 
@@ -22,10 +23,10 @@ import jax
 import numpy as np
 
 from skill_compat.attuned import stt_move_rule
-from skill_compat.driver import SttTeam, play_framework_games
 from skill_compat.frameworks import draw_bitstrings, game_pairing
 from skill_compat.oracle import StockfishOracle
 from skill_compat.players import NetworkPlayer, SttExpector
+from skill_compat.teams import SttTeam, play_framework_games
 from zerolab.api import PolicyAgent, SearchAgent, SearchConfig, SelfPlayConfig, load_lc0_weights, make_game, make_play_fn
 
 

@@ -21,18 +21,26 @@ import pathlib
 import time
 from typing import Any
 
-import chess
-import chess.pgn
 import jax
 import numpy as np
 
 from skill_compat import analysis
-from skill_compat.driver import HbTeam, SttTeam, play_framework_games
 from skill_compat.frameworks import bitstrings_for_run, game_pairing, result_counts, win_share
 from skill_compat.oracle import StockfishOracle
 from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, NetworkPlayer, SttExpector
-from skill_compat.records import MatchupFiles, evaluate_game
-from zerolab.api import PolicyAgent, SearchAgent, SearchConfig, load_lc0_weights, load_search_agent, make_game, progress_bar, to_json
+from skill_compat.records import MatchupFiles, evaluate_game, game_record
+from skill_compat.teams import HbTeam, SttTeam, play_framework_games
+from zerolab.api import (
+    PolicyAgent,
+    SearchAgent,
+    SearchConfig,
+    load_lc0_weights,
+    load_search_agent,
+    make_game,
+    progress_bar,
+    to_json,
+    write_games,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -145,9 +153,8 @@ def teams(cast: Cast, framework: str, name: str, plain: bool = False, alter: str
         else senior_player(cast, alter)
     if plain or framework == "stt":
         return SttTeam(name, senior_player(cast, name), junior), SttTeam(alter, alter_senior, junior)
-    hand = cast.hand.probabilities
-    return (HbTeam(name, brain(cast, name), hand, cast.game),
-            HbTeam(alter, MoveBrain(alter_senior, cast.game, name=alter), hand, cast.game))
+    return (HbTeam(name, brain(cast, name), cast.hand, cast.game),
+            HbTeam(alter, MoveBrain(alter_senior, cast.game, name=alter), cast.hand, cast.game))
 
 
 def play_matchup(cast: Cast, directory: pathlib.Path, focal, alter, num_games: int, batch_games: int,
@@ -170,40 +177,23 @@ def play_matchup(cast: Cast, directory: pathlib.Path, focal, alter, num_games: i
                 handle.write(json.dumps({"games": len(games), "plies": sum(game.plies for game in games),
                                          "play_s": played - begun,
                                          "evaluate_s": time.perf_counter() - played}) + "\n")
-    write_pgn(files, directory / "games.pgn", focal.name, alter.name)
+    write_pgn(cast.game, files, directory / "games.pgn", focal.name, alter.name)
     return files
 
 
-def write_pgn(files: MatchupFiles, path: pathlib.Path, focal: str, alter: str) -> pathlib.Path:
-    """The matchup's games as PGN, with the bitstring (or hand seed) and each ply's team and role as comments."""
+def write_pgn(game: Any, files: MatchupFiles, path: pathlib.Path, focal: str, alter: str) -> pathlib.Path:
+    """The matchup's games in game-index order as PGN, through the core's writer (Round = game index + 1): the
+    bitstring as a header and each move's team, role (and HB's named type, h0, interaction) as its comment."""
     moves_by_game: dict[int, list[dict]] = {}
     for move in files.moves():
         moves_by_game.setdefault(move["game"], []).append(move)
-    with path.open("w") as handle:
-        for summary in sorted(files.games(), key=lambda game: game["game"]):
-            game = chess.pgn.Game()
-            white, black = (focal, alter) if summary["focal_is_white"] else (alter, focal)
-            game.headers.update({"Event": "skill-compat", "Round": str(summary["game"]), "White": white,
-                                 "Black": black})
-            score = summary["focal_score"] if summary["focal_is_white"] else 1 - summary["focal_score"]
-            game.headers["Result"] = {1.0: "1-0", 0.0: "0-1"}.get(score, "1/2-1/2")
-            if summary.get("bitstring"):
-                game.headers["Bitstring"] = summary["bitstring"][: summary["plies"]]
-            if summary.get("capped"):
-                game.headers["Termination"] = "ply cap"
-            node = game
-            for move in sorted(moves_by_game.get(summary["game"], []), key=lambda record: record["ply"]):
-                node = node.add_variation(chess.Move.from_uci(move["move"]))
-                comment = f"{move['team_name']}/{move['role']}"
-                if move.get("named_type"):
-                    comment += f" {move['named_type']} h0={move['h0']} {move.get('interaction') or ''}".rstrip()
-                node.comment = comment
-            print(game, file=handle, end="\n\n")
-    return path
+    stored = sorted(files.games(), key=lambda row: row["game"])
+    records = [game_record(row, moves_by_game.get(row["game"], []), focal, alter) for row in stored]
+    return write_games(game, records, path, "skill-compat")
 
 
 def host_moves_per_second(directory: pathlib.Path) -> float:
-    """Moves per second of the host driver over a matchup's batches (``timing.jsonl``; evaluation excluded)."""
+    """Moves per second of the host games (the core's arena) over a matchup's batches (``timing.jsonl``; evaluation excluded)."""
     path = directory / "timing.jsonl"
     if not path.exists():
         return math.nan

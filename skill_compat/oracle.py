@@ -26,6 +26,8 @@ class Oracle(Protocol):
 
     def win_probability(self, board: chess.Board) -> float: ...
 
+    def new_game(self) -> None: ...
+
 
 def rules_result(board: chess.Board) -> float | None:
     """The side to move's score when the game is over by the rules (draws claimable), else None."""

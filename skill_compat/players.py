@@ -1,15 +1,18 @@
-"""The seniors, juniors and brains that play in the frameworks (host side, batched over game lanes).
+"""The seniors, juniors and brains that play in the frameworks: core agents (:class:`zerolab.api.Agent`) on batches
+of pgx states (the referee's, lc0 observation), answering the lanes where ``active`` [B] is true.
 
-A :class:`Positions` batch is the games' pgx states (the referee's, lc0 observation) with each lane's python-chess
-board (its move stack: engines see the game's moves).  Players answer for the lanes where ``active`` [B] is true:
+Players that ask an engine (:class:`BoardAgent`) keep each lane's python-chess board with its move stack (engines
+see the game's moves), continued by the core's :class:`zerolab.api.GameBoards` from every position they are shown:
+asked to move or observing (a team shows its members every ply), so each board is continued one ply at a time.
 
 * :class:`NetworkPlayer` — a zerolab agent on the states: the junior (maia's policy, :class:`zerolab.api.PolicyAgent`
   argmax or sampled) or the tree / attuned senior (:class:`zerolab.api.SearchAgent`, the network with zerolab's
-  search); one jitted call per ply for the whole batch.
+  search); one jitted call per ply on the active lanes.
 * :class:`EnginePlayer` — Stockfish (the alter senior S) on each active lane's board.
 * :class:`SttExpector` — S's top candidates, each valued by the mean win probability over the next two plies' four
   bit patterns (the issue's definition; ``reference_00_quirk`` reproduces the reference code's 00 board).
-* Brains (HB) name piece types: :class:`MoveBrain` (the type of any player's move) and :class:`HbExpector`.
+* Brains (HB, the :class:`Brain` protocol) name piece types: :class:`MoveBrain` (the type of any player's move) and
+  :class:`HbExpector`.
 """
 
 from __future__ import annotations
@@ -26,32 +29,40 @@ import numpy as np
 
 from skill_compat.frameworks import action_piece_types
 from skill_compat.oracle import Oracle, board_after
+from zerolab.api import Agent, GameBoards, lanes_to_answer
 
 #: ``(states [K]) -> [K]`` actions of a junior model (maia's argmax); mocked in tests.
 JuniorModel = Callable[[Any], np.ndarray]
 
 
-@dataclasses.dataclass
-class Positions:
-    """``states``: batched pgx states [B]; ``boards``: B python-chess boards with their move stacks."""
-
-    states: Any
-    boards: list[chess.Board]
-    _host_states: Any = dataclasses.field(default=None, repr=False)
-
-    def state(self, lane: int) -> Any:
-        """The unbatched state of one lane, on the host (the batch is fetched from the device once)."""
-        if self._host_states is None:
-            self._host_states = jax.device_get(self.states)
-        return jax.tree.map(lambda leaf: leaf[lane], self._host_states)
+def _lane(states: Any, index: int) -> Any:
+    return jax.tree.map(lambda leaf: leaf[index], states)
 
 
-class Player(Protocol):
-    name: str
+class BoardAgent(Agent):
+    """An agent that reads each game's python-chess board (its move stack, for an engine): a
+    :class:`zerolab.api.GameBoards` continued from every position the agent is shown, asked or observing."""
 
-    def select_actions(self, positions: Positions, key: jax.Array, active: np.ndarray) -> np.ndarray:
-        """[B] pgx actions; only the lanes where ``active`` is true are read."""
-        ...
+    def __init__(self, game: Any):
+        self.game = game
+        self._boards = GameBoards(game)
+
+    def boards(self, states: Any, active: np.ndarray | None) -> tuple[Any, dict[int, chess.Board]]:
+        """(the host states, ``{lane: board}`` of the ``active`` lanes); every running lane's board is continued."""
+        host_states = jax.device_get(states)
+        answer = lanes_to_answer(host_states, active)
+        boards = {}
+        for lane in np.flatnonzero(~np.asarray(host_states.terminated)):
+            board = self._boards.board(int(lane), _lane(host_states, lane))
+            if answer[lane]:
+                boards[int(lane)] = board
+        return host_states, boards
+
+    def observe(self, states: Any) -> None:
+        self._boards.follow(states)
+
+    def new_game(self) -> None:
+        self._boards.reset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,9 +74,16 @@ class BrainChoice:
 
 
 class Brain(Protocol):
+    """A hand-and-brain brain: an agent (a team member, told of new games and shown the positions) that names a
+    piece type in each active lane."""
+
     name: str
 
-    def name_piece_types(self, positions: Positions, key: jax.Array, active: np.ndarray) -> BrainChoice: ...
+    def name_piece_types(self, states: Any, key: jax.Array, active: np.ndarray) -> BrainChoice: ...
+
+    def new_game(self) -> None: ...
+
+    def observe(self, states: Any) -> None: ...
 
 
 @functools.lru_cache(maxsize=8)
@@ -78,8 +96,14 @@ def jitted_piece_types(game) -> Callable:
     return jax.jit(functools.partial(action_piece_types, game))
 
 
-class NetworkPlayer:
-    """A zerolab agent (``select_actions(states, key) -> [B]``) as a framework player: one batched call.
+@jax.jit
+def _gather_lanes(states: Any, indices: jax.Array) -> Any:
+    """The lanes ``indices`` of batched ``states``, one compiled gather for the whole state."""
+    return jax.tree.map(lambda leaf: leaf[indices], states)
+
+
+class NetworkPlayer(Agent):
+    """A zerolab agent of one batched call (a search, a policy) asked about the active lanes only.
 
     The call sees only the active lanes, gathered into a sub-batch of ⌈B/2⌉ positions when they fit (in lock-step
     framework games the team to move has at most half the lanes: each pairing is played with both colours), else
@@ -90,48 +114,50 @@ class NetworkPlayer:
         self.agent = agent
         self.name = name or agent.name
 
-    def select_actions(self, positions: Positions, key: jax.Array, active: np.ndarray) -> np.ndarray:
-        batch = len(positions.boards)
+    def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        active = lanes_to_answer(states, active)
+        batch = len(active)
         lanes = np.flatnonzero(active)
         actions = np.zeros(batch, np.int32)
         if not len(lanes):
             return actions
         size = (batch + 1) // 2 if len(lanes) <= (batch + 1) // 2 else batch
         if size == batch:
-            return np.asarray(self.agent.select_actions(positions.states, key), np.int32)
+            return np.asarray(self.agent.select_actions(states, key), np.int32)
         indices = np.concatenate([lanes, np.full(size - len(lanes), lanes[0])])
-        gathered = jax.tree.map(lambda leaf: leaf[jnp.asarray(indices)], positions.states)
+        gathered = _gather_lanes(states, jnp.asarray(indices))
         actions[lanes] = np.asarray(self.agent.select_actions(gathered, key), np.int32)[: len(lanes)]
         return actions
 
     def new_game(self) -> None:
         self.agent.new_game()
 
+    def close(self) -> None:
+        self.agent.close()
 
-class EnginePlayer:
+
+class EnginePlayer(BoardAgent):
     """An engine oracle's best move on each active lane's board (the alter senior S)."""
 
     def __init__(self, oracle: Oracle, game: Any, name: str = "stockfish"):
-        self.oracle, self.game, self.name = oracle, game, name
+        super().__init__(game)
+        self.oracle, self.name = oracle, name
 
-    def select_actions(self, positions: Positions, key: jax.Array, active: np.ndarray) -> np.ndarray:
+    def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
         del key
-        actions = np.zeros(len(positions.boards), np.int32)
-        for lane in np.flatnonzero(active):
-            move = self.oracle.best_move(positions.boards[lane])
-            actions[lane] = self.game.uci_to_action(move, positions.state(lane))
+        host_states, boards = self.boards(states, active)
+        actions = np.zeros(host_states.terminated.shape[0], np.int32)
+        for lane, board in boards.items():
+            actions[lane] = self.game.uci_to_action(self.oracle.best_move(board), _lane(host_states, lane))
         return actions
 
     def new_game(self) -> None:
-        getattr(self.oracle, "new_game", lambda: None)()
+        super().new_game()
+        self.oracle.new_game()
 
 
 def tile_state(state: Any, count: int) -> Any:
     return jax.tree.map(lambda leaf: jnp.repeat(jnp.asarray(leaf)[None], count, axis=0), state)
-
-
-def _lane(states: Any, index: int) -> Any:
-    return jax.tree.map(lambda leaf: leaf[index], states)
 
 
 def mover_result(states_after: Any, mover_colour_index: np.ndarray) -> np.ndarray:
@@ -140,7 +166,7 @@ def mover_result(states_after: Any, mover_colour_index: np.ndarray) -> np.ndarra
     return (rewards[np.arange(len(rewards)), np.asarray(mover_colour_index)] + 1) / 2
 
 
-class SttExpector:
+class SttExpector(BoardAgent):
     """The STT expector: candidates are S's top ``candidates`` moves (MultiPV at S's budget); the value of a
     candidate m is the mean over the next two plies' bits s ∈ {11, 10, 01, 00} (opponent's bit, then ours) of our
     win probability:
@@ -159,18 +185,20 @@ class SttExpector:
                  name: str = "expector", reference_00_quirk: bool = False):
         if candidates < 1:
             raise ValueError(f"expector candidates must be positive, got {candidates}")
-        self.game, self.senior, self.evaluator, self.junior = game, senior, evaluator, junior
+        super().__init__(game)
+        self.senior, self.evaluator, self.junior = senior, evaluator, junior
         self.candidates, self.name, self.reference_00_quirk = candidates, name, reference_00_quirk
         self._step = batched_step(game)
         self.last_values: list[dict[str, dict[str, float]]] = []  # per call: {move: {s: value}}, for tests and logs
 
-    def select_actions(self, positions: Positions, key: jax.Array, active: np.ndarray) -> np.ndarray:
+    def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
         del key
-        actions = np.zeros(len(positions.boards), np.int32)
+        host_states, boards = self.boards(states, active)
+        actions = np.zeros(host_states.terminated.shape[0], np.int32)
         self.last_values = []
-        for lane in np.flatnonzero(active):
-            state = positions.state(lane)
-            move, values = self.choose(state, positions.boards[lane])
+        for lane, board in boards.items():
+            state = _lane(host_states, lane)
+            move, values = self.choose(state, board)
             self.last_values.append(values)
             actions[lane] = self.game.uci_to_action(move, state)
         return actions
@@ -243,55 +271,75 @@ class SttExpector:
         return best, values
 
     def new_game(self) -> None:
+        super().new_game()
         for oracle in (self.senior, self.evaluator):
-            getattr(oracle, "new_game", lambda: None)()
+            oracle.new_game()
 
 
-class MoveBrain:
-    """A brain that names the piece type of a player's move (S, tree, attuned, the junior as brain)."""
+class MoveBrain(Agent):
+    """A brain that names the piece type of a player's move (S, tree, attuned, the junior as brain); as an agent it
+    plays that move."""
 
-    def __init__(self, player: Player, game: Any, name: str | None = None):
+    def __init__(self, player: Agent, game: Any, name: str | None = None):
         self.player, self.game = player, game
         self.name = name or player.name
         self._types = jitted_piece_types(game)
 
-    def name_piece_types(self, positions: Positions, key: jax.Array, active: np.ndarray) -> BrainChoice:
-        moves = np.asarray(self.player.select_actions(positions, key, active), np.int32)
-        types = np.asarray(self._types(positions.states))
+    def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        return self.player.select_actions(states, key, active)
+
+    def name_piece_types(self, states: Any, key: jax.Array, active: np.ndarray) -> BrainChoice:
+        moves = np.asarray(self.player.select_actions(states, key, active), np.int32)
+        types = np.asarray(self._types(states))
         return BrainChoice(piece_type=types[np.arange(len(moves)), moves], move=moves)
 
     def new_game(self) -> None:
-        getattr(self.player, "new_game", lambda: None)()
+        self.player.new_game()
+
+    def observe(self, states: Any) -> None:
+        self.player.observe(states)
+
+    def close(self) -> None:
+        self.player.close()
 
 
 #: ``(states [K]) -> [K, A]`` the hand's policy over legal moves (maia at T = 1); mocked in tests.
 HandModel = Callable[[Any], np.ndarray]
 
 
-class HbExpector:
+class HbExpector(BoardAgent):
     """The HB expector: for each piece type with legal moves, the hand's ``top`` most probable moves of that type,
-    renormalised to q; value = Σ q(m)·(our win probability after m, by ``evaluator``); names the best type."""
+    renormalised to q; value = Σ q(m)·(our win probability after m, by ``evaluator``); names the best type (it has
+    no move of its own).  As an agent alone it plays the hand's most probable move of the type it names."""
 
     def __init__(self, game: Any, evaluator: Oracle, hand: HandModel, top: int = 3, name: str = "expector"):
         if top < 1:
             raise ValueError(f"HB expector top must be positive, got {top}")
-        self.game, self.evaluator, self.hand, self.top, self.name = game, evaluator, hand, top, name
+        super().__init__(game)
+        self.evaluator, self.hand, self.top, self.name = evaluator, hand, top, name
         self._types = jitted_piece_types(game)
         self._step = batched_step(game)
         self.last_values: list[dict[int, float]] = []
 
-    def name_piece_types(self, positions: Positions, key: jax.Array, active: np.ndarray) -> BrainChoice:
+    def name_piece_types(self, states: Any, key: jax.Array, active: np.ndarray) -> BrainChoice:
         del key
-        batch = len(positions.boards)
-        types = np.asarray(self._types(positions.states))
-        probabilities = np.asarray(self.hand(positions.states))
+        host_states, boards = self.boards(states, active)
+        batch = host_states.terminated.shape[0]
+        types = np.asarray(self._types(states))
+        probabilities = np.asarray(self.hand(states))
         named = np.zeros(batch, np.int32)
         self.last_values = []
-        for lane in np.flatnonzero(active):
-            values = self.type_values(positions.state(lane), positions.boards[lane], types[lane], probabilities[lane])
+        for lane, board in boards.items():
+            values = self.type_values(_lane(host_states, lane), board, types[lane], probabilities[lane])
             self.last_values.append(values)
             named[lane] = max(values, key=values.get)
         return BrainChoice(piece_type=named, move=np.full(batch, -1, np.int32))
+
+    def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        named = self.name_piece_types(states, key, lanes_to_answer(states, active)).piece_type
+        types = np.asarray(self._types(states))
+        probabilities = np.where(types == named[:, None], np.asarray(self.hand(states)), -1.0)
+        return np.argmax(probabilities, axis=-1).astype(np.int32)
 
     def type_values(self, state: Any, board: chess.Board, types: np.ndarray,
                     probabilities: np.ndarray) -> dict[int, float]:
@@ -321,8 +369,9 @@ class HbExpector:
         return values
 
     def new_game(self) -> None:
-        getattr(self.evaluator, "new_game", lambda: None)()
+        super().new_game()
+        self.evaluator.new_game()
 
 
-__all__ = ["BrainChoice", "Brain", "EnginePlayer", "HbExpector", "MoveBrain", "NetworkPlayer", "Player",
-           "Positions", "SttExpector", "batched_step", "jitted_piece_types", "tile_state"]
+__all__ = ["BoardAgent", "BrainChoice", "Brain", "EnginePlayer", "HbExpector", "MoveBrain", "NetworkPlayer",
+           "SttExpector", "batched_step", "jitted_piece_types", "tile_state"]

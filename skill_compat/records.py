@@ -11,7 +11,9 @@ Each move record (one JSON line) holds: ``game``, ``ply``, ``fen`` (before the m
   h0 was played).
 
 A matchup directory holds ``games.jsonl`` (one line per finished, evaluated game) and ``moves.jsonl``; rerunning
-keeps the games found there (:class:`MatchupFiles`).
+keeps the games found there (:class:`MatchupFiles`).  :func:`game_record` turns a stored game back into the core's
+:class:`zerolab.api.GameRecord` (annotated moves, the bitstring as a header), which :func:`zerolab.api.write_games`
+writes as PGN.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ from collections.abc import Iterable
 
 import chess
 
-from skill_compat.driver import FrameworkGame
 from skill_compat.oracle import Oracle, board_after
+from skill_compat.teams import FrameworkGame
+from zerolab.api import GameRecord
+
+#: the fields of a move row that its PGN comment shows (None values are left out)
+COMMENT_FIELDS = ("team_name", "role", "player", "named_type", "brain_move", "h0", "interaction")
 
 
 def _loss_fields(w_before: float, w_after: float, suffix: str = "") -> dict:
@@ -59,6 +65,19 @@ def evaluate_game(game: FrameworkGame, evaluator: Oracle) -> list[dict]:
                 fields.update(_loss_fields(before[index], w_h0, "_h0"))
         evaluated.append({**record, **fields})
     return evaluated
+
+
+def game_record(game: dict, moves: Iterable[dict], focal: str, alter: str) -> GameRecord:
+    """A stored game (its ``games.jsonl`` row and ``moves.jsonl`` rows) as a core game record: White is the team
+    that moved first, each move annotated with its :data:`COMMENT_FIELDS`, an STT game's bits of its plies as the
+    ``Bitstring`` header."""
+    rows = sorted(moves, key=lambda row: row["ply"])
+    first, second = (focal, alter) if game["focal_is_white"] else (alter, focal)
+    score = game["focal_score"] if game["focal_is_white"] else 1.0 - game["focal_score"]
+    headers = {"Bitstring": game["bitstring"][: game["plies"]]} if game.get("bitstring") else {}
+    return GameRecord(first, second, [row["move"] for row in rows], score, game["plies"], game["capped"],
+                      annotations=[{field: row.get(field) for field in COMMENT_FIELDS} for row in rows],
+                      headers=headers)
 
 
 class MatchupFiles:
@@ -111,4 +130,4 @@ def _complete_json(line: str) -> bool:
     return True
 
 
-__all__ = ["MatchupFiles", "evaluate_game"]
+__all__ = ["COMMENT_FIELDS", "MatchupFiles", "evaluate_game", "game_record"]

@@ -12,10 +12,12 @@ import chess.pgn
 
 HEADER = re.compile(r'^\[(\w+) "(.*)"\]$')
 RESULTS = ("1-0", "0-1", "1/2-1/2")
+COMMENT = re.compile(r"\{[^}]*\}")
 
 
 def read_gardner_pgn(path: str | pathlib.Path) -> list[tuple[dict[str, str], list[str]]]:
-    """``[(headers, uci_moves)]`` of a long-algebraic Gardner PGN file (move numbers and the result token dropped)."""
+    """``[(headers, uci_moves)]`` of a long-algebraic Gardner PGN file (move numbers, ``{comments}`` and the result
+    token dropped)."""
     games, headers, moves = [], {}, []
     for line in pathlib.Path(path).read_text().splitlines():
         match = HEADER.match(line.strip())
@@ -25,7 +27,8 @@ def read_gardner_pgn(path: str | pathlib.Path) -> list[tuple[dict[str, str], lis
                 headers, moves = {}, []
             headers[match.group(1)] = match.group(2)
         elif line.strip():
-            moves += [token for token in line.split() if not token.endswith(".") and token not in RESULTS]
+            tokens = COMMENT.sub(" ", line).split()
+            moves += [token for token in tokens if not token.endswith(".") and token not in RESULTS]
     if headers:
         games.append((headers, moves))
     return games

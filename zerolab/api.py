@@ -124,6 +124,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "jit_step": "zerolab.devices",
     # play
     "Agent": "zerolab.play.agents",
+    "lanes_to_answer": "zerolab.play.agents",
     "SearchAgent": "zerolab.play.agents",
     "EngineAgent": "zerolab.play.agents",
     "GTPEngineAgent": "zerolab.play.agents",
@@ -141,6 +142,10 @@ PUBLIC_NAMES: dict[str, str] = {
     "Match": "zerolab.play.arena",
     "write_pgn": "zerolab.play.arena",
     "TeamAgent": "zerolab.play.arena",
+    "TeamRule": "zerolab.play.arena",
+    "TeamMoves": "zerolab.play.arena",
+    "MemberChoice": "zerolab.play.arena",
+    "delegate_moves": "zerolab.play.arena",
     "GameBoards": "zerolab.games.board",
     "GardnerBoard": "zerolab.games.board",
     "StateTracker": "zerolab.games.board",

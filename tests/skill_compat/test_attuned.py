@@ -1,6 +1,6 @@
-"""Attuned training through the core's jitted self-play: the STT rule plays the same games as the host driver in a
-deterministic setup (the senior's search stood in for by its network's argmax, argmax junior, tiny lc0 networks),
-the host's slow-path frames equal the scan's, the HB rule plays the named type, one attuned step lowers the loss on
+"""Attuned training through the core's jitted self-play: the STT rule plays the same games as the host (the core's
+arena) in a deterministic setup (the senior's search stood in for by its network's argmax, argmax junior, tiny lc0
+networks), the host's slow-path frames equal the scan's, the HB rule plays the named type, one attuned step lowers the loss on
 a fixed batch, and bad options are refused."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import optax
 import pytest
 
 from skill_compat import attuned, frameworks
-from skill_compat.driver import SttTeam, play_framework_games
 from skill_compat.players import NetworkPlayer, batched_step
+from skill_compat.teams import SttTeam, play_framework_games
 from zerolab.api import (
     NetworkInputs,
     NetworkOutput,
@@ -73,7 +73,7 @@ def stt_selfplay(setup):
     return jax.device_get(frames), jax.device_get(records)
 
 
-def test_jitted_stt_selfplay_and_the_host_driver_play_the_same_game(setup, stt_selfplay):
+def test_jitted_stt_selfplay_and_the_host_arena_play_the_same_game(setup, stt_selfplay):
     frames, records = stt_selfplay
     bits = np.asarray(frames.extras["senior"])[:, 0].astype(np.uint8)  # lane 0's game: PLIES plies, capped
     assert 0 < bits.sum() < PLIES  # both roles play
@@ -83,7 +83,7 @@ def test_jitted_stt_selfplay_and_the_host_driver_play_the_same_game(setup, stt_s
     games = play_framework_games(setup.game, team, team, frameworks.game_pairing(2), jax.random.key(9), PLIES,
                                  bitstrings=bits[None])
     host_moves = games[0].moves
-    step = batched_step(setup.game)  # the driver's compiled step
+    step = batched_step(setup.game)
     states = jax.tree.map(lambda leaf: leaf[None], setup.game.init(jax.random.key(0)))
     jitted_moves = []
     for action in np.asarray(records.action)[:, 0]:

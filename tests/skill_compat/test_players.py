@@ -1,6 +1,6 @@
-"""The expectors with a mocked engine and junior (the values they compute and the boards they evaluate), the host
-driver with real Stockfish and a scripted junior (roles follow the bits, engines see the move list, the cap is a
-draw), the evaluator's losses, and clear errors."""
+"""The expectors with a mocked engine and junior (the values they compute and the boards they evaluate), framework
+games through the core's arena with real Stockfish and a scripted junior (roles follow the bits, engines see the move
+list, the cap is a draw), the evaluator's losses, and clear errors."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from skill_compat import frameworks
-from skill_compat.driver import HbTeam, SttTeam, play_framework_games
 from skill_compat.oracle import StockfishOracle, rules_result
-from skill_compat.players import batched_step, EnginePlayer, HbExpector, MoveBrain, Positions, SttExpector
+from skill_compat.players import batched_step, EnginePlayer, HbExpector, MoveBrain, SttExpector
 from skill_compat.records import MatchupFiles, evaluate_game
+from skill_compat.teams import HbTeam, SttTeam, play_framework_games
+from zerolab.api import Agent
 
 
 def lowest_action_junior(states):
@@ -113,13 +114,16 @@ def test_hb_expector_weighs_the_hands_top_moves_of_each_type(chess_game, start):
     wins = {("g1f3",): 0.2, ("b1c3",): 0.5, ("e2e4",): 0.7}  # side to move's (Black's) view
     evaluator = ScriptedOracle([], None, wins)
     brain = HbExpector(chess_game, evaluator, lambda s: probabilities[None], top=3)
-    choice = brain.name_piece_types(Positions(states, [chess.Board()]), jax.random.key(0), np.array([True]))
+    choice = brain.name_piece_types(states, jax.random.key(0), np.array([True]))
     values = brain.last_values[0]
     # knights: top 3 are Nf3 (.3), Nc3 (.1) and one of the zero-probability moves: q = .75, .25, 0
     assert values[frameworks.piece_type_index("N")] == pytest.approx(0.75 * 0.8 + 0.25 * 0.5)
     assert set(values) == {frameworks.piece_type_index("P"), frameworks.piece_type_index("N")}
     assert choice.piece_type[0] == frameworks.piece_type_index("N") and choice.move[0] == -1
     assert sum(1 for moves in evaluator.evaluated if len(moves) == 1) == 6  # 3 pawn + 3 knight moves
+    # as an agent alone it plays the hand's most probable move of the type it names
+    action = brain.select_actions(states, jax.random.key(0))[0]
+    assert chess_game.action_to_uci(int(action), state) == "g1f3"
 
 
 @pytest.fixture(scope="module")
@@ -129,23 +133,33 @@ def stockfish(stockfish_path):
     oracle.close()
 
 
-class RecordingPlayer:
+class RecordingPlayer(Agent):
     """A junior that plays the lowest legal action and records the lanes it was asked about."""
 
     name = "lowest"
 
     def __init__(self):
-        self.calls: list[tuple[np.ndarray, list[int]]] = []  # (active lanes, each lane's ply)
+        self.calls: list[tuple[np.ndarray, np.ndarray]] = []  # (active lanes, each lane's ply)
 
-    def select_actions(self, positions, key, active):
-        self.calls.append((np.asarray(active).copy(), [len(board.move_stack) for board in positions.boards]))
-        return lowest_action_junior(positions.states).astype(np.int32)
-
-    def new_game(self):
-        pass
+    def select_actions(self, states, key, active=None):
+        self.calls.append((np.asarray(active).copy(), np.asarray(states._step_count).copy()))
+        return lowest_action_junior(states).astype(np.int32)
 
 
-def test_stt_driver_roles_follow_the_bits_and_the_cap_is_a_draw(chess_game, stockfish):
+class UniformHand(Agent):
+    """A hand whose policy is uniform over the legal moves."""
+
+    name = "uniform-hand"
+
+    def probabilities(self, states):
+        legal = np.asarray(states.legal_action_mask, float)
+        return legal / legal.sum(-1, keepdims=True)
+
+    def select_actions(self, states, key, active=None):
+        return np.argmax(self.probabilities(states), axis=-1).astype(np.int32)
+
+
+def test_stt_games_roles_follow_the_bits_and_the_cap_is_a_draw(chess_game, stockfish):
     bits = np.array([frameworks.parse_bitstring("0110100101"), frameworks.parse_bitstring("1111111111")])
     junior = RecordingPlayer()
     senior = EnginePlayer(stockfish, chess_game)
@@ -197,11 +211,8 @@ def test_a_finished_game_scores_by_pgx_and_its_last_move_gets_the_result(chess_g
         assert last["w_after"] == (game.focal_score if last["team"] == "focal" else 1 - game.focal_score)
 
 
-def test_hb_driver_plays_the_named_type_and_classifies(chess_game, stockfish, tmp_path):
-    def uniform_hand(states):
-        legal = np.asarray(states.legal_action_mask, float)
-        return legal / legal.sum(-1, keepdims=True)
-
+def test_hb_games_play_the_named_type_and_classify(chess_game, stockfish, tmp_path):
+    uniform_hand = UniformHand()
     brain = MoveBrain(EnginePlayer(stockfish, chess_game), chess_game)
     focal = HbTeam("focal", brain, uniform_hand, chess_game)
     alone = HbTeam("alone", None, uniform_hand, chess_game)
@@ -219,7 +230,7 @@ def test_hb_driver_plays_the_named_type_and_classifies(chess_game, stockfish, tm
             else:
                 assert record["move"] == record["h0"] and record["interaction"] is None
             board.push(move)
-    # the hand is seeded per game and ply: another driver key replays the same hand-alone games, another seed not
+    # the hand is seeded per game and ply: another arena key replays the same hand-alone games, another seed not
     again = play_framework_games(chess_game, HbTeam("alone", None, uniform_hand, chess_game), alone,
                                  frameworks.game_pairing(2), jax.random.key(1), max_game_plies=4, hand_seed=5)
     other = play_framework_games(chess_game, HbTeam("alone", None, uniform_hand, chess_game), alone,
@@ -253,7 +264,7 @@ def test_clear_errors(chess_game, gardner_game):
         oracle.best_move(chess.Board())
 
 
-class EchoAgent:
+class EchoAgent(Agent):
     """An agent whose move is ten times the lane number it was given; records its batch sizes."""
 
     name = "echo"
@@ -261,7 +272,7 @@ class EchoAgent:
     def __init__(self):
         self.sizes: list[int] = []
 
-    def select_actions(self, states, key):
+    def select_actions(self, states, key, active=None):
         self.sizes.append(len(states["lane"]))
         return np.asarray(states["lane"]) * 10
 
@@ -271,7 +282,7 @@ def test_network_player_searches_only_the_active_lanes():
 
     agent = EchoAgent()
     player = NetworkPlayer(agent)
-    positions = Positions({"lane": np.arange(8)}, [chess.Board()] * 8)
+    positions = {"lane": np.arange(8)}
     active = np.zeros(8, bool)
     active[[1, 4, 6]] = True
     actions = player.select_actions(positions, jax.random.key(0), active)

@@ -7,13 +7,16 @@ or score parity in the arena changes the counts; knights shuffling to the ply ca
 from __future__ import annotations
 
 
+import dataclasses
+
 import chess
 import chess.pgn
 import jax
 import numpy as np
 import pytest
 
-from zerolab.play.arena import TeamAgent, play_match, write_pgn
+from zerolab.play.agents import Agent
+from zerolab.play.arena import MemberChoice, TeamAgent, play_games, play_match, write_pgn
 from zerolab.games import make_game
 from zerolab.games.pgn import read_game_records, write_game_records
 
@@ -27,21 +30,25 @@ KNIGHTS_BLACK = ["g8f6", "f6g8"] * 10
 FOOLS_MATE_IN_ONE = "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2"
 
 
-class ScriptedAgent:
+class ScriptedAgent(Agent):
     """Plays fixed UCI moves: ``white[k]`` / ``black[k]`` as its k-th move with that colour since the start
-    position."""
+    position; answers only the lanes it is asked about and logs them (and the plies it only observed)."""
 
     def __init__(self, name, game, white, black):
         self.name, self.game, self.white, self.black = name, game, white, black
         self.new_games = 0
+        self.asked: list[list[int]] = []  # the lanes of each call
+        self.observed = 0
 
-    def select_actions(self, states, key):
+    def select_actions(self, states, key, active=None):
         del key
         host = jax.device_get(states)
         actions = np.zeros(host.terminated.shape[0], np.int32)
+        active = ~np.asarray(host.terminated) if active is None else active
+        self.asked.append(np.flatnonzero(active).tolist())
         for index in range(actions.shape[0]):
             state = jax.tree.map(lambda leaf: leaf[index], host)
-            if bool(state.terminated):
+            if not active[index]:
                 continue
             colour = self.game.to_fen(state).split()[1]
             script = self.white if colour == "w" else self.black
@@ -51,6 +58,9 @@ class ScriptedAgent:
 
     def new_game(self):
         self.new_games += 1
+
+    def observe(self, states):
+        self.observed += 1
 
 
 
@@ -125,7 +135,8 @@ def test_team_agent_delegates_by_rule_and_records_who_moved(chess_game, tmp_path
     opener = ScriptedAgent("opener", chess_game, ["e2e4", "xxxx"], ["e7e5", "xxxx"])
     finisher = ScriptedAgent("finisher", chess_game, SCHOLARS_MATE_WHITE, FOOLS_MATE_BLACK)
     victim = ScriptedAgent("victim", chess_game, FOOLS_MATE_WHITE, SCHOLARS_MATE_BLACK)
-    team = TeamAgent("team", [opener, finisher], rule=lambda states, plies: (np.asarray(plies) >= 2).astype(int))
+    team = TeamAgent("team", [opener, finisher], MemberChoice(lambda states, plies: (np.asarray(plies) >= 2).astype(int),
+                                                              roles=("first", "rest")))
     match = play_match(chess_game, team, victim, 2, jax.random.key(3), max_game_plies=20, show_progress=False)
     assert (match.result.wins, match.result.losses) == (2, 0)
     white_game = next(record for record in match.games if record.first_player == "team")
@@ -133,25 +144,61 @@ def test_team_agent_delegates_by_rule_and_records_who_moved(chess_game, tmp_path
                                  "team/finisher"]
     black_game = next(record for record in match.games if record.first_player == "victim")
     assert black_game.movers == ["victim", "team/opener", "victim", "team/finisher"]
+    # the rule's notes on each move (the victim adds none), in the JSON lines and as PGN comments
+    assert black_game.annotations == [{}, {"role": "first", "player": "opener"}, {},
+                                      {"role": "rest", "player": "finisher"}]
     path = write_game_records(match.games, tmp_path / "games.jsonl", event="team test")
     assert read_game_records(path) == match.games
+    tagged = dataclasses.replace(black_game, headers={"Bitstring": "0101"})
+    pgn_game = parsed_games(write_pgn(chess_game, dataclasses.replace(match, games=[tagged]), tmp_path / "t.pgn"))[0]
+    assert [node.comment for node in pgn_game.mainline()] == ["", "role=first player=opener", "",
+                                                              "role=rest player=finisher"]
+    assert pgn_game.headers["Bitstring"] == "0101" and final_board(pgn_game).is_checkmate()
     with pytest.raises(ValueError, match="member indices"):
-        bad = TeamAgent("bad", [opener], rule=lambda states, plies: np.full(plies.shape, 3))
+        bad = TeamAgent("bad", [opener], MemberChoice(lambda states, plies: np.full(plies.shape, 3)))
         play_match(chess_game, bad, victim, 2, jax.random.key(3), show_progress=False)
 
 
-class FirstLegalAgent:
+def test_one_batch_seats_either_agent_first_and_asks_each_about_its_lanes_only(chess_game):
+    mater = ScriptedAgent("mater", chess_game, SCHOLARS_MATE_WHITE, FOOLS_MATE_BLACK)
+    victim = ScriptedAgent("victim", chess_game, FOOLS_MATE_WHITE, SCHOLARS_MATE_BLACK)
+    records = play_games(chess_game, mater, victim, 2, jax.random.key(5), 20, second_moves_first=[False, True])
+    # lane 0: the mater has White and mates on ply 7; lane 1: the victim has White and is mated on ply 4
+    assert [(r.first_player, r.second_player, r.first_player_score, r.plies) for r in records] == [
+        ("mater", "victim", 1.0, 7), ("victim", "mater", 0.0, 4)]
+    assert records[1].movers == ["victim", "mater", "victim", "mater"]
+    # each ply, each agent is asked about the lanes where it is to move (none when its games are over: it observes)
+    assert mater.asked == [[0], [1], [0], [1], [0], [0]] and victim.asked == [[1], [0], [1], [0], [0]]
+    assert (mater.observed, victim.observed) == (1, 2)  # plies 4-6: lane 0 alone, one agent to move, the other shown
+    # records say the same as two one-colour batches
+    alone = play_games(chess_game, victim, mater, 1, jax.random.key(5), 20)[0]
+    assert (alone.moves, alone.first_player_score) == (records[1].moves, records[1].first_player_score)
+
+
+class IllegalAgent(Agent):
+    """Plays action 0, not a legal move at the start."""
+
+    name = "illegal"
+
+    def select_actions(self, states, key, active=None):
+        return np.zeros(np.asarray(states.terminated).shape[0], np.int32)
+
+
+def test_an_illegal_action_stops_the_match_naming_the_agent(chess_game):
+    victim = ScriptedAgent("victim", chess_game, FOOLS_MATE_WHITE, SCHOLARS_MATE_BLACK)
+    with pytest.raises(ValueError, match="illegal chose action 0, which is not legal in game lane 0 at ply 0"):
+        play_games(chess_game, IllegalAgent(), victim, 1, jax.random.key(0), 4)
+
+
+class FirstLegalAgent(Agent):
     """Plays the legal action with the lowest pgx id."""
 
     def __init__(self, name):
         self.name = name
 
-    def select_actions(self, states, key):
+    def select_actions(self, states, key, active=None):
         del key
         return np.argmax(np.asarray(states.legal_action_mask), axis=-1).astype(np.int32)
-
-    def new_game(self):
-        pass
 
 
 def test_gardner_games_from_a_black_to_move_fen_replay_in_fairy_stockfish(tmp_path):

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 
+from zerolab.play.agents import Agent
 from zerolab.engines.uci_client import (
     EngineError,
     EngineNotFoundError,
@@ -206,13 +207,13 @@ def test_skill_outside_the_advertised_range_is_refused(tmp_path):
 # --- engines see the game's moves -----------------------------------------------------------------------------
 
 
-class RandomAgent:
+class RandomAgent(Agent):
     """Plays uniformly random legal moves."""
 
     def __init__(self, seed=0):
         self.name, self.rng = "random", np.random.default_rng(seed)
 
-    def select_actions(self, states, key):
+    def select_actions(self, states, key, active=None):
         masks = np.asarray(states.legal_action_mask)
         return np.array([self.rng.choice(np.flatnonzero(mask)) if mask.any() else 0 for mask in masks], np.int32)
 
@@ -224,23 +225,18 @@ def positions_sent(log):
     return [line.strip() for line in log.read_text().splitlines() if line.startswith("position")]
 
 
-def expected_positions(match, agent_name, root, start_fen=None):
+def expected_positions(match, agent_name, root):
     """The ``position`` commands of every engine move of ``match``: the root and the game's moves so far.
 
-    A game from a ``start_fen`` (not the game's standard start) that the engine joins after the first move starts,
-    for it, after that move: pgx's state keeps no castling rights or counters of earlier positions to rebuild it.
+    An engine that moves second sees the start position too (the arena shows it the first ply, ``observe``), so a
+    game from a start FEN is sent as that FEN and every move since, whichever side the engine plays.
     """
     expected = []
     for record in match.games:
         first_ply = 0 if record.first_player == agent_name else 1
-        game_root, skipped = root, 0
-        if first_ply == 1 and start_fen is not None:
-            board = chess.Board(start_fen)
-            board.push_uci(record.moves[0])
-            game_root, skipped = f"position fen {board.fen(en_passant='fen')}", 1
         for ply in range(first_ply, record.plies, 2):
-            moves = record.moves[skipped:ply]
-            expected.append(game_root + (" moves " + " ".join(moves) if moves else ""))
+            moves = record.moves[:ply]
+            expected.append(root + (" moves " + " ".join(moves) if moves else ""))
     return expected
 
 
@@ -267,7 +263,7 @@ def test_engine_agent_sends_the_games_moves(tmp_path, chess_game):
     log.write_text("")  # games from a start position: its FEN, then the moves
     start = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
     agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_plies=8, start_fens=[start])
-    assert positions_sent(log) == expected_positions(match, agent.name, f"position fen {start}", start_fen=start)
+    assert positions_sent(log) == expected_positions(match, agent.name, f"position fen {start}")
 
 
 LOGGING_WRAPPER = """\
@@ -416,13 +412,13 @@ def test_a_team_member_engine_skipped_for_many_plies_still_sees_the_games_moves(
     """A TeamAgent's rule skips its engine member for 17 plies (more than pgx's 7-ply history): the engine is still
     sent ``position startpos moves ...`` with every move, because the team shows it the positions it skips."""
     from zerolab.play.agents import EngineAgent
-    from zerolab.play.arena import TeamAgent, play_match
+    from zerolab.play.arena import MemberChoice, TeamAgent, play_match
 
     path, log = fake_engine(tmp_path, "first-legal")
     engine = EngineAgent(f"{path}:nodes=1", chess_game)
     engine_plies = lambda plies: (plies < 1) | (plies >= 18)  # noqa: E731
     team = TeamAgent("team", [engine, RandomAgent(seed=1)],
-                     rule=lambda states, plies: np.where(engine_plies(np.asarray(plies)), 0, 1))
+                     MemberChoice(lambda states, plies: np.where(engine_plies(np.asarray(plies)), 0, 1)))
     try:
         match = play_match(chess_game, team, RandomAgent(seed=2), 2, jax.random.key(0), 22, show_progress=False)
     finally:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from zerolab.frontends import uci
+from zerolab.play.agents import Agent
 from zerolab.frontends.uci import MoveChoice, SearchBudget, UCIOption, UCIServer
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -510,7 +511,7 @@ def test_search_overrides_reach_the_search_config():
         assert ruled.rules == "pkg.mod:factory" and dict(ruled.rule_options) == {"limit": 3}
 
 
-class LowestActionAgent:
+class LowestActionAgent(Agent):
     """Plays the legal action with the lowest pgx id and keeps the states it was given."""
 
     name = "lowest"
@@ -518,7 +519,7 @@ class LowestActionAgent:
     def __init__(self, game):
         self.game, self.states, self.new_games = game, [], 0
 
-    def select_actions(self, states, key):
+    def select_actions(self, states, key, active=None):
         self.states.append(states)
         return np.argmax(np.asarray(states.legal_action_mask), axis=-1).astype(np.int32)
 

@@ -126,8 +126,7 @@ def command_match(args: argparse.Namespace) -> int:
                            start_fens=start_fens)
     finally:
         for agent in (agent_a, agent_b):
-            if hasattr(agent, "close"):
-                agent.close()
+            agent.close()
     out = pathlib.Path(args.out)
     safe = lambda name: "".join(c if c.isalnum() or c in "-_.@=" else "_" for c in name)  # noqa: E731
     pgn = write_pgn(game, match, out / f"{safe(agent_a.name)}-vs-{safe(agent_b.name)}.pgn")

@@ -1,10 +1,12 @@
 """Game records: finished games and their text (PGN for chess and Gardner chess, SGF for Go).
 
 A :class:`GameRecord` holds the moves of one game as the game's own move text (UCI for chess, GTP vertices for Go;
-see :meth:`zerolab.games.Game.action_to_text`) and its result from the first player's side.  ``write_games`` writes
-records in the format the game names (``Game.move_record_format``): standard SAN PGN for 8×8 chess through
-python-chess, long-algebraic PGN with a ``Variant`` header for Gardner chess (which python-chess cannot represent),
-SGF for Go.
+see :meth:`zerolab.games.Game.action_to_text`), its result from the first player's side, who chose each move and
+the movers' annotations on them.  ``write_games`` writes records in the format the game names
+(``Game.move_record_format``): standard SAN PGN for 8×8 chess through python-chess, long-algebraic PGN with a
+``Variant`` header for Gardner chess (which python-chess cannot represent), SGF for Go.  In PGN each annotated move
+gets its annotation as a comment (:func:`annotation_comment`: ``key=value`` pairs) and a record's ``headers`` are
+added to the game's tag pairs (e.g. a skill-compatibility game's bitstring).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class GameRecord:
       capped: True when the game reached the arena's ply cap (scored as a draw).
       start_fen: the start position when it is not the game's standard one.
       movers: who chose each move: the agent's name, or a team member's name (``team/member``).
+      annotations: one dict of notes (JSON values) per move when the movers annotated them (a team's rule: the
+        member's role, what a brain named), else empty.
+      headers: extra PGN tag pairs of the game (name → text).
     """
 
     first_player: str
@@ -46,6 +51,8 @@ class GameRecord:
     capped: bool
     start_fen: str | None = None
     movers: list[str] = dataclasses.field(default_factory=list)
+    annotations: list[dict] = dataclasses.field(default_factory=list)
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -55,11 +62,19 @@ def pgn_result(score: float) -> str:
     return {1.0: "1-0", 0.0: "0-1"}.get(score, "1/2-1/2")
 
 
+def annotation_comment(annotation: dict) -> str:
+    """A move's annotation as PGN comment text: ``key=value`` pairs in order, None values left out, no braces (a
+    PGN comment ends at the first ``}``); empty when there is nothing to say."""
+    pairs = (f"{key}={value}" for key, value in annotation.items() if value is not None)
+    return " ".join(pairs).replace("{", "(").replace("}", ")")
+
+
 def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str:
     """One chess or Gardner-chess game as PGN text (SAN on 8×8, long algebraic with a ``Variant`` header on 5×5).
 
     A game from ``record.start_fen`` gets ``SetUp``/``FEN`` headers; when Black moves first there, the first player
-    is Black and the result is written from White's side as PGN requires.
+    is Black and the result is written from White's side as PGN requires.  ``record.headers`` are added after the
+    standard ones and each annotated move gets its :func:`annotation_comment`.
     """
     fen_fields = (record.start_fen or game.start_fen).split()
     black_first = len(fen_fields) > 1 and fen_fields[1] == "b"
@@ -77,6 +92,8 @@ def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str
     }
     if record.capped:
         headers["Termination"] = "ply limit (adjudicated draw)"
+    headers.update(record.headers)
+    comments = [annotation_comment(annotation) for annotation in record.annotations] or [""] * len(record.moves)
     if game.move_record_format == "pgn":
         board = chess.Board(record.start_fen) if record.start_fen else chess.Board()
         pgn_game = chess.pgn.Game()
@@ -84,20 +101,24 @@ def to_pgn(game: Game, record: GameRecord, round_number: int, event: str) -> str
         if record.start_fen:
             pgn_game.setup(board)
         node = pgn_game
-        for uci in record.moves:
+        for uci, comment in zip(record.moves, comments):
             move = chess.Move.from_uci(uci)
-            node = node.add_variation(move)
+            node = node.add_variation(move, comment=comment)
             board.push(move)
         return str(pgn_game) + "\n\n"  # a blank line between games, or readers lose the next headers
     headers.update({"Variant": "Gardner", "SetUp": "1", "FEN": record.start_fen or game.start_fen})
     header_text = "".join(f'[{k} "{v}"]\n' for k, v in headers.items())
     first_move_number = int(fen_fields[5]) if len(fen_fields) > 5 else 1
     tokens = [f"{first_move_number}..."] if black_first and record.moves else []
-    for ply, move in enumerate(record.moves):
+    for ply, (move, comment) in enumerate(zip(record.moves, comments)):
         colour_ply = ply + int(black_first)
         if colour_ply % 2 == 0:
             tokens.append(f"{first_move_number + colour_ply // 2}.")
+        elif ply > 0 and comments[ply - 1]:  # after a comment, Black's move needs its number again
+            tokens.append(f"{first_move_number + colour_ply // 2}...")
         tokens.append(move)
+        if comment:
+            tokens.append(f"{{{comment}}}")
     tokens.append(headers["Result"])
     return header_text + "\n" + " ".join(tokens) + "\n\n"
 

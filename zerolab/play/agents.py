@@ -20,11 +20,13 @@ Agent specs (command line, configs):
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import logging
 import pathlib
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -40,9 +42,23 @@ from zerolab.selfplay.scan import SelfPlayConfig, choose_actions
 logger = logging.getLogger(__name__)
 
 
-@runtime_checkable
-class Agent(Protocol):
-    """Picks one move per position.
+class Agent(abc.ABC):
+    """The base of every agent: picks one move per position of a batch of pgx states.
+
+    ``select_actions`` is the one method an agent must write.  The others have defaults that do nothing (or name the
+    agent as the mover of every move), so the arena and a :class:`zerolab.play.arena.TeamAgent` call them on any agent:
+
+    * ``new_game()`` — before each batch of new games (engines clear their hash, predictors their history);
+    * ``set_start_positions(start_fens)`` — after ``new_game()`` when the games start from given positions (one text
+      per game lane), for agents that cannot read a game's earlier moves off its pgx state
+      (:class:`GTPEngineAgent` gives GNU Go the moves of a Go start position);
+    * ``observe(states)`` — shown the batched positions of a ply in which the agent moves in no game (the arena calls
+      it on the side not to move, a team on the members its rule skips), so an agent that follows its games ply by
+      ply (:class:`EngineAgent`'s boards) stays in step however long it is skipped;
+    * ``mover_names(batch_size)`` and ``move_annotations(batch_size)`` — read by the arena after each
+      ``select_actions``: who chose each lane's move (default: the agent itself; a team names its member) and notes
+      on it for the game record (default: none; a team's rule says who moved and why);
+    * ``close()`` — release external processes.
 
     Attributes:
       name: a short name for tables, PGN headers and Elo books.
@@ -50,23 +66,39 @@ class Agent(Protocol):
 
     name: str
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        """[B] pgx action ids, one legal action per position of the batched ``states``.
+    @abc.abstractmethod
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        """[B] pgx action ids, one legal action for each position of the batched ``states`` that ``active`` [B]
+        marks (None: every position whose game is running).
 
-        Positions whose game has ended (``states.terminated``) may get any action; the arena ignores them.
+        Other positions may get any action; the arena ignores them.  An agent may answer them anyway (a batched
+        search does), but an external engine should not be asked about them.
         """
-        ...
 
     def new_game(self) -> None:
-        """Called before each batch of new games (engines clear their hash, predictors their history)."""
-        ...
+        """Called before each batch of new games."""
 
-    # Optional: ``observe(states)`` — shown the batched positions of a ply the agent is not asked to move (a
-    # :class:`zerolab.play.arena.TeamAgent` calls it on the members its rule skips), so an agent that follows its games
-    # ply by ply (:class:`EngineAgent`'s boards) stays in step however long it is skipped.
-    # Optional: ``set_start_positions(start_fens)`` — called by the arena after ``new_game()`` when the games start
-    # from given positions (one text per game lane), for agents that cannot read a game's earlier moves off its pgx
-    # state (:class:`GTPEngineAgent` gives GNU Go the moves of a Go start position).
+    def set_start_positions(self, start_fens: Sequence[str] | None) -> None:
+        """The games of the next batch start from these positions (one text per lane; None: the standard start)."""
+
+    def observe(self, states: pgx.State) -> None:
+        """Shown the batched positions of a ply in which this agent moves in no game."""
+
+    def mover_names(self, batch_size: int) -> list[str]:
+        """[B] who chose each move of the last ``select_actions`` call (read by the arena for the game record)."""
+        return [self.name] * batch_size
+
+    def move_annotations(self, batch_size: int) -> list[dict[str, Any]]:
+        """[B] notes (JSON values) on each move of the last ``select_actions`` call, for the game record."""
+        return [{} for _ in range(batch_size)]
+
+    def close(self) -> None:
+        """Releases what the agent holds (external processes)."""
+
+
+def lanes_to_answer(states: pgx.State, active: np.ndarray | None) -> np.ndarray:
+    """[B] bool: the lanes an agent answers — ``active`` when given, else the positions whose game is running."""
+    return ~np.asarray(states.terminated) if active is None else np.asarray(active, bool)
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -104,11 +136,11 @@ def compiled_search(search_config: Any, game: Game, network: Any, temperature: S
     return jax.jit(search)
 
 
-class SearchAgent:
+class SearchAgent(Agent):
     """A network with a search, e.g. a training checkpoint; ``select_actions`` is one jitted batched search.
 
     The search rules' per-search statistics (``SearchRules.summary_fn``) are averaged over the positions the agent
-    searched (those of games still running): :meth:`search_statistics`.
+    was asked about (``active``, by default those of games still running): :meth:`search_statistics`.
 
     ``temperature`` (default None: play the search's choice) samples each move from the root visits with a
     self-play temperature schedule (a :class:`zerolab.selfplay.scan.SelfPlayConfig`; only its ``temperature*`` fields
@@ -131,10 +163,10 @@ class SearchAgent:
         self._statistic_totals: dict[str, float] = {}
         self._searched_positions = 0
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        actions, summary = self._search(self.variables, key, states)
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        actions, summary = self._search(self.variables, key, states)  # one batched search over every lane
         if summary:
-            running = ~np.asarray(states.terminated)
+            running = lanes_to_answer(states, active)
             self._searched_positions += int(running.sum())
             for name, values in summary.items():
                 total = float(np.asarray(values)[running].sum())
@@ -144,9 +176,6 @@ class SearchAgent:
     def search_statistics(self) -> dict[str, float]:
         """``{name: mean}`` of the search summary over every position searched so far (empty without a summary)."""
         return {name: total / max(self._searched_positions, 1) for name, total in self._statistic_totals.items()}
-
-    def new_game(self) -> None:
-        pass
 
 
 SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name", "rules"}
@@ -196,7 +225,7 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
     return SearchAgent(name, components.game, components.network, trained.variables, search, temperature)
 
 
-class EngineAgent:
+class EngineAgent(Agent):
     """An external UCI engine (Stockfish, Fairy-Stockfish) choosing moves one position at a time.
 
     The engine sees the game's moves, not just a FEN: each game lane's python-chess board (a
@@ -204,7 +233,9 @@ class EngineAgent:
     and sent as ``position startpos|fen ROOT moves ...``, so the engine knows the repetitions.  pgx stays the
     referee: when the engine's move is not legal under pgx's rules (Gardner rules differ in details between the
     two), a uniformly random legal move is played instead and counted in ``fallback_moves``; so is a move lost to
-    an engine crash or time-out (the engine is restarted).
+    an engine crash or time-out (the engine is restarted).  Only the ``active`` lanes are sent to the engine; the
+    boards of the other running lanes are continued all the same, so a team member asked about some lanes only
+    stays in step in every game.
     """
 
     def __init__(self, spec: str, game: ChessGame, seed: int = 0):
@@ -220,16 +251,17 @@ class EngineAgent:
         self.rng = np.random.default_rng(seed)
         self.fallback_moves = 0
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
         del key
         states = jax.device_get(states)
-        batch = states.terminated.shape[0]
-        actions = np.zeros(batch, np.int32)
-        for index in range(batch):
+        answer = lanes_to_answer(states, active)
+        actions = np.zeros(answer.shape[0], np.int32)
+        for index in np.flatnonzero(~np.asarray(states.terminated)):
             state = jax.tree.map(lambda x: x[index], states)
-            if bool(state.terminated):
-                continue
-            actions[index] = self._choose(index, state)
+            if answer[index]:
+                actions[index] = self._choose(int(index), state)
+            else:  # a lane another agent moves in: keep its board in step
+                self.boards.board(int(index), state)
         return actions
 
     def _choose(self, lane: int, state: pgx.State) -> int:
@@ -259,7 +291,7 @@ class EngineAgent:
         self.engine.close()
 
 
-class GTPEngineAgent:
+class GTPEngineAgent(Agent):
     """An external GTP engine (GNU Go) playing Go, spec ``gnugo[:level=N,timeout=S,seed=K]``; pgx stays the referee.
 
     The agent keeps each game lane's moves: between two of its calls the opponent played one move, found by
@@ -313,11 +345,11 @@ class GTPEngineAgent:
         placed = np.flatnonzero((old == 0) & (new != 0))
         return int(placed[0]) if len(placed) else self.game.pass_action
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
         del key
         states = jax.device_get(states)
         actions = np.zeros(states.terminated.shape[0], np.int32)
-        for lane in np.flatnonzero(~np.asarray(states.terminated)):
+        for lane in np.flatnonzero(lanes_to_answer(states, active)):
             state = jax.tree.map(lambda leaf: leaf[lane], states)
             moves = self._moves.setdefault(int(lane), list(self._start.get(int(lane), ([], None))[0]))
             if int(self.game.plies_played(state)) != len(moves):

@@ -4,11 +4,18 @@
 other — so colours alternate evenly and each agent is called on one fixed-size batch per ply.  Every move is applied
 by pgx, which decides when a game ends and who won; a game that reaches ``max_game_plies`` is a draw.  Results are
 W/D/L from A's side; games are written in the game's record format by :mod:`zerolab.games.pgn` (and as JSON lines with
-the moves and who chose each, :func:`zerolab.games.pgn.write_game_records`).  Games may start from given FENs (each played
-with both colours; for Go, move lists from the empty board, e.g. a handicap: :meth:`zerolab.games.go.GoGame.from_fen`;
-agents with the optional ``set_start_positions`` hook are told them), and an agent may be a :class:`TeamAgent` whose
-members share the moves by a rule.  The batched
-``init``/``step`` are compiled once per game (:func:`compiled_rules`).
+the moves, who chose each and the movers' annotations, :func:`zerolab.games.pgn.write_game_records`).  Games may start
+from given FENs (each played with both colours; for Go, move lists from the empty board, e.g. a handicap:
+:meth:`zerolab.games.go.GoGame.from_fen`; agents are told them through ``set_start_positions``).
+
+:func:`play_games`, the one match loop, plays one batch: each lane's first mover is ``first`` unless
+``second_moves_first`` swaps it, so one batch may hold both colours of a pairing (the skill-compatibility frameworks'
+games).  Each ply, each of the two agents is asked to move in its lanes (``select_actions(states, key, active)``), or
+shown the positions when it moves in none (``observe``); after each call the arena reads who chose each move and
+the annotations on it (:meth:`zerolab.play.agents.Agent.mover_names`, :meth:`~zerolab.play.agents.Agent.move_annotations`)
+into the game records.  An agent may be a :class:`TeamAgent` whose members share the moves by a :class:`TeamRule`:
+:class:`MemberChoice` (one member per position: tag teams) or a method package's own rule (skill_compat's hand and
+brain).  The batched ``init``/``step`` are compiled once per game (:func:`compiled_rules`).
 """
 
 from __future__ import annotations
@@ -17,13 +24,14 @@ import dataclasses
 import functools
 import pathlib
 from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pgx
 
-from zerolab.play.agents import Agent
+from zerolab.play.agents import Agent, lanes_to_answer
 from zerolab.play.results import MatchResult
 from zerolab.games import Game
 from zerolab.games.pgn import GameRecord, write_games
@@ -56,18 +64,87 @@ def compiled_rules(game: Game) -> tuple[Callable, Callable]:
     return jax.jit(jax.vmap(game.init)), jax.jit(jax.vmap(game.step))
 
 
-#: ``(states, plies) -> [B] member index``: which member of a :class:`TeamAgent` moves in each position
-#: (``plies`` [B]: the moves played so far in each game, from its start position).
-TeamRule = Callable[[pgx.State, np.ndarray], np.ndarray]
+# --- teams ------------------------------------------------------------------------------------------------------------
 
 
-class TeamAgent:
-    """Several agents playing as one: each position is delegated to one member chosen by ``rule``.
+@dataclasses.dataclass(frozen=True)
+class TeamMoves:
+    """A team's moves for one batch of positions.
 
-    ``last_movers`` names, after each call, the member that chose each position's move (``team/member``); the arena
-    writes them into the game records' ``movers``.  A member that moves in none of the positions is shown them
-    through its ``observe(states)`` when it has one (an :class:`zerolab.play.agents.EngineAgent` keeps its boards, and so
-    the game's moves, in step however many plies the rule skips it).
+    Attributes:
+      actions: [B] pgx actions (only the lanes the team was asked about are read).
+      members: [B] index of the member credited with each move (the team's game records name it as the mover).
+      annotations: [B] notes on each move (JSON values), e.g. the member's role or what a brain named.
+    """
+
+    actions: np.ndarray
+    members: np.ndarray
+    annotations: list[dict[str, Any]]
+
+
+class TeamRule(Protocol):
+    """How a :class:`TeamAgent`'s members make its moves: asks them (``select_actions`` on their lanes, ``observe``
+    for those not asked) and returns the moves with the credited member and notes per lane."""
+
+    def __call__(self, members: Sequence[Agent], states: pgx.State, key: jax.Array,
+                 active: np.ndarray) -> TeamMoves: ...
+
+
+#: ``(states, plies) -> [B] member index``: which member of a team moves in each position (``plies`` [B]: the moves
+#: played so far in each game, from its start position).
+MemberChoiceFn = Callable[[pgx.State, np.ndarray], np.ndarray]
+
+
+def delegate_moves(members: Sequence[Agent], states: pgx.State, key: jax.Array, active: np.ndarray,
+                   choice: np.ndarray) -> np.ndarray:
+    """[B] actions: member ``choice[lane]`` answers each ``active`` lane, each member called once on its lanes
+    (``select_actions(states, fold_in(key, index), lanes)``), in member order; a member with no lane is shown the
+    positions (``observe``)."""
+    actions = np.zeros(len(choice), np.int32)
+    for index, member in enumerate(members):
+        lanes = active & (choice == index)
+        if not lanes.any():
+            member.observe(states)
+            continue
+        member_actions = np.asarray(member.select_actions(states, jax.random.fold_in(key, index), lanes))
+        actions[lanes] = member_actions[lanes]
+    return actions
+
+
+@dataclasses.dataclass(frozen=True)
+class MemberChoice:
+    """The :class:`TeamRule` of tag teams: ``choose(states, plies)`` names the one member that moves in each position
+    (plies from each game's start: ``states._step_count``), which answers alone.
+
+    With ``roles`` (one name per member), each move is annotated ``{"role": role, "player": member name}``.
+    """
+
+    choose: MemberChoiceFn
+    roles: tuple[str, ...] | None = None
+
+    def __call__(self, members: Sequence[Agent], states: pgx.State, key: jax.Array, active: np.ndarray) -> TeamMoves:
+        choice = np.asarray(self.choose(states, np.asarray(states._step_count)), np.int64)
+        batch = len(active)
+        if choice.shape != (batch,) or (choice < 0).any() or (choice >= len(members)).any():
+            raise ValueError(f"the team's rule must return [{batch}] member indices in [0, {len(members)}), "
+                             f"got {choice!r}")
+        if self.roles is not None and len(self.roles) != len(members):
+            raise ValueError(f"roles {self.roles} name {len(self.roles)} members, the team has {len(members)}")
+        actions = delegate_moves(members, states, key, active, choice)
+        if self.roles is None:
+            annotations = [{} for _ in range(batch)]
+        else:
+            annotations = [{"role": self.roles[index], "player": members[index].name} for index in choice]
+        return TeamMoves(actions, choice, annotations)
+
+
+class TeamAgent(Agent):
+    """Several agents playing as one: ``rule`` (a :class:`TeamRule`, e.g. :class:`MemberChoice`) makes each move
+    from its members.
+
+    After each call the arena reads the mover of each position as ``team/member`` (the member the rule credits) and
+    the rule's annotations.  Members are told of new games, start positions and closing; a member a rule does not
+    ask in some ply is shown the positions (``observe``), as are all members when the team itself moves in no game.
     """
 
     def __init__(self, name: str, members: Sequence[Agent], rule: TeamRule):
@@ -76,23 +153,17 @@ class TeamAgent:
         self.name = name
         self.members = list(members)
         self.rule = rule
-        self.last_movers: list[str] = []
+        self._last_moves: TeamMoves | None = None
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        choice = np.asarray(self.rule(states, np.asarray(states._step_count)), np.int64)
-        batch = np.asarray(states.terminated).shape[0]
-        if choice.shape != (batch,) or (choice < 0).any() or (choice >= len(self.members)).any():
-            raise ValueError(f"team {self.name!r}: the rule must return [{batch}] member indices in "
-                             f"[0, {len(self.members)}), got {choice!r}")
-        actions = np.zeros(batch, np.int32)
-        for index, member in enumerate(self.members):
-            if not (choice == index).any():
-                getattr(member, "observe", lambda states: None)(states)
-                continue
-            member_actions = np.asarray(member.select_actions(states, jax.random.fold_in(key, index)))
-            actions[choice == index] = member_actions[choice == index]
-        self.last_movers = [f"{self.name}/{self.members[index].name}" for index in choice]
-        return actions
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        self._last_moves = self.rule(self.members, states, key, lanes_to_answer(states, active))
+        return self._last_moves.actions
+
+    def mover_names(self, batch_size: int) -> list[str]:
+        return [f"{self.name}/{self.members[index].name}" for index in self._last_moves.members]
+
+    def move_annotations(self, batch_size: int) -> list[dict[str, Any]]:
+        return list(self._last_moves.annotations)
 
     def new_game(self) -> None:
         for member in self.members:
@@ -100,11 +171,18 @@ class TeamAgent:
 
     def set_start_positions(self, start_fens: Sequence[str] | None) -> None:
         for member in self.members:
-            getattr(member, "set_start_positions", lambda start_fens: None)(start_fens)
+            member.set_start_positions(start_fens)
+
+    def observe(self, states: pgx.State) -> None:
+        for member in self.members:
+            member.observe(states)
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
 
 
-def _movers(agent: Agent, batch: int) -> list[str]:
-    return agent.last_movers if isinstance(agent, TeamAgent) else [agent.name] * batch
+# --- the match loop ---------------------------------------------------------------------------------------------------
 
 
 def start_states(game: Game, num_games: int, key: jax.Array, start_fens: Sequence[str] | None) -> pgx.State:
@@ -122,31 +200,59 @@ def start_states(game: Game, num_games: int, key: jax.Array, start_fens: Sequenc
 
 
 def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax.Array, max_game_plies: int,
-               progress=None, start_fens: Sequence[str] | None = None) -> list[GameRecord]:
-    """``num_games`` games in lock step, ``first`` moving first in all of them (from ``start_fens`` when given)."""
+               progress=None, start_fens: Sequence[str] | None = None,
+               second_moves_first: Sequence[bool] | None = None) -> list[GameRecord]:
+    """``num_games`` games in lock step, ``first`` moving first (from ``start_fens`` when given) except in the lanes
+    where ``second_moves_first`` [num_games] is true; each record's ``first_player`` is that lane's first mover and
+    its score is from that side.
+
+    Each ply, ``first`` then ``second`` is asked to move in its lanes (``select_actions(states, key, active)``) or, if
+    it moves in none, shown the positions (``observe``).  The agent to move in the lanes without a swap gets the
+    ply's key (the key alone decides a batch without swaps, as before swaps existed); the other agent gets that key
+    with 1 folded in.  An action that is not legal in an active lane is an error naming the agent.
+    """
     _, step = compiled_rules(game)
     key, init_key = jax.random.split(key)
     states = start_states(game, num_games, init_key, start_fens)
-    for agent in (first, second):
+    agents = (first, second)
+    swapped = np.zeros(num_games, bool) if second_moves_first is None else np.asarray(second_moves_first, bool)
+    if swapped.shape != (num_games,):
+        raise ValueError(f"second_moves_first: {num_games} games need {num_games} flags, got shape {swapped.shape}")
+    for agent in agents:
         agent.new_game()
-        if start_fens is not None:  # the optional hook of agents that keep their own record of each game
-            getattr(agent, "set_start_positions", lambda start_fens: None)(list(start_fens))
+        if start_fens is not None:
+            agent.set_start_positions(list(start_fens))
     moves: list[list[str]] = [[] for _ in range(num_games)]
     movers: list[list[str]] = [[] for _ in range(num_games)]
-    scores = np.zeros(num_games)  # from the first player's side, once finished
+    annotations: list[list[dict[str, Any]]] = [[] for _ in range(num_games)]
+    scores = np.zeros(num_games)  # from each lane's first player's side, once finished
     finished = np.asarray(states.terminated).copy()
     if finished.any():
         raise ValueError(f"start_fens: the game is already over in {[start_fens[i] for i in np.flatnonzero(finished)]}")
     plies = np.zeros(num_games, np.int32)
     for ply in range(max_game_plies):
-        mover = first if ply % 2 == 0 else second
         key, move_key = jax.random.split(key)
-        actions = np.asarray(mover.select_actions(states, move_key), np.int32)
-        mover_names = _movers(mover, num_games)
+        first_agent_moves = swapped == bool(ply % 2)  # [B] lanes where ``first`` (not the lane's first mover) moves
+        actions = np.zeros(num_games, np.int32)
         host_states = jax.device_get(states)
-        for index in np.flatnonzero(~finished):
-            moves[index].append(game.action_to_text(int(actions[index]), _select(host_states, index)))
-            movers[index].append(mover_names[index])
+        for index, agent in enumerate(agents):
+            lanes = ~finished & (first_agent_moves if index == 0 else ~first_agent_moves)
+            if not lanes.any():
+                agent.observe(states)
+                continue
+            agent_key = move_key if index == ply % 2 else jax.random.fold_in(move_key, 1)
+            agent_actions = np.asarray(agent.select_actions(states, agent_key, lanes), np.int32)
+            names, notes = agent.mover_names(num_games), agent.move_annotations(num_games)
+            for lane in np.flatnonzero(lanes):
+                state = _select(host_states, lane)
+                action = int(agent_actions[lane])
+                if not 0 <= action < state.legal_action_mask.shape[-1] or not state.legal_action_mask[action]:
+                    raise ValueError(f"{names[lane]} chose action {action}, which is not legal in game lane {lane} "
+                                     f"at ply {ply}")
+                actions[lane] = action
+                moves[lane].append(game.action_to_text(action, state))
+                movers[lane].append(names[lane])
+                annotations[lane].append(dict(notes[lane]))
         mover_id = np.asarray(states.current_player)
         states = step(states, jnp.asarray(actions))
         rewards = np.asarray(states.rewards)[np.arange(num_games), mover_id]
@@ -164,8 +270,10 @@ def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax
     plies[capped] = max_game_plies
     if progress is not None:
         progress.advance(int(capped.sum()))
-    return [GameRecord(first.name, second.name, moves[i], float(scores[i]), int(plies[i]), bool(capped[i]),
-                       start_fen=None if start_fens is None else start_fens[i], movers=movers[i])
+    names = [(second.name, first.name) if swapped[lane] else (first.name, second.name) for lane in range(num_games)]
+    return [GameRecord(names[i][0], names[i][1], moves[i], float(scores[i]), int(plies[i]), bool(capped[i]),
+                       start_fen=None if start_fens is None else start_fens[i], movers=movers[i],
+                       annotations=annotations[i] if any(annotations[i]) else [])
             for i in range(num_games)]
 
 

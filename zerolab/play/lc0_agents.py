@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 
+from zerolab.play.agents import Agent
 from zerolab.networks.lc0.network import check_lc0_game
 from zerolab.networks.network import NetworkInputs
 
@@ -54,7 +55,7 @@ def _actions_and_probabilities(network: nn.Module, variables: Any, states: pgx.S
     return actions.astype(jnp.int32), probabilities
 
 
-class PolicyAgent:
+class PolicyAgent(Agent):
     """An lc0 network's raw policy as an :class:`zerolab.play.agents.Agent` (no search).
 
     Args:
@@ -86,11 +87,8 @@ class PolicyAgent:
         """[B, 4672] policy over the legal moves (for hand-and-brain hands and the expector)."""
         return self._policy(self.variables, states, jax.random.key(0))[1]
 
-    def select_actions(self, states: pgx.State, key: jax.Array) -> np.ndarray:
-        return np.asarray(self._policy(self.variables, states, key)[0])
-
-    def new_game(self) -> None:
-        pass
+    def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(self._policy(self.variables, states, key)[0])  # one batched call over every lane
 
 
 __all__ = ["PolicyAgent", "policy_actions", "policy_probabilities", "MODES"]
