@@ -7,7 +7,7 @@ branches) and the reliability ``bins``.
 
 * ``tiny``: sai-go tiny (8 iterations; checkpoints 0, 2, 4, 6, 8 measured), one seed, 64 games a checkpoint;
 * ``evidence``: sai-go tiny's network and self-play for 32 iterations (checkpoints every 4), three seeds, 256
-  held-out games at each of checkpoints 0, 4, …, 32 (27 cells; ≈ 40 min on an idle 2-core CPU; README);
+  held-out games at each of checkpoints 0, 4, …, 32 (27 cells; time measured under load: sai_go/README.md);
 * ``paper``: sai-go paper (200 iterations, 3 × 128, 250 simulations), one seed, 1024 games at 250 simulations.
 """
 
