@@ -1,28 +1,35 @@
-"""SAI's self-play: per-lane komi, fresh-game komi sampling, branching games and scoring at each game's own komi.
+"""SAI's self-play rules on the core's scan: per-game komi, fresh-game komi sampling, branching games and scoring at
+each game's own komi.
 
-One device's self-play is one jitted ``lax.scan`` over plies, like the core's, with each lane (a game slot) carrying
-more state: its game's komi, the game's branch candidates and a per-device queue of pending branches.
+SAI plays through the core's :func:`~zerolab.api.make_play_fn` with a move rule (:func:`sai_move_rule`) and a game
+rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candidates in the move rule's carry
+(:class:`SaiGame`), and the lanes of a device share a queue of pending branches (:class:`SaiShared`).
 
 * **Fresh games** start from the empty board at a komi K drawn so that the current network's Black winrate at K is
   uniform: ``K = ⌊α_∅ + logit(U)/β_∅⌋ + 0.5``, U ~ Unif(0, 1), clipped to ``|K| <= N² + 0.5``
-  (:func:`sample_komi`; α_∅, β_∅ are the network's on the empty board, Black to move).
+  (:func:`sample_komi`; α_∅, β_∅ are the network's on the empty board, Black to move, evaluated once per call).
 * **Branch candidates**: each position after a game's first move (its own start excluded) becomes a branch point
   independently with ``branch_probability``, at most ``max_branches`` per game; deciding them as the game is played
   is the same draw as scanning the finished game from move 1.  A branch point s keeps its state and the komi
   ``k' = ⌊α^B_s⌋ + 0.5`` that evens it (α^B_s: the network's α at s, from Black's view), clipped like K.
 * **When a game ends** (fresh or branch), its candidates join the device's queue of ``queue_size`` pending branches
   (candidates that find no free slot are dropped and counted), then every lane whose game ended takes a pending
-  branch if one is left (lowest slot first), else a fresh game.  A branch is played out from s at k'; its frames carry
+  branch if one is left (lowest slot first), else a fresh game (:func:`sai_reset`).  A branch is played out from s at
+  k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames carry
   k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end are
   not kept.
 * **Results**: games that end by two passes or at the ply cap (``min(selfplay.max_game_plies, 2·N²)``) are counted
-  by area at the game's komi; superko endings keep pgx's winner (:func:`sai_go.scoring.black_result`).  Each frame's
-  value target is its game's result from its mover's view (the core's :func:`~zerolab.api.value_targets`).
+  by area at the game's komi; superko endings keep pgx's winner (:func:`sai_go.scoring.black_result`, in
+  :func:`sai_reward`).  Each frame's value target is its game's result from its mover's view (the core's default).
 
 Frames carry ``extras``: ``signed_komi`` (k̄ at the frame), ``komi``, ``alpha`` (the network's α there, mover's view)
 and ``branch`` (the frame belongs to a branch game).  The records' ``summary`` holds per-ply statistics (mean β at the
 searched roots) and per-call totals broadcast over ``[T, B]`` (branches started and dropped, the mean absolute error of
 the score estimate α^B − k against the final margin of counted games, the fresh games' komi mean and spread).
+
+Random streams (bit for bit those of SAI's own scan before it moved onto the core's): the call's key gives the empty
+board's evaluation stream 1 and the first games stream 3; a ply's key gives the branch draws stream 3 and the fresh
+games stream 4 (streams 0–2 are the core's).
 """
 
 from __future__ import annotations
@@ -37,13 +44,21 @@ import jax.numpy as jnp
 import pgx
 
 from zerolab.api import (
-    Frames,
+    GameRule,
     GoGame,
+    Lanes,
+    MoveRule,
+    PlayedPly,
+    PlayFn,
+    PlyDecision,
     PlyRecord,
+    PlayVariables,
     SearchConfig,
     SelfPlayConfig,
-    choose_actions,
-    value_targets,
+    advance_lanes,
+    make_play_fn,
+    restart_games,
+    select_where,
 )
 from sai_go.scoring import black_margin, black_result
 from sai_go.search import check_lambda, evaluate, sai_search
@@ -76,12 +91,6 @@ class SaiSelfPlayOptions:
             raise ValueError(f"method_options.queue_size must be >= 1, got {self.queue_size}")
 
 
-def position_hash(observation: jax.Array) -> jax.Array:
-    """[B, 2] random projections of each observation (equal positions, equal pairs), for counting distinct ones."""
-    flat = observation.reshape(observation.shape[0], -1).astype(jnp.float32)
-    return flat @ jax.random.uniform(jax.random.key(7), (flat.shape[-1], 2), minval=0.5, maxval=1.5)
-
-
 def komi_limit(game: GoGame) -> float:
     return game.size * game.size + 0.5
 
@@ -108,23 +117,40 @@ class BranchQueue:
 
 
 @flax.struct.dataclass
-class LaneCarry:
-    """What the scan carries per lane ``[B, ...]`` (candidates ``[B, M, ...]``) and per device."""
+class SaiGame:
+    """The move rule's per-game carry ``[B, ...]`` (branch candidates ``[B, M, ...]``): the game's komi, whether it
+    is a branch, and the branch points recorded in it so far (slots ``>= candidates`` are stale)."""
 
-    states: pgx.State
     komi: jax.Array
-    moves_in_game: jax.Array  # plies since this game (fresh or branch) started
     is_branch: jax.Array
-    candidate_states: pgx.State  # [B, M, ...]
-    candidate_komi: jax.Array  # [B, M]
-    candidates: jax.Array  # [B] candidates recorded in this game
+    candidate_states: pgx.State
+    candidate_komi: jax.Array
+    candidates: jax.Array
+
+
+@flax.struct.dataclass
+class SaiCallSettings:
+    """Per-call replacements of the options (traced; passed as the play function's frozen variables).
+
+    Attributes:
+      branch_probability: replaces ``SaiSelfPlayOptions.branch_probability`` (None: the options').
+      fresh_komi: the komi of every fresh game (a scalar; NaN or None: sampled).
+    """
+
+    branch_probability: Any = None
+    fresh_komi: Any = None
+
+
+@flax.struct.dataclass
+class SaiShared:
+    """The lanes' per-device state: the pending branches, the network's α_∅, β_∅ on the empty board (Black to
+    move), the call's settings and the komi of the call's first games (for the statistics)."""
+
     queue: BranchQueue
-    key: jax.Array
-
-
-def _select(mask: jax.Array, new: Any, old: Any) -> Any:
-    """``new`` where ``mask`` (over the leading axes), ``old`` elsewhere, leaf by leaf."""
-    return jax.tree.map(lambda a, b: jnp.where(mask.reshape(mask.shape + (1,) * (b.ndim - mask.ndim)), a, b), new, old)
+    empty_alpha: jax.Array
+    empty_beta: jax.Array
+    settings: SaiCallSettings
+    first_komi: jax.Array
 
 
 def push_branches(queue: BranchQueue, states: pgx.State, komi: jax.Array, valid: jax.Array
@@ -173,133 +199,144 @@ def _final_margin_by_frame(margin: jax.Array, game_over: jax.Array) -> tuple[jax
     return value, known
 
 
-def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConfig, config: SelfPlayConfig,
-                     options: SaiSelfPlayOptions):
-    """One device's SAI self-play ``play(variables, key, num_games, frozen=None) -> (Frames [T, B], PlyRecord)``."""
-    if not isinstance(game, GoGame):
-        raise ValueError(f"SAI self-play plays Go only, got game {game.name!r} (set game.name=go)")
-    limit = komi_limit(game)
-    max_plies = min(int(config.max_game_plies), game.max_game_plies)
-    max_branches = int(options.max_branches)
+def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float) -> MoveRule:
+    """SAI's per-ply move rule: the λ search at each game's komi (:class:`SaiGame` carry, unchanged by the move)."""
 
-    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
-             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None):
-        """``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar; NaN: sample)
-        replaces the sampled komi of fresh games (both may be traced)."""
-        del frozen_variables
-        if branch_probability is None:
-            branch_probability = options.branch_probability
-        key, empty_key, komi_key, init_key = jax.random.split(key, 4)
-        empty = jax.vmap(game.init)(empty_key[None])
-        _, empty_value = evaluate(network, variables, empty)  # Black to move on the empty board
-        empty_alpha, empty_beta = empty_value.alpha[0], empty_value.beta[0]
-
-        def fresh(key, count):
-            state_key, komi_key = jax.random.split(key)
-            states = jax.vmap(game.init)(jax.random.split(state_key, count))
-            sampled = sample_komi(komi_key, empty_alpha, empty_beta, (count,), limit)
-            if fresh_komi is None:
-                return states, sampled
-            fixed = jnp.asarray(fresh_komi, jnp.float32)  # NaN: sample
-            return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((count,), fixed))
-
-        states, komi = fresh(init_key, num_games)
-        candidate_states = jax.tree.map(lambda leaf: jnp.repeat(leaf[:, None], max(max_branches, 1), axis=1), states)
-        queue_states = jax.tree.map(lambda leaf: jnp.repeat(leaf[:1], options.queue_size, axis=0), states)
-        carry = LaneCarry(
-            states=states, komi=komi, moves_in_game=jnp.zeros(num_games, jnp.int32),
-            is_branch=jnp.zeros(num_games, bool), candidate_states=candidate_states,
-            candidate_komi=jnp.zeros((num_games, max(max_branches, 1))), candidates=jnp.zeros(num_games, jnp.int32),
-            queue=BranchQueue(queue_states, jnp.zeros(options.queue_size), jnp.zeros(options.queue_size, bool)),
-            key=key,
+    def act(variables: PlayVariables, key: jax.Array, states: pgx.State, ply: jax.Array, sai_game: SaiGame
+            ) -> PlyDecision:
+        del ply
+        searched = sai_search(search_config, game, network, variables.learner, key, states, sai_game.komi, lam)
+        return PlyDecision(
+            action=searched.action,
+            policy_target=searched.policy_target,
+            carry=sai_game,
+            visit_counts=searched.visit_counts,
+            frame_extras={"signed_komi": signed_komi(sai_game.komi, searched.black_to_move), "komi": sai_game.komi,
+                          "alpha": searched.alpha, "branch": sai_game.is_branch},
+            summary={"mean_beta": searched.beta, "score_estimate": searched.score_estimate},
         )
 
-        def one_ply(carry: LaneCarry, _):
-            key, search_key, sample_key, branch_key, fresh_key = jax.random.split(carry.key, 5)
-            states = carry.states
-            ply = game.plies_played(states)
-            searched = sai_search(search_config, game, network, variables, search_key, states, carry.komi,
-                                  options.lam)
-            action = choose_actions(sample_key, searched.visit_counts, searched.action, ply, config)
-            black_to_move = searched.black_to_move
-            black_alpha = jnp.where(black_to_move, searched.alpha, -searched.alpha)
-
-            # This position may become a branch point of its game.
-            chosen = ((carry.moves_in_game >= 1) & (carry.candidates < max_branches)
-                      & jax.random.bernoulli(branch_key, branch_probability, (num_games,)))
-            slot_mask = chosen[:, None] & (jnp.arange(max(max_branches, 1))[None] == carry.candidates[:, None])
-            states_per_slot = jax.tree.map(lambda leaf: leaf[:, None], states)
-            candidate_states = _select(slot_mask, states_per_slot, carry.candidate_states)
-            candidate_komi = jnp.where(slot_mask, half_integer_komi(black_alpha, limit)[:, None], carry.candidate_komi)
-            candidates = carry.candidates + chosen.astype(jnp.int32)
-
-            next_states = jax.vmap(game.step)(states, action)
-            at_cap = ~next_states.terminated & (game.plies_played(next_states) >= max_plies)
-            game_over = next_states.terminated | at_cap
-            final_black = jnp.where(next_states.terminated, black_result(game, next_states, carry.komi),
-                                    jnp.sign(black_margin(game, next_states, carry.komi)))
-            reward = jnp.where(game_over, jnp.where(black_to_move, final_black, -final_black), 0.0)
-            counted = game_over & ~game.ended_by_rule_violation(next_states)
-            margin = black_margin(game, next_states, carry.komi)
-
-            # Finished games hand in their branch points, then take pending branches or start afresh.
-            slots = jnp.arange(max(max_branches, 1))[None] < candidates[:, None]
-            flat = lambda tree: jax.tree.map(lambda leaf: leaf.reshape((-1,) + leaf.shape[2:]), tree)  # noqa: E731
-            queue, pushed, dropped = push_branches(carry.queue, flat(candidate_states), candidate_komi.reshape(-1),
-                                                   (slots & game_over[:, None]).reshape(-1))
-            queue, taken, branch_states, branch_komi = pop_branches(queue, game_over)
-            fresh_states, fresh_komi = fresh(fresh_key, num_games)
-            new_states = _select(taken, branch_states, fresh_states)
-            new_komi = jnp.where(taken, branch_komi, fresh_komi)
-            fresh_started = game_over & ~taken
-
-            frame = Frames(
-                observation=states.observation,
-                legal_action_mask=states.legal_action_mask,
-                policy_target=searched.policy_target,
-                value_target=jnp.zeros(num_games),
-                value_mask=jnp.zeros(num_games, bool),
-                extras={"signed_komi": signed_komi(carry.komi, black_to_move), "komi": carry.komi,
-                        "alpha": searched.alpha, "branch": carry.is_branch},
-            )
-            record = PlyRecord(
-                action=action,
-                reward=reward,
-                game_over=game_over,
-                first_player_moved=carry.moves_in_game % 2 == 0,
-                game_length=carry.moves_in_game + 1,
-                position_hash=position_hash(states.observation),
-                summary={"mean_beta": searched.beta},
-            )
-            per_ply = {"branches_started": taken.sum(), "branches_pushed": pushed, "branches_dropped": dropped,
-                       "fresh_started": fresh_started.sum(), "fresh_komi_sum": jnp.where(fresh_started, fresh_komi,
-                                                                                         0.0).sum(),
-                       "fresh_komi_square_sum": jnp.where(fresh_started, fresh_komi ** 2, 0.0).sum(),
-                       "score_estimate": searched.score_estimate, "margin": margin, "counted": counted}
-            next_carry = LaneCarry(
-                states=_select(game_over, new_states, next_states),
-                komi=jnp.where(game_over, new_komi, carry.komi),
-                moves_in_game=jnp.where(game_over, 0, carry.moves_in_game + 1),
-                is_branch=jnp.where(game_over, taken, carry.is_branch),
-                candidate_states=candidate_states,
-                candidate_komi=candidate_komi,
-                candidates=jnp.where(game_over, 0, candidates),
-                queue=queue,
-                key=key,
-            )
-            return next_carry, (frame, record, per_ply)
-
-        last, (frames, records, per_ply) = jax.lax.scan(one_ply, carry, None, length=config.plies_per_iteration)
-        value, known = value_targets(records.reward, records.game_over)
-        frames = frames.replace(value_target=value, value_mask=known)
-        totals = _totals(per_ply, records.game_over, fresh_komi=komi, left_pending=last.queue.valid.sum())
-        records = records.replace(summary={**records.summary, **totals})
-        return frames, records
-
-    return play
+    return MoveRule(act=act)
 
 
-def _totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pending: jax.Array) -> dict:
+def fresh_games(game: GoGame, key: jax.Array, count: int, empty_alpha: jax.Array, empty_beta: jax.Array,
+                fixed_komi: jax.Array | None) -> tuple[pgx.State, jax.Array]:
+    """``count`` empty boards and their komi: sampled from α_∅, β_∅ (:func:`sample_komi`), or ``fixed_komi`` where
+    it is given and not NaN."""
+    state_key, komi_key = jax.random.split(key)
+    states = jax.vmap(game.init)(jax.random.split(state_key, count))
+    sampled = sample_komi(komi_key, empty_alpha, empty_beta, (count,), komi_limit(game))
+    if fixed_komi is None:
+        return states, sampled
+    fixed = jnp.asarray(fixed_komi, jnp.float32)  # NaN: sample
+    return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((count,), fixed))
+
+
+def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
+    """SAI's :data:`~zerolab.api.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty queue;
+    ``variables.frozen`` may hold :class:`SaiCallSettings`."""
+    slots = max(int(options.max_branches), 1)
+
+    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
+        _, empty_key, _, init_key = jax.random.split(key, 4)
+        empty = jax.vmap(game.init)(empty_key[None])
+        _, empty_value = evaluate(network, variables.learner, empty)  # Black to move on the empty board
+        empty_alpha, empty_beta = empty_value.alpha[0], empty_value.beta[0]
+        settings = variables.frozen if variables.frozen is not None else SaiCallSettings()
+        states, komi = fresh_games(game, init_key, num_games, empty_alpha, empty_beta, settings.fresh_komi)
+        rule_carry = SaiGame(
+            komi=komi, is_branch=jnp.zeros(num_games, bool),
+            candidate_states=jax.tree.map(lambda leaf: jnp.repeat(leaf[:, None], slots, axis=1), states),
+            candidate_komi=jnp.zeros((num_games, slots)), candidates=jnp.zeros(num_games, jnp.int32),
+        )
+        queue = BranchQueue(states=jax.tree.map(lambda leaf: jnp.repeat(leaf[:1], options.queue_size, axis=0), states),
+                            komi=jnp.zeros(options.queue_size), valid=jnp.zeros(options.queue_size, bool))
+        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta, settings=settings,
+                           first_komi=komi)
+        zeros = jnp.zeros(num_games, jnp.int32)
+        return Lanes(states=states, ply=zeros, first_ply=zeros, rule_carry=rule_carry, shared=shared)
+
+    return start
+
+
+def sai_reward(game: GoGame):
+    """SAI's :data:`~zerolab.api.RewardFn`: a finished game's result at its own komi, from the mover's view."""
+
+    def reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> jax.Array:
+        komi = lanes.rule_carry.komi
+        final_black = jnp.where(next_states.terminated, black_result(game, next_states, komi),
+                                jnp.sign(black_margin(game, next_states, komi)))
+        return jnp.where(game_over, jnp.where(game.black_to_move(lanes.states), final_black, -final_black), 0.0)
+
+    return reward
+
+
+def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game: SaiGame, states: pgx.State,
+                        black_alpha: jax.Array, moves_in_game: jax.Array, max_branches: int, limit: float) -> SaiGame:
+    """Each game's position ``states`` [B] becomes its next branch point with ``probability`` (after the game's first
+    move, at most ``max_branches`` a game), with the komi ``⌊black_alpha⌋ + 0.5`` that evens it."""
+    slots = sai_game.candidate_komi.shape[1]
+    chosen = ((moves_in_game >= 1) & (sai_game.candidates < max_branches)
+              & jax.random.bernoulli(key, probability, (moves_in_game.shape[0],)))
+    slot_mask = chosen[:, None] & (jnp.arange(slots)[None] == sai_game.candidates[:, None])
+    states_per_slot = jax.tree.map(lambda leaf: leaf[:, None], states)
+    return sai_game.replace(
+        candidate_states=select_where(slot_mask, states_per_slot, sai_game.candidate_states),
+        candidate_komi=jnp.where(slot_mask, half_integer_komi(black_alpha, limit)[:, None], sai_game.candidate_komi),
+        candidates=sai_game.candidates + chosen.astype(jnp.int32),
+    )
+
+
+def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
+    """SAI's :data:`~zerolab.api.ResetFn`: records the ply's branch point, then finished games hand in their branch
+    points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
+    max_branches = int(options.max_branches)
+    slots = max(max_branches, 1)
+    limit = komi_limit(game)
+
+    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+        _, _, _, branch_key, fresh_key = jax.random.split(key, 5)
+        sai_game, shared, states = lanes.rule_carry, lanes.shared, lanes.states
+        num_games, game_over = played.game_over.shape[0], played.game_over
+        branch_probability = shared.settings.branch_probability
+        if branch_probability is None:
+            branch_probability = options.branch_probability
+
+        alpha = played.decision.frame_extras["alpha"]
+        going_on = record_branch_point(branch_key, branch_probability, sai_game, states,
+                                       jnp.where(game.black_to_move(states), alpha, -alpha),
+                                       lanes.ply - lanes.first_ply, max_branches, limit)
+        margin = black_margin(game, played.next_states, sai_game.komi)
+        counted = game_over & ~game.ended_by_rule_violation(played.next_states)
+
+        # Finished games hand in their branch points, then take pending branches or start afresh.
+        filled = jnp.arange(slots)[None] < going_on.candidates[:, None]
+        flat = lambda tree: jax.tree.map(lambda leaf: leaf.reshape((-1,) + leaf.shape[2:]), tree)  # noqa: E731
+        queue, pushed, dropped = push_branches(shared.queue, flat(going_on.candidate_states),
+                                               going_on.candidate_komi.reshape(-1),
+                                               (filled & game_over[:, None]).reshape(-1))
+        queue, taken, branch_states, branch_komi = pop_branches(queue, game_over)
+        fresh_states, fresh_komi = fresh_games(game, fresh_key, num_games, shared.empty_alpha, shared.empty_beta,
+                                               shared.settings.fresh_komi)
+        new_states = select_where(taken, branch_states, fresh_states)
+        fresh_started = game_over & ~taken
+
+        next_game = going_on.replace(komi=jnp.where(taken, branch_komi, fresh_komi), is_branch=taken,
+                                     candidates=jnp.zeros_like(going_on.candidates))
+        advanced = advance_lanes(lanes, played)
+        next_lanes = restart_games(advanced.replace(rule_carry=going_on), game_over, new_states,
+                                   game.plies_played(new_states), next_game)
+        statistics = {"branches_started": taken.sum(), "branches_pushed": pushed, "branches_dropped": dropped,
+                      "fresh_started": fresh_started.sum(),
+                      "fresh_komi_sum": jnp.where(fresh_started, fresh_komi, 0.0).sum(),
+                      "fresh_komi_square_sum": jnp.where(fresh_started, fresh_komi ** 2, 0.0).sum(),
+                      "margin": margin, "counted": counted}
+        return next_lanes.replace(shared=shared.replace(queue=queue)), statistics
+
+    return reset
+
+
+def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pending: jax.Array) -> dict:
     """Per-call statistics, each broadcast over ``[T, B]`` so that the core's mean over plies reports it;
     ``left_pending``: branches still in the queue when the call ends (dropped with it, counted here)."""
     shape = game_over.shape
@@ -322,3 +359,41 @@ def _totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pen
         "score_estimate_frames": usable.sum(),
     }
     return {name: jnp.broadcast_to(jnp.asarray(value, jnp.float32), shape) for name, value in totals.items()}
+
+
+def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
+    """SAI's :data:`~zerolab.api.RecordsSummaryFn`: mean β per ply and the call's totals (:func:`call_totals`)."""
+    per_ply = {**statistics, "score_estimate": records.summary["score_estimate"]}
+    totals = call_totals(per_ply, records.game_over, fresh_komi=lanes.shared.first_komi,
+                         left_pending=lanes.shared.queue.valid.sum())
+    return {"mean_beta": records.summary["mean_beta"], **totals}
+
+
+def sai_game_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> GameRule:
+    """SAI's :class:`~zerolab.api.GameRule` (the core's max-ply rule and value targets are kept)."""
+    if not isinstance(game, GoGame):
+        raise ValueError(f"SAI self-play plays Go only, got game {game.name!r} (set game.name=go)")
+    return GameRule(start=sai_start(game, network, options), reward=sai_reward(game), reset=sai_reset(game, options),
+                    summarize=sai_summary)
+
+
+def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConfig, config: SelfPlayConfig,
+                     options: SaiSelfPlayOptions):
+    """One device's SAI self-play ``play(variables, key, num_games, frozen=None, branch_probability=None,
+    fresh_komi=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and game rules.
+
+    ``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar; NaN: sample) replaces the
+    sampled komi of fresh games (both may be traced)."""
+    game_rule = sai_game_rule(game, network, options)
+    core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam), config,
+                                     game_rule=game_rule)
+
+    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
+             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None):
+        del frozen_variables
+        settings = None
+        if branch_probability is not None or fresh_komi is not None:
+            settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi)
+        return core_play(variables, key, num_games, settings)
+
+    return play

@@ -1,4 +1,4 @@
-"""SAI's training method for the core loop: the komi-aware loss and the self-play with branches.
+"""SAI's training method for the core loop: the komi-aware loss, and SAI's move and game rules on the core's self-play.
 
 ``method = "sai_go.train:make_method"`` with ``method_options`` (``lam``, ``branch_probability``, ``max_branches``,
 ``queue_size``: :class:`~sai_go.selfplay.SaiSelfPlayOptions`) and ``model.name = "sai_go.network:make_sai_network"``.
@@ -20,7 +20,7 @@ import optax
 
 from zerolab.api import Frames, GoGame, Method, NetworkOutput, masked_logits
 from sai_go.network import sigmoid_value
-from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
+from sai_go.selfplay import SaiSelfPlayOptions, sai_game_rule, sai_move_rule
 
 
 def sai_loss(output: NetworkOutput, frames: Frames) -> tuple[jax.Array, dict[str, jax.Array]]:
@@ -53,9 +53,9 @@ def make_method(config: Any, game: GoGame, **options) -> Method:
     if unknown:
         raise ValueError(f"unknown method_options {unknown} for SAI; valid: {sorted(known)}")
     selfplay_options = SaiSelfPlayOptions(**options)
-
-    def selfplay(components):
-        return make_sai_play_fn(components.game, components.network, components.search, components.selfplay,
-                                selfplay_options)
-
-    return Method(loss_fn=sai_loss, selfplay=selfplay)
+    return Method(
+        loss_fn=sai_loss,
+        move_rule=lambda components: sai_move_rule(components.game, components.network, components.search,
+                                                   selfplay_options.lam),
+        game_rule=lambda components: sai_game_rule(components.game, components.network, selfplay_options),
+    )

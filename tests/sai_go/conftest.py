@@ -80,6 +80,11 @@ def go_game() -> GoGame:
 
 @pytest.fixture(scope="session")
 def tiny_network(go_game):
+    return make_tiny_network(go_game)
+
+
+def make_tiny_network(go_game: GoGame):
+    """A tiny SAI network (8 channels, 1 block) and its variables from key 0, with perturbed α and β heads."""
     network = make_sai_network(ml_collections.ConfigDict({"channels": 8, "num_blocks": 1}), go_game)
     # zerolab's init_variables, compiled with the tests' options
     variables = fast_jit(lambda key: network.init(key, NetworkInputs.from_states(jax.vmap(go_game.init)(key[None])),

@@ -1,10 +1,11 @@
 """Self-play: batched games in one jitted ``lax.scan`` over plies, built from small replaceable parts.
 
 Each ply: the **move rule** decides for all games (default: one search), the **temperature schedule** samples from
-the visit counts early in a game (the search's choice otherwise), a vmapped pgx step plays the moves, and finished
-games restart from the **initial states**.  A game that reaches ``max_game_plies`` ends as a draw.  The scan records
-one frame per game and ply; **value targets** come from the final outcomes by a reverse scan, and frames whose game
-did not finish inside the scan are masked out of the value loss.
+the visit counts early in a game (the search's choice otherwise), a vmapped pgx step plays the moves, the **reward
+rule** scores them, and the **reset rule** starts a fresh game in every lane whose game ended.  A game that reaches
+``max_game_plies`` ends (a draw under pgx's rewards).  The scan records one frame per game and ply; **value targets**
+come from the final outcomes by a reverse scan, and frames whose game did not finish inside the scan are masked out of
+the value loss.
 
 The parts are typed hooks (aliases below), each with today's AlphaZero behaviour as its default; a method
 (:mod:`zerolab.training.method`) may replace any of them or the whole per-device play function:
@@ -13,7 +14,18 @@ The parts are typed hooks (aliases below), each with today's AlphaZero behaviour
   state lives in ``carry`` (leaves ``[B, ...]``), reset by :data:`InitCarryFn` when a game restarts; frozen extra
   variables (a partner network) reach it through :class:`PlayVariables`.
 * :data:`InitialStatesFn` — ``(key, num_games) -> states``: fresh games (a FEN list, odds positions, ...).
+* :class:`GameRule` — how the games in the lanes (:class:`Lanes`) begin, end and follow one another:
+  :data:`StartFn` (the call's first games and the lanes' shared per-device state), :data:`RewardFn` (each move's
+  reward from its mover's view), :data:`ResetFn` (what a finished lane plays next, and per-ply statistics) and
+  :data:`RecordsSummaryFn` (the records' statistics at the end of the call).  SAI uses them for per-game komi, games
+  branched from earlier positions through a per-device queue, and scoring at each game's komi.
 * :data:`ValueTargetsFn` — ``(frames, records) -> (value_target, value_mask)``.
+
+**Random streams.**  A call's key gives the scan's key as stream 0 (``jax.random.split(key, n)[0]``); the standard
+start draws its games from stream 1.  A ply's key gives the next ply's key (stream 0), the move rule's (1), the
+temperature schedule's (2) and the standard reset's (3).  A start or reset hook gets the whole call or ply key and
+draws from the streams the core does not use.  (With JAX's default partitionable threefry, stream i of
+``split(key, n)`` is the same for every n > i.)
 
 On a mesh the games are split over the devices with ``shard_map``: each device plays its own games with its own
 random key, and no data crosses devices during self-play.
@@ -133,11 +145,33 @@ class PlyRecord:
 
 
 @flax.struct.dataclass
-class PlyCarry:
+class Lanes:
+    """The games in play, one per lane (leaves ``[B, ...]``), and the state the lanes of one device share.
+
+    Attributes:
+      states: [B] the positions to move from.
+      ply: [B] int32 plies of each position, counted from ``first_ply`` at its game's first position; the
+        temperature schedule and the ply cap read it.
+      first_ply: [B] int32 the ply of each game's first position: 0 for a game from an initial position, the plies
+        already played for a game that continues another game's position (SAI's branches).  The records count a
+        game's own plies, ``ply − first_ply``.
+      rule_carry: the move rule's per-game state (leaves [B, ...]; None without one).
+      shared: the game rule's per-device state (any pytree, e.g. SAI's queue of pending branches; None by default).
+    """
+
     states: Any
-    ply: jax.Array  # [B] plies played in the current game
+    ply: jax.Array
+    first_ply: jax.Array
+    rule_carry: Any = None
+    shared: Any = None
+
+
+@flax.struct.dataclass
+class PlyCarry:
+    """What the scan carries from ply to ply: the lanes and the next ply's key."""
+
+    lanes: Lanes
     key: jax.Array
-    rule_carry: Any = None  # the move rule's per-game state, leaves [B, ...]
 
 
 @flax.struct.dataclass
@@ -170,6 +204,25 @@ class PlyDecision:
     summary: dict = flax.struct.field(default_factory=dict)
 
 
+@flax.struct.dataclass
+class PlayedPly:
+    """What one ply did, for the reset rule: the move rule's decision and the moves' results, leaves [B, ...].
+
+    Attributes:
+      decision: the move rule's decision (``decision.carry``: the rule's per-game state after the ply).
+      action: [B] the moves played.
+      next_states: [B] the positions after the moves, before any lane starts a new game.
+      game_over: [B] the move ended its game (or reached ``max_game_plies``).
+      reward: [B] the reward rule's, from the view of the player who moved.
+    """
+
+    decision: PlyDecision
+    action: jax.Array
+    next_states: Any
+    game_over: jax.Array
+    reward: jax.Array
+
+
 ActFn = Callable[[PlayVariables, jax.Array, pgx.State, jax.Array, Any], PlyDecision]
 """``(variables, key, states [B], ply [B], carry) -> PlyDecision``: the per-ply move rule (jittable)."""
 InitCarryFn = Callable[[jax.Array, int], Any]
@@ -180,6 +233,21 @@ ValueTargetsFn = Callable[[Frames, PlyRecord], tuple[jax.Array, jax.Array]]
 """``(frames [T, B], records [T, B]) -> (value_target [T, B], value_mask [T, B])``."""
 PlayFn = Callable[[Any, jax.Array, int, Any], tuple[Frames, PlyRecord]]
 """``(variables, key, num_games, frozen_variables) -> (frames [T, B], records [T, B])``: one device's self-play."""
+StartFn = Callable[[PlayVariables, jax.Array, int], Lanes]
+"""``(variables, key, num_games) -> lanes``: the games a self-play call starts with (``ply == first_ply``) and the
+lanes' shared state.  ``key`` is the call's key: stream 0 is the scan's, the hook draws from the others."""
+RewardFn = Callable[[Lanes, pgx.State, jax.Array], jax.Array]
+"""``(lanes before the ply, next_states [B], game_over [B]) -> reward [B]`` from the view of the player who moved;
+what the value targets are made of (jittable)."""
+ResetFn = Callable[[jax.Array, Lanes, PlayedPly], tuple[Lanes, dict]]
+"""``(ply key, lanes before the ply, played) -> (lanes of the next ply, statistics)``: every lane goes on with its
+game (:func:`advance_lanes`) or, where it ended, starts its next one (:func:`restart_games`); the shared state may
+change.  ``statistics`` (``{name: array}``, any shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  The
+ply key's streams 0–2 are the core's."""
+RecordsSummaryFn = Callable[[PlyRecord, dict, Lanes], dict]
+"""``(records [T, B], statistics {name: [T, ...]}, lanes after the last ply) -> {name: [T, B]}``: the records'
+summary, whose values ``summarize`` averages into the iteration's metrics (a per-call total is broadcast over
+``[T, B]``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,6 +261,18 @@ class MoveRule:
     act: ActFn
     init_carry: InitCarryFn | None = None
     frozen_variables: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GameRule:
+    """How games begin, end and follow one another in the lanes: a method's replacements for the core's parts;
+    ``None`` keeps the core's (:func:`standard_start`, :func:`pgx_reward`, :func:`standard_reset`,
+    :func:`ply_summary`)."""
+
+    start: StartFn | None = None
+    reward: RewardFn | None = None
+    reset: ResetFn | None = None
+    summarize: RecordsSummaryFn | None = None
 
 
 def search_move_rule(game: Game, network: nn.Module, search_config: SearchConfig,
@@ -295,11 +375,71 @@ def choose_actions(key: jax.Array, visit_counts: jax.Array, search_action: jax.A
     return jnp.where(temperature > 0, sampled, search_action)
 
 
-def reset_finished(game_over: jax.Array, fresh: Any, current: Any) -> Any:
-    """``fresh`` where ``game_over`` [B], ``current`` elsewhere, leaf by leaf (leaves [B, ...])."""
+def select_where(mask: jax.Array, new: Any, old: Any) -> Any:
+    """``new`` where ``mask`` (over the leaves' leading axes, e.g. [B] or [B, M]), ``old`` elsewhere, leaf by leaf."""
     return jax.tree.map(
-        lambda new, old: jnp.where(game_over.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, current
+        lambda fresh, current: jnp.where(mask.reshape(mask.shape + (1,) * (current.ndim - mask.ndim)), fresh, current),
+        new, old,
     )
+
+
+def advance_lanes(lanes: Lanes, played: PlayedPly) -> Lanes:
+    """The lanes one ply on, every game going on: the positions after the moves, ``ply + 1``, the rule's carry."""
+    return lanes.replace(states=played.next_states, ply=lanes.ply + 1, rule_carry=played.decision.carry)
+
+
+def restart_games(lanes: Lanes, game_over: jax.Array, states: pgx.State, first_ply: jax.Array,
+                  rule_carry: Any = None) -> Lanes:
+    """Lanes whose game is over start the game given by ``states``, ``first_ply`` and ``rule_carry`` ([B] each;
+    ``rule_carry`` None: the lanes keep theirs); the other lanes and the shared state are unchanged."""
+    new = (states, first_ply, first_ply)
+    old = (lanes.states, lanes.ply, lanes.first_ply)
+    if rule_carry is not None:
+        new, old = new + (rule_carry,), old + (lanes.rule_carry,)
+    states, ply, first_ply, *kept_carry = select_where(game_over, new, old)
+    return lanes.replace(states=states, ply=ply, first_ply=first_ply,
+                         rule_carry=kept_carry[0] if kept_carry else lanes.rule_carry)
+
+
+def standard_start(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> StartFn:
+    """The core's :data:`StartFn`: fresh games from ``initial_states`` (stream 1 of the call's key) at ply 0, fresh
+    rule carries, no shared state."""
+
+    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
+        del variables
+        init_key = jax.random.split(key)[1]
+        rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(init_key, 1), num_games)
+        zeros = jnp.zeros(num_games, jnp.int32)
+        return Lanes(states=initial_states(init_key, num_games), ply=zeros, first_ply=zeros, rule_carry=rule_carry)
+
+    return start
+
+
+def pgx_reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> jax.Array:
+    """The core's :data:`RewardFn`: pgx's reward of the player who moved (a game cut at the ply cap is a draw)."""
+    del game_over
+    return next_states.rewards[jnp.arange(next_states.rewards.shape[0]), lanes.states.current_player]
+
+
+def standard_reset(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> ResetFn:
+    """The core's :data:`ResetFn`: a finished lane starts a fresh game from ``initial_states`` (stream 3 of the ply
+    key) at ply 0 with a fresh rule carry; no statistics."""
+
+    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+        reset_key = jax.random.split(key, 4)[3]
+        num_games = played.game_over.shape[0]
+        rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(reset_key, 1), num_games)
+        restarted = restart_games(advance_lanes(lanes, played), played.game_over,
+                                  initial_states(reset_key, num_games), jnp.zeros(num_games, jnp.int32), rule_carry)
+        return restarted, {}
+
+    return reset
+
+
+def ply_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
+    """The core's :data:`RecordsSummaryFn`: the move rule's per-ply summary as it is."""
+    del statistics, lanes
+    return records.summary
 
 
 def make_play_fn(
@@ -308,40 +448,40 @@ def make_play_fn(
     config: SelfPlayConfig,
     initial_states: InitialStatesFn | None = None,
     value_targets_fn: ValueTargetsFn = outcome_value_targets,
+    game_rule: GameRule | None = None,
 ) -> PlayFn:
     """The core's per-device self-play: ``play(variables, key, num_games, frozen) -> (Frames, PlyRecord)``.
 
-    A scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the temperature schedule (where the decision
-    carries visit counts), a vmapped pgx step, and fresh games (with fresh rule carries) where games ended.
+    The game rule's start, then a scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the temperature
+    schedule (where the decision carries visit counts), a vmapped pgx step, the game rule's reward and reset; then the
+    value targets and the game rule's summary of the records.  ``game_rule``'s ``None`` parts are the core's, built
+    from ``initial_states`` (default: the game's start position) and ``move_rule.init_carry``.
     """
     initial_states = initial_states or standard_initial_states(game)
+    game_rule = game_rule or GameRule()
+    start = game_rule.start or standard_start(initial_states, move_rule.init_carry)
+    reward_fn = game_rule.reward or pgx_reward
+    reset = game_rule.reset or standard_reset(initial_states, move_rule.init_carry)
+    summary_fn = game_rule.summarize or ply_summary
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None) -> tuple[Frames, PlyRecord]:
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        key, init_key = jax.random.split(key)
-        rule_carry = None
-        if move_rule.init_carry is not None:
-            rule_carry = move_rule.init_carry(jax.random.fold_in(init_key, 1), num_games)
-        carry = PlyCarry(states=initial_states(init_key, num_games), ply=jnp.zeros(num_games, jnp.int32), key=key,
-                         rule_carry=rule_carry)
+        carry = PlyCarry(lanes=start(player_variables, key, num_games), key=jax.random.split(key)[0])
 
         def one_ply(carry: PlyCarry, _):
-            key, act_key, sample_key, reset_key = jax.random.split(carry.key, 4)
-            states = carry.states
-            decision = move_rule.act(player_variables, act_key, states, carry.ply, carry.rule_carry)
+            lanes = carry.lanes
+            key, act_key, sample_key, _ = jax.random.split(carry.key, 4)
+            states = lanes.states
+            decision = move_rule.act(player_variables, act_key, states, lanes.ply, lanes.rule_carry)
             action = decision.action
             if decision.visit_counts is not None:
-                action = choose_actions(sample_key, decision.visit_counts, decision.action, carry.ply, config)
-            mover = states.current_player
+                action = choose_actions(sample_key, decision.visit_counts, decision.action, lanes.ply, config)
             next_states = jax.vmap(game.step)(states, action)
-            ply = carry.ply + 1
-            game_over = next_states.terminated | (ply >= config.max_game_plies)
-            reward = next_states.rewards[jnp.arange(num_games), mover]
-            next_states = reset_finished(game_over, initial_states(reset_key, num_games), next_states)
-            rule_carry = decision.carry
-            if move_rule.init_carry is not None:
-                fresh_carry = move_rule.init_carry(jax.random.fold_in(reset_key, 1), num_games)
-                rule_carry = reset_finished(game_over, fresh_carry, rule_carry)
+            game_over = next_states.terminated | (lanes.ply + 1 >= config.max_game_plies)
+            reward = reward_fn(lanes, next_states, game_over)
+            played = PlayedPly(decision=decision, action=action, next_states=next_states, game_over=game_over,
+                               reward=reward)
+            next_lanes, statistics = reset(carry.key, lanes, played)
             frame = Frames(
                 observation=states.observation,
                 legal_action_mask=states.legal_action_mask,
@@ -350,21 +490,22 @@ def make_play_fn(
                 value_mask=jnp.zeros(num_games, bool),
                 extras=dict(decision.frame_extras),
             )
+            game_ply = lanes.ply - lanes.first_ply
             record = PlyRecord(
                 action=action,
                 reward=reward,
                 game_over=game_over,
-                first_player_moved=carry.ply % 2 == 0,
-                game_length=ply,
+                first_player_moved=game_ply % 2 == 0,
+                game_length=game_ply + 1,
                 position_hash=observation_hash(states.observation),
                 summary=dict(decision.summary),
             )
-            next_carry = PlyCarry(states=next_states, ply=jnp.where(game_over, 0, ply), key=key, rule_carry=rule_carry)
-            return next_carry, (frame, record)
+            return PlyCarry(lanes=next_lanes, key=key), (frame, record, statistics)
 
-        _, (frames, records) = jax.lax.scan(one_ply, carry, None, length=config.plies_per_iteration)
+        last, (frames, records, statistics) = jax.lax.scan(one_ply, carry, None, length=config.plies_per_iteration)
         value, known = value_targets_fn(frames, records)
-        return frames.replace(value_target=value, value_mask=known), records
+        frames = frames.replace(value_target=value, value_mask=known)
+        return frames, records.replace(summary=summary_fn(records, statistics, last.lanes))
 
     return play
 

@@ -10,8 +10,11 @@ A method is chosen by ``config.method`` (empty for AlphaZero, else ``"package.mo
 * ``initial_states_fn`` (:data:`~zerolab.selfplay.scan.InitialStatesFn`): the positions fresh games start from.
 * ``move_rule`` (:data:`MoveRuleFactory`): the per-ply move rule of self-play (two players of a team, a frozen
   partner network, ...); its ``PlyDecision.frame_extras`` become per-frame fields that replay and checkpoints carry.
-* ``selfplay`` (:data:`SelfPlayFactory`): one device's whole self-play function, for methods whose games do not fit
-  one scan of plies (SAI's branching); built from the core's public parts.
+* ``game_rule`` (:data:`GameRuleFactory`): how games begin, end and follow one another in self-play's lanes
+  (:class:`~zerolab.selfplay.scan.GameRule`: start, reward, reset, records' summary) — SAI's per-game komi, branches from a
+  per-device queue and scoring at each game's komi; its ``None`` parts stay the core's.
+* ``selfplay`` (:data:`SelfPlayFactory`): one device's whole self-play function, for a method whose games do not fit
+  the core's scan even with the hooks above (no method in the repository needs it).
 
 The training loop (:mod:`zerolab.training.train`) jits and shards whatever the method supplies exactly as it does the defaults.
 """
@@ -31,6 +34,7 @@ from zerolab.networks.network import NetworkOutput
 from zerolab.search.mcts import load_factory, masked_logits
 from zerolab.selfplay.scan import (
     Frames,
+    GameRule,
     InitialStatesFn,
     MoveRule,
     PlayFn,
@@ -48,6 +52,8 @@ LossFn = Callable[[NetworkOutput, Frames], tuple[jax.Array, dict[str, jax.Array]
 """``(network output over a batch [N], frames [N]) -> (scalar loss, {metric name: scalar})``."""
 MoveRuleFactory = Callable[[Components], MoveRule]
 """``(components) -> MoveRule``: builds the per-ply move rule from the run's game, network and search."""
+GameRuleFactory = Callable[[Components], GameRule]
+"""``(components) -> GameRule``: builds the game rule from the run's game, network, search and sizes."""
 SelfPlayFactory = Callable[[Components], PlayFn]
 """``(components) -> PlayFn``: builds one device's self-play function."""
 
@@ -70,16 +76,18 @@ class Method:
     value_targets_fn: ValueTargetsFn = outcome_value_targets
     initial_states_fn: InitialStatesFn | None = None
     move_rule: MoveRuleFactory | None = None
+    game_rule: GameRuleFactory | None = None
     selfplay: SelfPlayFactory | None = None
 
     def selfplay_parts(self, components: Components) -> tuple[PlayFn, Any]:
         """``(one device's self-play, the frozen variables it plays with)``: the method's own self-play, or the
-        core's scan with the method's move rule, initial states and value targets."""
+        core's scan with the method's move rule, initial states, value targets and game rule."""
         if self.selfplay is not None:
             return self.selfplay(components), None
         move_rule = self.make_move_rule(components)
+        game_rule = self.game_rule(components) if self.game_rule is not None else None
         play_fn = make_play_fn(components.game, move_rule, components.selfplay, self.initial_states_fn,
-                               self.value_targets_fn)
+                               self.value_targets_fn, game_rule)
         return play_fn, move_rule.frozen_variables
 
     def make_move_rule(self, components: Components) -> MoveRule:

@@ -319,8 +319,10 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         (workdir / "config.json").write_text(config_lib.to_json(config))
 
     selfplay_fn = make_run_selfplay_fn(components, mesh)
-    # Self-play records replay from the start position; a method's own initial states or self-play have no PGN.
-    standard_games = components.method.initial_states_fn is None and components.method.selfplay is None
+    # Self-play records replay from the start position; a method's own initial states, game rule or self-play have
+    # no PGN.
+    method = components.method
+    standard_games = method.initial_states_fn is None and method.game_rule is None and method.selfplay is None
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
     train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
                                      float(config.train.l2_weight), components.method.loss_fn,

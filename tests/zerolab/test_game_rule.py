@@ -1,0 +1,85 @@
+"""The self-play scan's game rule: a method's start, reward, reset and summary hooks, with games that start with
+plies behind them, a per-device shared state and per-ply statistics."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from zerolab.api import (
+    GameRule,
+    Lanes,
+    MoveRule,
+    PlyDecision,
+    SelfPlayConfig,
+    advance_lanes,
+    make_game,
+    make_play_fn,
+    restart_games,
+)
+
+PLIES_BEHIND = 3  # every game starts as if 3 plies had been played before its first position
+
+
+def lowest_point_rule() -> MoveRule:
+    """Plays the lowest legal action (never a pass on an open board); frames carry the ply the rule saw."""
+
+    def act(variables, key, states, ply, carry):
+        del variables, key
+        action = jnp.argmax(states.legal_action_mask, axis=-1).astype(jnp.int32)
+        return PlyDecision(action=action, policy_target=jax.nn.one_hot(action, states.legal_action_mask.shape[-1]),
+                           carry=carry, frame_extras={"ply": ply})
+
+    return MoveRule(act=act)
+
+
+def counting_game_rule(game) -> GameRule:
+    """Games start with ``PLIES_BEHIND`` plies behind them; the mover of a game's last move gets +1; the shared state
+    counts the games started; the summary reports it and the restarts counted by the reset's statistics."""
+
+    def fresh(key, num_games):
+        return jax.vmap(game.init)(jax.random.split(key, num_games)), jnp.full(num_games, PLIES_BEHIND, jnp.int32)
+
+    def start(variables, key, num_games):
+        states, first_ply = fresh(jax.random.split(key, 2)[1], num_games)
+        return Lanes(states=states, ply=first_ply, first_ply=first_ply, shared=jnp.int32(num_games))
+
+    def reward(lanes, next_states, game_over):
+        return game_over.astype(jnp.float32)
+
+    def reset(key, lanes, played):
+        states, first_ply = fresh(jax.random.split(key, 4)[3], played.game_over.shape[0])
+        restarted = restart_games(advance_lanes(lanes, played), played.game_over, states, first_ply)
+        return restarted.replace(shared=lanes.shared + played.game_over.sum()), {"restarts": played.game_over.sum()}
+
+    def summarize(records, statistics, lanes):
+        shape = records.game_over.shape
+        return {"games_started": jnp.broadcast_to(lanes.shared, shape).astype(jnp.float32),
+                "restarts": jnp.broadcast_to(statistics["restarts"].sum(), shape).astype(jnp.float32)}
+
+    return GameRule(start=start, reward=reward, reset=reset, summarize=summarize)
+
+
+def test_a_game_rule_starts_scores_and_restarts_games_with_plies_behind_them():
+    game = make_game("go", go_size=7)
+    config = SelfPlayConfig(num_games=2, plies_per_iteration=8, max_game_plies=6)
+    play = make_play_fn(game, lowest_point_rule(), config, game_rule=counting_game_rule(game))
+    frames, records = jax.device_get(jax.jit(play, static_argnums=2)(None, jax.random.key(0), 2))
+
+    # The ply cap counts the plies behind a game: each game plays 6 - 3 = 3 plies of its own.
+    np.testing.assert_array_equal(frames.extras["ply"][:, 0], [3, 4, 5, 3, 4, 5, 3, 4])
+    np.testing.assert_array_equal(records.game_over[:, 0], [0, 0, 1, 0, 0, 1, 0, 0])
+    # The records count a game's own plies.
+    np.testing.assert_array_equal(records.game_length[:, 0], [1, 2, 3, 1, 2, 3, 1, 2])
+    np.testing.assert_array_equal(records.first_player_moved[:, 0], [1, 0, 1, 1, 0, 1, 1, 0])
+    # The rule's rewards make the value targets; the last, unfinished game is masked.
+    np.testing.assert_array_equal(records.reward[:, 1], [0, 0, 1, 0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(frames.value_target[:6, 1], [1, -1, 1, 1, -1, 1])
+    np.testing.assert_array_equal(frames.value_mask[:, 1], [1, 1, 1, 1, 1, 1, 0, 0])
+    # Restarted lanes begin again from the empty board.
+    np.testing.assert_array_equal(frames.observation[3], frames.observation[0])
+    # The shared state and the statistics reach the summary: 2 first games + 2 restarts in each of 2 lanes.
+    np.testing.assert_array_equal(records.summary["games_started"], 6.0)
+    np.testing.assert_array_equal(records.summary["restarts"], 4.0)
+    assert set(records.summary) == {"games_started", "restarts"}
