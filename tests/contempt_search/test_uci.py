@@ -77,6 +77,7 @@ def test_sc_limit_off_is_the_plain_search():
         contempt_search_changes("alphabeta", 5)
 
 
+@pytest.mark.slow  # 23 s of CPU after the games above (51 s alone: four 8×8 searches)
 def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_network, monkeypatch):
     """``setoption`` ScLimit / SearchKind through the UCI server re-set the engine's search (``set_search``): the
     searches compiled afterwards, and the moves played, use contempt's rules with that N_scl and that kind; ScLimit
