@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Test processes (pytest-xdist): whole test files go to each worker (--dist loadfile), so module fixtures are built
-# once; `make test TEST_WORKERS=0` runs the suite in one process.
+# once, in the order tests/conftest.py gives them (slow files first; --no-loadscope-reorder keeps that order);
+# `make test TEST_WORKERS=0` runs the suite in one process.
 TEST_WORKERS ?= 2
 ENGINES := stockfish fairy-stockfish gnugo
 
@@ -37,7 +38,7 @@ demo: install engines
 	$(PY) -m experiments run quickstart
 
 test: install engines
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 bench: install
 	$(PY) -m zerolab bench

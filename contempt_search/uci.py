@@ -61,6 +61,18 @@ def contempt_options(kind: str, sc_limit: int):
     return options
 
 
+def contempt_loader(run: str | pathlib.Path, simulations: int, kind: str, sc_limit: int):
+    """The engine's loader: the newest checkpoint of ``run`` searching ``simulations`` times with ``kind`` and
+    ``sc_limit`` (:func:`contempt_search_changes`)."""
+    changes = contempt_search_changes(kind, sc_limit)
+
+    def load():
+        loaded = checkpoint_search(str(run), None, simulations)
+        return dataclasses.replace(loaded, search=dataclasses.replace(loaded.search, **changes))
+
+    return load
+
+
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m contempt_search.uci", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
@@ -99,12 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not run.exists():
         print(f"error: --checkpoint {run}: no such directory", file=sys.stderr)
         return 2
-    changes = contempt_search_changes(arguments.kind, arguments.sc_limit)
-
-    def load():
-        loaded = checkpoint_search(str(run), None, arguments.simulations)
-        return dataclasses.replace(loaded, search=dataclasses.replace(loaded.search, **changes))
-
+    load = contempt_loader(run, arguments.simulations, arguments.kind, arguments.sc_limit)
     return serve_search_engine(load, ENGINE_NAME, arguments.simulations, seed=arguments.seed,
                                compilation_cache=arguments.compilation_cache,
                                options=contempt_options(arguments.kind, arguments.sc_limit))

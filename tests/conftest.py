@@ -28,6 +28,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in ENGINE_FIXTURES):
             item.add_marker(pytest.mark.engine)
+    items[:] = slow_files_first(items)
+
+
+# --- order of the test files ----------------------------------------------------------------------------------------
+# ``make test`` gives whole files to two workers (``--dist loadfile --no-loadscope-reorder``) in this order, each
+# worker taking the next file as it runs out.  The files with the most slow tests go first and the many small files
+# last, so that the workers finish together instead of one running a long end-to-end file while the other waits
+# (xdist's own order, by number of tests, put the one-test end-to-end files last).
+
+
+def slow_files_first(items: list) -> list:
+    """``items`` grouped by file: most ``slow`` tests first, then most tests; files that tie keep their order, and
+    each file's tests keep theirs."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def cost(tests: list) -> tuple[int, int]:
+        return -sum(test.get_closest_marker("slow") is not None for test in tests), -len(tests)
+
+    return [item for tests in sorted(files.values(), key=cost) for item in tests]
 
 
 # --- external engines and test dependencies -------------------------------------------------------------------------

@@ -1,13 +1,15 @@
-"""The AlphaGateau experiments: their configs at both presets, and a very small end-to-end run of each."""
+"""The AlphaGateau experiments (alphagateau-speed, -versus, -finetune): their configs at both presets, the versus
+statistics, and a very small end-to-end run of each."""
 
 import json
+import math
 import pathlib
 
 import jax
 import numpy as np
 import pytest
 
-from experiments import alphagateau_finetune, alphagateau_speed
+from experiments import alphagateau_finetune, alphagateau_speed, alphagateau_versus
 from tests.game_record_checks import check_game_file
 from zerolab.evaluation import rating
 from zerolab.config import ConfigError, load_config
@@ -18,11 +20,14 @@ from zerolab.training.runs import Components, load_trained_variables
 SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
 SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evaluation.max_game_plies=6",
                     "evaluation.num_opponents=1"]
-SPEED_RUN = [
-    "iterations=1", "checkpoint.keep_period=1", "models.alphagateau.embedding_size=8",
-    "models.alphagateau.num_blocks=1", "models.resnet.channels=8", "models.resnet.num_blocks=1",
-    "selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16",
-]
+#: The two Gardner networks and their self-play of the speed and versus runs, the same in both (and in the
+#: fine-tuning's pretraining), so that the second run to compile a program reads it from the compilation cache.
+TOY_NETWORKS = ["models.alphagateau.embedding_size=8", "models.alphagateau.num_blocks=1", "models.resnet.channels=8",
+                "models.resnet.num_blocks=1"]
+TOY_SELFPLAY = ["selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16"]
+SPEED_RUN = ["iterations=1", "checkpoint.keep_period=1", *TOY_NETWORKS, *TOY_SELFPLAY]
+VERSUS_RUN = ["iterations=1", *TOY_NETWORKS, *TOY_SELFPLAY, "match.games=2", "match.num_simulations=2",
+              "match.max_game_plies=6", "compilation_cache=", "seeds=[3, 4]"]
 FINETUNE_RUN = [
     "model.embedding_size=8", "model.num_blocks=1",
     "pretrain.iterations=1", "pretrain.selfplay.num_games=4", "pretrain.selfplay.plies_per_iteration=8",
@@ -85,6 +90,32 @@ def test_sub_run_configs_build_their_components(preset):
 def test_rated_steps_keep_the_period_and_the_last():
     assert rating.rated_steps([0, 3, 4, 5, 6, 7], keep_period=3) == [0, 3, 6, 7]
     assert rating.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
+
+
+# --- alphagateau-versus: pooled score ---------------------------------------------------------------------------------
+
+
+def test_score_statistics_pool_the_games_and_compare_the_seeds():
+    statistics = alphagateau_versus.score_statistics([{"wins": 3, "draws": 1, "losses": 0},
+                                                      {"wins": 1, "draws": 1, "losses": 2}])
+    scores = [1, 1, 1, 0.5, 1, 0.5, 0, 0]
+    mean = sum(scores) / 8
+    assert statistics["games"] == 8 and statistics["score"] == pytest.approx(mean)
+    sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / 7)
+    assert statistics["score_se"] == pytest.approx(sd / math.sqrt(8))
+    assert statistics["seed_scores"] == [0.875, 0.375]
+    assert statistics["score_se_between_seeds"] == pytest.approx(abs(0.875 - 0.375) / 2)  # sd of two / √2
+    assert statistics["elo"] == pytest.approx(400 * math.log10(mean / (1 - mean)))
+    assert statistics["elo_se"] == pytest.approx(400 / math.log(10) * statistics["score_se"] / (mean * (1 - mean)))
+
+
+def test_versus_presets_share_the_training_keys_and_differ_in_seeds_and_games():
+    tiny, evidence = load_config("alphagateau-versus", "tiny"), load_config("alphagateau-versus", "evidence")
+    assert list(tiny.seeds) == [0] and list(evidence.seeds) == [0, 1, 2] and evidence.match.games == 128
+    for key in ("game", "search", "selfplay", "replay", "train", "models", "iterations"):
+        assert tiny[key].to_dict() if hasattr(tiny[key], "to_dict") else tiny[key] == \
+            (evidence[key].to_dict() if hasattr(evidence[key], "to_dict") else evidence[key]), key
+    assert evidence.models.alphagateau.heads == "paper"
 
 
 # --- rating in order (matches faked: no JAX) ----------------------------------------------------------------------
@@ -174,6 +205,22 @@ def test_speed_experiment_end_to_end(tmp_path):
     assert models["alphagateau"]["parameters"] < models["resnet"]["parameters"]
     assert models["alphagateau"]["frames"] == models["resnet"]["frames"] == 4 * 8
     check_rerun_plays_nothing(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
+
+
+@pytest.mark.slow
+def test_versus_trains_both_networks_per_seed_plays_them_and_resumes(tmp_path):
+    config = load_config("alphagateau-versus", "tiny", VERSUS_RUN + SMALL_TRAINING)
+    summary = alphagateau_versus.run(config, tmp_path)
+    assert summary["seeds"] == [3, 4] and summary["games"] == 4 and summary["players"] == ["alphagateau", "resnet"]
+    for seed in (3, 4):
+        match = json.loads((tmp_path / f"seed-{seed}" / "match.json").read_text())
+        assert match["wins"] + match["draws"] + match["losses"] == 2
+        assert match["training"]["alphagateau"]["parameters"] != match["training"]["resnet"]["parameters"]
+        assert (tmp_path / f"seed-{seed}" / "games.pgn").stat().st_size > 0
+    before = (tmp_path / "seed-3" / "match.json").stat().st_mtime_ns
+    # Resumed: nothing trained or played again.
+    assert alphagateau_versus.run(config, tmp_path)["matches"] == summary["matches"]
+    assert (tmp_path / "seed-3" / "match.json").stat().st_mtime_ns == before
 
 
 @pytest.mark.slow

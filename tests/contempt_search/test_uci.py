@@ -12,7 +12,7 @@ import pytest
 
 import zerolab.search.mcts
 from contempt_search.experiment import CONTEMPT_RULES
-from contempt_search.uci import ENGINE_NAME, SC_LIMIT_OFF, contempt_options, contempt_search_changes
+from contempt_search.uci import ENGINE_NAME, SC_LIMIT_OFF, contempt_loader, contempt_options, contempt_search_changes
 from zerolab.training import train
 from zerolab.config import load_config
 
@@ -77,17 +77,17 @@ def test_sc_limit_off_is_the_plain_search():
         contempt_search_changes("alphabeta", 5)
 
 
-def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_game, monkeypatch):
+@pytest.mark.slow  # 23 s of CPU after the games above (51 s alone: four 8×8 searches)
+def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_network, monkeypatch):
     """``setoption`` ScLimit / SearchKind through the UCI server re-set the engine's search (``set_search``): the
     searches compiled afterwards, and the moves played, use contempt's rules with that N_scl and that kind; ScLimit
-    off is the plain search again.  Every ``go`` searches the nodes asked (no fallback, no error line)."""
+    off is the plain search again.  Every ``go`` searches the nodes asked (no fallback, no error line).
+
+    The engine is the command's (:func:`contempt_loader` on the module's run, 2 simulations), so the PUCT searches
+    it compiles are those the games above compiled, read from the compilation cache."""
     import io
 
-    import jax
-
-    from zerolab.networks.network import AlphaZeroResNet, init_variables
-    from zerolab.search.mcts import SearchConfig
-    from zerolab.frontends.uci_search import LoadedSearch, SearchEngine, SearchServer
+    from zerolab.frontends.uci_search import SearchEngine, SearchServer
 
     compiled = []  # (kind, rules, rule_options) of every search the engine builds, in order
     run_search = zerolab.search.mcts.run_search
@@ -97,11 +97,7 @@ def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_game, 
         return run_search(config, *arguments, **keywords)
 
     monkeypatch.setattr(zerolab.search.mcts, "run_search", recording_run_search)
-    network = AlphaZeroResNet(num_actions=chess_game.num_actions, channels=4, num_blocks=1)
-    variables = init_variables(network, chess_game, jax.random.key(0))
-    search = SearchConfig(kind="muzero", num_simulations=2, max_num_considered_actions=2, gumbel_scale=0.0,
-                          dirichlet_fraction=0.0)
-    engine = SearchEngine(lambda: LoadedSearch(chess_game, network, variables, search, "tiny"), 2)
+    engine = SearchEngine(contempt_loader(chess_network, 2, "muzero", SC_LIMIT_OFF), 2)
     engine.warm_up(background_sizes=False)
     server = SearchServer(engine, ENGINE_NAME, 2, contempt_options("muzero", SC_LIMIT_OFF)(engine))
     output = io.StringIO()

@@ -13,6 +13,7 @@ from zerolab.training.plan import format_plan, plan_training_run
 from zerolab.training.replay_checkpoints import read_window
 
 
+@pytest.mark.slow  # 48 s of CPU with a cold compilation cache (three programs at the paper sizes)
 def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
     config = load_config("quickstart", "paper")
     plan = plan_training_run(config, "quickstart")
@@ -33,6 +34,7 @@ def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
     assert "unknown config key 'no_such_key'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 30 s of CPU with a cold compilation cache
 def test_the_8x8_paper_path_trains_with_only_its_sizes_shrunk(tmp_path, caplog):
     """alphagateau-speed's paper preset — 8×8 chess, AlphaGateau, Gumbel search, 512-ply games, the 1M-frame window —
     through the loop a pod runs, with games, plies, simulations, network and batch made small; the log says where

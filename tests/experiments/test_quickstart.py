@@ -10,11 +10,14 @@ import pytest
 from tests.game_record_checks import check_game_file
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+#: The network, search and self-play sizes of the alphagateau-speed test's AlphaGateau run
+#: (tests/alphagateau/test_experiments.py, earlier in the workers' order): the same programs, read from the
+#: compilation cache when that test has compiled them.
 TOY = [
-    "iterations=2", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4",
-    "search.max_num_considered_actions=4", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
+    "iterations=2", "model.channels=8", "model.num_blocks=1", "search.num_simulations=2",
+    "search.max_num_considered_actions=2", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
     "train.batch_size=16", "checkpoint.keep_period=1", "evaluation.games=2", "evaluation.engine_games=2",
-    "evaluation.num_simulations=4", "evaluation.max_game_plies=30", "progress=False",
+    "evaluation.num_simulations=2", "evaluation.max_game_plies=30", "progress=False",
 ]
 
 

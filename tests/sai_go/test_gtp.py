@@ -80,6 +80,7 @@ class GTPProcess:
         return self.send(f"genmove {colour}").lower()
 
 
+@pytest.mark.slow  # 23 s of CPU with a cold compilation cache, the SAI run included
 def test_a_scripted_session_then_a_whole_game_against_gnugo_through_the_command(sai_run, gnugo_path, tmp_path):
     """One engine process (one compilation of its search) for both: the script, then a game against GNU Go level 1
     at λ = 0.5, then ``quit``."""

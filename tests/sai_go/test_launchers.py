@@ -40,6 +40,7 @@ def run_experiment(name: str, workdir, *overrides: str) -> dict:
     return json.loads(process.stdout)
 
 
+@pytest.mark.slow  # 26 s of CPU with a cold compilation cache, the SAI run included
 def test_sai_go_gnugo_plays_each_setting_against_gnugo(sai_run, gnugo_path, tmp_path):
     summary = run_experiment("sai-go-gnugo", tmp_path, f"network={sai_run}", "lambdas=[0.0,1.0]",
                              "gnugo_levels=[1]", "games=2", "komi_values=[]", "handicaps=[2]", "handicap_komi=9.5",
@@ -78,6 +79,7 @@ def test_sai_go_positions_runs_its_three_sections(sai_run, tmp_path):
     assert (tmp_path / "figures" / "sai-go-endgames.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # 20 s of CPU with a cold compilation cache
 def test_sai_go_panel_trains_its_landmark_and_rates_the_sai_checkpoints(sai_run, gnugo_path, tmp_path):
     summary = run_experiment("sai-go-panel", tmp_path, f"sai_run={sai_run}", "gnugo_levels=[1]", "games=2",
                              "landmark_overrides=['model.name=resnet','method=','model.channels=8',"

@@ -73,6 +73,7 @@ def stt_selfplay(setup):
     return jax.device_get(frames), jax.device_get(records)
 
 
+@pytest.mark.slow  # 40 s of CPU with a cold compilation cache, its fixtures included
 def test_jitted_stt_selfplay_and_the_host_arena_play_the_same_game(setup, stt_selfplay):
     frames, records = stt_selfplay
     bits = np.asarray(frames.extras["senior"])[:, 0].astype(np.uint8)  # lane 0's game: PLIES plies, capped

@@ -127,6 +127,7 @@ def test_gnugo_spec_is_parsed_with_clear_errors():
         GTPEngineOptions.parse("gnugo:level=strong")
 
 
+@pytest.mark.slow  # 40 s of CPU with a cold compilation cache, the Go run included
 def test_checkpoint_plays_gnugo_through_the_arena(go_run, gnugo_path):
     from zerolab.play.arena import play_match
 

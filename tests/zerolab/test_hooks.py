@@ -70,6 +70,7 @@ def reference_selfplay(game, network, search_config, config, variables, key, num
     return play(variables, key)
 
 
+@pytest.mark.slow  # 32 s of CPU with a cold compilation cache (two self-play scans)
 def test_default_selfplay_parts_reproduce_the_previous_loop_bit_for_bit(gardner):
     """Sampled plies (the first 3 of each game), search plies, game ends at the cap and fresh games all occur."""
     game, network, variables = gardner
