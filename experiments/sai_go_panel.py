@@ -7,30 +7,30 @@ checkpoint plays every member ``games`` games as **White at komi 9.5** (the pape
 nets' play as Black degraded once White was near perfect).  Its win-rate vector over the panel goes into a matrix
 W [checkpoints × members]; the first component of a covariance PCA of W gives the members' weights (sign: positive
 sum), and a checkpoint's **panel score** is its centred win rates projected on them.  All games also go into one Elo
-book.  ``results.json`` holds W, the weights, the scores, the ratings and each checkpoint's network evaluations
-("nodes": frames × (simulations + 1) from the SAI run's metrics); ``figures/sai-go-panel.png`` plots score and Elo
-against nodes.  Finished (checkpoint, member) cells are kept on a rerun.
+book.  The cells are one schedule of :func:`zerolab.evaluation.pairings.play_pairings` (``matches.json``,
+``elo.json``, games as SGF in ``games/``; finished cells are kept on a rerun).  ``results.json`` holds W, the
+weights, the scores, the ratings and each checkpoint's network evaluations ("nodes": frames × (simulations + 1) from
+the SAI run's metrics); ``figures/sai-go-panel.png`` plots score and Elo against nodes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import pathlib
 
 import jax
 import numpy as np
 
-from zerolab.training import train
-from zerolab.play.agents import Agent, load_search_agent, make_agent
-from zerolab.play.arena import play_games
-from zerolab.training.checkpoint import Checkpointer
 from zerolab.config import load_config
-from zerolab.evaluation.elo import EloBook, MatchResult
-from zerolab.games import make_game
-from zerolab.training.metrics import MetricsLog
+from zerolab.evaluation.pairings import Pairing, play_pairings
 from zerolab.evaluation.plots import new_figure, save_figure
-from zerolab.evaluation.rating import rated_steps
+from zerolab.evaluation.rating import checkpoint_steps, rated_steps
+from zerolab.games import make_game
+from zerolab.play.agents import Agent, load_search_agent, make_agent
+from zerolab.training import train
+from zerolab.training.metrics import MetricsLog
 from sai_go.agents import SaiAgent
 
 
@@ -115,59 +115,48 @@ def plan(config) -> str:
     return "\n\n".join(sections)
 
 
+def gnugo_member(level: int, game) -> Agent:
+    """GNU Go at ``level``, named ``gnugo-<level>`` in the panel."""
+    agent = make_agent(f"gnugo:level={level}", game)
+    agent.name = f"gnugo-{level}"
+    return agent
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     landmark = pathlib.Path(config.landmark_run or workdir / "landmark")
+    landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
     if not config.landmark_run:
-        landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
         landmark_config.progress = bool(config.progress)
         train.run(landmark_config, landmark)
     game = make_game("go", go_size=7, komi=float(config.komi))
-    results_path = workdir / "results.json"
-    cells = json.loads(results_path.read_text())["cells"] if results_path.exists() else {}
     key = jax.random.key(int(config.seed))
 
     members = {}
-    landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
-    for step in rated_steps(Checkpointer(landmark / "checkpoints").steps(), int(landmark_config.checkpoint.keep_period)):
-        members[f"az-{step}"] = lambda step=step: load_search_agent(
-            landmark, {"step": str(step), "simulations": str(config.simulations), "name": f"az-{step}"})
+    for step in rated_steps(checkpoint_steps(landmark), int(landmark_config.checkpoint.keep_period)):
+        members[f"az-{step}"] = functools.partial(load_search_agent, landmark, {
+            "step": str(step), "simulations": str(config.simulations), "name": f"az-{step}"})
     for level in config.gnugo_levels:
-        members[f"gnugo-{level}"] = lambda level=level: make_agent(f"gnugo:level={level}", game)
+        members[f"gnugo-{level}"] = functools.partial(gnugo_member, level, game)
     if config.random_player:
         members["random"] = RandomAgent
-    sai_steps = Checkpointer(pathlib.Path(config.sai_run) / "checkpoints").steps()
+    sai_steps = checkpoint_steps(config.sai_run)
+    sai_agents = {f"sai-{step}": functools.partial(sai_agent, config, step) for step in sai_steps}
+    # every cell: the member as Black (moving first in every game), SAI as White; member by member
+    pairings = [Pairing(member, f"sai-{step}", int(config.games), key=jax.random.fold_in(key, step),
+                        alternate_colours=False) for member in members for step in sai_steps]
+    book, matches = play_pairings(pairings, {**members, **sai_agents}, game, workdir,
+                                  max_game_plies=int(config.max_game_plies), show_progress=bool(config.progress))
 
-    for member_name, build in members.items():
-        member = None
-        try:
-            for step in sai_steps:
-                cell = f"sai-{step} vs {member_name}"
-                if cell in cells:
-                    continue
-                member = member or build()
-                sai = SaiAgent.from_checkpoint(config.sai_run, step, simulations=int(config.simulations),
-                                               name=f"sai-{step}").with_options(
-                    komi=float(config.komi), temperature_plies=int(config.temperature_plies))
-                records = play_games(game, member, sai, int(config.games), jax.random.fold_in(key, step),
-                                     int(config.max_game_plies))
-                wins = sum(record.first_player_score == 0 for record in records)  # SAI moved second: White
-                cells[cell] = {"step": step, "member": member_name, "games": len(records), "sai_white_wins": wins}
-                results_path.write_text(json.dumps({"cells": cells}, indent=2))
-        finally:
-            if member is not None:
-                member.close()
-
+    cells = {f"sai-{step} vs {member}": {"step": step, "member": member,
+                                         "games": matches[f"{member}-vs-sai-{step}"].result.games,
+                                         "sai_white_wins": matches[f"{member}-vs-sai-{step}"].result.losses}
+             for member in members for step in sai_steps}
     names = list(members)
     win_rates = np.array([[cells[f"sai-{step} vs {name}"]["sai_white_wins"] / cells[f"sai-{step} vs {name}"]["games"]
                            for name in names] for step in sai_steps])
     weights, scores = panel_scores(win_rates)
-    book = EloBook()
-    for cell in cells.values():
-        wins = cell["sai_white_wins"]
-        book.add_result(MatchResult(f"sai-{cell['step']}", cell["member"], wins=wins, draws=0,
-                                    losses=cell["games"] - wins))
     ratings = book.ratings()
     records = MetricsLog(pathlib.Path(config.sai_run)).records()
     run_config = json.loads((pathlib.Path(config.sai_run) / "config.json").read_text())
@@ -177,7 +166,6 @@ def run(config, workdir: pathlib.Path) -> dict:
                "weights": dict(zip(names, weights.tolist())), "panel_scores": dict(zip(map(str, sai_steps), scores.tolist())),
                "nodes": {str(step): nodes.get(step) for step in sai_steps},
                "elo": {name: {"rating": r, "sigma": s} for name, (r, s) in ratings.items()}}
-    results_path.write_text(json.dumps(results, indent=2))
 
     figure, axes = new_figure(columns=2)
     x = [nodes.get(step, 0) / 1e6 for step in sai_steps]
@@ -187,5 +175,12 @@ def run(config, workdir: pathlib.Path) -> dict:
     axes[0, 1].errorbar(x, [r for r, _ in elo], yerr=[2 * s for _, s in elo], marker="o")
     axes[0, 1].set(xlabel="network evaluations (millions)", ylabel="Elo (±2σ)")
     results["figure"] = str(save_figure(figure, workdir / "figures" / "sai-go-panel.png"))
-    results_path.write_text(json.dumps(results, indent=2))
+    (workdir / "results.json").write_text(json.dumps(results, indent=2))
     return {k: v for k, v in results.items() if k != "cells"}
+
+
+def sai_agent(config, step: int) -> SaiAgent:
+    """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
+    return SaiAgent.from_checkpoint(config.sai_run, step, simulations=int(config.simulations),
+                                    name=f"sai-{step}").with_options(
+        komi=float(config.komi), temperature_plies=int(config.temperature_plies))

@@ -27,7 +27,7 @@ from typing import Any
 
 import jax
 
-from zerolab.play.agents import Agent, SearchAgent, load_search_agent
+from zerolab.play.agents import Agent, AgentPool, SearchAgent, load_search_agent
 from zerolab.play.arena import play_match, write_pgn
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.evaluation.elo import NUM_MATCHMAKING_OPPONENTS, EloBook, MatchResult, rate_new_player
@@ -104,7 +104,7 @@ class Contestant:
       series: the curve it belongs to (one per model or stage).
       iteration: x of the "against iteration" plots.
       wall_seconds: x of the "against wall-clock" plots (cumulative training time).
-      load: builds its agent (called once, when it first plays).
+      load: builds its agent (called once, when it first plays; closed when the rating ends).
     """
 
     name: str
@@ -170,21 +170,14 @@ def match_key(seed: int, player_a: str, player_b: str) -> jax.Array:
     return jax.random.fold_in(jax.random.key(seed), zlib.crc32(f"{player_a}|{player_b}".encode()) & 0x7FFFFFFF)
 
 
-def arena_match_player(contestants: Sequence[Contestant], game: Game, evaluation: EvaluationConfig,
-                       games_directory: pathlib.Path, seed: int, show_progress: bool) -> PlayMatchFn:
-    """A :data:`PlayMatchFn` playing ``evaluation.games`` games in the arena; each match's PGN goes to
-    ``games_directory/<a>-vs-<b>.pgn``.  Agents are loaded when they first play and kept."""
-    agents: dict[str, Agent] = {}
-    by_name = {contestant.name: contestant for contestant in contestants}
-
-    def agent(name: str) -> Agent:
-        if name not in agents:
-            agents[name] = by_name[name].load()
-        return agents[name]
+def arena_match_player(pool: AgentPool, game: Game, evaluation: EvaluationConfig, games_directory: pathlib.Path,
+                       seed: int, show_progress: bool) -> PlayMatchFn:
+    """A :data:`PlayMatchFn` playing ``evaluation.games`` games in the arena between the pool's agents; each match's
+    PGN goes to ``games_directory/<a>-vs-<b>.pgn``."""
 
     def play(player_a: str, player_b: str) -> MatchResult:
         started = time.perf_counter()
-        match = play_match(game, agent(player_a), agent(player_b), evaluation.games,
+        match = play_match(game, pool[player_a], pool[player_b], evaluation.games,
                            match_key(seed, player_a, player_b), max_game_plies=evaluation.max_game_plies,
                            show_progress=show_progress)
         write_pgn(game, match, games_directory / f"{player_a}-vs-{player_b}.pgn")
@@ -217,10 +210,18 @@ def rate_contestants(
     if len(set(names)) != len(names):
         raise ValueError(f"contestant names must be unique, got {names}")
     book = EloBook.load_or_create(book_path)
-    if play is None:
-        play = arena_match_player(contestants, game, evaluation, games_directory, seed, show_progress)
-    if evaluation.mode == "round_robin":
-        return book, _round_robin(book, names, play, book_path, evaluation)
+    with AgentPool({contestant.name: contestant.load for contestant in contestants}) as pool:
+        if play is None:
+            play = arena_match_player(pool, game, evaluation, games_directory, seed, show_progress)
+        if evaluation.mode == "round_robin":
+            return book, _round_robin(book, names, play, book_path, evaluation)
+        return book, _algorithm2(book, contestants, names, play, book_path, evaluation)
+
+
+def _algorithm2(book: EloBook, contestants: Sequence[Contestant], names: Sequence[str], play: PlayMatchFn,
+                book_path: pathlib.Path, evaluation: EvaluationConfig) -> int:
+    """Each contestant not yet in the book (in order) by Algorithm 2, from its series' previous rating; the book is
+    saved after each."""
     previous_rating: dict[str, float] = {}
     matches = 0
     for contestant in contestants:
@@ -235,7 +236,7 @@ def rate_contestants(
         if book.games_of(contestant.name) > 0:
             previous_rating[contestant.series] = book.rating(contestant.name)[0]
         book.save(book_path)
-    return book, matches
+    return matches
 
 
 def _round_robin(book: EloBook, names: Sequence[str], play: PlayMatchFn, book_path: pathlib.Path,

@@ -135,8 +135,7 @@ def command_match(args: argparse.Namespace) -> int:
     book.add_result(match.result)
     book.save(out / "elo.json")
     # Moves an engine did not choose itself (illegal under pgx's rules, or lost to a crash): a random legal move.
-    fallbacks = {agent.name: agent.fallback_moves for agent in (agent_a, agent_b) if hasattr(agent, "fallback_moves")}
-    summary = {**match.summary(), "engine_fallback_moves": fallbacks}
+    summary = {**match.summary(), "engine_fallback_moves": match.fallback_moves}
     with open(out / "matches.jsonl", "a") as stream:
         stream.write(json.dumps(summary) + "\n")
     print(json.dumps({**summary, "pgn": str(pgn)}))

@@ -161,6 +161,13 @@ def to_sgf(game: Game, record: GameRecord, round_number: int, event: str) -> str
 
 
 RECORD_WRITERS = {"pgn": to_pgn, "pgn-gardner": to_pgn, "sgf": to_sgf}
+#: The file suffix of each record format.
+RECORD_SUFFIXES = {"pgn": ".pgn", "pgn-gardner": ".pgn", "sgf": ".sgf"}
+
+
+def record_suffix(game: Game) -> str | None:
+    """The file suffix of ``game``'s record format (``.pgn``, ``.sgf``); None when it has none."""
+    return RECORD_SUFFIXES.get(game.move_record_format or "")
 
 
 def write_games(game: Game, records: list[GameRecord], path: str | pathlib.Path, event: str) -> pathlib.Path:

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import logging
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -99,6 +99,44 @@ class Agent(abc.ABC):
 def lanes_to_answer(states: pgx.State, active: np.ndarray | None) -> np.ndarray:
     """[B] bool: the lanes an agent answers — ``active`` when given, else the positions whose game is running."""
     return ~np.asarray(states.terminated) if active is None else np.asarray(active, bool)
+
+
+#: Builds one agent (called once, when it first plays).
+AgentLoader = Callable[[], Agent]
+
+
+class AgentPool:
+    """Named agents built on first use, kept, and closed together (a context manager).
+
+    ``pool[name]`` builds the agent of ``loaders[name]`` the first time and checks that it carries that name (the
+    name its results are booked under); ``close()`` closes every agent built (engines' processes).
+    """
+
+    def __init__(self, loaders: Mapping[str, AgentLoader]):
+        self.loaders = dict(loaders)
+        self.agents: dict[str, Agent] = {}
+
+    def __getitem__(self, name: str) -> Agent:
+        if name not in self.agents:
+            if name not in self.loaders:
+                raise KeyError(f"no agent named {name!r}; the agents are {sorted(self.loaders)}")
+            agent = self.loaders[name]()
+            if agent.name != name:
+                agent.close()
+                raise ValueError(f"the loader of {name!r} built an agent named {agent.name!r}")
+            self.agents[name] = agent
+        return self.agents[name]
+
+    def close(self) -> None:
+        for agent in self.agents.values():
+            agent.close()
+        self.agents.clear()
+
+    def __enter__(self) -> AgentPool:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:

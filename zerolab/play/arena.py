@@ -40,10 +40,13 @@ from zerolab.progress import progress_bar
 
 @dataclasses.dataclass
 class Match:
-    """A played match: its W/D/L from ``result.player_a``'s side (an :class:`zerolab.play.results.MatchResult`) and its games."""
+    """A played match: its W/D/L from ``result.player_a``'s side (an :class:`zerolab.play.results.MatchResult`), its
+    games, and the moves an engine agent did not choose itself during it (``fallback_moves``: agent name → moves
+    replaced by a random legal one, for the agents that count them, :class:`zerolab.play.agents.EngineAgent`)."""
 
     result: MatchResult
     games: list[GameRecord]
+    fallback_moves: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -279,29 +282,41 @@ def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax
 
 def play_match(game: Game, agent_a: Agent, agent_b: Agent, num_games: int, key: jax.Array,
                max_game_plies: int = 512, show_progress: bool = True,
-               start_fens: Sequence[str] | None = None) -> Match:
+               start_fens: Sequence[str] | None = None, alternate_colours: bool = True) -> Match:
     """``num_games`` games (an even number: half with each agent moving first); W/D/L from ``agent_a``'s side.
 
     With ``start_fens``, each FEN is played twice, once with each agent to move first, so ``num_games`` must be
-    twice their number.
+    twice their number.  With ``alternate_colours=False``, ``agent_a`` moves first in every game (one batch of
+    ``num_games`` lanes under ``key``, any number of games; a FEN is then played once).
     """
-    if num_games < 2 or num_games % 2:
+    if alternate_colours and (num_games < 2 or num_games % 2):
         raise ValueError(f"num_games must be an even number of at least 2, got {num_games}")
+    if num_games < 1:
+        raise ValueError(f"num_games must be at least 1, got {num_games}")
     if agent_a.name == agent_b.name:
         raise ValueError(f"the two agents need different names, both are {agent_a.name!r}")
     if start_fens is not None:
         start_fens = list(start_fens)
-        if num_games != 2 * len(start_fens):
-            raise ValueError(f"start_fens: each of the {len(start_fens)} FENs is played twice (colours swapped), "
-                             f"so num_games must be {2 * len(start_fens)}, got {num_games}")
-    key_a, key_b = jax.random.split(key)
+        plays = 2 if alternate_colours else 1
+        if num_games != plays * len(start_fens):
+            raise ValueError(f"start_fens: each of the {len(start_fens)} FENs is played {plays} time(s)"
+                             + (" (colours swapped)" if alternate_colours else "")
+                             + f", so num_games must be {plays * len(start_fens)}, got {num_games}")
+    fallbacks_before = {agent.name: agent.fallback_moves for agent in (agent_a, agent_b)
+                        if hasattr(agent, "fallback_moves")}
     with progress_bar(f"{agent_a.name} vs {agent_b.name}", num_games, unit="game", enabled=show_progress) as bar:
-        records = play_games(game, agent_a, agent_b, num_games // 2, key_a, max_game_plies, bar, start_fens)
-        records += play_games(game, agent_b, agent_a, num_games // 2, key_b, max_game_plies, bar, start_fens)
+        if alternate_colours:
+            key_a, key_b = jax.random.split(key)
+            records = play_games(game, agent_a, agent_b, num_games // 2, key_a, max_game_plies, bar, start_fens)
+            records += play_games(game, agent_b, agent_a, num_games // 2, key_b, max_game_plies, bar, start_fens)
+        else:
+            records = play_games(game, agent_a, agent_b, num_games, key, max_game_plies, bar, start_fens)
     scores_a = [r.first_player_score if r.first_player == agent_a.name else 1 - r.first_player_score for r in records]
     result = MatchResult(agent_a.name, agent_b.name, wins=sum(s == 1 for s in scores_a),
                          draws=sum(s == 0.5 for s in scores_a), losses=sum(s == 0 for s in scores_a))
-    return Match(result, records)
+    fallbacks = {agent.name: agent.fallback_moves - fallbacks_before[agent.name] for agent in (agent_a, agent_b)
+                 if agent.name in fallbacks_before}
+    return Match(result, records, fallbacks)
 
 
 def write_pgn(game: Game, match: Match, path: str | pathlib.Path, event: str = "zerolab match") -> pathlib.Path:

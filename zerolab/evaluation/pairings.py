@@ -1,0 +1,211 @@
+"""Scheduled matches: a fixed list of pairings played in order, resumable, into one Elo book.
+
+:func:`zerolab.evaluation.rating.rate_contestants` chooses its matches as it goes (Algorithm 2, or a round robin);
+:func:`play_pairings` plays the matches a launcher names: each checkpoint against the first one, the last against a
+reference engine, every checkpoint against every member of a panel.  In ``workdir`` it writes
+
+* ``matches.json`` — one :class:`PairingRecord` per finished pairing (W/D/L, player A's score moving first and
+  second, capped games, engine fallback moves, wall time), rewritten after each;
+* ``elo.json`` and ``elo.txt`` — the Elo book of every recorded match (strongest first, ±2σ);
+* ``games/<label>.<pgn|sgf>`` — each match's games in the game's record format.
+
+A rerun on the same directory plays only the pairings ``matches.json`` does not hold, so a crash loses at most the
+match in progress; each pairing's key is its own (given, or :func:`~zerolab.evaluation.rating.match_key` of the seed
+and the names), so a resumed schedule plays exactly the games a fresh one would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import pathlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+
+from zerolab.evaluation.elo import EloBook
+from zerolab.evaluation.rating import match_key, write_elo_table
+from zerolab.games import Game
+from zerolab.games.pgn import record_suffix
+from zerolab.play.agents import AgentLoader, AgentPool
+from zerolab.play.arena import Match, play_match, write_pgn
+from zerolab.play.results import MatchResult
+
+logger = logging.getLogger(__name__)
+
+MATCHES_FILE = "matches.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pairing:
+    """One scheduled match.
+
+    Attributes:
+      player_a: a contestant's name (results are from its side).
+      player_b: the other contestant's name.
+      games: games to play; an even number when colours alternate.
+      key: the match's PRNG key (None: ``match_key(seed, player_a, player_b)``).
+      alternate_colours: True: half the games with each player moving first; False: ``player_a`` moves first in
+        every game (one batch).
+      label: the match's name in ``matches.json`` and its games file (default ``"<player_a>-vs-<player_b>"``).
+    """
+
+    player_a: str
+    player_b: str
+    games: int
+    key: jax.Array | None = None
+    alternate_colours: bool = True
+    label: str = ""
+
+    def __post_init__(self):
+        if self.player_a == self.player_b:
+            raise ValueError(f"a pairing needs two different players, got {self.player_a!r} twice")
+        if self.games < 1 or (self.alternate_colours and self.games % 2):
+            raise ValueError(f"pairing {self.name}: games must be " + ("an even number of at least 2"
+                             if self.alternate_colours else "at least 1") + f", got {self.games}")
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.player_a}-vs-{self.player_b}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PairingRecord:
+    """What ``matches.json`` keeps of a played pairing.
+
+    Attributes:
+      label: the pairing's name.
+      result: W/D/L from ``player_a``'s side.
+      first_mover_score: ``player_a``'s mean score in the games it moved first (None: it never did).
+      second_mover_score: the same in the games it moved second.
+      capped: games that reached the ply cap (scored as draws).
+      fallback_moves: per engine agent, moves it did not choose itself (a random legal move was played).
+      wall_s: the match's wall-clock seconds.
+    """
+
+    label: str
+    result: MatchResult
+    first_mover_score: float | None
+    second_mover_score: float | None
+    capped: int
+    fallback_moves: dict[str, int]
+    wall_s: float
+
+    @property
+    def score(self) -> float:
+        """``player_a``'s score: (wins + draws / 2) / games."""
+        return (self.result.wins + 0.5 * self.result.draws) / self.result.games
+
+    def summary(self) -> dict[str, Any]:
+        """The result as :meth:`zerolab.play.arena.Match.summary` gives it (players, W/D/L, games, score)."""
+        return {**self.result.to_dict(), "games": self.result.games, "score": self.score}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "result": self.result.to_dict(), "first_mover_score": self.first_mover_score,
+                "second_mover_score": self.second_mover_score, "capped": self.capped,
+                "fallback_moves": dict(self.fallback_moves), "wall_s": self.wall_s}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairingRecord:
+        return cls(label=data["label"], result=MatchResult.from_dict(data["result"]),
+                   first_mover_score=data["first_mover_score"], second_mover_score=data["second_mover_score"],
+                   capped=int(data["capped"]), fallback_moves=dict(data["fallback_moves"]),
+                   wall_s=float(data["wall_s"]))
+
+    @classmethod
+    def from_match(cls, label: str, match: Match, wall_seconds: float) -> PairingRecord:
+        player_a = match.result.player_a
+        by_order: dict[bool, list[float]] = {True: [], False: []}
+        for record in match.games:
+            moved_first = record.first_player == player_a
+            by_order[moved_first].append(record.first_player_score if moved_first else 1 - record.first_player_score)
+        mean = lambda scores: sum(scores) / len(scores) if scores else None  # noqa: E731
+        return cls(label, match.result, mean(by_order[True]), mean(by_order[False]),
+                   sum(record.capped for record in match.games), dict(match.fallback_moves), wall_seconds)
+
+
+#: ``(pairing, key) -> Match``: plays one pairing under its key.
+PlayPairingFn = Callable[[Pairing, jax.Array], Match]
+
+
+def read_pairing_records(path: str | pathlib.Path) -> dict[str, PairingRecord]:
+    """The records of a ``matches.json`` (empty when there is none); a file that is not one is an error naming it."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return {}
+    try:
+        return {label: PairingRecord.from_dict(data) for label, data in json.loads(path.read_text())["matches"].items()}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a matches file written by play_pairings ({error!r}); move it away to "
+                         f"play the schedule again") from None
+
+
+def play_pairings(
+    pairings: Sequence[Pairing],
+    agents: Mapping[str, AgentLoader],
+    game: Game,
+    workdir: str | pathlib.Path,
+    *,
+    max_game_plies: int,
+    seed: int = 0,
+    show_progress: bool = False,
+    play: PlayPairingFn | None = None,
+) -> tuple[EloBook, dict[str, PairingRecord]]:
+    """Plays ``pairings`` in order (see the module docstring) and returns the Elo book of every recorded match and
+    the records by label.
+
+    ``agents`` builds each contestant (:class:`zerolab.play.agents.AgentPool`: on first use, closed at the end).
+    ``play`` (default: :func:`zerolab.play.arena.play_match` with the pool's agents) plays one pairing.  A recorded
+    pairing whose players or number of games differ from the scheduled one is an error naming it (the schedule
+    changed: move ``matches.json`` away to play it again).
+    """
+    workdir = pathlib.Path(workdir)
+    labels = [pairing.name for pairing in pairings]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise ValueError(f"pairing labels must be unique, got {duplicates} more than once")
+    unknown = sorted({name for pairing in pairings for name in (pairing.player_a, pairing.player_b)} - set(agents))
+    if unknown and play is None:
+        raise ValueError(f"pairings name players with no agent: {unknown}; the agents are {sorted(agents)}")
+    matches_path = workdir / MATCHES_FILE
+    records = read_pairing_records(matches_path)
+    for pairing in pairings:
+        recorded = records.get(pairing.name)
+        if recorded is not None and (recorded.result.players, recorded.result.games) != (
+                (pairing.player_a, pairing.player_b), pairing.games):
+            raise ValueError(f"{matches_path}: {pairing.name} was played as {recorded.result.players} over "
+                             f"{recorded.result.games} games, the schedule now asks for "
+                             f"{(pairing.player_a, pairing.player_b)} over {pairing.games}; move the file away to "
+                             f"play the schedule again")
+    suffix = record_suffix(game)
+    with AgentPool(agents) as pool:
+        if play is None:
+            def play(pairing: Pairing, key: jax.Array) -> Match:
+                return play_match(game, pool[pairing.player_a], pool[pairing.player_b], pairing.games, key,
+                                  max_game_plies=max_game_plies, show_progress=show_progress,
+                                  alternate_colours=pairing.alternate_colours)
+        for pairing in pairings:
+            if pairing.name in records:
+                continue
+            started = time.perf_counter()
+            key = pairing.key if pairing.key is not None else match_key(seed, pairing.player_a, pairing.player_b)
+            match = play(pairing, key)
+            if match.result.players != (pairing.player_a, pairing.player_b) or match.result.games != pairing.games:
+                raise ValueError(f"playing {pairing.name} gave {match.result} instead of {pairing.games} games "
+                                 f"between {pairing.player_a} and {pairing.player_b}")
+            if suffix is not None:
+                write_pgn(game, match, workdir / "games" / f"{pairing.name}{suffix}")
+            records[pairing.name] = PairingRecord.from_match(pairing.name, match, time.perf_counter() - started)
+            workdir.mkdir(parents=True, exist_ok=True)
+            matches_path.write_text(json.dumps({"matches": {label: record.to_dict()
+                                                            for label, record in records.items()}}, indent=2))
+            logger.info("%s: %s", pairing.name, match.summary())
+    book = EloBook()
+    for pairing in pairings:
+        book.add_result(records[pairing.name].result)
+    if pairings:
+        write_elo_table(book, workdir)
+    return book, {pairing.name: records[pairing.name] for pairing in pairings}
