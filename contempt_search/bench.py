@@ -34,8 +34,8 @@ from zerolab.api import (
 
 
 def random_positions(game, batch_size: int, plies: int, seed: int = 0):
-    states = jax.vmap(game.init)(jax.random.split(jax.random.key(seed), batch_size))
-    step = jax.jit(jax.vmap(game.step))
+    states = game.batched_init(jax.random.split(jax.random.key(seed), batch_size))
+    step = game.batched_step
     rng = np.random.default_rng(seed)
     for _ in range(plies):
         legal = np.asarray(states.legal_action_mask)

@@ -105,7 +105,6 @@ def plan(config) -> str:
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab.play.agents import compiled_search, search_config_with_options
     from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
-    from zerolab.play.arena import compiled_rules
 
     planned = experiment_network(config)
     try:
@@ -132,7 +131,7 @@ def plan(config) -> str:
         programs.append(planned.search_program(
             f"{setting['name']} search", function, batch, simulations, plies,
             f"one move of {batch} games: {search.kind} {simulations} simulations, {setting['temperature']}"))
-    _, step = compiled_rules(planned.game)
+    step = planned.game.batched_step
     cost = compile_cost("arena step (pgx)", step.lower(abstract_states(planned.game, batch),
                                                        jax.ShapeDtypeStruct((batch,), jax.numpy.int32)))
     programs.append(PlannedProgram(cost, 2 * plies, f"one ply of {batch} games"))

@@ -76,7 +76,6 @@ def plan(config) -> str:
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab.play.agents import compiled_search, search_config_with_options
     from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
-    from zerolab.play.arena import compiled_rules
 
     planned = experiment_network(config)
     game = make_game(config.game)
@@ -96,7 +95,7 @@ def plan(config) -> str:
             programs.append(planned.search_program(
                 f"{arm}-{int(simulations)} search", function, half, int(simulations), 2 * ((plies + 1) // 2),
                 f"one move of {half} games: {search.kind} {int(simulations)} simulations"))
-    _, step = compiled_rules(game)
+    step = game.batched_step
     cost = compile_cost("arena step (pgx)", step.lower(abstract_states(game, half),
                                                        jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
     cells = len(config.simulations) * len(arms)

@@ -36,7 +36,7 @@ from sai_go.handicap import handicap_start
 
 def game_margin(game, moves: list[str]) -> float:
     """Black's area margin at the game's komi after ``moves`` (GTP vertices from the empty board)."""
-    step = jax.jit(game.step)
+    step = game.jitted_step
     state = game.init(jax.random.key(0))
     for move in moves:
         state = step(state, game.gtp_to_action(move))

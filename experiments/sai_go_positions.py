@@ -42,7 +42,7 @@ SECTIONS = ("margin", "komi_curve", "endgames")
 
 
 def replay(game, actions):
-    step = jax.jit(game.step)
+    step = game.jitted_step
     state = game.init(jax.random.key(0))
     for action in actions:
         state = step(state, int(action))

@@ -36,8 +36,8 @@ from sai_go.search import sai_search
 
 def random_positions(game, batch_size: int, plies: int, seed: int = 0):
     """``batch_size`` positions after ``plies`` random legal non-pass moves (fewer where none is left)."""
-    states = jax.vmap(game.init)(jax.random.split(jax.random.key(seed), batch_size))
-    step = jax.jit(jax.vmap(game.step))
+    states = game.batched_init(jax.random.split(jax.random.key(seed), batch_size))
+    step = game.batched_step
     rng = np.random.default_rng(seed)
     for _ in range(plies):
         legal = np.asarray(states.legal_action_mask)[:, :-1]

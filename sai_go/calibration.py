@@ -56,7 +56,7 @@ def selfplay(agent, num_games: int, key, fresh_komi=None):
 
 def empty_board_value(network, variables, game) -> tuple[float, float]:
     """``(α_∅, β_∅)``: the network's α and β at the empty board (Black to move); α_∅ is its fair komi estimate."""
-    empty = jax.vmap(game.init)(jax.random.key(0)[None])
+    empty = game.batched_init(jax.random.key(0)[None])
     _, value = evaluate(network, variables, empty)
     return float(value.alpha[0]), float(value.beta[0])
 

@@ -120,10 +120,9 @@ def pgx_step_program(name: str, game, batch: int | None, calls: int, what: str) 
     """pgx's ``step`` of ``batch`` states (the arena's batched referee), or of one state (``batch=None``)."""
     if batch is None:
         state = jax.eval_shape(game.init, jax.random.key(0))
-        lowered = jax.jit(game.step).lower(state, jax.ShapeDtypeStruct((), jnp.int32))
+        lowered = game.jitted_step.lower(state, jax.ShapeDtypeStruct((), jnp.int32))
     else:
-        lowered = jax.jit(jax.vmap(game.step)).lower(abstract_states(game, batch),
-                                                    jax.ShapeDtypeStruct((batch,), jnp.int32))
+        lowered = game.batched_step.lower(abstract_states(game, batch), jax.ShapeDtypeStruct((batch,), jnp.int32))
     return PlannedProgram(compile_cost(name, lowered), calls, what)
 
 

@@ -176,9 +176,8 @@ def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
 
     if policy_target != "played":
         raise ValueError("host frames know only the played move: policy_target must be 'played'")
-    from skill_compat.players import batched_step
 
-    step = batched_step(game)
+    step = game.batched_step
     observations, masks, targets, values, seniors = [], [], [], [], []
     for framework_game in framework_games:
         states = jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], game.init(jax.random.key(0)))

@@ -58,7 +58,7 @@ def main(argv=None) -> dict:
     positions = play_framework_games(game, team, team, game_pairing(2), jax.random.key(0), args.positions)[0]
     boards, states = [], []
     board, state = chess.Board(), game.init(jax.random.key(0))
-    step = jax.jit(game.step)
+    step = game.jitted_step
     for move in positions.moves:
         boards.append(board.copy())
         states.append(state)

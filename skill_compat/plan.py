@@ -39,7 +39,7 @@ from zerolab.api import (
     make_game,
 )
 from skill_compat.experiment import check_seniors, match_search
-from skill_compat.players import batched_step, jitted_piece_types
+from skill_compat.players import jitted_piece_types
 from skill_compat.teams import _per_game_hand
 
 GIB = 1024**3
@@ -101,7 +101,7 @@ class Counter:
             return PlannedProgram(cost, calls, f"maia's policy ({mode}) of {batch} positions")
         actions = jax.ShapeDtypeStruct((batch,), jnp.int32)
         if name == "pgx step":
-            cost = compile_cost(label, batched_step(game).lower(states, actions))
+            cost = compile_cost(label, game.batched_step.lower(states, actions))
             return PlannedProgram(cost, calls, f"one ply of {batch} positions")
         if name == "piece types":
             cost = compile_cost(label, jitted_piece_types(game).lower(states))

@@ -87,11 +87,6 @@ class Brain(Protocol):
 
 
 @functools.lru_cache(maxsize=8)
-def batched_step(game) -> Callable:
-    return jax.jit(jax.vmap(game.step))
-
-
-@functools.lru_cache(maxsize=8)
 def jitted_piece_types(game) -> Callable:
     return jax.jit(functools.partial(action_piece_types, game))
 
@@ -188,7 +183,7 @@ class SttExpector(BoardAgent):
         super().__init__(game)
         self.senior, self.evaluator, self.junior = senior, evaluator, junior
         self.candidates, self.name, self.reference_00_quirk = candidates, name, reference_00_quirk
-        self._step = batched_step(game)
+        self._step = game.batched_step
         self.last_values: list[dict[str, dict[str, float]]] = []  # per call: {move: {s: value}}, for tests and logs
 
     def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
@@ -318,7 +313,7 @@ class HbExpector(BoardAgent):
         super().__init__(game)
         self.evaluator, self.hand, self.top, self.name = evaluator, hand, top, name
         self._types = jitted_piece_types(game)
-        self._step = batched_step(game)
+        self._step = game.batched_step
         self.last_values: list[dict[int, float]] = []
 
     def name_piece_types(self, states: Any, key: jax.Array, active: np.ndarray) -> BrainChoice:
@@ -374,4 +369,4 @@ class HbExpector(BoardAgent):
 
 
 __all__ = ["BoardAgent", "BrainChoice", "Brain", "EnginePlayer", "HbExpector", "MoveBrain", "NetworkPlayer",
-           "SttExpector", "batched_step", "jitted_piece_types", "tile_state"]
+           "SttExpector", "jitted_piece_types", "tile_state"]

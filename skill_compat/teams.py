@@ -114,7 +114,7 @@ class HandAndBrain:
             choice = self.brain.name_piece_types(states, key, active)
             named, brain_moves = np.asarray(choice.piece_type, np.int32), np.asarray(choice.move, np.int32)
             check_named_types(types, named, active)
-        ply_keys = jax.vmap(jax.random.fold_in)(self.game_keys, jnp.asarray(states._step_count))
+        ply_keys = jax.vmap(jax.random.fold_in)(self.game_keys, jnp.asarray(self.game.plies_played(states)))
         h0, played = (np.asarray(x) for x in _per_game_hand()(ply_keys, probabilities, jnp.asarray(types),
                                                                  jnp.asarray(named)))
         if self.brain is None:

@@ -16,7 +16,7 @@ import optax
 import pytest
 
 from skill_compat import attuned, frameworks
-from skill_compat.players import NetworkPlayer, batched_step
+from skill_compat.players import NetworkPlayer
 from skill_compat.teams import SttTeam, play_framework_games
 from zerolab.api import (
     NetworkInputs,
@@ -84,7 +84,7 @@ def test_jitted_stt_selfplay_and_the_host_arena_play_the_same_game(setup, stt_se
     games = play_framework_games(setup.game, team, team, frameworks.game_pairing(2), jax.random.key(9), PLIES,
                                  bitstrings=bits[None])
     host_moves = games[0].moves
-    step = batched_step(setup.game)
+    step = setup.game.batched_step
     states = jax.tree.map(lambda leaf: leaf[None], setup.game.init(jax.random.key(0)))
     jitted_moves = []
     for action in np.asarray(records.action)[:, 0]:

@@ -11,7 +11,7 @@ import pytest
 
 from skill_compat import frameworks
 from skill_compat.oracle import StockfishOracle, rules_result
-from skill_compat.players import batched_step, EnginePlayer, HbExpector, MoveBrain, SttExpector
+from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, SttExpector
 from skill_compat.records import MatchupFiles, evaluate_game
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
 from zerolab.api import Agent
@@ -50,7 +50,7 @@ def start(chess_game):
 
 def junior_move(game, moves):
     """The lowest-action junior's move after ``moves`` from the start."""
-    step = batched_step(game)
+    step = game.batched_step
     states = jax.tree.map(lambda leaf: leaf[None], game.init(jax.random.key(0)))
     for move in moves:
         state = jax.tree.map(lambda leaf: leaf[0], states)

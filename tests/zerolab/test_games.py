@@ -158,3 +158,51 @@ def test_go_gtp_vertices_round_trip():
         assert go.gtp_to_action(go.action_to_gtp(action)) == action
     assert go.action_to_gtp(0) == "A7" and go.action_to_gtp(48) == "G1"
     assert np.asarray(jax.jit(go.init)(jax.random.key(0)).legal_action_mask).sum() == 50
+
+
+def test_equal_games_share_their_compiled_rules_and_count_plies(gardner_game):
+    other = make_game("gardner_chess")
+    assert other is not gardner_game
+    assert other.batched_init is gardner_game.batched_init and other.batched_step is gardner_game.batched_step
+    assert other.jitted_step is gardner_game.jitted_step
+    assert make_game("chess").batched_step is not gardner_game.batched_step
+    states = gardner_game.batched_init(jax.random.split(jax.random.key(0), 3))
+    for ply in range(1, 4):
+        states = gardner_game.batched_step(states, np.argmax(np.asarray(states.legal_action_mask), axis=1))
+        np.testing.assert_array_equal(gardner_game.plies_played(states), [ply] * 3)
+    state = gardner_game.from_fen("rnbqk/ppppp/5/PPPPP/RNBQK b - - 0 1")  # a FEN is a start: no plies behind it
+    assert int(gardner_game.plies_played(gardner_game.jitted_step(state, np.argmax(state.legal_action_mask)))) == 1
+
+
+def pgx_private_fields() -> set[str]:
+    """The underscore fields of the pgx states of every game (pgx internals)."""
+    import dataclasses
+
+    names = set()
+    for game in (make_game("chess"), make_game("gardner_chess"), make_game("go")):
+        state = jax.eval_shape(game.init, jax.random.key(0))
+        names |= {field.name for field in dataclasses.fields(state) if field.name.startswith("_")}
+        for field in dataclasses.fields(state):
+            value = getattr(state, field.name)
+            if dataclasses.is_dataclass(value):
+                names |= {inner.name for inner in dataclasses.fields(value) if inner.name.startswith("_")}
+    return names
+
+
+def test_only_the_games_layer_reads_pgx_internals():
+    import ast
+    import pathlib
+
+    private = pgx_private_fields()
+    assert {"_step_count", "_x"} <= private
+    root = pathlib.Path(__file__).resolve().parents[2]
+    offenders = []
+    for package in ("zerolab", "alphagateau", "distill", "contempt_search", "sai_go", "skill_compat", "experiments"):
+        for path in sorted((root / package).rglob("*.py")):
+            if path.is_relative_to(root / "zerolab" / "games"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and node.attr in private and not (
+                        isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    offenders.append(f"{path.relative_to(root)}:{node.lineno} .{node.attr}")
+    assert offenders == [], offenders

@@ -26,7 +26,6 @@ Protocol details:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import sys
@@ -64,11 +63,6 @@ def agent_chooser(agent) -> MoveChooser:
         return int(agent.select_actions(jax.tree.map(lambda leaf: leaf[None], state), key)[0])
 
     return choose
-
-
-@functools.lru_cache(maxsize=16)
-def _jitted_step(game: GoGame):
-    return jax.jit(game.step)
 
 
 def clean_line(line: str) -> str:
@@ -114,14 +108,14 @@ class GTPServer:
     # --- the position -------------------------------------------------------------------------------------------
 
     def _replay(self, moves: list[int]) -> pgx.State:
-        step = _jitted_step(self.game)
+        step = self.game.jitted_step
         state = self.game.init(jax.random.key(0))
         for action in moves:
             state = step(state, action)
         return state
 
     def _step(self, action: int) -> None:
-        self.state = _jitted_step(self.game)(self.state, action)
+        self.state = self.game.jitted_step(self.state, action)
         self.moves.append(int(action))
 
     def _bring_colour_to_move(self, colour: str) -> None:

@@ -45,7 +45,7 @@ def _state_after(game, fen: str | None, moves: str):
     import jax
 
     state = game.from_fen(fen) if fen else game.init(jax.random.key(0))
-    step = jax.jit(game.step)
+    step = game.jitted_step
     for move in moves.split():
         state = step(state, game.uci_to_action(move, state))
     return state
@@ -114,9 +114,9 @@ def bench(args: argparse.Namespace) -> None:
     device = jax.devices()[0]
     rows = []
     forward = jax.jit(lambda v, inputs: network.apply(v, inputs).policy_logits)
-    step = jax.jit(jax.vmap(game.step))
+    step = game.batched_step
     for batch in (int(text) for text in args.batches.split(",") if text):
-        states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), batch))
+        states = game.batched_init(jax.random.split(jax.random.key(0), batch))
         states = step(states, np.full(batch, game.uci_to_action("e2e4", jax.tree.map(lambda x: x[0], states))))
         compile_s, rate = _timed(forward, variables, NetworkInputs.from_states(states), seconds=args.seconds)
         rows.append({"case": f"forward batch {batch}", "per_s": rate * batch, "unit": "positions/s",
@@ -125,7 +125,7 @@ def bench(args: argparse.Namespace) -> None:
         batch = args.search_batch
         search = SearchConfig(num_simulations=simulations)
         keys = jax.random.split(jax.random.key(1), batch)
-        states = jax.vmap(game.init)(keys)
+        states = game.batched_init(keys)
         play = jax.jit(lambda v, key, s: step(s, run_search(search, game, network, v, key, s).action))
         compile_s, rate = _timed(play, variables, jax.random.key(2), states, seconds=args.seconds)
         rows.append({"case": f"Gumbel search {simulations} simulations, batch {batch}", "per_s": rate * batch,

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import jax
 import pgx
 
 from zerolab.games.fen import InvalidPositionError  # defined with the FEN rules, which import no pgx
 
 
+def plies_played(states: pgx.State) -> jax.Array:
+    """[B] int32 (or a scalar for one state): plies played since each game's start position, for any pgx game (pgx
+    counts every ``step``); for callers that hold states but not their :class:`Game`."""
+    return states._step_count
 
 
 class Game:
@@ -18,6 +25,9 @@ class Game:
       env: the pgx environment; ``env.init`` / ``env.step`` are pure and vmappable.
       num_actions: size of the action space A.
       observation_shape: shape of one observation, e.g. ``(5, 5, 115)``.
+
+    The compiled rules (:attr:`batched_init`, :attr:`batched_step`, :attr:`jitted_step`) are compiled once per game
+    (equal games share them), so every part that plays moves on the host uses the same programs.
     """
 
     def __init__(self, name: str, env: pgx.Env):
@@ -33,6 +43,25 @@ class Game:
 
     def step(self, state: pgx.State, action: jax.Array) -> pgx.State:
         return self.env.step(state, action)
+
+    def plies_played(self, states: pgx.State) -> jax.Array:
+        """[B] int32 (or a scalar for one state): plies played since each game's start position."""
+        return plies_played(states)
+
+    @property
+    def batched_init(self) -> Callable[[jax.Array], pgx.State]:
+        """Jitted ``init`` over a batch of keys [B] (compiled once per game)."""
+        return _compiled_rules(self)[0]
+
+    @property
+    def batched_step(self) -> Callable[[pgx.State, jax.Array], pgx.State]:
+        """Jitted ``step`` over a batch of states [B] and actions [B] (compiled once per game)."""
+        return _compiled_rules(self)[1]
+
+    @property
+    def jitted_step(self) -> Callable[[pgx.State, jax.Array], pgx.State]:
+        """Jitted ``step`` of one state and one action (compiled once per game)."""
+        return _compiled_rules(self)[2]
 
     # --- move text and game records (overridden by each game) ------------------------------------------------
     #: File format of this game's records: ``"pgn"`` (8×8 chess, SAN), ``"pgn-gardner"`` (5×5, long algebraic with
@@ -66,3 +95,9 @@ class Game:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, actions={self.num_actions}, observation={self.observation_shape})"
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_rules(game: Game) -> tuple[Callable, Callable, Callable]:
+    """``(batched init, batched step, one-state step)`` of ``game``, jitted once per game (equal games share them)."""
+    return jax.jit(jax.vmap(game.init)), jax.jit(jax.vmap(game.step)), jax.jit(game.step)

@@ -53,12 +53,6 @@ def _game(name: str) -> ChessGame:
     return ChessGame(name)
 
 
-@functools.cache
-def _jitted_step(game: ChessGame):
-    import jax
-
-    return jax.jit(game.step)
-
 
 def board_ply(board: Board) -> int:
     """Half-moves since the game's first move as the FEN counters say (``chess.Board.ply`` for both boards)."""
@@ -163,7 +157,7 @@ class GardnerBoard:
 
     def push(self, move: chess.Move) -> None:
         action = self._action(move)
-        self._states.append(_jitted_step(self.game)(self.state, np.int32(action)))
+        self._states.append(self.game.jitted_step(self.state, np.int32(action)))
         self.move_stack.append(move)
 
     def push_uci(self, uci: str) -> chess.Move:
@@ -239,7 +233,7 @@ class StateTracker:
 
     def __init__(self, game: ChessGame):
         self.game = game
-        self._step = _jitted_step(game)
+        self._step = game.jitted_step
         self._root_fen: str | None = None
         self._moves: tuple[str, ...] = ()
         self._state: pgx.State | None = None

@@ -25,7 +25,6 @@ White to move); :meth:`GoGame.start_moves` reads such a text and :meth:`GoGame.f
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -126,7 +125,7 @@ class GoGame(Game):
     def from_fen(self, text: str) -> pgx.State:
         """The unbatched pgx state a start-position text leads to; every move must be legal under pgx's rules and
         the game not over (:class:`InvalidPositionError` naming the text otherwise)."""
-        step = _compiled_step(self)
+        step = self.jitted_step
         state = self.init(jax.random.key(0))
         for index, action in enumerate(self.start_moves(text)):
             if bool(state.terminated) or not bool(state.legal_action_mask[action]):
@@ -156,11 +155,6 @@ class GoGame(Game):
         if not 0 <= row < self.size:
             raise ValueError(f"GTP vertex {vertex!r} is off a {self.size}x{self.size} board")
         return row * self.size + column
-
-
-@functools.lru_cache(maxsize=16)
-def _compiled_step(game: GoGame):
-    return jax.jit(game.step)
 
 
 def _neighbours(size: int) -> jnp.ndarray:

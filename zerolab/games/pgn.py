@@ -205,9 +205,9 @@ def read_game_records(path: str | pathlib.Path) -> list[GameRecord]:
     return records
 
 
-def replay_moves(game: Game, actions: np.ndarray, step=None) -> list[str]:
+def replay_moves(game: Game, actions: np.ndarray) -> list[str]:
     """Move texts of a game given as pgx actions from the game's start position."""
-    step = step or jax.jit(game.step)
+    step = game.jitted_step
     state = jax.device_get(jax.jit(game.init)(jax.random.key(0)))
     names = []
     for action in actions:

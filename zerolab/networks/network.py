@@ -168,7 +168,7 @@ def make_network(model_config: Any, game: Game) -> nn.Module:
 def example_inputs(game: Game, batch_size: int = 1) -> NetworkInputs:
     """A batch of initial positions, for initialising parameters."""
     keys = jax.random.split(jax.random.key(0), batch_size)
-    return NetworkInputs.from_states(jax.jit(jax.vmap(game.init))(keys))  # compiled once, not run op by op
+    return NetworkInputs.from_states(game.batched_init(keys))  # compiled once, not run op by op
 
 
 def init_variables(network: nn.Module, game: Game, key: jax.Array) -> dict:

@@ -34,6 +34,7 @@ import pgx
 
 from zerolab.config import parse_value
 from zerolab.games import ChessGame, Game
+from zerolab.games.base import plies_played
 from zerolab.networks.network import make_network
 from zerolab.training.runs import Components, load_trained_variables
 from zerolab.search.mcts import SearchConfig, run_search
@@ -158,7 +159,7 @@ def compiled_search(search_config: Any, game: Game, network: Any, temperature: S
 
     With ``temperature`` (a :class:`zerolab.selfplay.scan.SelfPlayConfig` whose temperature schedule is used), the move is
     sampled from the root visits as in self-play (:func:`zerolab.selfplay.scan.choose_actions`), at each game's ply
-    ``states._step_count`` (plies since its start position); the key is split into a search key and a sampling key.
+    :func:`zerolab.games.base.plies_played` (plies since its start position); the key is split into a search key and a sampling key.
     Without it the move is the search's choice, from the whole key.
     """
 
@@ -168,7 +169,7 @@ def compiled_search(search_config: Any, game: Game, network: Any, temperature: S
             return output.action, output.summary
         search_key, sample_key = jax.random.split(key)
         output = run_search(search_config, game, network, variables, search_key, states)
-        action = choose_actions(sample_key, output.visit_counts, output.action, states._step_count, temperature)
+        action = choose_actions(sample_key, output.visit_counts, output.action, plies_played(states), temperature)
         return action, output.summary
 
     return jax.jit(search)
@@ -353,7 +354,7 @@ class GTPEngineAgent(Agent):
         self.engine = GTPEngine(GTPEngineOptions.parse(spec, board_size=game.size, komi=game.komi))
         self.rng = np.random.default_rng(seed)
         self.fallback_moves = 0
-        self._step = jax.jit(game.step)
+        self._step = game.jitted_step
         self.new_game()
 
     def new_game(self) -> None:

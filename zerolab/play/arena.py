@@ -15,13 +15,12 @@ shown the positions when it moves in none (``observe``); after each call the are
 the annotations on it (:meth:`zerolab.play.agents.Agent.mover_names`, :meth:`~zerolab.play.agents.Agent.move_annotations`)
 into the game records.  An agent may be a :class:`TeamAgent` whose members share the moves by a :class:`TeamRule`:
 :class:`MemberChoice` (one member per position: tag teams) or a method package's own rule (skill_compat's hand and
-brain).  The batched ``init``/``step`` are compiled once per game (:func:`compiled_rules`).
+brain).  The batched ``init``/``step`` are the game's, compiled once per game (:attr:`zerolab.games.Game.batched_step`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -34,6 +33,7 @@ import pgx
 from zerolab.play.agents import Agent, lanes_to_answer
 from zerolab.play.results import MatchResult
 from zerolab.games import Game
+from zerolab.games.base import plies_played
 from zerolab.games.pgn import GameRecord, write_games
 from zerolab.progress import progress_bar
 
@@ -59,12 +59,6 @@ class Match:
 
 def _select(tree, index: int):
     return jax.tree.map(lambda x: x[index], tree)
-
-
-@functools.lru_cache(maxsize=16)
-def compiled_rules(game: Game) -> tuple[Callable, Callable]:
-    """The batched, jitted ``init(keys)`` and ``step(states, actions)`` of ``game``, compiled once per game."""
-    return jax.jit(jax.vmap(game.init)), jax.jit(jax.vmap(game.step))
 
 
 # --- teams ------------------------------------------------------------------------------------------------------------
@@ -117,7 +111,7 @@ def delegate_moves(members: Sequence[Agent], states: pgx.State, key: jax.Array, 
 @dataclasses.dataclass(frozen=True)
 class MemberChoice:
     """The :class:`TeamRule` of tag teams: ``choose(states, plies)`` names the one member that moves in each position
-    (plies from each game's start: ``states._step_count``), which answers alone.
+    (plies from each game's start: :func:`zerolab.games.base.plies_played`), which answers alone.
 
     With ``roles`` (one name per member), each move is annotated ``{"role": role, "player": member name}``.
     """
@@ -126,7 +120,7 @@ class MemberChoice:
     roles: tuple[str, ...] | None = None
 
     def __call__(self, members: Sequence[Agent], states: pgx.State, key: jax.Array, active: np.ndarray) -> TeamMoves:
-        choice = np.asarray(self.choose(states, np.asarray(states._step_count)), np.int64)
+        choice = np.asarray(self.choose(states, np.asarray(plies_played(states))), np.int64)
         batch = len(active)
         if choice.shape != (batch,) or (choice < 0).any() or (choice >= len(members)).any():
             raise ValueError(f"the team's rule must return [{batch}] member indices in [0, {len(members)}), "
@@ -190,7 +184,7 @@ class TeamAgent(Agent):
 
 def start_states(game: Game, num_games: int, key: jax.Array, start_fens: Sequence[str] | None) -> pgx.State:
     """Batched start positions: ``num_games`` standard ones, or one per FEN of ``start_fens``."""
-    init, _ = compiled_rules(game)
+    init = game.batched_init
     if start_fens is None:
         return init(jax.random.split(key, num_games))
     if len(start_fens) != num_games:
@@ -214,7 +208,7 @@ def play_games(game: Game, first: Agent, second: Agent, num_games: int, key: jax
     ply's key (the key alone decides a batch without swaps, as before swaps existed); the other agent gets that key
     with 1 folded in.  An action that is not legal in an active lane is an error naming the agent.
     """
-    _, step = compiled_rules(game)
+    step = game.batched_step
     key, init_key = jax.random.split(key)
     states = start_states(game, num_games, init_key, start_fens)
     agents = (first, second)
