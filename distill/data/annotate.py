@@ -4,16 +4,16 @@
 (``analyse(fen, limit, multipv=k)``).  Stockfish then gives every root move its own principal variation and an
 exact score from the same search (each line is searched with its own aspiration window, not as a bound), all from
 the side to move, sharing one hash table.  That is the action value Q(s, a) of every move at the cost of one
-search, where analysing the k resulting positions separately costs k searches and k round trips (measured here:
-a 38-move board took 28 ms for MultiPV at 20 000 nodes, 80 ms for 38 child searches of 1 000 nodes).  The state
+search, where analysing the k resulting positions separately costs k searches and k round trips (timings in
+distill/README.md, "Data path").  The state
 value V(s) is the best of the action values, the board's worth to the side to move (the first line is usually that
 move, but not always when a node-limited search stops partway through an iteration).  The budget is
 ``nodes_per_move × k`` nodes or ``time_per_move × k`` seconds, so each move gets a comparable share (the paper used
 50 ms per state-action pair); a search that stops before every line has a score (very small budgets do) is redone
 with twice the budget, up to three times, then the board is reported and skipped.  Each worker's Stockfish keeps
-its hash table from board to board: clearing it (``ucinewgame``) cost about 120 ms per board here, eight times
-the search itself, so a board's scores can differ slightly with the boards its worker searched before it (a
-resumed run is complete and duplicate-free, not bit-identical).
+its hash table from board to board: clearing it (``ucinewgame``) costs several times the search itself (see
+distill/README.md, "Data path"), so a board's scores can differ slightly with the boards its worker searched
+before it (a resumed run is complete and duplicate-free, not bit-identical).
 
 **Win probability.**  Scores become the win probability of the side to move with the Lichess formula
 ``sigmoid(0.00368208 · cp)`` (Lichess's "winning chances", also used by the paper), without Lichess's clamp of cp

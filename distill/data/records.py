@@ -67,10 +67,10 @@ class ArrayRecordFile:
     """One ArrayRecord file as a grain random-access data source: ``len`` and ``source[index] -> bytes``.
 
     grain's own ``ArrayRecordDataSource`` fetches a record with ``reader.read([index])``, array_record's parallel
-    read-by-indices path, which costs about 0.7 ms per call here (thread-pool dispatch per call; 3 µs per record
-    when many are asked at once): 0.19 s per batch of 128, which cost the tiny preset's training 722 s instead of
-    613 s.  A range read ``reader.read(index, index + 1)`` costs 6 µs.  Each thread (and each grain worker process,
-    after unpickling) opens its own reader.
+    read-by-indices path, which dispatches to a thread pool on every call; this source reads one record with a
+    range read, ``reader.read(index, index + 1)``, two orders of magnitude cheaper per record (measured in
+    distill/README.md, "Data path").  Each thread (and each grain worker process, after unpickling) opens its own
+    reader.
     """
 
     def __init__(self, path: str | pathlib.Path):
