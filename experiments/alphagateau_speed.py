@@ -6,7 +6,7 @@
    self-play, frame window and optimiser for both; rerunning resumes each sub-run where it stopped;
 2. rates the kept checkpoints of both runs together (:func:`zerolab.evaluation.rating.rate_contestants`): iteration 0, every
    ``checkpoint.keep_period``-th iteration and the last, in iteration order, each with the paper's Algorithm 2
-   (:func:`zerolab.evaluation.elo.rate_new_player`: five matches against the closest-rated players, the ratings refitted
+   (:func:`zerolab.evaluation.matchmaking.rate_new_player`: five matches against the closest-rated players, the ratings refitted
    after each) starting from the previous checkpoint's rating; one Elo book (WLS, ±2σ) for all of them;
 3. writes ``elo.json`` (the book), ``elo.txt`` (the table), ``figures/alphagateau_speed.png`` (Elo against
    iteration and against training wall-clock, two panels) and ``summary.json``.

@@ -34,7 +34,8 @@ from contempt_search.experiment import (
 from contempt_search.statistics import wilson_interval
 from zerolab.play.agents import SearchAgent, load_search_agent
 from zerolab.play.arena import play_match, write_pgn
-from zerolab.evaluation.elo import EloBook, MatchResult
+from zerolab.evaluation.book import EloBook
+from zerolab.play.results import MatchResult
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from contempt_search.statistics import decisive_ratio
 from zerolab.training import train
 from zerolab.play.agents import load_search_agent
 from zerolab.play.arena import play_match, write_pgn
-from zerolab.evaluation.elo import EloBook
+from zerolab.evaluation.book import EloBook
 from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.training.metrics import MetricsLog

@@ -171,9 +171,9 @@ PUBLIC_NAMES: dict[str, str] = {
     "write_game_records": "zerolab.games.pgn",
     "read_game_records": "zerolab.games.pgn",
     # evaluation
-    "EloBook": "zerolab.evaluation.elo",
+    "EloBook": "zerolab.evaluation.book",
     "MatchResult": "zerolab.play.results",
-    "rate_new_player": "zerolab.evaluation.elo",
+    "rate_new_player": "zerolab.evaluation.matchmaking",
     "EvaluationConfig": "zerolab.evaluation.rating",
     "Contestant": "zerolab.evaluation.rating",
     "rate_contestants": "zerolab.evaluation.rating",

@@ -13,7 +13,8 @@ from experiments import alphagateau_finetune, alphagateau_speed, alphagateau_ver
 from tests.game_record_checks import check_game_file
 from zerolab.evaluation import rating
 from zerolab.config import ConfigError, load_config
-from zerolab.evaluation.elo import EloBook, MatchResult
+from zerolab.evaluation.book import EloBook
+from zerolab.play.results import MatchResult
 from zerolab.frontends.experiment_setup import training_config
 from zerolab.training.runs import Components, load_trained_variables
 

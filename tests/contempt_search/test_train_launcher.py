@@ -17,7 +17,7 @@ import pytest
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES
 from experiments.__main__ import main
-from zerolab.evaluation.elo import EloBook
+from zerolab.evaluation.book import EloBook
 from zerolab.training.metrics import MetricsLog
 from zerolab.training.runs import load_trained_variables
 

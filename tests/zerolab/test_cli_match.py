@@ -14,7 +14,7 @@ import pytest
 
 from tests.game_record_checks import check_game_file
 from zerolab.frontends import cli
-from zerolab.evaluation.elo import EloBook
+from zerolab.evaluation.book import EloBook
 from zerolab.games.pgn import read_game_records
 
 CRASHING_ENGINE = '''#!{python}

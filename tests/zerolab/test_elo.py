@@ -1,4 +1,4 @@
-"""Tests of zerolab.evaluation.elo: the virtual-draw WLS estimator, the book and the matchmaking rule."""
+"""Tests of zerolab.evaluation.elo (the virtual-draw WLS estimator), .book (the JSON book) and .matchmaking (Algorithm 2)."""
 
 import json
 import math
@@ -6,8 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from zerolab.evaluation import elo
-from zerolab.evaluation.elo import DisconnectedPlayersError, EloBook, MatchResult
+from zerolab.evaluation import elo, matchmaking
+from zerolab.evaluation.book import BOOK_FORMAT, EloBook
+from zerolab.evaluation.elo import DisconnectedPlayersError
+from zerolab.play.results import MatchResult
 
 TRUE_RATINGS = {"alpha": 700.0, "bravo": 850.0, "charlie": 950.0, "delta": 1050.0, "echo": 1150.0, "foxtrot": 1300.0}
 
@@ -100,7 +102,7 @@ def test_json_round_trip_and_atomic_save(tmp_path):
     book.save(path)
     assert [p.name for p in path.parent.iterdir()] == ["elo.json"]  # no temporary file left behind
     data = json.loads(path.read_text())
-    assert data["format"] == elo.BOOK_FORMAT and set(data["ratings"]) == {"x", "y", "z"}
+    assert data["format"] == BOOK_FORMAT == "zerolab.evaluation.elo/1" and set(data["ratings"]) == {"x", "y", "z"}
     loaded = EloBook.load(path)
     assert loaded.results == book.results and loaded.players == book.players
     for player, (rating, sigma) in book.ratings().items():
@@ -135,11 +137,11 @@ def test_matchmaking_plays_the_five_closest_then_refits():
             current = {name: rating for name, (rating, _) in book.ratings().items() if name != player}
         else:
             estimate, current = 1000.0, {name: rating for name, (rating, _) in before.items()}
-        expected.append(elo.closest_opponent(estimate, current, excluded=chosen))
+        expected.append(matchmaking.closest_opponent(estimate, current, excluded=chosen))
         chosen.append(opponent)
         return MatchResult(player, opponent, *simulate_match(rng, truth[player], truth[opponent], games=200))
 
-    played = elo.rate_new_player(book, "newcomer", play_match, initial_rating=1000.0)
+    played = matchmaking.rate_new_player(book, "newcomer", play_match, initial_rating=1000.0)
     assert len(played) == 5 and len(set(chosen)) == 5
     assert chosen == expected
     assert chosen[0] == min(before, key=lambda name: abs(before[name][0] - 1000.0))
@@ -152,16 +154,16 @@ def test_matchmaking_plays_the_five_closest_then_refits():
 
 def test_matchmaking_first_player_is_just_added_and_second_plays_it():
     book = EloBook()
-    assert elo.rate_new_player(book, "first", lambda a, b: pytest.fail("no match expected")) == []
+    assert matchmaking.rate_new_player(book, "first", lambda a, b: pytest.fail("no match expected")) == []
     assert book.players == ("first",) and book.ratings() == {"first": (1000.0, 0.0)}
-    played = elo.rate_new_player(book, "second", lambda a, b: MatchResult(a, b, wins=6, draws=2, losses=2))
+    played = matchmaking.rate_new_player(book, "second", lambda a, b: MatchResult(a, b, wins=6, draws=2, losses=2))
     assert [result.players for result in played] == [("second", "first")]
     assert book.rating("second")[0] > 1000 > book.rating("first")[0]
 
 
 def test_closest_opponent_breaks_ties_by_name():
-    assert elo.closest_opponent(1000, {"b": 1050, "a": 950, "c": 1200}) == "a"
-    assert elo.closest_opponent(1000, {"a": 950}, excluded=["a"]) is None
+    assert matchmaking.closest_opponent(1000, {"b": 1050, "a": 950, "c": 1200}) == "a"
+    assert matchmaking.closest_opponent(1000, {"a": 950}, excluded=["a"]) is None
 
 
 # --- connected groups, malformed books, the eligibility filter ------------------------------------------------------
@@ -221,9 +223,9 @@ def test_matchmaking_only_plays_eligible_opponents():
         opponents.append(opponent)
         return MatchResult(player, opponent, *simulate_match(rng, 1000.0, ladder[opponent], 20))
 
-    played = elo.rate_new_player(book, "new", play, num_opponents=5, initial_rating=1000.0,
+    played = matchmaking.rate_new_player(book, "new", play, num_opponents=5, initial_rating=1000.0,
                                  eligible=lambda name: name in {"p0", "p4"})
     assert sorted(opponents) == ["p0", "p4"] and len(played) == 2  # fewer eligible than num_opponents
     assert book.games_of("new") == 40
-    nobody = elo.rate_new_player(book, "other", play, eligible=lambda name: False)
+    nobody = matchmaking.rate_new_player(book, "other", play, eligible=lambda name: False)
     assert nobody == [] and "other" in book and book.games_of("other") == 0

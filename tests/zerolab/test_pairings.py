@@ -12,7 +12,7 @@ import pytest
 
 from tests.zerolab.test_arena import (FOOLS_MATE_BLACK, FOOLS_MATE_WHITE, SCHOLARS_MATE_BLACK, SCHOLARS_MATE_WHITE,
                                       ScriptedAgent)
-from zerolab.evaluation.elo import EloBook
+from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import Pairing, play_pairings, read_pairing_records
 from zerolab.evaluation.rating import match_key
 from zerolab.play.agents import AgentPool

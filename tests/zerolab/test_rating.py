@@ -6,7 +6,8 @@ import ml_collections
 import pytest
 
 from zerolab.evaluation import rating
-from zerolab.evaluation.elo import EloBook, MatchResult
+from zerolab.evaluation.book import EloBook
+from zerolab.play.results import MatchResult
 
 STRENGTH = {"a": 0, "b": 1, "c": 2, "d": 3}
 

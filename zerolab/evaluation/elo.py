@@ -1,4 +1,4 @@
-"""Elo ratings from match results, with standard errors: the AlphaGateau estimator and its matchmaking rule.
+"""Elo ratings from match results, with standard errors: the AlphaGateau estimator.
 
 The estimator (Rigaux & Kashima, "Enhancing Chess Reinforcement Learning with Graph Representation", 2024):
 
@@ -22,23 +22,15 @@ The estimator (Rigaux & Kashima, "Enhancing Chess Reinforcement Learning with Gr
 Ratings are only defined within a connected group of players (players linked by matches); fitting a
 disconnected set raises :class:`DisconnectedPlayersError` naming the groups.
 
-Matchmaking (the paper's Algorithm 2, :func:`rate_new_player`): a new player starts at a guessed rating and plays
-the closest-rated already-rated player it has not yet played in this round, the ratings are refitted after each
-match, and this repeats for 5 opponents.
-
-:class:`EloBook` keeps every match result (results for a pair accumulate) and the fitted ratings, and saves both
-to a JSON file atomically.
+The book that keeps the results and ratings in a JSON file is :mod:`zerolab.evaluation.book`; the paper's
+matchmaking rule (Algorithm 2) is :mod:`zerolab.evaluation.matchmaking`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
-import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import scipy.sparse
@@ -50,8 +42,6 @@ from zerolab.play.results import MatchResult
 DEFAULT_MEAN_RATING = 1000.0
 ELO_SCALE = 400.0
 VIRTUAL_DRAWS = 1
-NUM_MATCHMAKING_OPPONENTS = 5
-BOOK_FORMAT = "zerolab.evaluation.elo/1"
 
 
 class DisconnectedPlayersError(ValueError):
@@ -280,187 +270,6 @@ def fit_ratings(
     return Ratings(players, ratings, covariance, float(mean_rating), games)
 
 
-# --- the book ------------------------------------------------------------------------------------------------
-
-
-class EloBook:
-    """All match results between named players and their fitted ratings, kept in a JSON file.
-
-    Adding a result for a pair that already met adds the games to the pair's total. The ratings are refitted on
-    demand (:meth:`fit`) and cached until the next change.  ``save`` writes the results (the source of truth) and
-    the ratings (for readers of the file) atomically; ``load`` reads the results back and refits.
-    """
-
-    def __init__(
-        self,
-        results: Iterable[MatchResult] = (),
-        players: Iterable[str] = (),
-        *,
-        mean_rating: float = DEFAULT_MEAN_RATING,
-        virtual_draws: int = VIRTUAL_DRAWS,
-    ):
-        self.mean_rating = float(mean_rating)
-        self.virtual_draws = int(virtual_draws)
-        self._players: dict[str, None] = {}  # insertion-ordered set
-        self._results: dict[tuple[str, str], MatchResult] = {}
-        self._fitted: Ratings | None = None
-        for player in players:
-            self.add_player(player)
-        for result in results:
-            self.add_result(result)
-
-    # --- contents ----------------------------------------------------------------------------------------------
-    @property
-    def players(self) -> tuple[str, ...]:
-        """Every player, in the order they were added."""
-        return tuple(self._players)
-
-    @property
-    def results(self) -> list[MatchResult]:
-        """One accumulated result per pair, oriented from the alphabetically first player."""
-        return [self._results[key] for key in sorted(self._results)]
-
-    def __contains__(self, player: str) -> bool:
-        return player in self._players
-
-    def __len__(self) -> int:
-        return len(self._players)
-
-    def add_player(self, player: str) -> None:
-        """Add a player without games (no-op if present)."""
-        if not isinstance(player, str) or not player:
-            raise ValueError(f"a player name must be a non-empty string, got {player!r}")
-        if player not in self._players:
-            self._players[player] = None
-            self._fitted = None
-
-    def add_result(self, result: MatchResult) -> None:
-        """Record games; a pair's results accumulate. Players are added if new."""
-        for player in result.players:
-            self.add_player(player)
-        key = pair_key(*result.players)
-        oriented = result.oriented(key[0])
-        self._results[key] = self._results[key] + oriented if key in self._results else oriented
-        self._fitted = None
-
-    def result_between(self, player_a: str, player_b: str) -> MatchResult:
-        """Accumulated games of ``player_a`` against ``player_b`` (zeros if they never met)."""
-        key = pair_key(player_a, player_b)
-        if key not in self._results:
-            return MatchResult(player_a, player_b)
-        return self._results[key].oriented(player_a)
-
-    def games_of(self, player: str) -> int:
-        return sum(result.games for result in self._results.values() if player in result.players)
-
-    # --- ratings -------------------------------------------------------------------------------------------------
-    def fit(self) -> Ratings:
-        """Ratings of every player (cached). Raises :class:`DisconnectedPlayersError` if they are not connected."""
-        if self._fitted is None:
-            self._fitted = fit_ratings(
-                self._results.values(), self.players, mean_rating=self.mean_rating, virtual_draws=self.virtual_draws
-            )
-        return self._fitted
-
-    def ratings(self) -> dict[str, tuple[float, float]]:
-        """name -> ``(rating, sigma)``."""
-        return self.fit().as_dict()
-
-    def rating(self, player: str) -> tuple[float, float]:
-        return self.fit().rating(player)
-
-    def format_table(self, num_sigmas: float = 2.0) -> str:
-        """The ratings as a text table, strongest first: rank, player, rating, ±2σ, games, score."""
-        return format_table(self.fit(), self.results, num_sigmas=num_sigmas)
-
-    # --- files ---------------------------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "format": BOOK_FORMAT,
-            "mean_rating": self.mean_rating,
-            "virtual_draws": self.virtual_draws,
-            "players": list(self.players),
-            "results": [result.to_dict() for result in self.results],
-        }
-        try:
-            fitted = self.fit()
-        except DisconnectedPlayersError as error:
-            data["ratings"] = None
-            data["ratings_error"] = str(error)
-        else:
-            data["ratings"] = {
-                player: {"rating": rating, "sigma": sigma, "games": int(fitted.games[fitted.index(player)])}
-                for player, (rating, sigma) in fitted.as_dict().items()
-            }
-            data["covariance"] = fitted.covariance.tolist()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EloBook:
-        """A book from :meth:`to_dict`'s data; a malformed one is a ``ValueError`` naming what is wrong."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"not an Elo book: expected a JSON object, got {type(data).__name__}")
-        if data.get("format") != BOOK_FORMAT:
-            raise ValueError(f"not an Elo book: expected format {BOOK_FORMAT!r}, got {data.get('format')!r}")
-        players, results = data.get("players", []), data.get("results", [])
-        if not isinstance(players, list) or not isinstance(results, list):
-            raise ValueError("Elo book: 'players' and 'results' must be lists, got "
-                             f"{type(players).__name__} and {type(results).__name__}")
-        results = [MatchResult.from_dict(result) if isinstance(result, Mapping) else _not_a_result(result)
-                   for result in results]
-        unknown = sorted({name for result in results for name in result.players} - set(players))
-        if unknown:
-            raise ValueError(f"Elo book: results name players missing from its 'players' list: {unknown}")
-        return cls(
-            results=results,
-            players=players,
-            mean_rating=data.get("mean_rating", DEFAULT_MEAN_RATING),
-            virtual_draws=data.get("virtual_draws", VIRTUAL_DRAWS),
-        )
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the book to ``path`` as JSON, atomically (a temporary file in the same folder, then ``os.replace``)."""
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".elo-", suffix=".json.tmp", dir=directory)
-        try:
-            with os.fdopen(handle, "w") as file:
-                json.dump(self.to_dict(), file, indent=1)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> EloBook:
-        """Read a book written by :meth:`save`."""
-        with open(path) as file:
-            try:
-                data = json.load(file)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{os.fspath(path)!r} is not valid JSON: {error}") from None
-        return cls.from_dict(data)
-
-    @classmethod
-    def load_or_create(cls, path: str | os.PathLike, **kwargs: Any) -> EloBook:
-        """:meth:`load` if ``path`` exists, else an empty book (``kwargs`` go to the constructor)."""
-        return cls.load(path) if os.path.exists(path) else cls(**kwargs)
-
-    def __repr__(self) -> str:
-        return f"EloBook({len(self._players)} players, {len(self._results)} pairs)"
-
-
-def _not_a_result(value: Any) -> MatchResult:
-    raise ValueError(f"Elo book: a match result must be a JSON object, got {value!r}")
-
-
-RatingTable = EloBook  # the name some callers use
-
-
 def format_table(ratings: Ratings, results: Iterable[MatchResult] = (), num_sigmas: float = 2.0) -> str:
     """Text table of ``ratings``, strongest first; scores (without virtual draws) come from ``results``."""
     points: dict[str, float] = {}
@@ -481,86 +290,11 @@ def format_table(ratings: Ratings, results: Iterable[MatchResult] = (), num_sigm
     return "\n".join(lines)
 
 
-# --- matchmaking (Algorithm 2) ---------------------------------------------------------------------------------
-
-
-def closest_opponent(
-    estimate: float, candidates: Mapping[str, float], excluded: Iterable[str] = ()
-) -> str | None:
-    """The candidate whose rating is closest to ``estimate`` (ties: the alphabetically first), or None."""
-    excluded = set(excluded)
-    remaining = [(abs(rating - estimate), name) for name, rating in candidates.items() if name not in excluded]
-    return min(remaining)[1] if remaining else None
-
-
-def rate_new_player(
-    book: EloBook,
-    player: str,
-    play_match: Callable[[str, str], MatchResult],
-    *,
-    num_opponents: int = NUM_MATCHMAKING_OPPONENTS,
-    initial_rating: float | None = None,
-    eligible: Callable[[str], bool] | None = None,
-) -> list[MatchResult]:
-    """Rate ``player`` against the book's players (the paper's Algorithm 2); returns the matches played.
-
-    The player's estimate starts at ``initial_rating`` (default: its current rating if it is already rated, else
-    the book's mean; the previous checkpoint's rating is a good guess for a new checkpoint).  Then, up to
-    ``num_opponents`` times: the rated player closest to the current estimate that it has not yet played in this
-    call is chosen, ``play_match(player, opponent)`` is called, its result is added to the book and the ratings are
-    refitted, which updates the estimate.  When the book has no other player, the player is just added.
-
-    Args:
-      book: the ratings so far; the rated players must be connected. Updated in place (not saved).
-      player: the new player's name.
-      play_match: plays a match and returns its result between exactly these two players (either orientation).
-      num_opponents: opponents to play (fewer if fewer are rated).
-      initial_rating: first estimate of the player's rating.
-      eligible: optional filter on opponents (e.g. only players whose checkpoints can still be loaded).
-    """
-    rated = [name for name in book.players if name != player and (eligible is None or eligible(name))]
-    if player in book and book.games_of(player) > 0:
-        estimate = book.rating(player)[0] if initial_rating is None else initial_rating
-    else:
-        estimate = book.mean_rating if initial_rating is None else initial_rating
-    book.add_player(player)
-    if not rated:
-        return []
-    played: list[MatchResult] = []
-    opponents_played: set[str] = set()
-    for _ in range(min(num_opponents, len(rated))):
-        ratings = _ratings_of_others(book, player)
-        opponent = closest_opponent(estimate, {name: ratings[name] for name in rated}, opponents_played)
-        if opponent is None:
-            break
-        result = play_match(player, opponent)
-        if not isinstance(result, MatchResult) or set(result.players) != {player, opponent}:
-            raise ValueError(f"play_match({player!r}, {opponent!r}) must return their MatchResult, got {result!r}")
-        book.add_result(result)
-        played.append(result)
-        opponents_played.add(opponent)
-        estimate = book.rating(player)[0]
-    return played
-
-
-def _ratings_of_others(book: EloBook, player: str) -> dict[str, float]:
-    """Current ratings of the book's players other than ``player`` (fitted without it if it has no games yet)."""
-    if book.games_of(player) > 0:
-        return {name: rating for name, (rating, _) in book.ratings().items() if name != player}
-    others = [name for name in book.players if name != player]
-    fitted = fit_ratings(book.results, others, mean_rating=book.mean_rating, virtual_draws=book.virtual_draws)
-    return {name: float(rating) for name, rating in zip(fitted.players, fitted.ratings)}
-
-
 __all__ = [
     "DEFAULT_MEAN_RATING",
     "DisconnectedPlayersError",
-    "EloBook",
-    "MatchResult",
     "PairEstimate",
-    "RatingTable",
     "Ratings",
-    "closest_opponent",
     "combine_results",
     "connected_groups",
     "elo_difference",
@@ -569,6 +303,5 @@ __all__ = [
     "expected_score",
     "fit_ratings",
     "format_table",
-    "rate_new_player",
     "score_with_virtual_draw",
 ]

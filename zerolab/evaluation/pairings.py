@@ -26,7 +26,7 @@ from typing import Any
 
 import jax
 
-from zerolab.evaluation.elo import EloBook
+from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.rating import match_key, write_elo_table
 from zerolab.games import Game
 from zerolab.games.pgn import record_suffix

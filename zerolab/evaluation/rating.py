@@ -1,9 +1,9 @@
 """Rating checkpoints: the evaluation config, contestants, resumable Elo books, series for plots and tables.
 
-:func:`rate_contestants` rates checkpoints (or any agents) into one :class:`~zerolab.evaluation.elo.EloBook` saved as JSON:
+:func:`rate_contestants` rates checkpoints (or any agents) into one :class:`~zerolab.evaluation.book.EloBook` saved as JSON:
 
 * ``mode="algorithm2"`` (default): in the given order, each contestant with the AlphaGateau paper's Algorithm 2
-  (:func:`zerolab.evaluation.elo.rate_new_player`: ``num_opponents`` matches against the closest-rated players, the ratings
+  (:func:`zerolab.evaluation.matchmaking.rate_new_player`: ``num_opponents`` matches against the closest-rated players, the ratings
   refitted after each), starting from the previous rating of its series;
 * ``mode="round_robin"``: every pair of contestants plays one match, in the order of the list (``(0, 1), (0, 2),
   ..., (1, 2), ...``); a pair that already has ``games`` games in the book is not played again.
@@ -30,7 +30,9 @@ import jax
 from zerolab.play.agents import Agent, AgentPool, SearchAgent, load_search_agent
 from zerolab.play.arena import play_match, write_pgn
 from zerolab.training.checkpoint import Checkpointer
-from zerolab.evaluation.elo import NUM_MATCHMAKING_OPPONENTS, EloBook, MatchResult, rate_new_player
+from zerolab.evaluation.book import EloBook
+from zerolab.evaluation.matchmaking import NUM_MATCHMAKING_OPPONENTS, rate_new_player
+from zerolab.play.results import MatchResult
 from zerolab.games import Game
 from zerolab.training.metrics import MetricsLog
 from zerolab.networks.network import count_parameters

@@ -105,7 +105,7 @@ def command_match(args: argparse.Namespace) -> int:
 
     from zerolab.play.agents import make_agent
     from zerolab.play.arena import play_match, write_pgn
-    from zerolab.evaluation.elo import EloBook
+    from zerolab.evaluation.book import EloBook
     from zerolab.games import make_game
     from zerolab.games.pgn import write_game_records
 
