@@ -16,7 +16,8 @@ def plan(config) -> str:
     from zerolab.api import format_programs, to_json
     from zerolab.frontends.lc0_convert import lc0_run_config
     from zerolab.networks.lc0.network import architecture_config
-    from zerolab.networks.lc0.weights import read_lc0_weights, resolve_weights_path
+    from zerolab.networks.lc0.maia import resolve_weights_path
+    from zerolab.networks.lc0.weights import read_lc0_weights
     from zerolab.training.plan import format_plan, plan_training_run
 
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():

@@ -56,7 +56,7 @@ PUBLIC_NAMES: dict[str, str] = {
     # lc0-format networks (maia): make_game("chess", observation="lc0") plays them
     "load_lc0_weights": "zerolab.networks.lc0",
     "read_lc0_weights": "zerolab.networks.lc0.weights",
-    "maia_weights_path": "zerolab.networks.lc0.weights",
+    "maia_weights_path": "zerolab.networks.lc0.maia",
     "make_lc0": "zerolab.networks.lc0.network",
     "Lc0Network": "zerolab.networks.lc0.network",
     "PolicyAgent": "zerolab.play.lc0_agents",

@@ -22,7 +22,8 @@ def _weights_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def describe(args: argparse.Namespace) -> None:
-    from zerolab.networks.lc0.weights import read_lc0_weights, resolve_weights_path
+    from zerolab.networks.lc0.maia import resolve_weights_path
+    from zerolab.networks.lc0.weights import read_lc0_weights
 
     path = resolve_weights_path(args.weights)
     weights = read_lc0_weights(path)
@@ -105,7 +106,7 @@ def bench(args: argparse.Namespace) -> None:
 
     from zerolab.games import make_game
     from zerolab.networks.lc0 import load_lc0_weights
-    from zerolab.networks.lc0.weights import resolve_weights_path
+    from zerolab.networks.lc0.maia import resolve_weights_path
     from zerolab.networks.network import NetworkInputs
     from zerolab.search.mcts import SearchConfig, run_search
 

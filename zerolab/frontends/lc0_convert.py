@@ -14,7 +14,8 @@ import ml_collections
 import numpy as np
 
 from zerolab.networks.lc0.network import architecture_config, lc0_variables
-from zerolab.networks.lc0.weights import read_lc0_weights, resolve_weights_path
+from zerolab.networks.lc0.maia import resolve_weights_path
+from zerolab.networks.lc0.weights import read_lc0_weights
 
 LC0_GAME_NAME = "chess:lc0"
 LC0_NETWORK_NAME = "zerolab.networks.lc0.network:make_lc0"

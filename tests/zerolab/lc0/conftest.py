@@ -16,7 +16,7 @@ from tests.zerolab.lc0.positions import game_positions, pgx_states, stack
 @pytest.fixture(scope="session")
 def maia_path():
     """maia-1900's file, sha256 checked; missing weights are a failure that names the install command."""
-    from zerolab.networks.lc0.weights import maia_weights_path
+    from zerolab.networks.lc0.maia import maia_weights_path
 
     try:
         return maia_weights_path()

