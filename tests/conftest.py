@@ -59,7 +59,7 @@ def slow_files_first(items: list) -> list:
 
 def engine_path(name: str) -> str:
     """Path of the engine ``name`` (``stockfish``, ``fairy-stockfish``, ``gnugo``), or fail/skip saying why."""
-    from zerolab.engines.uci_client import EngineNotFoundError, find_engine
+    from zerolab.engines.executables import EngineNotFoundError, find_engine
 
     try:
         return find_engine(name)

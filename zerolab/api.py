@@ -185,7 +185,7 @@ PUBLIC_NAMES: dict[str, str] = {
     # front ends and external engines
     "UCIEngine": "zerolab.engines.uci_client",
     "EngineError": "zerolab.engines.uci_client",
-    "find_engine": "zerolab.engines.uci_client",
+    "find_engine": "zerolab.engines.executables",
     "MoveChoice": "zerolab.frontends.uci",
     "SearchBudget": "zerolab.frontends.uci",
     "UCIOption": "zerolab.frontends.uci",

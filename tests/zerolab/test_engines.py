@@ -11,14 +11,9 @@ import numpy as np
 import pytest
 
 from zerolab.play.agents import Agent
-from zerolab.engines.uci_client import (
-    EngineError,
-    EngineNotFoundError,
-    EngineSpec,
-    EngineSpecError,
-    UCIEngine,
-    find_engine,
-)
+from zerolab.engines.executables import EngineNotFoundError, find_engine
+from zerolab.engines.uci_client import EngineError, UCIEngine
+from zerolab.engines.uci_spec import EngineSpec, EngineSpecError
 from zerolab.games.board import GardnerBoard
 from zerolab.games.fen import InvalidPositionError
 

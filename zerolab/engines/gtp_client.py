@@ -18,7 +18,7 @@ import subprocess
 import threading
 from typing import Sequence
 
-from zerolab.engines.uci_client import find_engine
+from zerolab.engines.executables import find_engine
 
 DEFAULT_MOVE_TIMEOUT = 30.0  # seconds a command may take before the engine counts as hung
 

@@ -279,7 +279,8 @@ class EngineAgent(Agent):
 
     def __init__(self, spec: str, game: ChessGame, seed: int = 0):
         from zerolab.games.board import GameBoards, rules_name
-        from zerolab.engines.uci_client import EngineSpec, UCIEngine
+        from zerolab.engines.uci_client import UCIEngine
+        from zerolab.engines.uci_spec import EngineSpec
 
         if not isinstance(game, ChessGame):
             raise ValueError(f"engine agents play chess or gardner_chess, not {game.name}")

@@ -90,7 +90,7 @@ def test_python_dash_m_entry_point():
 
 
 def test_lc0_binary_is_found_beside_python(monkeypatch):
-    from zerolab.engines.uci_client import find_engine
+    from zerolab.engines.executables import find_engine
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # not the virtualenv's bin
     path = find_engine("lc0", search_directories=())
