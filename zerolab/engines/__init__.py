@@ -1,9 +1,7 @@
 """Engines: clients of external UCI and GTP engines (Stockfish, Fairy-Stockfish, GNU Go).
 
-``__all__`` is the layer's declared surface: the names of this layer that a method package may import, from here
-(``from zerolab.engines import find_engine``) and never from the modules inside (the ones it shares with other methods
-come from ``zerolab`` itself). Names resolve lazily (PEP 562, :mod:`zerolab.lazy`): importing one imports only the
-module that defines it.
+Method packages import this layer's names from here (``from zerolab.engines import find_engine``), as listed in
+``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Games: thin adapters over pgx (``chess``, ``gardner_chess``, ``go``) with FEN/UCI and GTP conversions.
 
-``__all__`` is the layer's declared surface: the names of this layer that a method package may import, from here
-(``from zerolab.games import GameRecord``) and never from the modules inside (the ones it shares with other methods come
-from ``zerolab`` itself). Names resolve lazily (PEP 562, :mod:`zerolab.lazy`): importing one imports only the module
-that defines it.  FEN validation (:mod:`zerolab.games.fen`) and the board bridge import no JAX or pgx.
+Method packages import this layer's names from here (``from zerolab.games import GameRecord``), as listed in ``__all__``
+(the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).  FEN validation (:mod:`zerolab.games.fen`) and
+the board bridge import no JAX or pgx.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Self-play: the jitted scan that plays games on device with a move rule and hooks.
 
-``__all__`` is the layer's declared surface: the names of this layer that a method package may import, from here
-(``from zerolab.selfplay import Lanes``) and never from the modules inside (the ones it shares with other methods come
-from ``zerolab`` itself). Names resolve lazily (PEP 562, :mod:`zerolab.lazy`): importing one imports only the module
-that defines it.
+Method packages import this layer's names from here (``from zerolab.selfplay import Lanes``), as listed in ``__all__``
+(the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
 """
 
 from __future__ import annotations
