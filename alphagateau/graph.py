@@ -64,7 +64,7 @@ import jax.numpy as jnp
 import jraph
 import numpy as np
 
-from zerolab.api import PROMOTION_PIECES, move_table, square_name
+from zerolab.games import PROMOTION_PIECES, move_table, square_name
 
 BOARD_SIZES = (5, 8)
 NUM_NODE_FEATURES = 119
@@ -383,7 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stats", action="store_true", help="also print node, edge and feature counts")
     args = parser.parse_args(argv)
 
-    from zerolab.api import InvalidPositionError, make_game  # pgx import is slow: only for the command
+    from zerolab import make_game  # pgx import is slow: only for the command
+    from zerolab.games import InvalidPositionError
 
     try:
         lines = args.fens.read_text().splitlines()

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 
 from alphagateau.graph import build_graphs, edge_logits_to_action_logits
 from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, ResGATEAU
-from zerolab.api import AlphaZeroResNet, NetworkInputs, NetworkOutput, count_parameters
+from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput
+from zerolab.networks import count_parameters
 
 
 #: ``model.heads`` values: the paper's heads (Figures 3 and 4) and the single linear layers trained with before.
@@ -202,7 +203,7 @@ def benchmark_graph_building(
     includes its own graph building, so ``graph_share`` is the fraction of it spent building the graph.  The ResNet
     has ``channels = embedding_size`` and the same number of blocks.
     """
-    from zerolab.api import make_game
+    from zerolab import make_game
 
     rows = []
     for game_name in game_names:

@@ -20,7 +20,8 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
-from zerolab.api import LoadedSearch, checkpoint_search, play_search, serve_search_engine
+from zerolab import checkpoint_search, serve_search_engine
+from zerolab.frontends import LoadedSearch, play_search
 
 ENGINE_NAME = "AlphaGateau (zerolab)"
 DEFAULT_SIMULATIONS = 64
@@ -32,7 +33,7 @@ def random_network(embedding_size: int, num_blocks: int, seed: int, overrides: d
     import jax
 
     from alphagateau.network import AlphaGateau
-    from zerolab.api import SearchConfig, init_variables, make_game
+    from zerolab import SearchConfig, init_variables, make_game
 
     game = make_game("chess")
     network = AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks)

@@ -22,15 +22,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from contempt_search.rules import contempt_rules
-from zerolab.api import (
+from zerolab import (
     AlphaZeroResNet,
     SearchConfig,
     init_variables,
     interleaved_best_times,
     make_game,
-    project_loop_rules,
     run_search,
 )
+from zerolab.search import project_loop_rules
 
 
 def random_positions(game, batch_size: int, plies: int, seed: int = 0):

@@ -9,7 +9,7 @@ import math
 import pathlib
 from collections.abc import Sequence
 
-from zerolab.api import Checkpointer, SelfPlayConfig, load_config, train
+from zerolab import Checkpointer, SelfPlayConfig, load_config, train
 
 logger = logging.getLogger(__name__)
 

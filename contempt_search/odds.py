@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import chess
 
-from zerolab.api import START_FENS, validate_fen
+from zerolab import validate_fen
+from zerolab.games import START_FENS
 
 ODDS_PIECES = {"queen": "d", "rook": "a", "knight": "b", "bishop": "c"}
 COLOURS = ("white", "black")

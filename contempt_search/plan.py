@@ -2,7 +2,7 @@
 contempt-selfplay``): their paper presets play maia-1900 converted to a zerolab run, which does not exist at plan
 time; its network is built here as the converted run builds it (``game.name = "chess:lc0"``, lc0's network module
 read from the maia file's architecture) with abstract variables, and its base search is the converted run's (the
-core's default search section, which :func:`zerolab.api.convert_to_run` writes).  A search's FLOPs are its network
+core's default search section, which :func:`zerolab.convert_to_run` writes).  A search's FLOPs are its network
 evaluations: one evaluation of the batch compiled alone, times ``simulations + 1`` (XLA counts the simulation loop's
 body once).
 """
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from zerolab.api import (
+from zerolab import (
     NetworkInputs,
     PlannedProgram,
     SearchConfig,

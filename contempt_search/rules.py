@@ -1,4 +1,4 @@
-"""Search-contempt (Joshi, 2025) as :class:`zerolab.api.SearchRules`.
+"""Search-contempt (Joshi, 2025) as :class:`zerolab.SearchRules`.
 
 The root's side to move is the *player*; nodes at odd depth (plies from the root) belong to the *opponent*.  With
 C(s) = Σₐ N(s, a) the simulations that went from node s into a child:
@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from zerolab.api import SearchConfig, SearchRules, selection_functions
+from zerolab import SearchConfig, SearchRules
+from zerolab.search import selection_functions
 
 UNRECORDED = -1
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from contempt_search.experiment import CONTEMPT_RULES
 from contempt_search.rules import validate_sc_limit
-from zerolab.api import UCIOption, checkpoint_search, serve_search_engine
+from zerolab import UCIOption, checkpoint_search, serve_search_engine
 
 ENGINE_NAME = "search-contempt (zerolab)"
 SC_LIMIT_OFF = 1_000_000_000
@@ -98,7 +98,7 @@ def engine_run(arguments: argparse.Namespace) -> pathlib.Path:
         return pathlib.Path(arguments.checkpoint)
     run = pathlib.Path(arguments.maia_run)
     if not (run / "checkpoints").is_dir():
-        from zerolab.api import convert_to_run
+        from zerolab import convert_to_run
 
         convert_to_run(None, run)
     return run

@@ -1,6 +1,6 @@
-"""A :class:`distill.engine.SearchlessEngine` as a ``zerolab.api.Agent``, so the arena can play it.
+"""A :class:`distill.engine.SearchlessEngine` as a ``zerolab.Agent``, so the arena can play it.
 
-The arena hands over batched pgx states.  The core's board bridge (``zerolab.api.GameBoards``) turns each into a
+The arena hands over batched pgx states.  The core's board bridge (``zerolab.GameBoards``) turns each into a
 python-chess board that carries the game so far (the moves since the agent's last call are read from pgx's
 history), so the repetition workaround sees the real history; the boards of lanes it is not asked about (and of
 plies it only observes, as a team member) are continued too.  The chosen UCI move goes back to a pgx action with
@@ -14,7 +14,7 @@ import numpy as np
 import pgx
 
 from distill.engine import SearchlessEngine
-from zerolab.api import Agent, ChessGame, GameBoards, lanes_to_answer
+from zerolab import Agent, ChessGame, GameBoards, lanes_to_answer
 
 
 class SearchlessAgent(Agent):

@@ -157,7 +157,7 @@ class SearchlessEngine:
             if mate:
                 return index
         if self._decisive is None:
-            from zerolab.api import UCIEngine
+            from zerolab import UCIEngine
 
             self._decisive = UCIEngine(self.options.decisive_engine).open()
         limit = chess.engine.Limit(nodes=self.options.decisive_limit_nodes)

@@ -181,7 +181,9 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
     import jax
 
     from distill.agent import SearchlessAgent
-    from zerolab.api import ChessGame, Contestant, EloBook, EvaluationConfig, play_match, rate_contestants
+    from zerolab import ChessGame
+    from zerolab.play import play_match
+    from zerolab.evaluation import Contestant, EloBook, EvaluationConfig, rate_contestants
 
     game = ChessGame("chess")
     agents = {name: SearchlessAgent(engine, game, name=name) for name, engine in engines.items()}
@@ -212,7 +214,7 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     """The cost plan of training every variant (``python -m experiments plan``): each one's compiled training step
     and scoring pass.  Data generation and annotation run Stockfish on CPUs and are not planned here."""
     from distill.train import plan_training
-    from zerolab.api import format_programs
+    from zerolab import format_programs
 
     boards = int(config.evaluate.max_test_positions)
     programs = [program for name, overrides in variants.items()
@@ -239,12 +241,12 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     :func:`prepare_data` and ``distill.train``, evaluations from ``workdir/<name>/evaluation.json`` and
     ``workdir/baselines.json`` (kept per checkpoint step and test boards), games from the Elo book.
     """
-    from zerolab.api import config as config_lib
+    from zerolab import to_json
 
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(config_lib.to_json(config))
+    (workdir / "config.json").write_text(to_json(config))
     data = prepare_data(config, data_directory_of(config, workdir), show_progress=show_progress)
     records = test_records(data, config.evaluate.max_test_positions)
     boards_key = {"boards": len(records), "fingerprint": records_fingerprint(records)}

@@ -24,7 +24,7 @@ import chess
 import chess.engine
 
 from distill.data.pgn import GamePositions, Problem, file_identifiers, read_games
-from zerolab.api import validate_fen
+from zerolab import validate_fen
 
 logger = logging.getLogger(__name__)
 

@@ -34,11 +34,11 @@ from jax.sharding import Mesh
 from distill.data.records import make_loader
 from distill.model import Transformer, TransformerConfig, count_parameters, init_params
 from distill.predictors import Predictor, cross_entropy
-from zerolab.api import Checkpointer
-from zerolab.api import check_divisible, jit_step, make_mesh, replicated, resolve_checkpoint, shard_host_batch
-from zerolab.api import MetricsLog
-from zerolab.api import progress_bar
-from zerolab.api import PlannedProgram, compile_cost
+from zerolab import (
+    Checkpointer, PlannedProgram, check_divisible, compile_cost, jit_step, make_mesh, progress_bar, replicated,
+    shard_host_batch,
+)
+from zerolab.training import MetricsLog, resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 

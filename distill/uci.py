@@ -21,7 +21,8 @@ from distill.data.annotate import LICHESS_CENTIPAWN_SCALE
 from distill.engine import EngineOptions, NeuralScorer, SearchlessEngine
 from distill.model import MODEL_SIZES
 from distill.predictors import PREDICTOR_NAMES, Predictor
-from zerolab.api import MoveChoice, SearchBudget, UCIOption, UCIServer, main_loop
+from zerolab import UCIOption
+from zerolab.frontends import MoveChoice, SearchBudget, UCIServer, main_loop
 
 MAX_CENTIPAWNS = 10_000
 

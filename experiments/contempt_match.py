@@ -105,7 +105,7 @@ def plan(config) -> str:
     its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab.play.agents import compiled_search, search_config_with_options
-    from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
     planned = experiment_network(config)
     try:

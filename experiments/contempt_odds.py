@@ -75,7 +75,7 @@ def plan(config) -> str:
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab.play.agents import compiled_search, search_config_with_options
-    from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
     planned = experiment_network(config)
     game = make_game(config.game)

@@ -123,7 +123,7 @@ def plan(config) -> str:
     search-contempt setting and a PUCT one), compiled with abstract inputs; the other settings compile the same
     shapes with other constants (N_scl, τ)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.api import PlannedProgram, compile_cost, format_programs
+    from zerolab import PlannedProgram, compile_cost, format_programs
 
     planned = experiment_network(config)
     rows = settings(config)

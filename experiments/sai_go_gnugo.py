@@ -83,14 +83,14 @@ def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> dict:
 def plan(config) -> str:
     """``python -m experiments plan sai-go-gnugo``: the SAI agent's λ search, the arena's referee and the margin
     replay, compiled with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
-    from zerolab.api import format_programs
+    from zerolab import format_programs
 
     programs, notes = planned_programs(config)
     return format_programs(f"sai-go-gnugo: SAI at λ {list(config.lambdas)} against GNU Go, 7x7 Go", programs, notes)
 
 
 def planned_programs(config) -> tuple[list, list[str]]:
-    """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.api.PlannedProgram` with its calls."""
+    """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.PlannedProgram` with its calls."""
     from sai_go.plan import agent_search_program, pgx_step_program, run_model
 
     model, source = run_model(config.network)

@@ -61,7 +61,7 @@ def plan(config) -> str:
     """``python -m experiments plan sai-go-panel``: the landmark run's training programs, then the panel's searches
     (the SAI checkpoints' λ search, the landmark checkpoints' search) and the arena's referee, compiled with abstract
     inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
-    from zerolab.api import SearchConfig, format_programs
+    from zerolab import SearchConfig, format_programs
     from zerolab.training.plan import format_plan, plan_training_run, search_program
     from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program, run_model
 

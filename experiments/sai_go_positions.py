@@ -29,7 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab.api import SearchConfig, complete_games
+from zerolab import SearchConfig
+from zerolab.selfplay.scan import complete_games
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.evaluation.plots import new_figure, save_figure
 from sai_go.agents import SaiAgent
@@ -121,7 +122,7 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
 def plan(config) -> str:
     """``python -m experiments plan sai-go-positions``: the self-play programs (one per batch of games: the batch is
     static), the endgame searches, the network evaluations and the replays, compiled with abstract inputs."""
-    from zerolab.api import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
     from sai_go.plan import evaluation_flops, evaluation_program, kept_steps, pgx_step_program, run_model
 
     sections = list(config.sections)

@@ -13,7 +13,7 @@ def plan(config) -> str:
 
     from skill_compat.attuned_experiment import training_config
     from skill_compat.plan import framework_programs
-    from zerolab.api import format_programs, to_json
+    from zerolab import format_programs, to_json
     from zerolab.frontends.lc0_convert import lc0_run_config
     from zerolab.networks.lc0.network import architecture_config
     from zerolab.networks.lc0.maia import resolve_weights_path

@@ -18,7 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 
-from zerolab.api import Agent, GoGame, SearchConfig, load_trained_variables, make_game, make_network
+from zerolab import Agent, GoGame, SearchConfig, make_game, make_network
+from zerolab.training import load_trained_variables
 from sai_go.search import SaiSearchOutput, check_lambda, sai_search
 
 SAI_NETWORK = "sai_go.network:make_sai_network"

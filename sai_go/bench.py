@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from zerolab.api import SearchConfig, init_variables, interleaved_best_times, make_game, run_search
+from zerolab import SearchConfig, init_variables, interleaved_best_times, make_game, run_search
 from sai_go.network import make_sai_network
 from sai_go.search import sai_search
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab.api import SearchConfig, SelfPlayConfig
+from zerolab import SearchConfig, SelfPlayConfig
 from sai_go.search import evaluate
 from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
 from sai_go.value import signed_komi, winrate

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from zerolab.api import GoGame
+from zerolab import GoGame
 
 PASS = "pass"
 BLACK, WHITE, EMPTY = 1, -1, 0

@@ -1,6 +1,6 @@
 """SAI as a GTP engine: ``python -m sai_go.gtp --checkpoint DIR [--step N] [--lambda L] [--simulations N] [--seed S]``.
 
-The core's GTP server (:class:`~zerolab.api.GTPServer`: protocol handling, pgx as referee, ``final_score`` by
+The core's GTP server (:class:`~zerolab.frontends.GTPServer`: protocol handling, pgx as referee, ``final_score`` by
 Tromp–Taylor area at the session's komi, out-of-turn moves as inserted passes) with an :class:`~sai_go.agents.SaiAgent`
 choosing the moves at the session's komi, plus:
 
@@ -25,7 +25,8 @@ import sys
 
 import jax
 
-from zerolab.api import GTPError, GTPServer, configure_logging
+from zerolab import configure_logging
+from zerolab.frontends import GTPError, GTPServer
 from sai_go.agents import SaiAgent
 from sai_go.handicap import fixed_handicap, handicap_moves
 from sai_go.search import check_lambda

@@ -2,7 +2,7 @@
 
 pgx cannot put stones on the board without moves, so ``n`` handicap stones are Black moves alternating with White
 passes (``C3 pass E5``): White moves next and nobody has just passed.  The arena takes that text as a start position
-(:meth:`zerolab.api.GoGame.from_fen`); :mod:`sai_go.gtp` plays the same moves for ``fixed_handicap``.
+(:meth:`zerolab.GoGame.from_fen`); :mod:`sai_go.gtp` plays the same moves for ``fixed_handicap``.
 """
 
 from __future__ import annotations

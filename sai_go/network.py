@@ -1,7 +1,7 @@
 """SAI's network: a residual tower with a policy head and two value-type heads for the sigmoid's α and β.
 
 ``model.name = "sai_go.network:make_sai_network"``.  For a batch of positions it returns a
-:class:`~zerolab.api.NetworkOutput` whose ``extras`` hold ``alpha`` [B] (the expected area difference, mover minus
+:class:`~zerolab.NetworkOutput` whose ``extras`` hold ``alpha`` [B] (the expected area difference, mover minus
 opponent, komi excluded) and ``beta`` [B] (``c·exp(β*)``, ``c = beta_scale / N²``, 10/N² by default); komi is not an
 input.  :func:`sigmoid_value` reads them back as a :class:`SigmoidValue`.  ``value`` is the mover's outcome at komi 0,
 ``2σ(βα) − 1``, for code that knows nothing of komi; SAI's own search and loss use α and β with each game's komi.
@@ -15,7 +15,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import GoGame, NetworkInputs, NetworkOutput, policy_head, residual_tower
+from zerolab import GoGame, NetworkInputs, NetworkOutput
+from zerolab.networks import policy_head, residual_tower
 
 #: β* is clipped to this range before the exponential, so a wild head cannot overflow β (c·e^6 ≈ 82 on 7×7).
 RAW_BETA_RANGE = (-12.0, 6.0)

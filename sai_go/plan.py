@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import (
+from zerolab import (
     NetworkInputs,
     PlannedProgram,
     SearchConfig,
@@ -79,7 +79,7 @@ def abstract_model(run_config: Any) -> SaiModel:
 
 def kept_steps(run_config: Any) -> list[int]:
     """The checkpoint steps a finished run of ``run_config`` keeps: every ``checkpoint.keep_period``-th (0 included)
-    and the last ``checkpoint.keep`` ones (:class:`zerolab.api.Checkpointer`)."""
+    and the last ``checkpoint.keep`` ones (:class:`zerolab.Checkpointer`)."""
     iterations = int(run_config.iterations)
     keep, period = int(run_config.checkpoint.keep), int(run_config.checkpoint.keep_period)
     return [step for step in range(iterations + 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import GoGame
+from zerolab import GoGame
 
 
 def black_margin(game: GoGame, states, komi: jax.Array) -> jax.Array:

@@ -8,8 +8,8 @@ The λ agent (:func:`lambda_rules`) values a node r from a node s by the mean of
 0 and ``x̄_s`` (:func:`sai_go.value.lambda_bonus`), an interval fixed at s.  The Q of a child c seen by its parent s
 is the mean of that value over every node r in c's subtree, c included; so when a new leaf is added, each ancestor
 c on its path takes the leaf's value at the interval of **c's parent** (the root at its own, for reporting).  That
-is :func:`lambda_backup`, a :data:`~zerolab.api.BackupFn`; mctx's own backup carries one scalar up the path, which
-cannot give each ancestor its own value.  At λ = 0 every interval is empty and the backup equals mctx's with the
+is :func:`lambda_backup`, a :data:`~zerolab.search.mcts.BackupFn`; mctx's own backup carries one scalar up the path,
+which cannot give each ancestor its own value.  At λ = 0 every interval is empty and the backup equals mctx's with the
 value ``2ρ(0) − 1``, bit for bit.
 """
 
@@ -25,15 +25,15 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
-from zerolab.api import (
+from zerolab import (
     GoGame,
     NetworkInputs,
     SearchConfig,
     SearchRules,
     apply_network,
     masked_logits,
-    search_policy,
 )
+from zerolab.search import search_policy
 from sai_go.network import SigmoidValue, sigmoid_value
 from sai_go.scoring import terminal_alpha
 from sai_go.value import lambda_bonus, mean_winrate, signed_komi
@@ -154,7 +154,7 @@ def make_recurrent_fn(game: GoGame, network: nn.Module) -> mctx.RecurrentFn:
 
 
 def lambda_backup(lam: float):
-    """The λ agent's :data:`~zerolab.api.BackupFn` (see the module docstring), over one unbatched tree."""
+    """The λ agent's :data:`~zerolab.search.mcts.BackupFn` (see the module docstring), over one unbatched tree."""
 
     def backup(tree: mctx.Tree, leaf_index: chex.Numeric) -> mctx.Tree:
         nodes: SaiEmbedding = tree.embeddings

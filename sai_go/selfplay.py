@@ -1,7 +1,7 @@
 """SAI's self-play rules on the core's scan: per-game komi, fresh-game komi sampling, branching games and scoring at
 each game's own komi.
 
-SAI plays through the core's :func:`~zerolab.api.make_play_fn` with a move rule (:func:`sai_move_rule`) and a game
+SAI plays through the core's :func:`~zerolab.make_play_fn` with a move rule (:func:`sai_move_rule`) and a game
 rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candidates in the move rule's carry
 (:class:`SaiGame`), and the lanes of a device share a queue of pending branches (:class:`SaiShared`).
 
@@ -43,20 +43,22 @@ import jax
 import jax.numpy as jnp
 import pgx
 
-from zerolab.api import (
-    GameRule,
+from zerolab import (
     GoGame,
-    Lanes,
     MoveRule,
-    PlayedPly,
-    PlayFn,
     PlyDecision,
-    PlyRecord,
-    PlayVariables,
     SearchConfig,
     SelfPlayConfig,
-    advance_lanes,
     make_play_fn,
+)
+from zerolab.selfplay import (
+    GameRule,
+    Lanes,
+    PlayedPly,
+    PlayFn,
+    PlyRecord,
+    PlayVariables,
+    advance_lanes,
     restart_games,
     select_where,
 )
@@ -233,8 +235,8 @@ def fresh_games(game: GoGame, key: jax.Array, count: int, empty_alpha: jax.Array
 
 
 def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.api.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty queue;
-    ``variables.frozen`` may hold :class:`SaiCallSettings`."""
+    """SAI's :data:`~zerolab.selfplay.scan.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty
+    queue; ``variables.frozen`` may hold :class:`SaiCallSettings`."""
     slots = max(int(options.max_branches), 1)
 
     def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
@@ -260,7 +262,8 @@ def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
 
 
 def sai_reward(game: GoGame):
-    """SAI's :data:`~zerolab.api.RewardFn`: a finished game's result at its own komi, from the mover's view."""
+    """SAI's :data:`~zerolab.selfplay.scan.RewardFn`: a finished game's result at its own komi, from the mover's
+    view."""
 
     def reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> jax.Array:
         komi = lanes.rule_carry.komi
@@ -288,8 +291,8 @@ def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game
 
 
 def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.api.ResetFn`: records the ply's branch point, then finished games hand in their branch
-    points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
+    """SAI's :data:`~zerolab.selfplay.scan.ResetFn`: records the ply's branch point, then finished games hand in their
+    branch points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
     max_branches = int(options.max_branches)
     slots = max(max_branches, 1)
     limit = komi_limit(game)
@@ -362,7 +365,8 @@ def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left
 
 
 def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
-    """SAI's :data:`~zerolab.api.RecordsSummaryFn`: mean β per ply and the call's totals (:func:`call_totals`)."""
+    """SAI's :data:`~zerolab.selfplay.scan.RecordsSummaryFn`: mean β per ply and the call's totals
+    (:func:`call_totals`)."""
     per_ply = {**statistics, "score_estimate": records.summary["score_estimate"]}
     totals = call_totals(per_ply, records.game_over, fresh_komi=lanes.shared.first_komi,
                          left_pending=lanes.shared.queue.valid.sum())
@@ -370,7 +374,7 @@ def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
 
 
 def sai_game_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> GameRule:
-    """SAI's :class:`~zerolab.api.GameRule` (the core's max-ply rule and value targets are kept)."""
+    """SAI's :class:`~zerolab.selfplay.GameRule` (the core's max-ply rule and value targets are kept)."""
     if not isinstance(game, GoGame):
         raise ValueError(f"SAI self-play plays Go only, got game {game.name!r} (set game.name=go)")
     return GameRule(start=sai_start(game, network, options), reward=sai_reward(game), reset=sai_reset(game, options),

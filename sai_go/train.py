@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from zerolab.api import Frames, GoGame, Method, NetworkOutput, masked_logits
+from zerolab import Frames, GoGame, Method, NetworkOutput, masked_logits
 from sai_go.network import sigmoid_value
 from sai_go.selfplay import SaiSelfPlayOptions, sai_game_rule, sai_move_rule
 

@@ -1,6 +1,6 @@
 """Skill-compatible agents: strong agents that play well with weak partners (tag-team, hand-and-brain).
 
-Hamade et al., ICLR 2024, on zerolab's core (this package imports only ``zerolab.api``): :mod:`~skill_compat.frameworks`
+Hamade et al., ICLR 2024, on zerolab's core (importing only the core's surface): :mod:`~skill_compat.frameworks`
 (bitstrings, roles, piece types, the two-stage hand, win-share), :mod:`~skill_compat.oracle` (Stockfish as the alter
 senior and the evaluator), :mod:`~skill_compat.players` (junior, tree, expectors, brains: core agents),
 :mod:`~skill_compat.teams` (the frameworks' teams as core team agents, games through the core's arena),

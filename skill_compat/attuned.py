@@ -31,17 +31,16 @@ import jax.numpy as jnp
 import optax
 
 from skill_compat.frameworks import action_piece_types, two_stage_hand
-from zerolab.api import (
+from zerolab import (
     Frames,
     Method,
     MoveRule,
     PlyDecision,
     load_lc0_weights,
     masked_logits,
-    policy_actions,
-    policy_probabilities,
     run_search,
 )
+from zerolab.play import policy_actions, policy_probabilities
 
 #: ``(learner variables, key, states [B]) -> SearchOutput``: the senior's search (default: the run's search).
 SearchFn = Callable[[Any, jax.Array, Any], Any]

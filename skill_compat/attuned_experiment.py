@@ -1,7 +1,7 @@
 """skill-compat-attuned: fine-tune maia-1900 in a framework with the core's training loop, then play it.
 
 1. ``WORKDIR/maia-base``: maia-1900 converted to a zerolab run (step 0), unless ``training.base_run`` names one.
-2. ``WORKDIR/train``: ``zerolab.api.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
+2. ``WORKDIR/train``: ``zerolab.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
    (the framework's move rule in the jitted, sharded self-play scan; the frozen junior passed as a jit argument), the
    Gumbel search of ``training.simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
    momentum ``training.momentum``, as the paper fine-tunes) at ``training.learning_rate``.  Resumable like any run.
@@ -29,7 +29,7 @@ from skill_compat.experiment import (
     teams,
 )
 from skill_compat.frameworks import bitstrings_for_run
-from zerolab.api import convert_to_run, default_config, train
+from zerolab import convert_to_run, default_config, train
 
 LC0_NETWORK = "zerolab.networks.lc0.network:make_lc0"
 

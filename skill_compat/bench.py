@@ -7,7 +7,7 @@
   on the same positions;
 * framework moves/s: STT games of maia + Gumbel search (``--simulations``) with the maia junior on both sides,
   ``--games`` lanes × ``--plies`` plies, through the core's jitted self-play scan (the attuned rule) and through the
-  host (the core's arena with the same players as :class:`zerolab.api.SearchAgent` / :class:`zerolab.api.PolicyAgent`
+  host (the core's arena with the same players as :class:`zerolab.SearchAgent` / :class:`zerolab.PolicyAgent`
   calls).
   Each path runs twice; the second (compiled) run is reported.
 """
@@ -27,7 +27,7 @@ from skill_compat.frameworks import draw_bitstrings, game_pairing
 from skill_compat.oracle import StockfishOracle
 from skill_compat.players import NetworkPlayer, SttExpector
 from skill_compat.teams import SttTeam, play_framework_games
-from zerolab.api import PolicyAgent, SearchAgent, SearchConfig, SelfPlayConfig, load_lc0_weights, make_game, make_play_fn
+from zerolab import PolicyAgent, SearchAgent, SearchConfig, SelfPlayConfig, load_lc0_weights, make_game, make_play_fn
 
 
 def timed(function, repeats: int = 2) -> float:

@@ -30,17 +30,17 @@ from skill_compat.oracle import StockfishOracle
 from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, NetworkPlayer, SttExpector
 from skill_compat.records import MatchupFiles, evaluate_game, game_record
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
-from zerolab.api import (
+from zerolab import (
     PolicyAgent,
     SearchAgent,
     SearchConfig,
     load_lc0_weights,
-    load_search_agent,
     make_game,
     progress_bar,
     to_json,
-    write_games,
 )
+from zerolab.games import write_games
+from zerolab.play import load_search_agent
 
 logger = logging.getLogger(__name__)
 

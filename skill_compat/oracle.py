@@ -14,7 +14,7 @@ from typing import Protocol
 import chess
 import chess.engine
 
-from zerolab.api import UCIEngine
+from zerolab import UCIEngine
 
 
 class Oracle(Protocol):

@@ -3,8 +3,8 @@ skill-compat-attuned``): the JAX programs the framework games call on the host, 
 inputs, and how often a preset calls them.
 
 The programs are the cast's own jitted functions (:func:`skill_compat.experiment.build_cast`): maia-1900's policy
-(:class:`zerolab.api.PolicyAgent`: the junior, the hand, the argmax model of the expectors), tree's search
-(:class:`zerolab.api.SearchAgent` with :func:`skill_compat.experiment.match_search`), pgx's batched step, the piece
+(:class:`zerolab.PolicyAgent`: the junior, the hand, the argmax model of the expectors), tree's search
+(:class:`zerolab.SearchAgent` with :func:`skill_compat.experiment.match_search`), pgx's batched step, the piece
 types of the legal moves and the hand's two-stage draw; built with maia's module and abstract variables.
 
 Calls are upper bounds: every game lasts ``framework.max_game_plies`` and each player is asked on every ply where it
@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import (
+from zerolab import (
     NetworkInputs,
     PlannedProgram,
     PolicyAgent,

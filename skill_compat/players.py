@@ -1,12 +1,12 @@
-"""The seniors, juniors and brains that play in the frameworks: core agents (:class:`zerolab.api.Agent`) on batches
+"""The seniors, juniors and brains that play in the frameworks: core agents (:class:`zerolab.Agent`) on batches
 of pgx states (the referee's, lc0 observation), answering the lanes where ``active`` [B] is true.
 
 Players that ask an engine (:class:`BoardAgent`) keep each lane's python-chess board with its move stack (engines
-see the game's moves), continued by the core's :class:`zerolab.api.GameBoards` from every position they are shown:
+see the game's moves), continued by the core's :class:`zerolab.GameBoards` from every position they are shown:
 asked to move or observing (a team shows its members every ply), so each board is continued one ply at a time.
 
-* :class:`NetworkPlayer` — a zerolab agent on the states: the junior (maia's policy, :class:`zerolab.api.PolicyAgent`
-  argmax or sampled) or the tree / attuned senior (:class:`zerolab.api.SearchAgent`, the network with zerolab's
+* :class:`NetworkPlayer` — a zerolab agent on the states: the junior (maia's policy, :class:`zerolab.PolicyAgent`
+  argmax or sampled) or the tree / attuned senior (:class:`zerolab.SearchAgent`, the network with zerolab's
   search); one jitted call per ply on the active lanes.
 * :class:`EnginePlayer` — Stockfish (the alter senior S) on each active lane's board.
 * :class:`SttExpector` — S's top candidates, each valued by the mean win probability over the next two plies' four
@@ -29,7 +29,7 @@ import numpy as np
 
 from skill_compat.frameworks import action_piece_types
 from skill_compat.oracle import Oracle, board_after
-from zerolab.api import Agent, GameBoards, lanes_to_answer
+from zerolab import Agent, GameBoards, lanes_to_answer
 
 #: ``(states [K]) -> [K]`` actions of a junior model (maia's argmax); mocked in tests.
 JuniorModel = Callable[[Any], np.ndarray]
@@ -41,7 +41,7 @@ def _lane(states: Any, index: int) -> Any:
 
 class BoardAgent(Agent):
     """An agent that reads each game's python-chess board (its move stack, for an engine): a
-    :class:`zerolab.api.GameBoards` continued from every position the agent is shown, asked or observing."""
+    :class:`zerolab.GameBoards` continued from every position the agent is shown, asked or observing."""
 
     def __init__(self, game: Any):
         self.game = game

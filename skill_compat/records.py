@@ -12,7 +12,7 @@ Each move record (one JSON line) holds: ``game``, ``ply``, ``fen`` (before the m
 
 A matchup directory holds ``games.jsonl`` (one line per finished, evaluated game) and ``moves.jsonl``; rerunning
 keeps the games found there (:class:`MatchupFiles`).  :func:`game_record` turns a stored game back into the core's
-:class:`zerolab.api.GameRecord` (annotated moves, the bitstring as a header), which :func:`zerolab.api.write_games`
+:class:`zerolab.GameRecord` (annotated moves, the bitstring as a header), which :func:`zerolab.games.write_games`
 writes as PGN.
 """
 
@@ -26,7 +26,7 @@ import chess
 
 from skill_compat.oracle import Oracle, board_after
 from skill_compat.teams import FrameworkGame
-from zerolab.api import GameRecord
+from zerolab import GameRecord
 
 #: the fields of a move row that its PGN comment shows (None values are left out)
 COMMENT_FIELDS = ("team_name", "role", "player", "named_type", "brain_move", "h0", "interaction")

@@ -1,11 +1,11 @@
 """The frameworks' teams as core team agents, and a batch of framework games played by the core's arena.
 
 Every game starts from the standard position; the focal team plays White in even-numbered games and Black in odd ones
-(:func:`skill_compat.frameworks.game_pairing`), all in one lock-step batch of :func:`zerolab.api.play_games` (the
+(:func:`skill_compat.frameworks.game_pairing`), all in one lock-step batch of :func:`zerolab.play.play_games` (the
 alter team has the first move in the lanes where the focal team is Black).  For each batch a team recipe builds the
-core's :class:`zerolab.api.TeamAgent`, whose rule makes the team's moves and annotates them:
+core's :class:`zerolab.play.TeamAgent`, whose rule makes the team's moves and annotates them:
 
-* :class:`SttTeam` — a :class:`zerolab.api.MemberChoice`: the lane's bit at the game's ply gives the move to the
+* :class:`SttTeam` — a :class:`zerolab.play.MemberChoice`: the lane's bit at the game's ply gives the move to the
   senior (1) or the junior (0), who answers alone; annotations ``role`` (senior/junior) and ``player``.
 * :class:`HbTeam` — :class:`HandAndBrain`: the brain names a piece type, the hand moves one with the two-stage draw,
   seeded per game and ply; annotations ``role`` (hand), ``player`` (the team), ``h0``, ``brain_move``,
@@ -41,7 +41,8 @@ from skill_compat.frameworks import (
     two_stage_hand,
 )
 from skill_compat.players import Brain, jitted_piece_types
-from zerolab.api import Agent, ChessGame, GameRecord, MemberChoice, TeamAgent, TeamMoves, play_games
+from zerolab import Agent, ChessGame, GameRecord
+from zerolab.play import MemberChoice, TeamAgent, TeamMoves, play_games
 
 
 class HandPolicy(Protocol):
@@ -92,7 +93,7 @@ def _per_game_hand():
 
 @dataclasses.dataclass(frozen=True)
 class HandAndBrain:
-    """The core :class:`zerolab.api.TeamRule` of a hand-and-brain team: ``brain`` names a piece type in each lane
+    """The core :class:`zerolab.play.arena.TeamRule` of a hand-and-brain team: ``brain`` names a piece type in each lane
     (None: the hand plays alone, its free draw ``h0``); the hand draws ``h0`` from its policy and plays it when it has
     that type, else redraws among the type's moves (:func:`skill_compat.frameworks.two_stage_hand`), with the key of
     the lane's game (``game_keys`` [B]) and ply.  The hand is credited with every move."""

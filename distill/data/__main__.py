@@ -73,7 +73,7 @@ def _puzzles(arguments: argparse.Namespace) -> dict:
     import chess.engine
 
     from distill.puzzles import make_mate_puzzles, write_puzzles
-    from zerolab.api import UCIEngine
+    from zerolab import UCIEngine
 
     with UCIEngine(f"{arguments.engine}:threads=1") as engine:
         puzzles = make_mate_puzzles(_pgn_files(arguments.pgn), engine, chess.engine.Limit(nodes=arguments.nodes),

@@ -45,7 +45,7 @@ import chess.engine
 
 from distill.data.chunks import ChunkStore, run_chunks, write_atomically
 from distill.data.pgn import GamePositions, Problem, board_key, file_identifiers, read_games
-from zerolab.api import EngineError, UCIEngine, find_engine
+from zerolab import EngineError, UCIEngine, find_engine
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import signal
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from zerolab.api import progress_bar
+from zerolab import progress_bar
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import chess
 import chess.pgn
 
 from distill.data.chunks import ChunkStore, run_chunks
-from zerolab.api import EngineError, UCIEngine, find_engine
+from zerolab import EngineError, UCIEngine, find_engine
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import chess
 import chess.pgn
 
-from zerolab.api import validate_fen
+from zerolab import validate_fen
 
 logger = logging.getLogger(__name__)
 

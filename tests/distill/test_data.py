@@ -21,7 +21,7 @@ from distill.data.build import build, is_test_game, mirrored_move, read_descript
 from distill.data.pgn import board_key
 from distill.data.chunks import ChunkStore, FingerprintMismatchError
 from distill.predictors import Predictor
-from zerolab.api import UCIEngine
+from zerolab import UCIEngine
 
 BAD_PGN = textwrap.dedent("""\
     [Event "good"]

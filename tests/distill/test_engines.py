@@ -134,7 +134,8 @@ def test_arena_agent_hands_the_engine_each_games_moves():
     import jax
 
     from distill.agent import SearchlessAgent
-    from zerolab.api import make_game, play_match
+    from zerolab import make_game
+    from zerolab.play import play_match
 
     class RecordingEngine(SearchlessEngine):
         def __init__(self, *args, **kwargs):

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import ml_collections
 import pytest
 
-from zerolab.api import GoGame, NetworkInputs, SearchConfig
+from zerolab import GoGame, NetworkInputs, SearchConfig
 from sai_go.network import make_sai_network
 from sai_go.search import sai_search
 

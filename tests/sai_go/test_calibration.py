@@ -117,7 +117,7 @@ def test_calibration_prefers_the_true_sigmoid_to_the_komi_blind_rate_and_pools_n
 
 
 def test_presets_train_sai_go_and_the_evidence_preset_is_three_seeds_of_32_iterations():
-    from zerolab.api import load_config
+    from zerolab import load_config
 
     tiny, evidence = load_config("sai-go-komi", "tiny"), load_config("sai-go-komi", "evidence")
     sai = load_config("sai-go", "tiny")

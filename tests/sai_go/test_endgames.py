@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.api import GoGame
+from zerolab import GoGame
 from sai_go.endgames import BLACK, ENDGAMES, Rules, own_eyes, solve
 from tests.sai_go.conftest import fast_jit, played_random_games
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerolab.api import PRESETS, load_config
+from zerolab import load_config
+from zerolab.config import PRESETS
 from experiments.sai_go_panel import panel_scores
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from sai_go.endgames import ENDGAMES
 from tests.sai_go.conftest import subprocess_env
-from zerolab.api import load_config, train
+from zerolab import load_config, train
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab.api import GoGame
+from zerolab import GoGame
 from sai_go.scoring import black_margin, black_result, terminal_alpha
 from sai_go.value import signed_komi
 from tests.sai_go.conftest import played_random_games

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from zerolab.api import NetworkOutput, SearchConfig, init_variables
+from zerolab import NetworkOutput, SearchConfig, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import lambda_bonus, signed_komi
 from tests.sai_go.conftest import fast_jit, played_random_games

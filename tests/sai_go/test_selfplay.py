@@ -10,7 +10,7 @@ import optax
 import pytest
 from scipy import special
 
-from zerolab.api import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
+from zerolab import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
 from sai_go.selfplay import SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn, sample_komi
 from sai_go.train import sai_loss
 from tests.sai_go.conftest import fast_jit

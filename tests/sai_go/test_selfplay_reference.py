@@ -22,7 +22,8 @@ import jax
 import numpy as np
 import optax
 
-from zerolab.api import NetworkInputs, SearchConfig, SelfPlayConfig, summarize
+from zerolab import NetworkInputs, SearchConfig, SelfPlayConfig
+from zerolab.selfplay.scan import summarize
 from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
 from sai_go.train import sai_loss
 from tests.sai_go.conftest import fast_jit

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from zerolab.api import load_config
+from zerolab import load_config
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training.runs import Components
 from tests.sai_go.conftest import subprocess_env

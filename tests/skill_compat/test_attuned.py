@@ -18,19 +18,19 @@ import pytest
 from skill_compat import attuned, frameworks
 from skill_compat.players import NetworkPlayer
 from skill_compat.teams import SttTeam, play_framework_games
-from zerolab.api import (
+from zerolab import (
     NetworkInputs,
     NetworkOutput,
-    PlayVariables,
     PolicyAgent,
     SearchConfig,
-    SearchOutput,
     SelfPlayConfig,
     init_variables,
     make_game,
-    make_lc0,
     make_play_fn,
 )
+from zerolab.networks.lc0.network import make_lc0
+from zerolab.search.mcts import SearchOutput
+from zerolab.selfplay import PlayVariables
 
 PLIES = 12
 

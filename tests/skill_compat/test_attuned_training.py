@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from skill_compat.attuned_experiment import LC0_NETWORK, training_config
-from zerolab.api import load_config, train
+from zerolab import load_config, train
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training.runs import Components, load_trained_variables
 from zerolab.search.mcts import run_search

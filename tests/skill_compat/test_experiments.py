@@ -10,7 +10,7 @@ import pytest
 
 from skill_compat.attuned_experiment import training_config
 from skill_compat.experiment import check_seniors, run_framework_experiment
-from zerolab.api import load_config
+from zerolab import load_config
 
 
 def test_paper_presets_hold_the_issues_hyper_parameters():

@@ -2,7 +2,7 @@
 same moves, scores and per-move records (roles, hand draws, named types, interactions), bit for bit.
 
 ``data/framework_games.json`` was recorded with ``skill_compat.driver.play_framework_games`` before the frameworks
-moved onto ``zerolab.api.play_games`` (the commit is in the file): maia-1900 (argmax junior, T = 1 hand) and Stockfish
+moved onto ``zerolab.play.play_games`` (the commit is in the file): maia-1900 (argmax junior, T = 1 hand) and Stockfish
 at 100 nodes; STT games 2 and 3 (the second bitstring of seed 7, both colours, capped at 40 plies) and HB games 0 and
 1 (hand seed 3, Stockfish's move names the type against the hand alone, at most 80 plies: one won, one lost).  Each game is pinned by its
 moves, score, length and a SHA-256 of its ``moves.jsonl`` rows.  (A batch's games depend on its size: maia's

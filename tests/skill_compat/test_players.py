@@ -14,7 +14,7 @@ from skill_compat.oracle import StockfishOracle, rules_result
 from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, SttExpector
 from skill_compat.records import MatchupFiles, evaluate_game
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
-from zerolab.api import Agent
+from zerolab import Agent
 
 
 def lowest_action_junior(states):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from zerolab.api import interleaved_best_times
+from zerolab import interleaved_best_times
 
 
 def test_interleaved_best_times_runs_in_rounds_and_keeps_each_best():

@@ -7,15 +7,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab.api import (
-    GameRule,
-    Lanes,
+from zerolab import (
     MoveRule,
     PlyDecision,
     SelfPlayConfig,
-    advance_lanes,
     make_game,
     make_play_fn,
+)
+from zerolab.selfplay import (
+    GameRule,
+    Lanes,
+    advance_lanes,
     restart_games,
 )
 

@@ -1,16 +1,26 @@
-"""The project's layering rules, read from the source (no imports executed): no import circles, method packages use
-only ``zerolab.api``, experiments import no other experiment, and every public name resolves."""
+"""The project's layering rules, read from the source: no import circles, the core's layers import only those below
+them, method packages import only the declared surface (``zerolab`` and the layer packages' ``__all__``), experiments
+import no other experiment.  Then the surface itself, imported: at most 60 names in ``zerolab``, each resolving to the
+definition its ``if TYPE_CHECKING:`` block names, and the JAX-free names importing no JAX."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("zerolab", "alphagateau", "distill", "contempt_search", "sai_go", "skill_compat", "experiments")
 METHOD_PACKAGES = ("alphagateau", "distill", "contempt_search", "sai_go", "skill_compat")
+#: a method package of the tests' own (every hook through a training run); it follows the method packages' rule
+TEST_METHOD_PACKAGE = "tests/zerolab/method_package"
+CORE_LAYERS = ("games", "networks", "search", "selfplay", "training", "engines", "play", "evaluation", "frontends")
+LAYER_PACKAGES = tuple(f"zerolab.{layer}" for layer in CORE_LAYERS)
+SURFACE_LIMIT = 60
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -22,14 +32,65 @@ def module_name(path: pathlib.Path) -> str:
 
 def project_modules() -> dict[str, pathlib.Path]:
     modules = {}
-    for package in PACKAGES:
+    for package in PACKAGES + (TEST_METHOD_PACKAGE,):
         for path in sorted((ROOT / package).rglob("*.py")):
             modules[module_name(path)] = path
     return modules
 
 
-def imported_modules(path: pathlib.Path, name: str, modules: dict[str, pathlib.Path]) -> set[str]:
-    """Project modules that ``path`` imports anywhere in its body (module level or inside functions)."""
+def is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def source_of(module: str, name: str, modules: dict[str, pathlib.Path]) -> str:
+    """Where ``name`` imported from ``module`` is defined: the submodule of that name if there is one, else
+    ``module``."""
+    return f"{module}.{name}" if f"{module}.{name}" in modules else module
+
+
+def surface_sources(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> dict[str, str]:
+    """name -> the module that defines it, for the names a package's ``if TYPE_CHECKING:`` block imports (the names it
+    resolves lazily); empty for a module without one."""
+    sources = {}
+    for block in ast.parse(path.read_text(), str(path)).body:
+        if is_type_checking(block):
+            for node in block.body:
+                assert isinstance(node, ast.ImportFrom) and not node.level, f"{path}: only `from module import name`"
+                for alias in node.names:
+                    assert alias.asname is None, f"{path}: {alias.name} renamed in the TYPE_CHECKING block"
+                    sources[alias.name] = source_of(node.module, alias.name, modules)
+    return sources
+
+
+def lazy_sources(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> dict[str, str]:
+    """name -> module from the package's ``lazy_names(__name__, {module: (names, ...)})`` call (its runtime list)."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "lazy_names":
+            listed = ast.literal_eval(node.args[1])
+            return {name: source_of(module, name, modules) for module, names in listed.items() for name in names}
+    return {}
+
+
+def declared_all(path: pathlib.Path) -> list[str]:
+    """A module's ``__all__`` (a literal list, so that type checkers read it too)."""
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and [ast.unparse(target) for target in node.targets] == ["__all__"]:
+            return ast.literal_eval(node.value)
+    return []
+
+
+def resolve(module: str, name: str, surfaces: dict[str, dict[str, str]]) -> str:
+    """The module that defines ``name`` when it is imported from ``module``: through a surface package's lazy list (and
+    the layer package's list under it, for a name of ``zerolab``) to the module itself."""
+    while name in surfaces.get(module, {}):
+        module = surfaces[module][name]
+    return module
+
+
+def imported_modules(path: pathlib.Path, name: str, modules: dict[str, pathlib.Path],
+                     surfaces: dict[str, dict[str, str]]) -> set[str]:
+    """Project modules that ``path`` imports anywhere in its body (module level or inside functions).  A name imported
+    from a surface package (``from zerolab.games import GameRecord``) is an import of the module that defines it."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -41,9 +102,14 @@ def imported_modules(path: pathlib.Path, name: str, modules: dict[str, pathlib.P
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             submodules = [f"{base}.{alias.name}" for alias in node.names]
-            # `from package import module` imports the module (and runs the package's __init__, which the surface
-            # test below holds to re-exports); `from module import name` imports the module
-            candidates = submodules if all(name in modules for name in submodules) else submodules + [base]
+            if base in surfaces and base != name:
+                candidates = [resolve(base, alias.name, surfaces) if alias.name in surfaces[base] else submodule
+                              for alias, submodule in zip(node.names, submodules)]
+                # a name the package defines itself (make_game) or a submodule
+                candidates = [c if c in modules else base for c in candidates]
+            else:
+                # `from package import module` imports the module; `from module import name` imports the module
+                candidates = submodules if all(name in modules for name in submodules) else submodules + [base]
         else:
             continue
         for candidate in candidates:
@@ -55,9 +121,18 @@ def imported_modules(path: pathlib.Path, name: str, modules: dict[str, pathlib.P
 
 
 @pytest.fixture(scope="module")
-def import_graph() -> dict[str, set[str]]:
+def surfaces() -> dict[str, dict[str, str]]:
+    """Each surface package (``zerolab``, the layer packages, ``zerolab.networks.lc0``) -> its lazily resolved names."""
     modules = project_modules()
-    return {name: imported_modules(path, name, modules) for name, path in modules.items()}
+    found = {name: surface_sources(path, modules) for name, path in modules.items()
+             if name.startswith("zerolab") and path.name == "__init__.py"}
+    return {name: sources for name, sources in found.items() if sources}
+
+
+@pytest.fixture(scope="module")
+def import_graph(surfaces) -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: imported_modules(path, name, modules, surfaces) for name, path in modules.items()}
 
 
 def find_cycle(graph: dict[str, set[str]], nodes: set[str]) -> list[str] | None:
@@ -90,28 +165,14 @@ def find_cycle(graph: dict[str, set[str]], nodes: set[str]) -> list[str] | None:
 
 
 def test_the_core_has_no_import_circle(import_graph):
-    # zerolab.api only re-exports (lazily, at attribute access); it is the top of the core, imported by no core module.
-    core = {name for name in import_graph if name.startswith("zerolab") and name != "zerolab.api"}
+    core = {name for name in import_graph if name.startswith("zerolab")}
     assert find_cycle(import_graph, core) is None, f"import circle: {' -> '.join(find_cycle(import_graph, core))}"
-    importers_of_api = sorted(name for name in core if "zerolab.api" in import_graph[name])
-    assert importers_of_api == [], f"core modules must not import zerolab.api: {importers_of_api}"
 
 
 def test_no_import_circle_anywhere(import_graph):
     nodes = set(import_graph)
     cycle = find_cycle(import_graph, nodes)
     assert cycle is None, f"import circle: {' -> '.join(cycle)}"
-
-
-def test_method_packages_use_only_the_declared_surface(import_graph):
-    offenders = sorted(
-        f"{name} imports {target}"
-        for name, targets in import_graph.items()
-        if name.split(".")[0] in METHOD_PACKAGES
-        for target in targets
-        if target.startswith("zerolab") and target != "zerolab.api"
-    )
-    assert offenders == []
 
 
 def test_experiments_import_no_other_experiment(import_graph):
@@ -140,20 +201,6 @@ def test_the_core_imports_no_method_package(import_graph):
     assert offenders == []
 
 
-def test_every_public_name_resolves_to_its_defining_module():
-    import importlib
-
-    from zerolab import api
-
-    for name, module_name in api.PUBLIC_NAMES.items():
-        module = importlib.import_module(module_name)
-        value = getattr(api, name)
-        expected = module if module_name.rsplit(".", 1)[-1] == name else getattr(module, name)
-        assert value is expected, name
-    with pytest.raises(AttributeError, match="no public name 'run_everything'"):
-        getattr(api, "run_everything")
-
-
 def test_a_cycle_is_found_when_there_is_one():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph, set(graph)) == ["a", "b", "c", "a"]
@@ -161,10 +208,9 @@ def test_a_cycle_is_found_when_there_is_one():
 
 
 # The core's layers, lowest first: a module imports only its own layer and those below.  Top-level modules
-# (config, devices, progress, logs) are the foundation under every layer; zerolab.api and zerolab/__init__ re-export
-# the public surface, above them all.
-CORE_LAYERS = ("games", "networks", "search", "selfplay", "training", "engines", "play", "evaluation", "frontends")
-SURFACE = ("zerolab", "zerolab.api", "zerolab.__main__")
+# (config, devices, progress, logs, lazy) are the foundation under every layer; zerolab/__init__ re-exports the public
+# surface and zerolab/__main__ runs the command line, above them all.
+SURFACE = ("zerolab", "zerolab.__main__")
 
 
 def core_layer(name: str) -> int:
@@ -193,4 +239,159 @@ def test_the_core_imports_only_layers_below(import_graph):
 def test_every_core_module_belongs_to_a_layer(import_graph):
     flat = sorted(name for name in import_graph if name.startswith("zerolab.") and name.count(".") == 1
                   and name not in SURFACE and name.split(".")[1] not in CORE_LAYERS)
-    assert flat == ["zerolab.config", "zerolab.devices", "zerolab.logs", "zerolab.progress"]
+    assert flat == ["zerolab.config", "zerolab.devices", "zerolab.lazy", "zerolab.logs", "zerolab.progress"]
+
+
+# --- the declared surface ---------------------------------------------------------------------------------------------
+# Method packages import from two places only: `zerolab` (its __all__: the names they share, at most 60) and a layer
+# package (its __all__: the rest of that layer's public names), never from a module inside a layer or from a
+# foundation module (the foundation's names they use are in `zerolab`).  zerolab/README.md ("Layers") has the rule.
+
+
+def is_method_module(name: str) -> bool:
+    return name.split(".")[0] in METHOD_PACKAGES or name.startswith(TEST_METHOD_PACKAGE.replace("/", "."))
+
+
+def core_imports(path: pathlib.Path) -> list[tuple[int, str, str | None]]:
+    """``(line, module, name)`` for each import of the core in ``path``, anywhere in it: ``from zerolab.x import name``
+    gives the module and the name, ``import zerolab.x`` the module and None."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "zerolab":
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names if alias.name.split(".")[0] == "zerolab"]
+    return found
+
+
+def declared(package: str) -> list[str]:
+    return declared_all(ROOT / package.replace(".", "/") / "__init__.py")
+
+
+@pytest.fixture(scope="module")
+def method_imports() -> dict[str, list[tuple[int, str, str | None]]]:
+    return {name: core_imports(path) for name, path in project_modules().items() if is_method_module(name)}
+
+
+def surface_offenders(method_imports) -> list[str]:
+    top = set(declared("zerolab"))
+    layers = {package: set(declared(package)) for package in LAYER_PACKAGES}
+    offenders = []
+    for module, imports in method_imports.items():
+        for line, source, name in imports:
+            if (source == "zerolab" and name in top) or (source in layers and name in layers[source] - top):
+                continue
+            if source in layers and name in top:
+                reason = f"{name} is in zerolab.__all__: import it from zerolab"
+            elif name is not None and source in ("zerolab",) + LAYER_PACKAGES:
+                reason = f"{name} is not in {source}.__all__"
+            else:
+                reason = "import names from zerolab or a layer package, never from a module inside one"
+            offenders.append(f"{module}:{line} imports {source}{f' {name}' if name else ''} ({reason})")
+    return offenders
+
+
+def test_method_packages_use_only_the_declared_surface(method_imports):
+    assert len(method_imports) > 50  # every method module was read, the test method package's too
+    assert surface_offenders(method_imports) == []
+
+
+def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(method_imports):
+    inside = "import names from zerolab or a layer package, never from a module inside one"
+    mutated = {**method_imports, "contempt_search.rules": [(1, "zerolab.search.mcts", "SearchRules"),
+                                                           (2, "zerolab.search", "SearchRules"),
+                                                           (3, "zerolab.selfplay", "summarize"),
+                                                           (4, "zerolab.devices", "make_mesh"),
+                                                           (5, "zerolab.search", None),
+                                                           (6, "zerolab.selfplay", "Lanes"),
+                                                           (7, "zerolab", "make_game")]}
+    assert surface_offenders(mutated) == [
+        f"contempt_search.rules:1 imports zerolab.search.mcts SearchRules ({inside})",
+        "contempt_search.rules:2 imports zerolab.search SearchRules (SearchRules is in zerolab.__all__: import it "
+        "from zerolab)",
+        "contempt_search.rules:3 imports zerolab.selfplay summarize (summarize is not in zerolab.selfplay.__all__)",
+        f"contempt_search.rules:4 imports zerolab.devices make_mesh ({inside})",
+        f"contempt_search.rules:5 imports zerolab.search ({inside})",
+    ]
+
+
+def test_names_two_method_modules_import_are_in_zerolab(method_imports):
+    importers: dict[tuple[str, str], set[str]] = {}
+    for module, imports in method_imports.items():
+        for _, source, name in imports:
+            if source in LAYER_PACKAGES:
+                importers.setdefault((source, name), set()).add(module)
+    shared = sorted(f"{source} {name}: {', '.join(sorted(modules))}" for (source, name), modules in importers.items()
+                    if len(modules) > 1)
+    assert shared == [], "names that two method modules import belong in zerolab.__all__"
+
+
+def test_every_name_of_zerolab_is_used_by_a_method(method_imports):
+    used = {name for imports in method_imports.values() for _, source, name in imports if source == "zerolab"}
+    assert sorted(set(declared("zerolab")) - used) == []
+
+
+def test_zerolab_has_at_most_60_names_all_listed_for_type_checkers(surfaces):
+    names = declared("zerolab")
+    assert len(names) <= SURFACE_LIMIT
+    assert len(set(names)) == len(names) and names == sorted(names)
+    assert sorted(surfaces["zerolab"]) == names  # the TYPE_CHECKING block lists exactly __all__
+    for name, source in surfaces["zerolab"].items():
+        # each comes from its layer package's surface, or from a foundation module (no layer above it)
+        layer = ".".join(source.split(".")[:2])
+        assert name in declared(layer) if layer in LAYER_PACKAGES else source.count(".") == 1, (name, source)
+
+
+def test_each_surface_package_lists_its_lazy_names_for_type_checkers(surfaces):
+    assert set(LAYER_PACKAGES) | {"zerolab"} <= set(surfaces)
+    modules = project_modules()
+    for package, sources in surfaces.items():
+        path = ROOT / package.replace(".", "/") / "__init__.py"
+        assert lazy_sources(path, modules) == sources, f"{package}: lazy_names and the TYPE_CHECKING block differ"
+        tree = ast.parse(path.read_text())
+        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        names = declared_all(path)
+        assert names == sorted(names) and set(sources) <= set(names), package
+        assert set(names) - set(sources) <= defined, f"{package}: __all__ names neither lazy nor defined there"
+
+
+def test_every_public_name_resolves_to_its_definition(surfaces):
+    for package, sources in surfaces.items():
+        module = importlib.import_module(package)
+        for name, source in sources.items():
+            defining = importlib.import_module(source)
+            expected = defining if source.rpartition(".")[2] == name else getattr(defining, name)
+            assert getattr(module, name) is expected, f"{package}.{name}"
+            assert name in dir(module)
+    import zerolab
+
+    with pytest.raises(AttributeError, match="has no attribute 'run_everything'"):
+        getattr(zerolab, "run_everything")
+    assert zerolab.make_game is importlib.import_module("zerolab.games").make_game
+
+
+def test_the_core_imports_no_name_from_zerolab_itself(surfaces):
+    offenders = sorted(
+        f"{name}:{line} imports {imported} from zerolab"
+        for name, path in project_modules().items()
+        if name.startswith("zerolab.")
+        for line, source, imported in core_imports(path)
+        if source == "zerolab" and imported in surfaces["zerolab"]
+    )
+    assert offenders == [], "the core imports from its own layers; zerolab's surface sits above them all"
+
+
+#: names whose import pulls in neither JAX nor pgx: annotation workers, UCI engines and the command line stay fast
+JAX_FREE = {
+    "zerolab": ("EngineError", "GameBoards", "UCIEngine", "UCIOption", "configure_logging", "find_engine", "from_json",
+                "load_config", "progress_bar", "to_json", "validate_fen"),
+    "zerolab.games": ("START_FENS", "InvalidPositionError"),
+    "zerolab.frontends": ("MoveChoice", "SearchBudget", "UCIServer", "main_loop"),
+}
+
+
+def test_jax_free_names_import_no_jax():
+    imports = "; ".join(f"from {package} import {', '.join(names)}" for package, names in JAX_FREE.items())
+    code = f"import sys; {imports}; print(sorted({{'jax', 'pgx', 'flax'}} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

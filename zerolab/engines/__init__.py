@@ -1,1 +1,22 @@
-"""Engines: clients of external UCI and GTP engines (Stockfish, Fairy-Stockfish, GNU Go)."""
+"""Engines: clients of external UCI and GTP engines (Stockfish, Fairy-Stockfish, GNU Go).
+
+Method packages import this layer's names from here (``from zerolab.engines import find_engine``), as listed in
+``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.engines.executables": ("find_engine",),
+    "zerolab.engines.uci_client": ("EngineError", "UCIEngine"),
+})
+
+__all__ = ["EngineError", "UCIEngine", "find_engine"]
+
+if TYPE_CHECKING:
+    from zerolab.engines.executables import find_engine
+    from zerolab.engines.uci_client import EngineError, UCIEngine

@@ -1,10 +1,37 @@
-"""Games: thin adapters over pgx (``chess``, ``gardner_chess``, ``go``) with FEN/UCI and GTP conversions."""
+"""Games: thin adapters over pgx (``chess``, ``gardner_chess``, ``go``) with FEN/UCI and GTP conversions.
+
+Method packages import this layer's names from here (``from zerolab.games import GameRecord``), as listed in ``__all__``
+(the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).  FEN validation (:mod:`zerolab.games.fen`) and
+the board bridge import no JAX or pgx.
+"""
 
 from __future__ import annotations
 
-from zerolab.games.base import Game, InvalidPositionError
-from zerolab.games.chess import ChessGame, move_table
-from zerolab.games.go import GoGame
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.games.base": ("Game",),
+    "zerolab.games.board": ("GameBoards",),
+    "zerolab.games.chess": ("ChessGame", "PROMOTION_PIECES", "move_table", "square_name"),
+    "zerolab.games.fen": ("InvalidPositionError", "START_FENS", "validate_fen"),
+    "zerolab.games.go": ("GoGame",),
+    "zerolab.games.pgn": ("GameRecord", "write_games"),
+})
+
+__all__ = [
+    "ChessGame", "Game", "GameBoards", "GameRecord", "GoGame", "InvalidPositionError", "PROMOTION_PIECES",
+    "START_FENS", "make_game", "move_table", "square_name", "validate_fen", "write_games",
+]
+
+if TYPE_CHECKING:
+    from zerolab.games.base import Game
+    from zerolab.games.board import GameBoards
+    from zerolab.games.chess import PROMOTION_PIECES, ChessGame, move_table, square_name
+    from zerolab.games.fen import START_FENS, InvalidPositionError, validate_fen
+    from zerolab.games.go import GoGame
+    from zerolab.games.pgn import GameRecord, write_games
 
 GAME_NAMES = ("chess", "gardner_chess", "go")
 
@@ -21,12 +48,13 @@ def make_game(name: str, *, go_size: int = 7, komi: float = 7.5, observation: st
         raise ValueError(f"game {name}:{named_observation} asked for observation {observation!r}")
     observation = observation or named_observation
     if name in ("chess", "gardner_chess"):
+        from zerolab.games.chess import ChessGame
+
         return ChessGame(name, observation=observation or "pgx")
     if observation:
         raise ValueError(f"game {name!r} has no observation {observation!r} (only chess has 'lc0')")
     if name == "go":
+        from zerolab.games.go import GoGame
+
         return GoGame(size=go_size, komi=komi)
     raise ValueError(f"unknown game {name!r}; expected one of {', '.join(GAME_NAMES)}")
-
-
-__all__ = ["Game", "ChessGame", "GoGame", "InvalidPositionError", "make_game", "move_table", "GAME_NAMES"]

@@ -1,1 +1,29 @@
-"""Networks: the input/output contract, the AlphaZero ResNet, and lc0-format networks (maia)."""
+"""Networks: the input/output contract, the AlphaZero ResNet, and lc0-format networks (maia).
+
+Method packages import this layer's names from here (``from zerolab.networks import load_lc0_weights``), as listed in
+``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.networks.lc0": ("load_lc0_weights",),
+    "zerolab.networks.network": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "apply_network",
+                                 "count_parameters", "init_variables", "make_network", "policy_head", "residual_tower"),
+})
+
+__all__ = [
+    "AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "apply_network", "count_parameters", "init_variables",
+    "load_lc0_weights", "make_network", "policy_head", "residual_tower",
+]
+
+if TYPE_CHECKING:
+    from zerolab.networks.lc0 import load_lc0_weights
+    from zerolab.networks.network import (
+        AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, count_parameters, init_variables, make_network,
+        policy_head, residual_tower,
+    )

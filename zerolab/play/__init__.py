@@ -1,1 +1,27 @@
-"""Play: agents (checkpoints, engines, lc0 networks) and the arena that plays them against each other."""
+"""Play: agents (checkpoints, engines, lc0 networks) and the arena that plays them against each other.
+
+Method packages import this layer's names from here (``from zerolab.play import play_match``), as listed in ``__all__``
+(the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.play.agents": ("Agent", "SearchAgent", "lanes_to_answer", "load_search_agent"),
+    "zerolab.play.arena": ("MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
+    "zerolab.play.lc0_agents": ("PolicyAgent", "policy_actions", "policy_probabilities"),
+})
+
+__all__ = [
+    "Agent", "MemberChoice", "PolicyAgent", "SearchAgent", "TeamAgent", "TeamMoves", "lanes_to_answer",
+    "load_search_agent", "play_games", "play_match", "policy_actions", "policy_probabilities",
+]
+
+if TYPE_CHECKING:
+    from zerolab.play.agents import Agent, SearchAgent, lanes_to_answer, load_search_agent
+    from zerolab.play.arena import MemberChoice, TeamAgent, TeamMoves, play_games, play_match
+    from zerolab.play.lc0_agents import PolicyAgent, policy_actions, policy_probabilities

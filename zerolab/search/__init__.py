@@ -1,1 +1,26 @@
-"""Search: mctx's Gumbel and PUCT loops with method rules (node state, selection, backup)."""
+"""Search: mctx's Gumbel and PUCT loops with method rules (node state, selection, backup).
+
+Method packages import this layer's names from here (``from zerolab.search import selection_functions``), as listed in
+``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.search.mcts": ("SearchConfig", "SearchRules", "masked_logits", "project_loop_rules", "run_search",
+                            "search_policy", "selection_functions"),
+})
+
+__all__ = [
+    "SearchConfig", "SearchRules", "masked_logits", "project_loop_rules", "run_search", "search_policy",
+    "selection_functions",
+]
+
+if TYPE_CHECKING:
+    from zerolab.search.mcts import (
+        SearchConfig, SearchRules, masked_logits, project_loop_rules, run_search, search_policy, selection_functions,
+    )

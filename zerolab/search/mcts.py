@@ -365,8 +365,8 @@ def policy(
     )
 
 
-#: :func:`policy` under its public name (``zerolab.api.search_policy``): for methods whose search has its own root and
-#: recurrent functions (SAI's per-node α, β and komi) but runs through the project's rules and loop.
+#: :func:`policy` under its public name (``zerolab.search.search_policy``): for methods whose search has its own root
+#: and recurrent functions (SAI's per-node α, β and komi) but runs through the project's rules and loop.
 search_policy = policy
 
 

@@ -1,1 +1,29 @@
-"""Self-play: the jitted scan that plays games on device with a move rule and hooks."""
+"""Self-play: the jitted scan that plays games on device with a move rule and hooks.
+
+Method packages import this layer's names from here (``from zerolab.selfplay import Lanes``), as listed in ``__all__``
+(the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.selfplay.scan": ("Frames", "GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly",
+                              "PlyDecision", "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens",
+                              "make_play_fn", "restart_games", "search_move_rule", "select_where"),
+})
+
+__all__ = [
+    "Frames", "GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision", "PlyRecord",
+    "SelfPlayConfig", "advance_lanes", "initial_states_from_fens", "make_play_fn", "restart_games", "search_move_rule",
+    "select_where",
+]
+
+if TYPE_CHECKING:
+    from zerolab.selfplay.scan import (
+        Frames, GameRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyDecision, PlyRecord, SelfPlayConfig,
+        advance_lanes, initial_states_from_fens, make_play_fn, restart_games, search_move_rule, select_where,
+    )

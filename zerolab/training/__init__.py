@@ -1,1 +1,34 @@
-"""Training: methods, the replay window and its checkpoints, runs, the training loop, metrics, plans."""
+"""Training: methods, the replay window and its checkpoints, runs, the training loop, metrics, plans.
+
+Method packages import this layer's names from here (``from zerolab.training import MetricsLog``), as listed in
+``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.training.checkpoint": ("Checkpointer", "resolve_checkpoint"),
+    "zerolab.training.method": ("Method", "alphazero_loss"),
+    "zerolab.training.metrics": ("MetricsLog",),
+    "zerolab.training.plan": ("PlannedProgram", "abstract_states", "compile_cost", "format_programs"),
+    "zerolab.training.runs": ("load_trained_variables",),
+    "zerolab.training.train": ("default_config", "train"),
+})
+
+__all__ = [
+    "Checkpointer", "Method", "MetricsLog", "PlannedProgram", "abstract_states", "alphazero_loss", "compile_cost",
+    "default_config", "format_programs", "load_trained_variables", "resolve_checkpoint", "train",
+]
+
+if TYPE_CHECKING:
+    from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
+    from zerolab.training.method import Method, alphazero_loss
+    from zerolab.training.metrics import MetricsLog
+    from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab.training.runs import load_trained_variables
+    from zerolab.training import train
+    from zerolab.training.train import default_config

@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 
-from zerolab.api import GoGame
+from zerolab import GoGame
 from tests.sai_go.conftest import make_tiny_network
 from tests.sai_go.test_selfplay_reference import REFERENCE, reference_run
 

@@ -1,5 +1,5 @@
 """A small method package that exercises every hook of the core, the way contempt_search, sai_go and skill_compat
-plug in: it imports only ``zerolab.api``.
+plug in: it imports only the core's declared surface (``zerolab`` and the layer packages' ``__all__``).
 
 * ``rules.counting_rules`` — search rules with per-node state (simulations through each node) and a summary.
 * ``network.make_network`` — a network with an extra output (``extras["ply_estimate"]``).

@@ -5,16 +5,15 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import (
+from zerolab import (
     Method,
     MoveRule,
     PlyDecision,
-    alphazero_loss,
     init_variables,
-    initial_states_from_fens,
     run_search,
-    search_move_rule,
 )
+from zerolab.selfplay import initial_states_from_fens, search_move_rule
+from zerolab.training import alphazero_loss
 
 #: Gardner chess: the start position, and the position after 1. a3 (Black to move).
 START_FENS = ("rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1", "rnbqk/ppppp/P4/1PPPP/RNBQK b - - 0 1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax.numpy as jnp
 
-from zerolab.api import AlphaZeroResNet, NetworkInputs, NetworkOutput
+from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput
 
 
 class ResNetWithPlyHead(nn.Module):

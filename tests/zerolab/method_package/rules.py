@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from zerolab.api import SearchConfig, SearchRules
+from zerolab import SearchConfig, SearchRules
 
 
 def count_simulations_through_nodes(tree, parent_index, action, leaf_index):

@@ -10,15 +10,25 @@ lazily (PEP 562), so the command line starts without importing JAX.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_NAMES = {
-    "Lc0Network": "zerolab.networks.lc0.network", "lc0_variables": "zerolab.networks.lc0.network", "make_lc0": "zerolab.networks.lc0.network",
-    "network_for_weights": "zerolab.networks.lc0.network", "wdl": "zerolab.networks.lc0.network",
-    "Lc0FormatError": "zerolab.networks.lc0.weights", "Lc0Weights": "zerolab.networks.lc0.weights",
-    "maia_weights_path": "zerolab.networks.lc0.maia", "read_lc0_weights": "zerolab.networks.lc0.weights",
-}
+from zerolab.lazy import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "zerolab.networks.lc0.network": ("Lc0Network", "lc0_variables", "make_lc0", "network_for_weights", "wdl"),
+    "zerolab.networks.lc0.weights": ("Lc0FormatError", "Lc0Weights", "read_lc0_weights"),
+    "zerolab.networks.lc0.maia": ("maia_weights_path",),
+})
+
+__all__ = [
+    "Lc0FormatError", "Lc0Network", "Lc0Weights", "lc0_variables", "load_lc0_weights", "maia_weights_path", "make_lc0",
+    "network_for_weights", "read_lc0_weights", "wdl",
+]
+
+if TYPE_CHECKING:
+    from zerolab.networks.lc0.network import Lc0Network, lc0_variables, make_lc0, network_for_weights, wdl
+    from zerolab.networks.lc0.maia import maia_weights_path
+    from zerolab.networks.lc0.weights import Lc0FormatError, Lc0Weights, read_lc0_weights
 
 
 def load_lc0_weights(path=None) -> tuple[Any, dict]:
@@ -29,12 +39,3 @@ def load_lc0_weights(path=None) -> tuple[Any, dict]:
 
     weights = read_lc0_weights(resolve_weights_path(path))
     return network_for_weights(weights), lc0_variables(weights)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _NAMES:
-        raise AttributeError(f"module 'zerolab.networks.lc0' has no attribute {name!r}")
-    return getattr(importlib.import_module(_NAMES[name]), name)
-
-
-__all__ = sorted([*_NAMES, "load_lc0_weights"])
