@@ -43,7 +43,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     training_seconds = records[-1]["wall_s"] if records else 0.0
 
     evaluation = EvaluationConfig.from_config(config.evaluation)
-    options = {"simulations": str(evaluation.num_simulations)}
+    options = {"num_simulations": str(evaluation.num_simulations)}
     steps = Checkpointer(workdir / "checkpoints").steps()
     final_step = steps[-1]
     steps = rated_steps(steps, int(config.checkpoint.keep_period) or final_step)  # 0, every period-th, the last

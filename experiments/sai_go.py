@@ -60,7 +60,7 @@ def run(config, workdir: pathlib.Path) -> dict:
 
     def agent(step: int) -> SaiAgent:
         loaded = SaiAgent.from_checkpoint(workdir, step, lam=float(evaluation.lam),
-                                          simulations=int(evaluation.num_simulations), name=checkpoint_name(step))
+                                          num_simulations=int(evaluation.num_simulations), name=checkpoint_name(step))
         return loaded.with_options(komi=float(evaluation.komi), temperature_plies=int(evaluation.temperature_plies))
 
     book, scores = EloBook(), {}

@@ -132,7 +132,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
     for step in rated_steps(Checkpointer(landmark / "checkpoints").steps(), int(landmark_config.checkpoint.keep_period)):
         members[f"az-{step}"] = lambda step=step: load_search_agent(
-            landmark, {"step": str(step), "simulations": str(config.simulations), "name": f"az-{step}"})
+            landmark, {"step": str(step), "num_simulations": str(config.simulations), "name": f"az-{step}"})
     for level in config.gnugo_levels:
         members[f"gnugo-{level}"] = lambda level=level: make_agent(f"gnugo:level={level}", game)
     if config.random_player:
@@ -147,7 +147,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                 if cell in cells:
                     continue
                 member = member or build()
-                sai = SaiAgent.from_checkpoint(config.sai_run, step, simulations=int(config.simulations),
+                sai = SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.simulations),
                                                name=f"sai-{step}").with_options(
                     komi=float(config.komi), temperature_plies=int(config.temperature_plies))
                 records = play_games(game, member, sai, int(config.games), jax.random.fold_in(key, step),
