@@ -170,11 +170,11 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib.Path, games_per_pair: int,
+def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib.Path, num_games: int,
                seed: int, max_game_plies: int, show_progress: bool = True) -> dict[str, Any]:
     """Round robin in the ``zerolab`` arena (pgx referee), rated by ``zerolab.evaluation.elo``; resumes from the book.
 
-    Each pair (in sorted name order) plays ``games_per_pair`` games (half with each colour) with the key
+    Each pair (in sorted name order) plays ``num_games`` games (half with each colour) with the key
     ``fold_in(key(seed), pair index)``; a pair that already has as many games in the Elo book (a rerun) is not played
     again (``zerolab.evaluation.rating.rate_contestants`` in round-robin mode).  Returns the ratings (rating, σ) and the results.
     """
@@ -196,13 +196,13 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
     key = jax.random.key(seed)
 
     def play(name_a: str, name_b: str):
-        match = play_match(game, agents[name_a], agents[name_b], games_per_pair,
+        match = play_match(game, agents[name_a], agents[name_b], num_games,
                            jax.random.fold_in(key, pair_index[(name_a, name_b)]), max_game_plies=max_game_plies,
                            show_progress=show_progress)
         return match.result
 
     contestants = [Contestant(name, "distill", 0, 0.0, lambda name=name: agents[name]) for name in names]
-    evaluation = EvaluationConfig(games=games_per_pair, max_game_plies=max_game_plies, mode="round_robin")
+    evaluation = EvaluationConfig(games=num_games, max_game_plies=max_game_plies, mode="round_robin")
     book, _ = rate_contestants(contestants, game, evaluation, pathlib.Path(book_path), pathlib.Path(book_path).parent,
                                seed, show_progress, play=play)
     logger.info("tournament ratings:\n%s", book.format_table())

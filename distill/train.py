@@ -156,7 +156,7 @@ def train_step(state: TrainState, batch: dict[str, jax.Array], *, model: Transfo
     updates, opt_state = optimizer.update(gradients, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     ema_params = optax.incremental_update(params, state.ema_params, step_size=1.0 - ema_decay)
-    metrics = {"loss": loss, "gradient_norm": optax.global_norm(gradients)}
+    metrics = {"loss": loss, "grad_norm": optax.global_norm(gradients)}
     return TrainState(state.step + 1, params, ema_params, opt_state), metrics
 
 
@@ -269,7 +269,7 @@ def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, wor
                 window_mean_loss = float(np.mean(jax.device_get(window_losses)))  # waits for the window's steps
                 elapsed = time.perf_counter() - window_start
                 last_record = {"iteration": step, "loss": window_mean_loss,
-                               "gradient_norm": float(metrics["gradient_norm"]),
+                               "grad_norm": float(metrics["grad_norm"]),
                                "examples_per_second": len(window_losses) * settings.batch_size / elapsed}
                 metrics_log.append(last_record)
                 bar.set_rate(f"loss {last_record['loss']:.3f}, {last_record['examples_per_second']:,.0f} ex/s")

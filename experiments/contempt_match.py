@@ -71,10 +71,10 @@ def choose_settings(config) -> dict[str, dict]:
 
 def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
     """The base network with the setting's rules and temperature schedule; root noise off."""
-    options = {"simulations": str(int(config.simulations)), "kind": config.kind, "name": setting["name"],
+    options = {"num_simulations": str(int(config.simulations)), "kind": config.kind, "name": setting["name"],
                "rules": PLAIN_RULES}
     if setting["sc_limit"] is not None:
-        options.update(rules=CONTEMPT_RULES, sc_limit=str(setting["sc_limit"]))
+        options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
     agent = load_search_agent(network, options)
     search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
     return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search,
@@ -104,7 +104,7 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-match``: the two arms' searches (each SearchAgent's jitted search with
     its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.play.agents import compiled_search, search_config_with_options
+    from zerolab.play.agents import compiled_search
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
     planned = experiment_network(config)
@@ -122,10 +122,10 @@ def plan(config) -> str:
     programs = []
     for arm in ("contempt", "puct"):
         setting = chosen[arm]
-        options = {"simulations": str(simulations), "kind": config.kind, "rules": PLAIN_RULES}
+        options = {"num_simulations": str(simulations), "kind": config.kind, "rules": PLAIN_RULES}
         if setting["sc_limit"] is not None:
-            options.update(rules=CONTEMPT_RULES, sc_limit=str(setting["sc_limit"]))
-        search = dataclasses.replace(search_config_with_options(planned.search, options), dirichlet_fraction=0.0,
+            options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
+        search = dataclasses.replace(planned.search.with_overrides(options), dirichlet_fraction=0.0,
                                      gumbel_scale=0.0)
         function = compiled_search(search, planned.game, planned.network,
                                    temperature_schedule(config, setting["temperature"]))

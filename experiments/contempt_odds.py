@@ -31,10 +31,10 @@ from zerolab.progress import progress_bar
 logger = logging.getLogger(__name__)
 
 def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
-    options = {"simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}",
+    options = {"num_simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}",
                "rules": PLAIN_RULES}
     if arm.startswith("contempt"):
-        options.update(rules=CONTEMPT_RULES, sc_limit=str(config.sc_limit))
+        options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(config.sc_limit)})
     agent = load_search_agent(network, options, game=game)
     search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
     return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search)
@@ -74,7 +74,7 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.play.agents import compiled_search, search_config_with_options
+    from zerolab.play.agents import compiled_search
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
     planned = experiment_network(config)
@@ -86,10 +86,10 @@ def plan(config) -> str:
     programs = []
     for simulations in config.simulations:
         for arm in arms:
-            options = {"simulations": str(int(simulations)), "kind": config.kind, "rules": PLAIN_RULES}
+            options = {"num_simulations": str(int(simulations)), "kind": config.kind, "rules": PLAIN_RULES}
             if arm.startswith("contempt"):
-                options.update(rules=CONTEMPT_RULES, sc_limit=str(config.sc_limit))
-            search = dataclasses.replace(search_config_with_options(planned.search, options), dirichlet_fraction=0.0,
+                options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(config.sc_limit)})
+            search = dataclasses.replace(planned.search.with_overrides(options), dirichlet_fraction=0.0,
                                          gumbel_scale=0.0)
             function = compiled_search(search, game, planned.network, None)
             programs.append(planned.search_program(

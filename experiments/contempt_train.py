@@ -127,7 +127,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     game = make_game(arm_config(config, "puct").game.name)
 
     def agent(arm: str, step: int, name: str):
-        options = {"step": str(step), "simulations": str(evaluation.num_simulations), "kind": "muzero",
+        options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), "kind": "muzero",
                    "rules": PLAIN_RULES, "name": name}
         return load_search_agent(runs[arm], options, game=game)
 

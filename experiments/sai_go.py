@@ -53,7 +53,7 @@ def schedule(config, workdir: pathlib.Path, game) -> tuple[list[Pairing], dict, 
 
     def agent(step: int) -> SaiAgent:
         loaded = SaiAgent.from_checkpoint(workdir, step, lam=float(evaluation.lam),
-                                          simulations=int(evaluation.num_simulations), name=checkpoint_name(step))
+                                          num_simulations=int(evaluation.num_simulations), name=checkpoint_name(step))
         return loaded.with_options(komi=float(evaluation.komi), temperature_plies=int(evaluation.temperature_plies))
 
     agents = {checkpoint_name(step): functools.partial(agent, step) for step in steps}

@@ -130,7 +130,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     results_path = workdir / "results.json"
     rows = json.loads(results_path.read_text()) if results_path.exists() else {}
     step = None if int(config.step) < 0 else int(config.step)
-    base = SaiAgent.from_checkpoint(config.network, step, simulations=int(config.simulations))
+    base = SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.simulations))
     if base.game.size != 7:
         raise ValueError(f"network={config.network!r} plays {base.game.size}x{base.game.size}, not 7x7")
     key = jax.random.key(int(config.seed))

@@ -63,7 +63,7 @@ def cell_key(base_seed: int, seed: int, step: int) -> jax.Array:
 
 def measure_cell(run_directory: pathlib.Path, step: int, settings: dict, key: jax.Array) -> dict:
     """α_∅, β_∅ and the held-out games (:class:`HeldoutGames` fields) of the run's checkpoint ``step``."""
-    agent = SaiAgent.from_checkpoint(run_directory, step, simulations=int(settings["simulations"]))
+    agent = SaiAgent.from_checkpoint(run_directory, step, num_simulations=int(settings["simulations"]))
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
     frames, records = selfplay(agent, int(settings["games"]), key)
     games = first_games(records.game_over, frames.value_target, frames.value_mask, frames.extras["alpha"],

@@ -136,7 +136,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     members = {}
     for step in rated_steps(checkpoint_steps(landmark), int(landmark_config.checkpoint.keep_period)):
         members[f"az-{step}"] = functools.partial(load_search_agent, landmark, {
-            "step": str(step), "simulations": str(config.simulations), "name": f"az-{step}"})
+            "step": str(step), "num_simulations": str(config.simulations), "name": f"az-{step}"})
     for level in config.gnugo_levels:
         members[f"gnugo-{level}"] = functools.partial(gnugo_member, level, game)
     if config.random_player:
@@ -181,6 +181,6 @@ def run(config, workdir: pathlib.Path) -> dict:
 
 def sai_agent(config, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
-    return SaiAgent.from_checkpoint(config.sai_run, step, simulations=int(config.simulations),
+    return SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.simulations),
                                     name=f"sai-{step}").with_options(
         komi=float(config.komi), temperature_plies=int(config.temperature_plies))

@@ -191,7 +191,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
     steps = list(config.steps) or [step for step in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
                                     if step > 0]  # the untrained network is not an SAI network
-    agents = [SaiAgent.from_checkpoint(config.network, step, simulations=int(config.simulations)) for step in steps]
+    agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.simulations)) for step in steps]
     last = agents[-1]
     game = last.game
     key = jax.random.key(int(config.seed))

@@ -92,7 +92,7 @@ class SaiAgent(Agent):
 
     @classmethod
     def from_checkpoint(cls, path: str | pathlib.Path, step: int | None = None, lam: float = 0.0,
-                        simulations: int | None = None, name: str | None = None) -> SaiAgent:
+                        num_simulations: int | None = None, name: str | None = None) -> SaiAgent:
         """The SAI network of a run (or step) directory; a ValueError naming ``path`` if it is not an SAI run."""
         trained = load_trained_variables(path, step)
         config = trained.config
@@ -100,7 +100,7 @@ class SaiAgent(Agent):
             raise ValueError(f"{path} is not an SAI run: its model.name is {config.model.name!r} and game "
                              f"{config.game.name!r}, expected {SAI_NETWORK!r} on go")
         game = make_game("go", go_size=int(config.game.go_size), komi=float(config.game.komi))
-        search = SearchConfig(kind="muzero", num_simulations=int(simulations or config.search.num_simulations),
+        search = SearchConfig(kind="muzero", num_simulations=int(num_simulations or config.search.num_simulations),
                               dirichlet_fraction=0.0, pb_c_init=float(config.search.pb_c_init),
                               pb_c_base=float(config.search.pb_c_base))
         return cls(name or f"sai-{pathlib.Path(path).name}-{trained.step}", game, make_network(config.model, game),

@@ -221,17 +221,17 @@ def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig,
     return MoveRule(act=act)
 
 
-def fresh_games(game: GoGame, key: jax.Array, count: int, empty_alpha: jax.Array, empty_beta: jax.Array,
+def fresh_games(game: GoGame, key: jax.Array, num_games: int, empty_alpha: jax.Array, empty_beta: jax.Array,
                 fixed_komi: jax.Array | None) -> tuple[pgx.State, jax.Array]:
-    """``count`` empty boards and their komi: sampled from α_∅, β_∅ (:func:`sample_komi`), or ``fixed_komi`` where
-    it is given and not NaN."""
+    """``num_games`` empty boards and their komi: sampled from α_∅, β_∅ (:func:`sample_komi`), or ``fixed_komi``
+    where it is given and not NaN."""
     state_key, komi_key = jax.random.split(key)
-    states = jax.vmap(game.init)(jax.random.split(state_key, count))
-    sampled = sample_komi(komi_key, empty_alpha, empty_beta, (count,), komi_limit(game))
+    states = jax.vmap(game.init)(jax.random.split(state_key, num_games))
+    sampled = sample_komi(komi_key, empty_alpha, empty_beta, (num_games,), komi_limit(game))
     if fixed_komi is None:
         return states, sampled
     fixed = jnp.asarray(fixed_komi, jnp.float32)  # NaN: sample
-    return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((count,), fixed))
+    return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((num_games,), fixed))
 
 
 def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):

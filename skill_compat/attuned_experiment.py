@@ -3,7 +3,7 @@
 1. ``WORKDIR/maia-base``: maia-1900 converted to a zerolab run (step 0), unless ``training.base_run`` names one.
 2. ``WORKDIR/train``: ``zerolab.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
    (the framework's move rule in the jitted, sharded self-play scan; the frozen junior passed as a jit argument), the
-   Gumbel search of ``training.simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
+   Gumbel search of ``training.num_simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
    momentum ``training.momentum``, as the paper fine-tunes) at ``training.learning_rate``.  Resumable like any run.
 3. ``WORKDIR/eval``: the framework experiment with the trained run as ``attuned`` against S's team, and attuned
    against tree's team on the same bitstrings/seeds; plain chess against S.  ``summary.json`` adds the jitted
@@ -42,8 +42,8 @@ def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict
     run.iterations = int(config.training.iterations)
     run.game.name = "chess:lc0"
     run.model = ml_collections.ConfigDict(base["model"])
-    run.search.num_simulations = int(config.training.simulations)
-    run.search.max_num_considered_actions = int(config.tree.considered)
+    run.search.num_simulations = int(config.training.num_simulations)
+    run.search.max_num_considered_actions = int(config.tree.max_num_considered_actions)
     run.selfplay.num_games = int(config.training.num_games)
     run.selfplay.plies_per_iteration = int(config.training.plies_per_iteration)
     run.selfplay.max_game_plies = int(config.training.max_game_plies)
@@ -89,14 +89,14 @@ def run_attuned_experiment(config, workdir: str | pathlib.Path) -> dict:
     summary = run_framework_experiment(evaluation, workdir / "eval")
     # attuned against tree's team on the same bitstrings / seeds
     framework, pairings = config.framework.name, int(config.framework.num_bitstrings)
-    max_plies = int(config.framework.max_game_plies)
-    bitstrings = bitstrings_for_run(workdir / "eval", int(config.framework.seed), pairings, max_plies) \
+    max_game_plies = int(config.framework.max_game_plies)
+    bitstrings = bitstrings_for_run(workdir / "eval", int(config.framework.seed), pairings, max_game_plies) \
         if framework == "stt" else None
     cast = build_cast(evaluation)
     try:
         focal, alter = teams(cast, framework, "attuned", alter="tree")
         files = play_matchup(cast, workdir / "eval" / "versus_tree" / "attuned", focal, alter, 2 * pairings,
-                             int(config.framework.batch_games), max_plies, int(config.framework.seed), bitstrings,
+                             int(config.framework.batch_games), max_game_plies, int(config.framework.seed), bitstrings,
                              bool(config.progress))
         summary["versus_tree"] = {"attuned": score_row(files)}
     finally:

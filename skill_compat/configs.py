@@ -29,7 +29,7 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         "senior": {"engine": "stockfish", "nodes": 2000, "threads": 1},
         "evaluator": {"nodes": 5000},
         "junior": {"weights": "", "mode": "sample" if hb else "argmax"},
-        "tree": {"simulations": 32, "kind": "gumbel", "considered": 16},
+        "tree": {"num_simulations": 32, "kind": "gumbel", "max_num_considered_actions": 16},
         "expector": {"eval_nodes": 100 if hb else 400, "candidates": 5, "top": 3, "reference_00_quirk": False},
         # the attuned senior: a trained run to play (attuned.run), and how skill-compat-attuned trains it
         "attuned": {"run": "", "policy_target": "played", "train_on": "all"},
@@ -43,14 +43,14 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         if hb:
             config.expector.eval_nodes = 1700
         else:
-            config.tree.simulations = 128
+            config.tree.num_simulations = 128
             config.tree.kind = "muzero"
     if preset == "paper":
         config.framework.num_bitstrings = 5000
         config.framework.batch_games = 256
         config.senior.nodes = 50_000
         config.evaluator.nodes = 200_000
-        config.tree.simulations = 1500
+        config.tree.num_simulations = 1500
         config.tree.kind = "muzero"  # PUCT, as lc0
         config.expector.eval_nodes = 1700 if hb else 10_000
         config.plain_chess.games = 200
@@ -70,11 +70,11 @@ def attuned_config(preset: str, framework: str = "stt") -> ml_collections.Config
     config.plain_chess.seniors = ["attuned"]
     config.training = ml_collections.ConfigDict({
         "base_run": "", "iterations": 4, "num_games": 32, "plies_per_iteration": 48, "max_game_plies": 48,
-        "simulations": 16, "learning_rate": 3e-4, "batch_size": 256, "epochs_per_iteration": 1.0,
+        "num_simulations": 16, "learning_rate": 3e-4, "batch_size": 256, "epochs_per_iteration": 1.0,
         "l2_weight": 0.0, "optimizer": "adam", "momentum": 0.9})
     if preset == "paper":
         config.training.update({"iterations": 1, "num_games": 10_000, "plies_per_iteration": 512,
-                                "max_game_plies": 512, "simulations": 1500, "learning_rate": 1e-5,
+                                "max_game_plies": 512, "num_simulations": 1500, "learning_rate": 1e-5,
                                 "batch_size": 1024, "epochs_per_iteration": 7.0, "l2_weight": 5e-5,
                                 "optimizer": "sgd_nesterov"})
     return config

@@ -78,8 +78,7 @@ class Cast:
 
 def match_search(config) -> SearchConfig:
     """Tree's search in matches: no root noise (Gumbel scale 0, no Dirichlet noise)."""
-    return SearchConfig(kind=config.tree.kind, num_simulations=int(config.tree.simulations), gumbel_scale=0.0,
-                        dirichlet_fraction=0.0, max_num_considered_actions=int(config.tree.considered))
+    return dataclasses.replace(SearchConfig.from_config(config.tree), gumbel_scale=0.0, dirichlet_fraction=0.0)
 
 
 @functools.lru_cache(maxsize=2)
@@ -113,7 +112,7 @@ def attuned_agent(cast: Cast) -> SearchAgent:
     run = cast.config.attuned.run
     if not run:
         raise ValueError("the attuned senior needs attuned.run=RUN (a skill-compat-attuned run directory)")
-    agent = load_search_agent(run, {"simulations": str(cast.config.tree.simulations)}, game=cast.game)
+    agent = load_search_agent(run, {"num_simulations": str(cast.config.tree.num_simulations)}, game=cast.game)
     search = dataclasses.replace(match_search(cast.config), rules=agent.search_config.rules,
                                  rule_options=agent.search_config.rule_options)
     return SearchAgent("attuned", cast.game, agent.network, agent.variables, search)
@@ -230,9 +229,9 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
     if config.attuned.run and "attuned" not in seniors:
         seniors.append("attuned")
     plain_seniors = check_seniors(framework, config.plain_chess.seniors)
-    max_plies = int(config.framework.max_game_plies)
+    max_game_plies = int(config.framework.max_game_plies)
     pairings = int(config.framework.num_bitstrings)
-    bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_plies) \
+    bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_game_plies) \
         if framework == "stt" else None
     (workdir / "config.json").write_text(to_json(config))
     cast = build_cast(config)
@@ -243,7 +242,7 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
             focal, alter = teams(cast, framework, name)
             begun = time.perf_counter()
             files = play_matchup(cast, workdir / "matchups" / name, focal, alter, 2 * pairings,
-                                 int(config.framework.batch_games), max_plies, int(config.framework.seed),
+                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed),
                                  bitstrings, bool(config.progress))
             summary["matchups"][name] = {**score_row(files), "seconds_this_run": time.perf_counter() - begun,
                                          **analyse(framework, files)}
@@ -252,7 +251,7 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
                 continue  # they name piece types, they do not play chess alone
             focal, alter = teams(cast, framework, name, plain=True)
             files = play_matchup(cast, workdir / "plain" / name, focal, alter, int(config.plain_chess.games),
-                                 int(config.framework.batch_games), max_plies, int(config.framework.seed) + 1,
+                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed) + 1,
                                  None, bool(config.progress))
             summary["plain_chess"][name] = score_row(files)
     finally:

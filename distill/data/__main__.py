@@ -46,7 +46,7 @@ def _generate(arguments: argparse.Namespace) -> dict:
     settings = GenerationSettings(
         num_games=arguments.games, engine=arguments.engine, skill_levels=tuple(arguments.skill_levels),
         nodes_per_move=arguments.nodes, max_random_opening_plies=arguments.random_opening_plies,
-        random_move_probability=arguments.random_move_probability, max_plies=arguments.max_plies,
+        random_move_probability=arguments.random_move_probability, max_game_plies=arguments.max_game_plies,
         games_per_chunk=arguments.games_per_chunk, seed=arguments.seed)
     paths = generate(settings, arguments.output, num_workers=arguments.workers)
     return {"pgn_files": [str(path) for path in paths]}
@@ -99,7 +99,8 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--nodes", type=int, default=2000, help="Stockfish nodes per move")
     generate.add_argument("--random-opening-plies", type=int, default=8, help="at most this many random plies first")
     generate.add_argument("--random-move-probability", type=float, default=0.05)
-    generate.add_argument("--max-plies", type=int, default=240, help="games stop (unfinished) after this many plies")
+    generate.add_argument("--max-game-plies", type=int, default=240,
+                          help="games stop (unfinished) after this many plies")
     generate.add_argument("--games-per-chunk", type=int, default=4)
     generate.add_argument("--workers", type=int, default=2, help="processes, one Stockfish per skill level each")
     generate.add_argument("--seed", type=int, default=0)

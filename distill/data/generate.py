@@ -6,8 +6,9 @@ from ``skill_levels`` searching ``nodes_per_move`` nodes, except that any move i
 legal move with probability ``random_move_probability``.  Stockfish's own moves are not reproducible: below Skill
 Level 20 it picks among its candidates with a clock-seeded generator, so two runs with one seed give different
 games (two runs of the tiny preset shared no chunk file) and different test boards.  A game stops when it is over
-(draws by claim included) or after ``max_plies`` plies.  Games are written as PGN, ``games_per_chunk`` to a file, by a pool of processes with one
-Stockfish per skill level each, and the job resumes where it stopped (:mod:`distill.data.chunks`).
+(draws by claim included) or after ``max_game_plies`` plies.  Games are written as PGN, ``games_per_chunk`` to a
+file, by a pool of processes with one Stockfish per skill level each, and the job resumes where it stopped
+(:mod:`distill.data.chunks`).
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ class GenerationSettings:
     nodes_per_move: int = 2000
     max_random_opening_plies: int = 8
     random_move_probability: float = 0.05
-    max_plies: int = 240
+    max_game_plies: int = 240
     games_per_chunk: int = 4
     seed: int = 0
 
     def __post_init__(self):
-        if self.num_games < 1 or self.games_per_chunk < 1 or self.nodes_per_move < 1 or self.max_plies < 1:
-            raise ValueError(f"num_games, games_per_chunk, nodes_per_move and max_plies must be positive: {self}")
+        if self.num_games < 1 or self.games_per_chunk < 1 or self.nodes_per_move < 1 or self.max_game_plies < 1:
+            raise ValueError(f"num_games, games_per_chunk, nodes_per_move and max_game_plies must be positive: {self}")
         if not self.skill_levels:
             raise ValueError("skill_levels must list at least one Stockfish skill level (0..20)")
         if not 0.0 <= self.random_move_probability <= 1.0:
@@ -117,7 +118,7 @@ def play_game(number: int, settings: GenerationSettings, engine_for_skill) -> ch
     board = chess.Board()
     for engine in {engine_for_skill(level) for level in skills.values()}:
         engine.new_game()
-    while not board.is_game_over(claim_draw=True) and board.ply() < settings.max_plies:
+    while not board.is_game_over(claim_draw=True) and board.ply() < settings.max_game_plies:
         moves = list(board.legal_moves)
         if board.ply() < opening_plies or rng.random() < settings.random_move_probability:
             move = rng.choice(moves)

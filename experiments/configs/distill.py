@@ -30,7 +30,7 @@ def base_config() -> ml_collections.ConfigDict:
             "nodes_per_move": 1000,
             "max_random_opening_plies": 8,
             "random_move_probability": 0.05,
-            "max_plies": 200,
+            "max_game_plies": 200,
             "games_per_chunk": 4,
         },
         "annotate": {

@@ -27,11 +27,11 @@ def chess_network(tmp_path_factory):
     return workdir
 
 
-def play_game(engine, stockfish, max_plies=300):
+def play_game(engine, stockfish, max_game_plies=300):
     """Engine (white, 2 simulations a move) against Stockfish; every engine move must be a search of 2 simulations
     (``info ... nodes 2``), with no ``info string error`` (a failed search falls back to a move without searching)."""
     board = chess.Board()
-    while not board.is_game_over(claim_draw=True) and board.ply() < max_plies:
+    while not board.is_game_over(claim_draw=True) and board.ply() < max_game_plies:
         if board.turn == chess.WHITE:
             result = engine.play(board, chess.engine.Limit(nodes=2), info=chess.engine.INFO_ALL)
             assert not result.info.get("string", "").startswith("error"), (board.fen(), result.info)

@@ -15,7 +15,7 @@ from distill.data.generate import GenerationSettings, generate
 from distill.train import TrainingSettings, train
 
 # Small enough for seconds of Stockfish, large enough that both splits have boards.
-TEST_GENERATION = dict(num_games=6, nodes_per_move=200, skill_levels=(0, 10), max_plies=60, games_per_chunk=2,
+TEST_GENERATION = dict(num_games=6, nodes_per_move=200, skill_levels=(0, 10), max_game_plies=60, games_per_chunk=2,
                        random_move_probability=0.2)
 TEST_ANNOTATION = dict(nodes_per_move=20, positions_per_chunk=16)
 TEST_TRAINING = TrainingSettings(predictor="action_value", num_bins=16, model_size="test", batch_size=16, num_steps=6,

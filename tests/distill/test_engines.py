@@ -82,7 +82,7 @@ def test_untrained_engines_play_legal_moves(name):
         assert move in board.legal_moves
 
 
-def play_uci_game(command, max_plies=40):
+def play_uci_game(command, max_game_plies=40):
     engine = chess.engine.SimpleEngine.popen_uci(command, timeout=120)
     try:
         for fen in ARBITRARY_FENS:
@@ -90,7 +90,7 @@ def play_uci_game(command, max_plies=40):
             assert result.move in chess.Board(fen).legal_moves
         board = chess.Board()
         engine.configure({"Repetition Workaround": True})
-        while not board.is_game_over(claim_draw=True) and board.ply() < max_plies:
+        while not board.is_game_over(claim_draw=True) and board.ply() < max_game_plies:
             result = engine.play(board, chess.engine.Limit(time=0.05))
             assert result.move in board.legal_moves
             board.push(result.move)
@@ -100,7 +100,7 @@ def play_uci_game(command, max_plies=40):
 
 
 def test_uci_engine_random_init_plays_a_full_game():
-    board = play_uci_game([sys.executable, "-m", "distill.uci", "--random-init"], max_plies=400)
+    board = play_uci_game([sys.executable, "-m", "distill.uci", "--random-init"], max_game_plies=400)
     assert board.is_game_over(claim_draw=True) or board.ply() == 400
 
 
@@ -118,12 +118,12 @@ def test_tournament_in_the_arena_rated_by_elo(tmp_path):
 
     engines = {"untrained": SearchlessEngine(NeuralScorer.random_init(Predictor("action_value", 16), "test")),
                "constant": SearchlessEngine(ConstantScorer(), EngineOptions(temperature=0.05))}
-    result = tournament(engines, tmp_path / "elo.json", games_per_pair=2, seed=0, max_game_plies=24,
+    result = tournament(engines, tmp_path / "elo.json", num_games=2, seed=0, max_game_plies=24,
                         show_progress=False)
     assert set(result["ratings"]) == {"untrained", "constant"}
     [match] = result["results"]
     assert match["wins"] + match["draws"] + match["losses"] == 2
-    again = tournament(engines, tmp_path / "elo.json", games_per_pair=2, seed=0, max_game_plies=24,
+    again = tournament(engines, tmp_path / "elo.json", num_games=2, seed=0, max_game_plies=24,
                        show_progress=False)
     assert again["results"] == result["results"]
 

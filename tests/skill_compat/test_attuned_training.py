@@ -46,7 +46,7 @@ def attuned_run(tmp_path_factory):
     experiment = load_config("skill-compat-attuned", "tiny", [
         f"junior.weights={junior}", "attuned.policy_target=search", "training.iterations=1",
         f"training.num_games={GAMES}", f"training.plies_per_iteration={PLIES}", "training.max_game_plies=8",
-        "training.simulations=2", "tree.considered=2", "training.batch_size=4", "progress=False"])
+        "training.num_simulations=2", "tree.max_num_considered_actions=2", "training.batch_size=4", "progress=False"])
     config = training_config(experiment, base)
     config.init_from = ""  # the base run holds no checkpoint: the learner starts from its own initial network
     config.search.gumbel_scale = 0.0  # a noiseless search: its result at a position does not depend on the key

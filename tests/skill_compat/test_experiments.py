@@ -18,13 +18,13 @@ def test_paper_presets_hold_the_issues_hyper_parameters():
     hb = load_config("skill-compat-hb", "paper", [])
     for config in (stt, hb):
         assert config.framework.num_bitstrings == 5000 and config.senior.nodes == 50_000
-        assert config.evaluator.nodes == 200_000 and config.tree.simulations == 1500
+        assert config.evaluator.nodes == 200_000 and config.tree.num_simulations == 1500
         assert config.senior.threads == 1
     assert stt.expector.eval_nodes == 10_000 and hb.expector.eval_nodes == 1700
     assert stt.junior.mode == "argmax" and hb.junior.mode == "sample"
     assert "hand" in hb.seniors and "hand" not in stt.seniors
     tiny = load_config("skill-compat-stt", "tiny", [])
-    assert (tiny.framework.num_bitstrings, tiny.senior.nodes, tiny.evaluator.nodes, tiny.tree.simulations,
+    assert (tiny.framework.num_bitstrings, tiny.senior.nodes, tiny.evaluator.nodes, tiny.tree.num_simulations,
             tiny.expector.eval_nodes, tiny.framework.max_game_plies, tiny.plain_chess.games) == (
         16, 2000, 5000, 32, 400, 200, 8)
     assert load_config("skill-compat-hb", "tiny", []).expector.eval_nodes == 100

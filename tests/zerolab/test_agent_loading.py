@@ -49,16 +49,24 @@ def leaves(tree):
     return [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
 
 
+def test_agent_specs_name_search_settings_by_search_config_fields(trained_run):
+    agent = make_agent(f"{trained_run}:step=1,num_simulations=3,max_num_considered_actions=2,kind=muzero,name=x")
+    search = agent.search_config
+    assert (agent.name, search.num_simulations, search.max_num_considered_actions, search.kind) == ("x", 3, 2, "muzero")
+    with pytest.raises(ValueError, match="unknown agent option 'simulations'; did you mean 'num_simulations'\\?"):
+        make_agent(f"{trained_run}:simulations=4")
+
+
 def test_agent_from_a_run_whose_newest_checkpoint_is_unreadable_plays_with_the_previous_step(
         trained_run, corrupted_run, caplog):
-    newest = make_agent(f"{trained_run}:simulations=4")
-    explicit = make_agent(f"{trained_run}:step={ITERATIONS - 1},simulations=4")
+    newest = make_agent(f"{trained_run}:num_simulations=4")
+    explicit = make_agent(f"{trained_run}:step={ITERATIONS - 1},num_simulations=4")
     assert newest.name == f"run@{ITERATIONS}" and explicit.name == f"run@{ITERATIONS - 1}"
     # The two steps' parameters differ (the run trained between them), so "which step" is observable.
     assert any(not np.array_equal(a, b) for a, b in zip(leaves(newest.variables), leaves(explicit.variables)))
 
     with caplog.at_level(logging.WARNING):
-        fallback = make_agent(f"{corrupted_run}:simulations=4")
+        fallback = make_agent(f"{corrupted_run}:num_simulations=4")
     assert f"checkpoint {corrupted_run / 'checkpoints' / str(ITERATIONS)} cannot be read" in caplog.text
     assert fallback.name == f"run@{ITERATIONS - 1}"
     for a, b in zip(leaves(fallback.variables), leaves(explicit.variables), strict=True):

@@ -64,7 +64,7 @@ def run_match(capsys, *arguments):
 def test_match_counts_fallbacks_restarts_a_crashed_engine_and_extends_the_book(tmp_path, capsys, stockfish_path,
                                                                              crashing_engine):
     out = tmp_path / "out"
-    common = ["--game", "chess", "--games", "2", "--max-plies", "8", "--out", str(out)]
+    common = ["--game", "chess", "--games", "2", "--max-game-plies", "8", "--out", str(out)]
     status, printed, errors = run_match(capsys, "--a", crashing_engine, "--b", "stockfish:depth=1", *common)
     assert status == 0, errors
     summary = json.loads(printed.splitlines()[0])

@@ -235,13 +235,13 @@ def expected_positions(match, agent_name, root):
     return expected
 
 
-def play_engine_match(game, spec, max_plies, start_fens=None):
+def play_engine_match(game, spec, max_game_plies, start_fens=None):
     from zerolab.play.agents import EngineAgent
     from zerolab.play.arena import play_match
 
     agent = EngineAgent(spec, game)
     try:
-        match = play_match(game, agent, RandomAgent(), 2, jax.random.key(0), max_plies, show_progress=False,
+        match = play_match(game, agent, RandomAgent(), 2, jax.random.key(0), max_game_plies, show_progress=False,
                            start_fens=start_fens)
     finally:
         agent.close()
@@ -251,13 +251,13 @@ def play_engine_match(game, spec, max_plies, start_fens=None):
 def test_engine_agent_sends_the_games_moves(tmp_path, chess_game):
     """In the arena (pgx states in, pgx referee) the engine is sent ``position startpos moves ...`` every move."""
     path, log = fake_engine(tmp_path, "first-legal")
-    agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_plies=24)
+    agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_game_plies=24)
     assert agent.fallback_moves == 0
     assert positions_sent(log) == expected_positions(match, agent.name, "position startpos")
     assert any(line.count(" ") > 20 for line in positions_sent(log))  # long move lists, not FENs
     log.write_text("")  # games from a start position: its FEN, then the moves
     start = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
-    agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_plies=8, start_fens=[start])
+    agent, match = play_engine_match(chess_game, f"{path}:nodes=1", max_game_plies=8, start_fens=[start])
     assert positions_sent(log) == expected_positions(match, agent.name, f"position fen {start}")
 
 
@@ -287,7 +287,7 @@ def logging_wrapper(tmp_path, engine_path):
 @pytest.mark.engine
 def test_stockfish_plays_arena_games_seeing_the_moves(tmp_path, stockfish_path, chess_game):
     path, log = logging_wrapper(tmp_path, stockfish_path)
-    agent, match = play_engine_match(chess_game, f"{path}:nodes=200", max_plies=40)
+    agent, match = play_engine_match(chess_game, f"{path}:nodes=200", max_game_plies=40)
     assert agent.fallback_moves == 0 and match.result is not None
     assert positions_sent(log) == expected_positions(match, agent.name, "position startpos")
 
@@ -295,7 +295,7 @@ def test_stockfish_plays_arena_games_seeing_the_moves(tmp_path, stockfish_path, 
 @pytest.mark.engine
 def test_fairy_stockfish_plays_gardner_arena_games_seeing_the_moves(tmp_path, fairy_stockfish_path, gardner_game):
     path, log = logging_wrapper(tmp_path, fairy_stockfish_path)
-    agent, match = play_engine_match(gardner_game, f"{path}:skill=-20,nodes=100", max_plies=20)
+    agent, match = play_engine_match(gardner_game, f"{path}:skill=-20,nodes=100", max_game_plies=20)
     assert "setoption name UCI_Variant value gardner" in log.read_text()
     root = f"position fen {gardner_game.start_fen}"
     assert positions_sent(log) == expected_positions(match, agent.name, root)

@@ -131,7 +131,7 @@ def test_gnugo_spec_is_parsed_with_clear_errors():
 def test_checkpoint_plays_gnugo_through_the_arena(go_run, gnugo_path):
     from zerolab.play.arena import play_match
 
-    agent = load_search_agent(go_run, {"simulations": "2"})
+    agent = load_search_agent(go_run, {"num_simulations": "2"})
     gnugo = make_agent("gnugo:level=1", agent.game)
     assert isinstance(gnugo, GTPEngineAgent)
     try:

@@ -258,19 +258,22 @@ def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
 
 
 def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
-    from zerolab.play.agents import search_config_with_options
+    from zerolab.play.agents import AGENT_OPTION_KEYS
+
+    def spec_search(search, options):  # as load_search_agent reads a spec's search options
+        return search.with_overrides(options, what="agent option", other_keys=AGENT_OPTION_KEYS)
 
     rules = f"{PACKAGE}.rules:counting_rules"
     base = SearchConfig(num_simulations=8, rules=rules, rule_options={"root_weight": 2.0})
-    assert search_config_with_options(base, {}) == base  # a run's own rules come with its agents
-    changed = search_config_with_options(base, {"simulations": "3", "rule.root_weight": "0.5"})
+    assert spec_search(base, {}) == base  # a run's own rules come with its agents
+    changed = spec_search(base, {"num_simulations": "3", "rule_options.root_weight": "0.5"})
     assert (changed.rules, changed.rule_options, changed.num_simulations) == (rules, (("root_weight", 0.5),), 3)
-    assert search_config_with_options(base, {"rules": "other.module:rules"}).rule_options == ()  # not the run's
-    chosen = search_config_with_options(SearchConfig(), {"rules": rules, "root_weight": "3"})
+    assert spec_search(base, {"rules": "other.module:rules"}).rule_options == ()  # not the run's
+    chosen = spec_search(SearchConfig(), {"rules": rules, "rule_options.root_weight": "3"})
     assert chosen.rule_options == (("root_weight", 3),) and chosen.make_rules().summary_fn is not None
-    with pytest.raises(ValueError, match="unknown checkpoint agent options \\['root_weight'\\]"):
-        search_config_with_options(SearchConfig(), {"root_weight": "3"})  # no rules to take it
-    misspelt = search_config_with_options(base, {"root_wieght": "3"})
+    with pytest.raises(ValueError, match="unknown agent option 'root_weight'; did you mean 'rule_options.root_weight'"):
+        spec_search(base, {"root_weight": "3"})  # a rule option is named as one
+    misspelt = spec_search(base, {"rule_options.root_wieght": "3"})
     with pytest.raises(ValueError, match="counting_rules' with options .*root_wieght.*unexpected keyword"):
         misspelt.make_rules()
 

@@ -135,3 +135,41 @@ def test_search_config_rejects_unknown_keys():
         search_lib.SearchConfig.from_config({"num_sims": 3})
     with pytest.raises(ValueError, match="kind"):
         search_lib.SearchConfig(kind="alphabeta")
+
+
+def test_search_config_reads_text_overrides_by_its_field_names():
+    base = search_lib.SearchConfig(num_simulations=8, rules="pkg.rules:factory", rule_options={"limit": 2})
+    assert base.with_overrides({}) == base  # the config's own rules keep their options
+    changed = base.with_overrides({
+        "num_simulations": "3", "max_num_considered_actions": "4", "kind": "muzero", "gumbel_scale": "0",
+        "dirichlet_fraction": "0.5", "max_depth": "6", "rule_options.limit": "5", "rule_options.mode": "fast"})
+    assert (changed.num_simulations, changed.max_num_considered_actions, changed.kind) == (3, 4, "muzero")
+    assert changed.max_depth == 6
+    assert (changed.gumbel_scale, changed.dirichlet_fraction) == (0.0, 0.5) and isinstance(changed.gumbel_scale, float)
+    assert changed.rule_options == (("limit", 5), ("mode", "fast"))  # options are Python literals, else text
+    assert base.with_overrides({"rules": "other.rules:factory"}).rule_options == ()  # the options were base's rules'
+    chosen = search_lib.SearchConfig().with_overrides({"rules": "pkg.rules:factory", "rule_options.limit": "3"})
+    assert (chosen.rules, chosen.rule_options) == ("pkg.rules:factory", (("limit", 3),))
+
+
+@pytest.mark.parametrize("key, meant", [("simulations", "num_simulations"),
+                                        ("considered", "max_num_considered_actions"),
+                                        ("rule.limit", "rule_options.limit"), ("limit", "rule_options.limit"),
+                                        ("gumbel_scal", "gumbel_scale")])
+def test_search_overrides_name_the_key_meant_and_the_valid_keys(key, meant):
+    base = search_lib.SearchConfig(rules="pkg.rules:factory")
+    with pytest.raises(ValueError, match=f"unknown agent option '{key}'; did you mean '{meant}'\\?.*valid: .*"
+                                         "max_num_considered_actions.*num_simulations.*step.*rule_options.NAME"):
+        base.with_overrides({key: "3"}, what="agent option", other_keys=("step", "name"))
+
+
+def test_search_overrides_reject_bad_values_and_options_without_rules():
+    search = search_lib.SearchConfig()
+    with pytest.raises(ValueError, match="unknown search key 'bogus' \\(valid: dirichlet_alpha"):
+        search.with_overrides({"bogus": "1"})
+    with pytest.raises(ValueError, match="search key num_simulations=many: invalid literal"):
+        search.with_overrides({"num_simulations": "many"})
+    with pytest.raises(ValueError, match="search kind must be one of"):
+        search.with_overrides({"kind": "alphabeta"})
+    with pytest.raises(ValueError, match="given without search.rules"):
+        search.with_overrides({"rule_options.limit": "3"})

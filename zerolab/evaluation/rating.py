@@ -143,7 +143,7 @@ def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, e
                      name: str) -> SearchAgent:
     """The search agent of checkpoint ``step`` of a run playing ``game`` with ``evaluation.num_simulations``
     (:func:`zerolab.play.agents.load_search_agent`; the game may differ from the run's own)."""
-    options = {"step": str(step), "simulations": str(evaluation.num_simulations), "name": name}
+    options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), "name": name}
     return load_search_agent(run_directory, options, game=game)
 
 

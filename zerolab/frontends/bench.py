@@ -32,7 +32,6 @@ from zerolab.networks.network import NetworkInputs, apply_network, count_paramet
 from zerolab.search.mcts import SearchConfig
 from zerolab.selfplay.scan import Frames, SelfPlayConfig, make_selfplay_fn
 from zerolab.training.train import init_train_state, make_optimizer, make_train_step
-from zerolab.frontends.uci_search import apply_search_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +166,7 @@ def selfplay_program(case: BenchCase) -> SelfPlayProgram:
     network = make_network(case.model_config(), game)
     variables = init_variables(network, game, jax.random.key(0))
     mesh = make_mesh()
-    search = apply_search_overrides(SearchConfig(kind="gumbel", num_simulations=case.num_simulations), dict(case.search))
+    search = SearchConfig(kind="gumbel", num_simulations=case.num_simulations).with_overrides(dict(case.search))
     config = SelfPlayConfig(num_games=case.num_games, plies_per_iteration=case.plies, max_game_plies=10_000)
     project = make_selfplay_fn(game, network, search, config, mesh)
     replicated_variables = replicate(variables, mesh)

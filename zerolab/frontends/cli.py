@@ -5,7 +5,7 @@
   with ``--coordinator HOST:PORT --num-processes N --process-id I`` (or ``--distributed`` to let JAX read them from
   Slurm, Open MPI or a TPU pod); DIR must be a directory every host sees.
 * ``match --a SPEC --b SPEC --games N [--out DIR] [--game G] [--start-fens FILE]`` — plays the arena (SPEC: a run or
-  checkpoint directory with search options, e.g. ``runs/quickstart:simulations=32``, or an engine such as
+  checkpoint directory with search options, e.g. ``runs/quickstart:num_simulations=32``, or an engine such as
   ``stockfish:elo=1350`` or ``fairy-stockfish:skill=-20``); writes PGN, the games as JSON lines
   (``DIR/games.jsonl``: moves and who moved), the result with each engine's fallback moves (``DIR/matches.jsonl``)
   and the Elo book ``DIR/elo.json``, which later matches extend.
@@ -122,7 +122,7 @@ def command_match(args: argparse.Namespace) -> int:
     start_fens = read_start_fens(args.start_fens, game) if args.start_fens else None
     num_games = args.games if args.games is not None else (2 * len(start_fens) if start_fens else 10)
     try:
-        match = play_match(game, agent_a, agent_b, num_games, jax.random.key(args.seed), args.max_plies,
+        match = play_match(game, agent_a, agent_b, num_games, jax.random.key(args.seed), args.max_game_plies,
                            start_fens=start_fens)
     finally:
         for agent in (agent_a, agent_b):
@@ -172,9 +172,8 @@ def command_legal_moves(args: argparse.Namespace) -> int:
 
 def search_overrides(items: list[str]) -> dict[str, str]:
     """``KEY=VALUE`` items as ``{KEY: VALUE}``, checked by applying them to a default search
-    (:func:`zerolab.frontends.uci_search.apply_search_overrides`: SearchConfig fields and ``rule_options.NAME``)."""
+    (:meth:`zerolab.search.mcts.SearchConfig.with_overrides`: SearchConfig fields and ``rule_options.NAME``)."""
     from zerolab.search.mcts import SearchConfig
-    from zerolab.frontends.uci_search import apply_search_overrides
 
     overrides = {}
     for item in items:
@@ -183,7 +182,7 @@ def search_overrides(items: list[str]) -> dict[str, str]:
             raise SystemExit(f"--search {item!r}: expected KEY=VALUE")
         overrides[key] = text
     try:
-        apply_search_overrides(SearchConfig(), overrides)
+        SearchConfig().with_overrides(overrides)
     except ValueError as error:
         raise SystemExit(f"--search: {error}") from None
     return overrides
@@ -221,7 +220,7 @@ def command_gtp(args: argparse.Namespace) -> int:
     else:
         from zerolab.play.agents import load_search_agent
 
-        options = {} if args.simulations is None else {"simulations": str(args.simulations)}
+        options = {} if args.simulations is None else {"num_simulations": str(args.simulations)}
         agent = load_search_agent(args.checkpoint, options)
         if not isinstance(agent.game, GoGame):
             raise ValueError(f"gtp: --checkpoint {args.checkpoint} plays {agent.game.name}, not go")
@@ -275,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="number of games (even: colours alternate; default 10, or twice the start FENs)")
     match.add_argument("--out", default="runs/matches", help="directory for PGN, results and the Elo book")
     match.add_argument("--game", default=None, help="chess or gardner_chess (inferred from a checkpoint agent)")
-    match.add_argument("--max-plies", type=int, default=512, help="a game this long is a draw")
+    match.add_argument("--max-game-plies", type=int, default=512, help="a game this long is a draw")
     match.add_argument("--seed", type=int, default=0)
     match.add_argument("--start-fens", default=None,
                        help="file of start positions, one FEN a line: each is played twice, colours swapped")

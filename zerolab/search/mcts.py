@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import difflib
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import chex
@@ -53,6 +54,7 @@ import pgx
 from mctx._src import action_selection as mctx_action_selection
 from mctx._src import search as mctx_search
 
+from zerolab.config import parse_value
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network
 
@@ -70,6 +72,13 @@ BackupFn = Callable[[mctx.Tree, chex.Numeric], mctx.Tree]
 """``(unbatched tree, leaf_index) -> tree``: carries a new leaf's value to its ancestors."""
 SummaryFn = Callable[[mctx.Tree], Mapping[str, jax.Array]]
 """``(batched tree) -> {name: [B]}``: statistics of each finished search."""
+
+
+RULE_OPTION_PREFIX = "rule_options."
+"""``rule_options.NAME=VALUE`` sets one option of the search rules in :meth:`SearchConfig.with_overrides`."""
+FORMER_SEARCH_KEYS = {"simulations": "num_simulations", "considered": "max_num_considered_actions"}
+"""Keys that agent specs once used, named with their field in the error that rejects them (they are not accepted)."""
+FIELD_TYPES = {"int": int, "float": float, "str": str}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +125,67 @@ class SearchConfig:
         if unknown:
             raise ValueError(f"unknown search keys {unknown}; valid keys: {sorted(known)}")
         return cls(**values)
+
+    def with_overrides(self, overrides: Mapping[str, str], *, what: str = "search key",
+                       other_keys: Iterable[str] = ()) -> SearchConfig:
+        """This config with ``{KEY: TEXT}`` overrides: the one reading of search settings given as text (agent specs,
+        ``python -m zerolab uci|bench``, launchers).
+
+        ``KEY`` is a field name (``num_simulations``, ``max_num_considered_actions``, ``kind``, ``gumbel_scale``,
+        ``rules``, ... every field) or ``rule_options.NAME`` for one option of the rules.  TEXT becomes the field's
+        type (``int``, ``float``, ``str``; ``true``/``false`` for ``bool``); other fields and rule options take a
+        Python literal, else the string (:func:`zerolab.config.parse_value`).  Naming other ``rules`` than this
+        config's drops this config's rule options (they were its rules'), unless ``rule_options`` is given too.
+        Raises ValueError naming an unknown key, the valid keys and, for a former or misspelt key, the key meant;
+        ``what`` is what the message calls a key (``"agent option"``) and ``other_keys`` are the caller's own keys,
+        listed among the valid ones.
+        """
+        fields = {field.name: field for field in dataclasses.fields(self)}
+        changes: dict[str, Any] = {}
+        rule_options: dict[str, Any] = {}
+        for key, text in overrides.items():
+            if key.startswith(RULE_OPTION_PREFIX) and len(key) > len(RULE_OPTION_PREFIX):
+                rule_options[key[len(RULE_OPTION_PREFIX):]] = parse_value(text)
+                continue
+            if key not in fields:
+                raise ValueError(self._unknown_key_message(key, overrides, what, other_keys))
+            try:
+                changes[key] = self._field_value(fields[key], text)
+            except ValueError as error:
+                raise ValueError(f"{what} {key}={text}: {error}") from None
+        rules = changes.get("rules", self.rules)
+        if "rule_options" not in changes:
+            kept = dict(self.rule_options) if rules == self.rules else {}
+            changes["rule_options"] = {**kept, **rule_options}
+        elif rule_options:
+            changes["rule_options"] = {**dict(changes["rule_options"] or {}), **rule_options}
+        return dataclasses.replace(self, **changes)
+
+    @staticmethod
+    def _field_value(field: dataclasses.Field, text: str) -> Any:
+        if field.type == "bool":
+            if text.strip().lower() not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return text.strip().lower() == "true"
+        if field.type in FIELD_TYPES:
+            return FIELD_TYPES[field.type](text)
+        return parse_value(text)
+
+    def _unknown_key_message(self, key: str, overrides: Mapping[str, str], what: str, other_keys: Iterable[str]) -> str:
+        valid = sorted({*(field.name for field in dataclasses.fields(self)), *other_keys})
+        if key in FORMER_SEARCH_KEYS:
+            meant = FORMER_SEARCH_KEYS[key]
+        elif key.startswith("rule."):
+            meant = RULE_OPTION_PREFIX + key[len("rule."):]
+        elif close := difflib.get_close_matches(key, valid, n=1, cutoff=0.8):
+            meant = close[0]
+        elif overrides.get("rules", self.rules):
+            meant = RULE_OPTION_PREFIX + key
+        else:
+            meant = None
+        hint = f"; did you mean {meant!r}?" if meant else ""
+        return (f"unknown {what} {key!r}{hint} (valid: {', '.join(valid)} and {RULE_OPTION_PREFIX}NAME, "
+                f"an option of the rules)")
 
     def make_rules(self) -> SearchRules | None:
         """The rules named by ``rules`` built with ``rule_options``; None for the standard search."""

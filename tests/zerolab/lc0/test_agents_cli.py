@@ -41,7 +41,7 @@ def test_converted_run_is_an_agent_and_an_init_from(maia, lc0_game, tmp_path):
     from zerolab.training.runs import Components, init_train_state, initialise_from, make_optimizer
 
     run = convert_to_run(maia.weights.path, tmp_path / "maia")
-    agent = make_agent(f"{run}:simulations=4")
+    agent = make_agent(f"{run}:num_simulations=4")
     assert agent.game == lc0_game
     restored = jax.tree.map(np.asarray, agent.variables)
     jax.tree.map(np.testing.assert_array_equal, restored, jax.tree.map(np.asarray, maia.variables))
