@@ -13,9 +13,10 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.frontends import uci
+from zerolab.frontends import uci, uci_protocol
 from zerolab.play.agents import Agent
-from zerolab.frontends.uci import MoveChoice, SearchBudget, UCIOption, UCIServer
+from zerolab.frontends.uci import UCIServer
+from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
 UCI_COMMAND = [sys.executable, "-m", "zerolab.frontends.uci"]
@@ -119,42 +120,42 @@ def harness():
 
 
 def test_time_rule():
-    assert uci.time_for_move(60.0) == pytest.approx(60 / 30 - 0.05)
-    assert uci.time_for_move(60.0, increment=1.0) == pytest.approx(2 + 0.75 - 0.05)
-    assert uci.time_for_move(10.0, moves_to_go=5, move_overhead=0.0) == pytest.approx(2.0)
-    assert uci.time_for_move(0.2, moves_to_go=1) == pytest.approx(0.2 - 0.05 - 0.05)  # capped below the clock
-    assert uci.time_for_move(0.01) == uci.MINIMUM_MOVE_TIME
+    assert uci_protocol.time_for_move(60.0) == pytest.approx(60 / 30 - 0.05)
+    assert uci_protocol.time_for_move(60.0, increment=1.0) == pytest.approx(2 + 0.75 - 0.05)
+    assert uci_protocol.time_for_move(10.0, moves_to_go=5, move_overhead=0.0) == pytest.approx(2.0)
+    assert uci_protocol.time_for_move(0.2, moves_to_go=1) == pytest.approx(0.2 - 0.05 - 0.05)  # capped below the clock
+    assert uci_protocol.time_for_move(0.01) == uci_protocol.MINIMUM_MOVE_TIME
 
 
 def test_plan_budget_uses_the_movers_clock():
-    fields, problems = uci.parse_go("wtime 60000 btime 30000 winc 1000 binc 0".split())
+    fields, problems = uci_protocol.parse_go("wtime 60000 btime 30000 winc 1000 binc 0".split())
     assert problems == []
-    assert uci.plan_budget(fields, chess.WHITE).time_budget == pytest.approx(2.7)
-    assert uci.plan_budget(fields, chess.BLACK).time_budget == pytest.approx(0.95)
-    assert uci.plan_budget({"move_time": 0.5}, chess.WHITE).time_budget == pytest.approx(0.45)
-    nodes_only = uci.plan_budget({"nodes": 100}, chess.WHITE)
+    assert uci_protocol.plan_budget(fields, chess.WHITE).time_budget == pytest.approx(2.7)
+    assert uci_protocol.plan_budget(fields, chess.BLACK).time_budget == pytest.approx(0.95)
+    assert uci_protocol.plan_budget({"move_time": 0.5}, chess.WHITE).time_budget == pytest.approx(0.45)
+    nodes_only = uci_protocol.plan_budget({"nodes": 100}, chess.WHITE)
     assert nodes_only.time_budget is None and nodes_only.nodes == 100
-    assert uci.plan_budget({}, chess.WHITE, default_move_time=0.3).time_budget == 0.3
-    infinite = uci.plan_budget({"infinite": True, "nodes": 5}, chess.WHITE, default_move_time=0.3)
+    assert uci_protocol.plan_budget({}, chess.WHITE, default_move_time=0.3).time_budget == 0.3
+    infinite = uci_protocol.plan_budget({"infinite": True, "nodes": 5}, chess.WHITE, default_move_time=0.3)
     assert infinite.infinite and infinite.time_budget == 0.3
 
 
 def test_parse_go_reports_and_skips_malformed_parameters():
-    fields, problems = uci.parse_go("nodes abc depth 3 searchmoves e2e4 d2d4 movetime -5 bogus wtime".split())
+    fields, problems = uci_protocol.parse_go("nodes abc depth 3 searchmoves e2e4 d2d4 movetime -5 bogus wtime".split())
     assert fields == {"depth": 3, "search_moves": ("e2e4", "d2d4")}
     assert len(problems) == 4 and "nodes expects an integer, got 'abc'" in problems[0]
 
 
 def test_parse_position_checks_fen_and_moves():
-    board = uci.parse_position("startpos moves e2e4 e7e5 g1f3".split())
+    board = uci_protocol.parse_position("startpos moves e2e4 e7e5 g1f3".split())
     assert board.fen() == "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
     assert len(board.move_stack) == 3
     with pytest.raises(ValueError, match=r"move 2 \('e2e4'\)"):
-        uci.parse_position("startpos moves e2e4 e2e4".split())
+        uci_protocol.parse_position("startpos moves e2e4 e2e4".split())
     with pytest.raises(ValueError, match="invalid FEN.*no white king"):
-        uci.parse_position("fen 8/8/8/8/8/8/8/k7 w - - 0 1".split())
+        uci_protocol.parse_position("fen 8/8/8/8/8/8/8/k7 w - - 0 1".split())
     with pytest.raises(ValueError, match="'startpos' or 'fen'"):
-        uci.parse_position(["middlegame"])
+        uci_protocol.parse_position(["middlegame"])
 
 
 def test_option_declarations_and_parsing():
@@ -293,7 +294,7 @@ def test_infinite_search_finished_early_still_waits_for_stop(harness):
     running.send("stop")
     assert running.read_until("bestmove") == ["bestmove d2d4"]
     recorded_budget = running.server.choose_move.calls[0][1]
-    assert recorded_budget.infinite and recorded_budget.time_budget == uci.DEFAULT_MOVE_TIME
+    assert recorded_budget.infinite and recorded_budget.time_budget == uci_protocol.DEFAULT_MOVE_TIME
 
 
 def test_go_during_a_search_ends_that_search_first(harness):
@@ -366,26 +367,26 @@ def test_mate_scores_reach_python_chess_as_mates(harness):
     board = chess.Board()
     info = chess.engine._parse_uci_info(lines[0][len("info "):], board)
     assert info["score"].relative == chess.engine.Mate(1)
-    losing = uci.info_line(MoveChoice("e2e4", mate_in=-2, score_centipawns=-500), board, 0.1)
+    losing = uci_protocol.info_line(MoveChoice("e2e4", mate_in=-2, score_centipawns=-500), board, 0.1)
     assert "score mate -2" in losing and "cp" not in losing
 
 
 @pytest.mark.parametrize(
     "go, turn, expected",
     [
-        ("wtime 0 btime 0", chess.WHITE, uci.MINIMUM_MOVE_TIME),  # a flagged clock still moves
-        ("wtime -300 btime 1000", chess.WHITE, uci.MINIMUM_MOVE_TIME),  # slightly negative clocks happen
+        ("wtime 0 btime 0", chess.WHITE, uci_protocol.MINIMUM_MOVE_TIME),  # a flagged clock still moves
+        ("wtime -300 btime 1000", chess.WHITE, uci_protocol.MINIMUM_MOVE_TIME),  # slightly negative clocks happen
         ("wtime 3000 btime 3000 movestogo 0", chess.WHITE, 3.0 / 30 - 0.05),  # movestogo 0 means unknown
         ("wtime 1000 winc 5000", chess.WHITE, 1.0 - 0.05 - 0.05),  # a big increment never exceeds the clock
-        ("winc 1000 binc 1000", chess.WHITE, uci.DEFAULT_MOVE_TIME),  # increments without clocks
-        ("movetime 10", chess.BLACK, uci.MINIMUM_MOVE_TIME),  # less than the overhead
+        ("winc 1000 binc 1000", chess.WHITE, uci_protocol.DEFAULT_MOVE_TIME),  # increments without clocks
+        ("movetime 10", chess.BLACK, uci_protocol.MINIMUM_MOVE_TIME),  # less than the overhead
         ("movetime 500 wtime 600 btime 60000", chess.BLACK, 0.45),  # the smaller of movetime and the clock's
     ],
 )
 def test_time_control_edge_cases(go, turn, expected):
-    fields, problems = uci.parse_go(go.split())
+    fields, problems = uci_protocol.parse_go(go.split())
     assert problems == []
-    assert uci.plan_budget(fields, turn).time_budget == pytest.approx(expected)
+    assert uci_protocol.plan_budget(fields, turn).time_budget == pytest.approx(expected)
 
 
 def test_quit_and_end_of_input_stop_the_server():
@@ -447,7 +448,7 @@ def test_random_agent_plays_stockfish_through_python_chess(stockfish_path):
 
 
 def budget(**fields):
-    return uci.plan_budget(fields, chess.WHITE, move_overhead=0.0)
+    return uci_protocol.plan_budget(fields, chess.WHITE, move_overhead=0.0)
 
 
 def test_nodes_are_simulations_and_plain_go_uses_the_option():

@@ -14,7 +14,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.frontends.bench": ("interleaved_best_times",),
     "zerolab.frontends.gtp": ("GTPError", "GTPServer"),
     "zerolab.frontends.lc0_convert": ("convert_to_run",),
-    "zerolab.frontends.uci": ("MoveChoice", "SearchBudget", "UCIOption", "UCIServer", "main_loop"),
+    "zerolab.frontends.uci": ("UCIServer", "main_loop"),
+    "zerolab.frontends.uci_protocol": ("MoveChoice", "SearchBudget", "UCIOption"),
     "zerolab.frontends.uci_search": ("LoadedSearch", "checkpoint_search", "play_search", "serve_search_engine"),
 })
 
@@ -27,5 +28,6 @@ if TYPE_CHECKING:
     from zerolab.frontends.bench import interleaved_best_times
     from zerolab.frontends.gtp import GTPError, GTPServer
     from zerolab.frontends.lc0_convert import convert_to_run
-    from zerolab.frontends.uci import MoveChoice, SearchBudget, UCIOption, UCIServer, main_loop
+    from zerolab.frontends.uci import UCIServer, main_loop
+    from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
     from zerolab.frontends.uci_search import LoadedSearch, checkpoint_search, play_search, serve_search_engine

@@ -27,7 +27,7 @@ the next start).
 
 * ``go nodes N``: exactly N simulations (``nodes`` counts simulations), compiled on first use;
 * ``go movetime T`` or a clock (``wtime``/``btime`` …): the server's time rule gives a per-move budget ``T``
-  (:func:`zerolab.frontends.uci.time_for_move`); the engine affords ``n = (0.8·T_left − fixed) / per_simulation``
+  (:func:`zerolab.frontends.uci_protocol.time_for_move`); the engine affords ``n = (0.8·T_left − fixed) / per_simulation``
   simulations, where ``fixed`` (one network call and the position set-up) and ``per_simulation`` are measured at
   start-up, and ``per_simulation`` is updated after every timed search of a compiled size (the mean of the last
   :data:`TIMING_WINDOW` measurements, :meth:`SearchEngine.record_search`).  It plays ``Simulations`` when ``n``
@@ -66,7 +66,8 @@ from typing import TYPE_CHECKING, Any
 import chess
 import numpy as np
 
-from zerolab.frontends.uci import MoveChoice, SearchBudget, UCIOption, UCIServer, main_loop
+from zerolab.frontends.uci import UCIServer, main_loop
+from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
 
 if TYPE_CHECKING:  # imported where used: the UCI handshake does not wait the seconds JAX and pgx take to import
     import pgx
