@@ -15,6 +15,14 @@ from zerolab.play.results import MatchResult
 NUM_MATCHMAKING_OPPONENTS = 5
 
 
+def checked_result(result: MatchResult, player_a: str, player_b: str, function: str) -> MatchResult:
+    """``result`` when it is a :class:`MatchResult` between exactly ``player_a`` and ``player_b`` (either
+    orientation); otherwise a ValueError naming ``function``, the players and what it returned."""
+    if not isinstance(result, MatchResult) or set(result.players) != {player_a, player_b}:
+        raise ValueError(f"{function}({player_a!r}, {player_b!r}) must return their MatchResult, got {result!r}")
+    return result
+
+
 def closest_opponent(
     estimate: float, candidates: Mapping[str, float], excluded: Iterable[str] = ()
 ) -> str | None:
@@ -64,9 +72,7 @@ def rate_new_player(
         opponent = closest_opponent(estimate, {name: ratings[name] for name in rated}, opponents_played)
         if opponent is None:
             break
-        result = play_match(player, opponent)
-        if not isinstance(result, MatchResult) or set(result.players) != {player, opponent}:
-            raise ValueError(f"play_match({player!r}, {opponent!r}) must return their MatchResult, got {result!r}")
+        result = checked_result(play_match(player, opponent), player, opponent, "play_match")
         book.add_result(result)
         played.append(result)
         opponents_played.add(opponent)
@@ -83,4 +89,4 @@ def _ratings_of_others(book: EloBook, player: str) -> dict[str, float]:
     return {name: float(rating) for name, rating in zip(fitted.players, fitted.ratings)}
 
 
-__all__ = ["NUM_MATCHMAKING_OPPONENTS", "closest_opponent", "rate_new_player"]
+__all__ = ["NUM_MATCHMAKING_OPPONENTS", "checked_result", "closest_opponent", "rate_new_player"]

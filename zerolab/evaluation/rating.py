@@ -31,7 +31,7 @@ from zerolab.play.agents import Agent, AgentPool, SearchAgent, load_search_agent
 from zerolab.play.arena import play_match, write_pgn
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.evaluation.book import EloBook
-from zerolab.evaluation.matchmaking import NUM_MATCHMAKING_OPPONENTS, rate_new_player
+from zerolab.evaluation.matchmaking import NUM_MATCHMAKING_OPPONENTS, checked_result, rate_new_player
 from zerolab.play.results import MatchResult
 from zerolab.games import Game
 from zerolab.training.metrics import MetricsLog
@@ -249,10 +249,7 @@ def _round_robin(book: EloBook, names: Sequence[str], play: PlayMatchFn, book_pa
     for player_a, player_b in itertools.combinations(names, 2):
         if book.result_between(player_a, player_b).games >= evaluation.games:
             continue
-        result = play(player_a, player_b)
-        if not isinstance(result, MatchResult) or set(result.players) != {player_a, player_b}:
-            raise ValueError(f"play({player_a!r}, {player_b!r}) must return their MatchResult, got {result!r}")
-        book.add_result(result)
+        book.add_result(checked_result(play(player_a, player_b), player_a, player_b, "play"))
         book.save(book_path)
         matches += 1
     for name in names:
