@@ -370,6 +370,18 @@ def test_every_public_name_resolves_to_its_definition(surfaces):
     assert zerolab.make_game is importlib.import_module("zerolab.games").make_game
 
 
+def test_no_public_name_is_shadowed_by_a_submodule(surfaces):
+    """Importing ``package.x`` sets the package's attribute ``x`` to that module, so a public name ``x`` defined
+    elsewhere (a function) would resolve to the module once anything imported it."""
+    for package, sources in surfaces.items():
+        directory = ROOT / package.replace(".", "/")
+        submodules = {path.stem for path in directory.glob("*.py")} | {path.name for path in directory.iterdir()
+                                                                        if (path / "__init__.py").exists()}
+        shadowed = sorted(name for name, source in sources.items()
+                          if name in submodules and source != f"{package}.{name}")
+        assert shadowed == [], f"{package}: {shadowed} are also submodules of the package"
+
+
 def test_the_core_imports_no_name_from_zerolab_itself(surfaces):
     offenders = sorted(
         f"{name}:{line} imports {imported} from zerolab"

@@ -16,7 +16,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.frontends.lc0_convert": ("convert_to_run",),
     "zerolab.frontends.uci": ("UCIServer", "main_loop"),
     "zerolab.frontends.uci_protocol": ("MoveChoice", "SearchBudget", "UCIOption"),
-    "zerolab.frontends.uci_search": ("LoadedSearch", "checkpoint_search", "play_search", "serve_search_engine"),
+    "zerolab.frontends.loaded_search": ("LoadedSearch", "checkpoint_search", "play_search"),
+    "zerolab.frontends.uci_search": ("serve_search_engine",),
 })
 
 __all__ = [
@@ -30,4 +31,5 @@ if TYPE_CHECKING:
     from zerolab.frontends.lc0_convert import convert_to_run
     from zerolab.frontends.uci import UCIServer, main_loop
     from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
-    from zerolab.frontends.uci_search import LoadedSearch, checkpoint_search, play_search, serve_search_engine
+    from zerolab.frontends.loaded_search import LoadedSearch, checkpoint_search, play_search
+    from zerolab.frontends.uci_search import serve_search_engine

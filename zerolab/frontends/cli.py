@@ -232,7 +232,7 @@ def command_gtp(args: argparse.Namespace) -> int:
 
 def command_uci(args: argparse.Namespace) -> int:
     """A UCI chess engine on stdin/stdout over a checkpoint's network and search (see :mod:`zerolab.frontends.uci_search`)."""
-    from zerolab.frontends import uci_search
+    from zerolab.frontends import loaded_search, uci_search
 
     if not pathlib.Path(args.checkpoint).is_dir():
         raise FileNotFoundError(f"uci: --checkpoint {args.checkpoint}: no such run or checkpoint directory")
@@ -242,12 +242,12 @@ def command_uci(args: argparse.Namespace) -> int:
         if not key.startswith("search.") or not value:
             raise ValueError(f"uci: override {item!r} must be search.KEY=VALUE (e.g. search.kind=muzero)")
         overrides[key[len("search."):]] = value
-    simulations = args.simulations or uci_search.run_simulations(args.checkpoint)
+    simulations = args.simulations or loaded_search.run_simulations(args.checkpoint)
     if not 1 <= simulations <= uci_search.MAXIMUM_SIMULATIONS:
         raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, got {simulations}")
 
-    def load() -> uci_search.LoadedSearch:
-        return uci_search.checkpoint_search(args.checkpoint, args.step, simulations, overrides)
+    def load() -> loaded_search.LoadedSearch:
+        return loaded_search.checkpoint_search(args.checkpoint, args.step, simulations, overrides)
 
     name = f"zerolab {pathlib.Path(args.checkpoint).resolve().name}"
     return uci_search.serve_search_engine(load, name, simulations, seed=args.seed,

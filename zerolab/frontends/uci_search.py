@@ -5,11 +5,11 @@
     python -m zerolab uci --checkpoint RUN_OR_STEP_DIR [--simulations N] [--step S] [search.KEY=VALUE ...]
 
 ``--checkpoint`` takes a run directory (its newest readable checkpoint, or ``--step``) or one checkpoint step
-directory.  The network is built for 8×8 chess from the run's model config (:func:`zerolab.play.agents.load_search_agent`
+directory, loaded by :func:`zerolab.frontends.loaded_search.checkpoint_search`.  The network is built for 8×8 chess from the run's model config (:func:`zerolab.play.agents.load_search_agent`
 with the chess game), so a board-size independent network trained on Gardner chess (AlphaGateau) plays 8×8 too;
 a network whose parameters do not fit 8×8 is refused with a clear error.  The search is the run's
 (:class:`zerolab.search.mcts.SearchConfig`, with its rules: ``search.rules`` / ``search.rule_options``) with play
-defaults (:data:`PLAY_SEARCH_DEFAULTS`: no Gumbel or Dirichlet noise, so the engine plays its best move), then the
+defaults (:data:`zerolab.frontends.loaded_search.PLAY_SEARCH_DEFAULTS`: no Gumbel or Dirichlet noise, so the engine plays its best move), then the
 ``search.KEY=VALUE`` overrides of the command line (``search.kind=muzero``, ``search.rules=pkg.mod:factory``,
 ``search.rule_options.NAME=VALUE``; read by :meth:`zerolab.search.mcts.SearchConfig.with_overrides`: a field's
 value as its type, a rule option as a Python literal when it parses, else as text).  UCI options:
@@ -53,19 +53,19 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import logging
 import math
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import chess
 import numpy as np
 
+from zerolab.frontends.loaded_search import LoadedSearch, with_compilation_cache
 from zerolab.frontends.uci import UCIServer, main_loop
 from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
 
@@ -83,79 +83,6 @@ MAXIMUM_SIMULATIONS = 100_000
 TIME_SAFETY = 0.8  # share of the remaining move time that searching may use
 TIMING_WINDOW = 8  # searches averaged in the per-simulation time
 QUIT_TIMEOUT = 5.0  # seconds ``quit`` waits for a compilation under way
-#: Search settings for playing rather than training: no exploration noise at the root.
-PLAY_SEARCH_DEFAULTS = {"gumbel_scale": 0.0, "dirichlet_fraction": 0.0}
-
-
-# --- what the engine searches with ---------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class LoadedSearch:
-    """A network ready for 8×8 chess: the game, the module, its variables, the search config and a description.
-
-    The search config carries its rules (``rules``/``rule_options``), which ``run_search`` builds."""
-
-    game: ChessGame
-    network: Any
-    variables: Any
-    search: SearchConfig
-    description: str
-
-
-def play_search(search: SearchConfig, simulations: int | None, overrides: Mapping[str, str]) -> SearchConfig:
-    """The run's search with :data:`PLAY_SEARCH_DEFAULTS`, ``simulations`` (if given) and the overrides, in order."""
-    search = dataclasses.replace(search, **PLAY_SEARCH_DEFAULTS)
-    if simulations is not None:
-        search = dataclasses.replace(search, num_simulations=int(simulations))
-    return search.with_overrides(overrides)
-
-
-def checkpoint_search(path: str, step: int | None = None, simulations: int | None = None,
-                      overrides: Mapping[str, str] | None = None) -> LoadedSearch:
-    """The network and search of a checkpoint, built for 8×8 chess (see the module docstring).
-
-    Raises:
-      FileNotFoundError: no checkpoint at ``path``.
-      ValueError: the checkpoint's parameters do not fit 8×8 chess, or a bad search override.
-    """
-    import jax
-
-    from zerolab.play.agents import load_search_agent
-    from zerolab.games import make_game
-    from zerolab.networks.network import init_variables
-
-    options = {} if step is None else {"step": str(step)}
-    agent = load_search_agent(path, options)  # the run's own game: 8×8 chess in any observation (e.g. chess:lc0)
-    game = agent.game
-    if getattr(game, "board_size", None) != 8:  # trained on another board: the same network built for 8×8 chess
-        game = make_game("chess")
-        agent = load_search_agent(path, options, game=game)
-    expected = jax.eval_shape(lambda: init_variables(agent.network, game, jax.random.key(0)))
-    shapes = lambda tree: jax.tree.map(lambda leaf: tuple(leaf.shape), tree)  # noqa: E731
-    if shapes(expected) != shapes(agent.variables):
-        raise ValueError(
-            f"--checkpoint {path}: the network of this checkpoint ({type(agent.network).__name__}) does not fit 8x8 "
-            "chess; only board-size independent networks (AlphaGateau) trained on Gardner chess play 8x8"
-        )
-    search = play_search(agent.search_config, simulations, overrides or {})
-    return LoadedSearch(game, agent.network, agent.variables, search, f"{agent.name} ({type(agent.network).__name__})")
-
-
-def run_simulations(path: str | os.PathLike, default: int = 32) -> int:
-    """The ``search.num_simulations`` of the run that ``path`` (a run or checkpoint step directory) belongs to, read
-    from its ``config.json`` without loading the checkpoint (``default`` when the file has none)."""
-    import pathlib
-
-    path = pathlib.Path(path)
-    run = path if (path / "checkpoints").is_dir() else path.parent.parent
-    try:
-        config = json.loads((run / "config.json").read_text())
-        return int(config["search"]["num_simulations"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return default
-
-
 # --- the time rule --------------------------------------------------------------------------------------------------
 
 
@@ -483,19 +410,6 @@ def agent_server(agent: Any, name: str | None = None, seed: int = 0) -> UCIServe
     return UCIServer(name or f"zerolab {agent.name}", ENGINE_AUTHOR, chooser, on_new_game=chooser.new_game)
 
 
-def with_compilation_cache(load: Callable[[], LoadedSearch], directory: str) -> Callable[[], LoadedSearch]:
-    """``load`` that first points JAX's persistent compilation cache at ``directory``."""
-
-    def load_with_cache() -> LoadedSearch:
-        import jax
-
-        jax.config.update("jax_compilation_cache_dir", directory)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        return load()
-
-    return load_with_cache
-
-
 SearchOptionsFn = Callable[[SearchEngine], Sequence[UCIOption]]
 """``(engine) -> options``: further UCI options of a search engine (a method's search settings, e.g. ``ScLimit``),
 whose ``on_change`` typically calls :meth:`SearchEngine.set_search`."""
@@ -522,17 +436,12 @@ def serve_search_engine(load: Callable[[], LoadedSearch], name: str, simulations
 
 __all__ = [
     "AgentMoveChooser",
-    "LoadedSearch",
-    "PLAY_SEARCH_DEFAULTS",
     "SearchEngine",
     "SearchOptionsFn",
     "SearchServer",
     "agent_server",
-    "checkpoint_search",
     "largest_power_of_two",
     "plan_simulations",
-    "play_search",
-    "run_simulations",
     "serve_search_engine",
     "value_to_centipawns",
 ]
