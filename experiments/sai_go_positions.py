@@ -35,7 +35,8 @@ from zerolab.training.checkpoint import Checkpointer
 from zerolab.evaluation.plots import new_figure, save_figure
 from sai_go.agents import SaiAgent
 from sai_go.calibration import compiled_selfplay, empty_board_value, selfplay
-from sai_go.endgames import ENDGAMES, Rules, solve
+from sai_go.endgames import ENDGAMES
+from sai_go.exact_solver import Rules, solve
 from sai_go.search import evaluate, sai_search
 from sai_go.value import signed_komi, winrate
 

@@ -1,12 +1,12 @@
 """The five SAI endgames' exact values, checked by a second solver that prunes no move.
 
-:func:`sai_go.endgames.solve` leaves out every move that fills a single-point eye of the mover's unconditionally
+:func:`sai_go.exact_solver.solve` leaves out every move that fills a single-point eye of the mover's unconditionally
 alive chains (its docstring argues such a move never helps).  The solver here is a plain negamax with alpha-beta over
 **every** legal move of pgx's rules — own-eye fills, suicidal-looking self-ataris, moves that lose by positional
 superko and the pass — so its values do not rest on that argument.  Alpha-beta is exact; what keeps the full tree
 small enough is null-window search (a value is proved by two searches, "≥ v" and "≤ v", which cut far more than one
 full-window search) and move ordering (eye fills and large captures last), neither of which changes a value.  The
-moves are played by :class:`sai_go.endgames.Rules`, which ``test_endgames.py`` checks against pgx move by move.
+moves are played by :class:`sai_go.exact_solver.Rules`, which ``test_endgames.py`` checks against pgx move by move.
 
 Each endgame's margins are written here from its note (not read from the solver): the best and second moves must
 have exactly those, and every other legal move must win by less than the best.
@@ -18,7 +18,8 @@ import random
 
 import pytest
 
-from sai_go.endgames import ENDGAMES, Rules, solve
+from sai_go.endgames import ENDGAMES
+from sai_go.exact_solver import Rules, solve
 
 RULES = Rules(size=7)
 #: A superko loss for the player who made the move: beyond any area difference.

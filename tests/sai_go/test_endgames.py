@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from zerolab import GoGame
-from sai_go.endgames import BLACK, ENDGAMES, Rules, own_eyes, solve
+from sai_go.endgames import ENDGAMES
+from sai_go.exact_solver import BLACK, Rules, own_eyes, solve
 from tests.sai_go.conftest import fast_jit, played_random_games
 
 RULES = Rules(size=7)
