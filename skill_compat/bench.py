@@ -3,7 +3,7 @@
 ``python -m skill_compat.bench [--nodes 5000] [--eval-nodes 400] [--simulations 16] [--games 8] [--plies 16]``
 
 * evaluator: Stockfish W/D/L win probabilities at ``--nodes`` on the positions of a maia-vs-maia game;
-* expector: :class:`~skill_compat.players.SttExpector` (S at ``--senior-nodes``, evaluations at ``--eval-nodes``)
+* expector: :class:`~skill_compat.expectors.SttExpector` (S at ``--senior-nodes``, evaluations at ``--eval-nodes``)
   on the same positions;
 * framework moves/s: STT games of maia + Gumbel search (``--simulations``) with the maia junior on both sides,
   ``--games`` lanes × ``--plies`` plies, through the core's jitted self-play scan (the attuned rule) and through the
@@ -25,7 +25,8 @@ import numpy as np
 from skill_compat.attuned import stt_move_rule
 from skill_compat.frameworks import draw_bitstrings, game_pairing
 from skill_compat.oracle import StockfishOracle
-from skill_compat.players import NetworkPlayer, SttExpector
+from skill_compat.expectors import SttExpector
+from skill_compat.players import NetworkPlayer
 from skill_compat.teams import SttTeam, play_framework_games
 from zerolab import PolicyAgent, SearchAgent, SearchConfig, SelfPlayConfig, load_lc0_weights, make_game, make_play_fn
 

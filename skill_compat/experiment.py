@@ -27,7 +27,8 @@ import numpy as np
 from skill_compat import analysis
 from skill_compat.frameworks import bitstrings_for_run, game_pairing, result_counts, win_share
 from skill_compat.oracle import StockfishOracle
-from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, NetworkPlayer, SttExpector
+from skill_compat.expectors import HbExpector, SttExpector
+from skill_compat.players import EnginePlayer, MoveBrain, NetworkPlayer
 from skill_compat.records import MatchupFiles, evaluate_game, game_record
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
 from zerolab import (

@@ -11,7 +11,8 @@ import pytest
 
 from skill_compat import frameworks
 from skill_compat.oracle import StockfishOracle, rules_result
-from skill_compat.players import EnginePlayer, HbExpector, MoveBrain, SttExpector
+from skill_compat.expectors import HbExpector, SttExpector
+from skill_compat.players import EnginePlayer, MoveBrain
 from skill_compat.records import MatchupFiles, evaluate_game
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
 from zerolab import Agent
