@@ -33,7 +33,8 @@ from contempt_search.experiment import (
 from zerolab.play.agents import load_search_agent
 from zerolab.devices import make_mesh, replicate
 from zerolab.evaluation.plots import new_figure, save_figure
-from zerolab.selfplay.scan import SelfPlayConfig, complete_games, make_selfplay_fn, summarize
+from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn
+from zerolab.selfplay.records import complete_games, summarize
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from zerolab import SearchConfig
-from zerolab.selfplay.scan import complete_games
+from zerolab.selfplay.records import complete_games
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.evaluation.plots import new_figure, save_figure
 from sai_go.agents import SaiAgent

@@ -23,7 +23,7 @@ import numpy as np
 import optax
 
 from zerolab import NetworkInputs, SearchConfig, SelfPlayConfig
-from zerolab.selfplay.scan import summarize
+from zerolab.selfplay.records import summarize
 from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
 from sai_go.train import sai_loss
 from tests.sai_go.conftest import fast_jit

@@ -279,7 +279,8 @@ def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
 
 
 def test_complete_games_lists_every_game_inside_the_scan():
-    from zerolab.selfplay.scan import PlyRecord, complete_games, finished_games
+    from zerolab.selfplay.scan import PlyRecord
+    from zerolab.selfplay.records import complete_games, finished_games
 
     over = np.array([[False, False], [True, False], [False, True], [False, False], [True, False]])
     reward = np.array([[0, 0], [1, 0], [0, -1], [0, 0], [0, 0]], np.float32)  # from the mover's view

@@ -18,9 +18,9 @@ from zerolab.selfplay.scan import (
     make_play_fn,
     make_selfplay_fn,
     search_move_rule,
-    summarize,
     value_targets,
 )
+from zerolab.selfplay.records import summarize
 
 
 def test_value_targets_follow_the_final_outcome_from_each_movers_view():

@@ -64,7 +64,8 @@ from zerolab.training.runs import (
     initialise_from,
     make_optimizer,
 )
-from zerolab.selfplay.scan import Frames, PlyRecord, finished_games, make_selfplay_fn, summarize
+from zerolab.selfplay.scan import Frames, PlyRecord, make_selfplay_fn
+from zerolab.selfplay.records import finished_games, summarize
 
 logger = logging.getLogger(__name__)
 

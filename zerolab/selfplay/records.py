@@ -1,0 +1,59 @@
+"""Reading self-play's ply records on the host: the iteration's statistics and the games played wholly in a call.
+
+The records are :class:`zerolab.selfplay.scan.PlyRecord` leaves ``[plies, games]`` as numpy arrays (after
+``jax.device_get``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zerolab.selfplay.scan import PlyRecord
+
+
+def summarize(records: PlyRecord) -> dict[str, float]:
+    """Per-batch statistics from host (numpy) ply records."""
+    over = np.asarray(records.game_over)
+    reward = np.asarray(records.reward)
+    first = np.asarray(records.first_player_moved)
+    first_player_score = np.where(first, reward, -reward)[over]
+    games = int(over.sum())
+    hashes = np.asarray(records.position_hash).reshape(-1, 2)
+    distinct = len(np.unique(hashes, axis=0)) if len(hashes) else 0
+    rule_statistics = {name: float(np.mean(values)) for name, values in (records.summary or {}).items()}
+    return {
+        **rule_statistics,
+        "games_finished": games,
+        "first_player_wins": int((first_player_score > 0).sum()),
+        "draws": int((first_player_score == 0).sum()),
+        "first_player_losses": int((first_player_score < 0).sum()),
+        "mean_game_length": float(np.asarray(records.game_length)[over].mean()) if games else float("nan"),
+        "distinct_position_fraction": distinct / max(len(hashes), 1),
+    }
+
+
+def complete_games(records: PlyRecord) -> list[tuple[int, int, np.ndarray, float]]:
+    """Every game played wholly inside the scan, lane by lane, as ``(lane, first ply, actions, first_player_score)``
+    (host, numpy records).  A lane's first game starts at ply 0; each later one on the ply after the previous ended."""
+    over = np.asarray(records.game_over)
+    actions, rewards = np.asarray(records.action), np.asarray(records.reward)
+    first_moved = np.asarray(records.first_player_moved)
+    games = []
+    for lane in range(over.shape[1]):
+        start = 0
+        for end in np.flatnonzero(over[:, lane]):
+            reward = float(rewards[end, lane])
+            score = (reward + 1) / 2 if bool(first_moved[end, lane]) else (1 - reward) / 2
+            games.append((lane, start, actions[start: end + 1, lane], score))
+            start = end + 1
+    return games
+
+
+def finished_games(records: PlyRecord, max_games: int) -> list[tuple[int, np.ndarray, float]]:
+    """Up to ``max_games`` games that ended inside the scan and started at its first ply, as
+    ``(lane, actions, first_player_score)``, in lane order; host (numpy) records."""
+    first_games = [(lane, actions, score) for lane, start, actions, score in complete_games(records) if start == 0]
+    return first_games[:max_games]
+
+
+__all__ = ["complete_games", "finished_games", "summarize"]
