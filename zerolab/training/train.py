@@ -4,8 +4,8 @@
 frame window, trains ``train.epochs_per_iteration`` epochs over it, saves a checkpoint and appends one line to
 ``metrics.jsonl``.  What the loop plays and learns is chosen from the config: the network (``model.name``), the search
 rules (``search.rules``) and the method (``method``: loss, value targets, initial states, per-ply move rule or its
-own self-play; :mod:`zerolab.training.method`); ``hooks`` passed to :func:`run` see each iteration's record (evaluation,
-plots), as in Flax's examples.  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
+own self-play; :mod:`zerolab.training.method`).  Evaluation runs after training, from the checkpoints
+(:mod:`zerolab.evaluation`).  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
 replay window, random state and counters are restored, and ``metrics.jsonl`` is reconciled so that each completed
 iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.
 
@@ -22,7 +22,7 @@ import logging
 import math
 import pathlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -119,9 +119,6 @@ def default_config() -> ml_collections.ConfigDict:
 #: Training updates dispatched to the devices ahead of the one whose metrics the host waits for.
 TRAINING_LOOKAHEAD = 2
 
-IterationHook = Callable[[RunState, dict], None]
-"""``(run_state, record) -> None``: called after each iteration's training, before its checkpoint and its line in
-``metrics.jsonl``; entries a hook adds to ``record`` (an Elo, a figure's path) are logged with it."""
 
 
 def loss_fn(
@@ -283,10 +280,8 @@ def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max
         write_games(game, games, path, event)
 
 
-def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
-        hooks: Sequence[IterationHook] = ()) -> RunState:
-    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there; ``hooks`` are called in
-    order after each iteration (see :data:`IterationHook`)."""
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> RunState:
+    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there."""
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     components = Components.from_config(config)
@@ -341,8 +336,6 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             )
             record["wall_s"] = previous_wall_seconds + record["iteration_s"]
             previous_wall_seconds = record["wall_s"]
-            for hook in hooks:
-                hook(run_state, record)
             run_state.last_record = record
             if main_process:
                 write_selfplay_games(components.game, last_records[0],
