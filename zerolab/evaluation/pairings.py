@@ -11,7 +11,9 @@ reference engine, every checkpoint against every member of a panel.  In ``workdi
 
 A rerun on the same directory plays only the pairings ``matches.json`` does not hold, so a crash loses at most the
 match in progress; each pairing's key is its own (given, or :func:`~zerolab.evaluation.rating.match_key` of the seed
-and the names), so a resumed schedule plays exactly the games a fresh one would.
+and the names), so a resumed schedule plays exactly the games a fresh one would.  A record is matched to its pairing by label,
+players and number of games only: after changing the agents' settings (simulations, engine strength), move
+``matches.json`` away to play again.
 """
 
 from __future__ import annotations
