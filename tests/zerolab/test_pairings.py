@@ -70,22 +70,33 @@ def test_a_schedule_plays_in_order_records_each_match_and_resumes(chess_game, tm
     with pytest.raises(ValueError, match=r"mater-vs-victim was played as \('mater', 'victim'\) over 4 games, the "
                                          r"schedule now asks for .* over 6"):
         play_pairings([Pairing("mater", "victim", 6)], scripted(chess_game), chess_game, tmp_path, max_game_plies=20)
+    # a pairing in its own game (Go at another komi, say) is played and recorded in it, not in the schedule's
+    no_game = types.SimpleNamespace(move_record_format=None)
+    _, own = play_pairings([Pairing("mater", "victim", 2, game=chess_game)], scripted(chess_game), no_game,
+                           tmp_path / "own-game", max_game_plies=20)
+    assert own["mater-vs-victim"].result.wins == 2
+    assert (tmp_path / "own-game" / "games" / "mater-vs-victim.pgn").exists()
 
 
 def test_keys_default_to_the_match_key_and_bad_schedules_are_named(tmp_path):
     played = []
 
-    def play(pairing, key):
-        played.append((pairing.name, key))
-        return Match(MatchResult(pairing.player_a, pairing.player_b, wins=pairing.games, draws=0, losses=0), [])
+    def play(pairing, key, pool):
+        played.append((pairing.name, key, pool))
+        return Match(MatchResult(pairing.player_a, pairing.player_b, wins=pairing.games, draws=0, losses=0), [],
+                     extras={"pairing": pairing.name, "games": [pairing.games]})
 
     given = jax.random.key(9)
     no_records = types.SimpleNamespace(move_record_format=None)  # a game without a record format: no game files
-    play_pairings([Pairing("a", "b", 2), Pairing("b", "c", 2, key=given)], {}, no_records, tmp_path,
-                  max_game_plies=10, seed=3, play=play)
-    assert [name for name, _ in played] == ["a-vs-b", "b-vs-c"]
+    _, records = play_pairings([Pairing("a", "b", 2), Pairing("b", "c", 2, key=given, game=no_records)], {},
+                               no_records, tmp_path, max_game_plies=10, seed=3, play=play)
+    assert [name for name, _, _ in played] == ["a-vs-b", "b-vs-c"]
+    assert isinstance(played[0][2], AgentPool) and played[0][2] is played[1][2]  # one pool for the schedule
     assert np.array_equal(jax.random.key_data(played[0][1]), jax.random.key_data(match_key(3, "a", "b")))
     assert np.array_equal(jax.random.key_data(played[1][1]), jax.random.key_data(given))
+    # what the play function measured beside the result is kept with it, through matches.json
+    assert records["b-vs-c"].extras == {"pairing": "b-vs-c", "games": [2]}
+    assert read_pairing_records(tmp_path / "matches.json") == records
     with pytest.raises(ValueError, match=r"pairing labels must be unique, got \['a-vs-b'\]"):
         play_pairings([Pairing("a", "b", 2), Pairing("a", "b", 4)], {}, None, tmp_path, max_game_plies=10, play=play)
     with pytest.raises(ValueError, match=r"pairings name players with no agent: \['z'\]"):

@@ -5,9 +5,15 @@
 reference engine, every checkpoint against every member of a panel.  In ``workdir`` it writes
 
 * ``matches.json`` — one :class:`PairingRecord` per finished pairing (W/D/L, player A's score moving first and
-  second, capped games, engine fallback moves, wall time), rewritten after each;
+  second, capped games, engine fallback moves, what the play function measured beside the result, wall time),
+  rewritten after each;
 * ``elo.json`` and ``elo.txt`` — the Elo book of every recorded match (strongest first, ±2σ);
 * ``games/<label>.<pgn|sgf>`` — each match's games in the game's record format.
+
+A launcher whose matches are more than two agents from the pool (fresh agents for each block of a long match, an
+opponent given odds from other start positions, a measurement beside the result) passes its own ``play``: it gets
+the pairing, its key and the pool, and returns the :class:`~zerolab.play.arena.Match` (with ``extras``).  A pairing
+may name its own :class:`~zerolab.games.Game` (Go at another komi) for the default play and its game record.
 
 A rerun on the same directory plays only the pairings ``matches.json`` does not hold, so a crash loses at most the
 match in progress; each pairing's key is its own (given, or :func:`~zerolab.evaluation.rating.match_key` of the seed
@@ -53,6 +59,7 @@ class Pairing:
       alternate_colours: True: half the games with each player moving first; False: ``player_a`` moves first in
         every game (one batch).
       label: the match's name in ``matches.json`` and its games file (default ``"<player_a>-vs-<player_b>"``).
+      game: the game this pairing is played and recorded in (None: the schedule's; e.g. Go at another komi).
     """
 
     player_a: str
@@ -61,6 +68,7 @@ class Pairing:
     key: jax.Array | None = None
     alternate_colours: bool = True
     label: str = ""
+    game: Game | None = None
 
     def __post_init__(self):
         if self.player_a == self.player_b:
@@ -86,6 +94,7 @@ class PairingRecord:
       capped: games that reached the ply cap (scored as draws).
       fallback_moves: per engine agent, moves it did not choose itself (a random legal move was played).
       wall_s: the match's wall-clock seconds.
+      extras: what the play function measured beside the result (:attr:`zerolab.play.arena.Match.extras`).
     """
 
     label: str
@@ -95,6 +104,7 @@ class PairingRecord:
     capped: int
     fallback_moves: dict[str, int]
     wall_s: float
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -108,14 +118,14 @@ class PairingRecord:
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "result": self.result.to_dict(), "first_mover_score": self.first_mover_score,
                 "second_mover_score": self.second_mover_score, "capped": self.capped,
-                "fallback_moves": dict(self.fallback_moves), "wall_s": self.wall_s}
+                "fallback_moves": dict(self.fallback_moves), "wall_s": self.wall_s, "extras": dict(self.extras)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PairingRecord:
         return cls(label=data["label"], result=MatchResult.from_dict(data["result"]),
                    first_mover_score=data["first_mover_score"], second_mover_score=data["second_mover_score"],
                    capped=int(data["capped"]), fallback_moves=dict(data["fallback_moves"]),
-                   wall_s=float(data["wall_s"]))
+                   wall_s=float(data["wall_s"]), extras=dict(data.get("extras", {})))
 
     @classmethod
     def from_match(cls, label: str, match: Match, wall_seconds: float) -> PairingRecord:
@@ -126,11 +136,13 @@ class PairingRecord:
             by_order[moved_first].append(record.first_player_score if moved_first else 1 - record.first_player_score)
         mean = lambda scores: sum(scores) / len(scores) if scores else None  # noqa: E731
         return cls(label, match.result, mean(by_order[True]), mean(by_order[False]),
-                   sum(record.capped for record in match.games), dict(match.fallback_moves), wall_seconds)
+                   sum(record.capped for record in match.games), dict(match.fallback_moves), wall_seconds,
+                   dict(match.extras))
 
 
-#: ``(pairing, key) -> Match``: plays one pairing under its key.
-PlayPairingFn = Callable[[Pairing, jax.Array], Match]
+#: ``(pairing, key, pool) -> Match``: plays one pairing under its key; ``pool`` holds the schedule's agents (built on
+#: first use), which the function may use or not.
+PlayPairingFn = Callable[[Pairing, jax.Array, AgentPool], Match]
 
 
 def read_pairing_records(path: str | pathlib.Path) -> dict[str, PairingRecord]:
@@ -160,7 +172,8 @@ def play_pairings(
     the records by label.
 
     ``agents`` builds each contestant (:class:`zerolab.play.agents.AgentPool`: on first use, closed at the end).
-    ``play`` (default: :func:`zerolab.play.arena.play_match` with the pool's agents) plays one pairing.  A recorded
+    ``play`` (default: :func:`zerolab.play.arena.play_match` between the pool's agents in the pairing's game) plays
+    one pairing.  A recorded
     pairing whose players or number of games differ from the scheduled one is an error naming it (the schedule
     changed: move ``matches.json`` away to play it again).
     """
@@ -182,24 +195,24 @@ def play_pairings(
                              f"{recorded.result.games} games, the schedule now asks for "
                              f"{(pairing.player_a, pairing.player_b)} over {pairing.games}; move the file away to "
                              f"play the schedule again")
-    suffix = record_suffix(game)
     with AgentPool(agents) as pool:
         if play is None:
-            def play(pairing: Pairing, key: jax.Array) -> Match:
-                return play_match(game, pool[pairing.player_a], pool[pairing.player_b], pairing.games, key,
-                                  max_game_plies=max_game_plies, show_progress=show_progress,
+            def play(pairing: Pairing, key: jax.Array, pool: AgentPool) -> Match:
+                return play_match(pairing.game or game, pool[pairing.player_a], pool[pairing.player_b],
+                                  pairing.games, key, max_game_plies=max_game_plies, show_progress=show_progress,
                                   alternate_colours=pairing.alternate_colours)
         for pairing in pairings:
             if pairing.name in records:
                 continue
             started = time.perf_counter()
             key = pairing.key if pairing.key is not None else match_key(seed, pairing.player_a, pairing.player_b)
-            match = play(pairing, key)
+            match = play(pairing, key, pool)
             if match.result.players != (pairing.player_a, pairing.player_b) or match.result.games != pairing.games:
                 raise ValueError(f"playing {pairing.name} gave {match.result} instead of {pairing.games} games "
                                  f"between {pairing.player_a} and {pairing.player_b}")
+            suffix = record_suffix(pairing.game or game)
             if suffix is not None:
-                write_pgn(game, match, workdir / "games" / f"{pairing.name}{suffix}")
+                write_pgn(pairing.game or game, match, workdir / "games" / f"{pairing.name}{suffix}")
             records[pairing.name] = PairingRecord.from_match(pairing.name, match, time.perf_counter() - started)
             workdir.mkdir(parents=True, exist_ok=True)
             matches_path.write_text(json.dumps({"matches": {label: record.to_dict()
