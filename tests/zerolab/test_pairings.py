@@ -16,7 +16,7 @@ from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import Pairing, play_pairings, read_pairing_records
 from zerolab.evaluation.rating import match_key
 from zerolab.play.agents import AgentPool
-from zerolab.play.arena import Match
+from zerolab.play.arena import Match, play_match
 from zerolab.play.results import MatchResult
 
 
@@ -76,6 +76,23 @@ def test_a_schedule_plays_in_order_records_each_match_and_resumes(chess_game, tm
                            tmp_path / "own-game", max_game_plies=20)
     assert own["mater-vs-victim"].result.wins == 2
     assert (tmp_path / "own-game" / "games" / "mater-vs-victim.pgn").exists()
+
+
+def test_an_agent_is_closed_after_the_last_pairing_that_names_it(chess_game, tmp_path):
+    ClosingAgent.closed = 0
+    loaders = {**scripted(chess_game),
+               "spare": lambda: ClosingAgent("spare", chess_game, SCHOLARS_MATE_WHITE, FOOLS_MATE_BLACK)}
+    closed_before = []
+
+    def play(pairing, key, pool):
+        closed_before.append(ClosingAgent.closed)
+        return play_match(chess_game, pool[pairing.player_a], pool[pairing.player_b], pairing.games, key,
+                          max_game_plies=20, show_progress=False)
+
+    pairings = [Pairing("spare", "victim", 2), Pairing("mater", "victim", 2), Pairing("victim", "mater", 2)]
+    play_pairings(pairings, loaders, chess_game, tmp_path, max_game_plies=20, play=play)
+    assert closed_before == [0, 1, 1]  # the spare's engine went once its one match ended; the others at the end
+    assert ClosingAgent.closed == 3
 
 
 def test_keys_default_to_the_match_key_and_bad_schedules_are_named(tmp_path):

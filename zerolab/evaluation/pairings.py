@@ -171,7 +171,8 @@ def play_pairings(
     """Plays ``pairings`` in order (see the module docstring) and returns the Elo book of every recorded match and
     the records by label.
 
-    ``agents`` builds each contestant (:class:`zerolab.play.agents.AgentPool`: on first use, closed at the end).
+    ``agents`` builds each contestant (:class:`zerolab.play.agents.AgentPool`: on first use, closed after the last
+    scheduled pairing that names it, so engines' processes do not outlive their matches).
     ``play`` (default: :func:`zerolab.play.arena.play_match` between the pool's agents in the pairing's game) plays
     one pairing.  A recorded
     pairing whose players or number of games differ from the scheduled one is an error naming it (the schedule
@@ -201,7 +202,9 @@ def play_pairings(
                 return play_match(pairing.game or game, pool[pairing.player_a], pool[pairing.player_b],
                                   pairing.games, key, max_game_plies=max_game_plies, show_progress=show_progress,
                                   alternate_colours=pairing.alternate_colours)
-        for pairing in pairings:
+        last_use = {name: index for index, pairing in enumerate(pairings)
+                    for name in (pairing.player_a, pairing.player_b)}
+        for index, pairing in enumerate(pairings):
             if pairing.name in records:
                 continue
             started = time.perf_counter()
@@ -218,6 +221,9 @@ def play_pairings(
             matches_path.write_text(json.dumps({"matches": {label: record.to_dict()
                                                             for label, record in records.items()}}, indent=2))
             logger.info("%s: %s", pairing.name, match.summary())
+            for name in (pairing.player_a, pairing.player_b):
+                if last_use[name] == index:
+                    pool.release(name)
     book = EloBook()
     for pairing in pairings:
         book.add_result(records[pairing.name].result)

@@ -110,7 +110,8 @@ class AgentPool:
     """Named agents built on first use, kept, and closed together (a context manager).
 
     ``pool[name]`` builds the agent of ``loaders[name]`` the first time and checks that it carries that name (the
-    name its results are booked under); ``close()`` closes every agent built (engines' processes).
+    name its results are booked under); ``release(name)`` closes one built agent (built again if asked for later);
+    ``close()`` closes every agent built (engines' processes).
     """
 
     def __init__(self, loaders: Mapping[str, AgentLoader]):
@@ -127,6 +128,12 @@ class AgentPool:
                 raise ValueError(f"the loader of {name!r} built an agent named {agent.name!r}")
             self.agents[name] = agent
         return self.agents[name]
+
+    def release(self, name: str) -> None:
+        """Closes ``name``'s agent if it was built (nothing otherwise)."""
+        agent = self.agents.pop(name, None)
+        if agent is not None:
+            agent.close()
 
     def close(self) -> None:
         for agent in self.agents.values():
