@@ -5,15 +5,17 @@
 1. trains each network of ``config.models`` in ``workdir/seed-<s>/<model>`` with the core's loop (same training
    keys, ``seed`` = s); rerunning resumes;
 2. plays the two final networks against each other, ``config.match.games`` games with the same search (half with
-   each colour), PGN in ``workdir/seed-<s>/games.pgn``; the result is kept in ``workdir/seed-<s>/match.json`` and
-   not played again.
+   each colour): one pairing of :func:`zerolab.evaluation.pairings.play_pairings` in ``workdir/seed-<s>/``
+   (``matches.json``, ``elo.json``, ``games/<first>-vs-<second>.pgn``), not played again on a rerun.
 
-``summary.json``: each seed's W/D/L and AlphaGateau's score, the pooled score over every game with its standard
-error (per-game scores 1, ½, 0), the standard error between seeds, and the Elo difference the pooled score implies.
+``summary.json``: each seed's W/D/L and both runs' training statistics, the pooled score over every game with its
+standard error (per-game scores 1, ½, 0), the standard error between seeds, and the Elo difference the pooled score
+implies.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -25,8 +27,8 @@ import jax
 import ml_collections
 import numpy as np
 
+from zerolab.evaluation.pairings import Pairing, play_pairings
 from zerolab.training import train
-from zerolab.play.arena import play_match, write_pgn
 from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.evaluation.rating import EvaluationConfig, checkpoint_agent, checkpoint_steps, run_statistics
@@ -61,27 +63,18 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
     for name, run_config in runs.items():
         logger.info("seed %d: training %s in %s", seed, name, directory / name)
         train.run(run_config, directory / name)
-    match_path = directory / "match.json"
     games = int(config.match.games)
-    if match_path.exists():
-        stored = json.loads(match_path.read_text())
-        if stored["games"] == games:
-            return stored
     game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
     evaluation = EvaluationConfig(games=games, max_game_plies=int(config.match.max_game_plies),
                                   num_simulations=int(config.match.num_simulations))
     first, second = list(runs)
-    agents = [checkpoint_agent(directory / name, checkpoint_steps(directory / name)[-1], game, evaluation, name)
-              for name in (first, second)]
-    match = play_match(game, *agents, games, jax.random.key(1000 + seed), max_game_plies=evaluation.max_game_plies,
-                       show_progress=bool(config.progress))
-    write_pgn(game, match, directory / "games.pgn", f"{first} vs {second}, seed {seed}")
-    result = {"seed": seed, "players": [first, second], "games": games, "wins": match.result.wins,
-              "draws": match.result.draws, "losses": match.result.losses,
-              "training": {name: run_statistics(directory / name) for name in runs}}
-    match_path.write_text(json.dumps(result, indent=2))
-    logger.info("seed %d: %s", seed, match.summary())
-    return result
+    agents = {name: functools.partial(checkpoint_agent, directory / name, checkpoint_steps(directory / name)[-1],
+                                      game, evaluation, name) for name in runs}
+    _, records = play_pairings([Pairing(first, second, games, key=jax.random.key(1000 + seed))], agents, game,
+                               directory, max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress))
+    result = records[f"{first}-vs-{second}"].result
+    return {"seed": seed, "players": [first, second], "games": games, "wins": result.wins, "draws": result.draws,
+            "losses": result.losses, "training": {name: run_statistics(directory / name) for name in runs}}
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
@@ -91,6 +84,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     first, second = results[0]["players"]
     summary = {"players": [first, second], "game": config.game.name, "seeds": [r["seed"] for r in results],
                "matches": [{key: r[key] for key in ("seed", "games", "wins", "draws", "losses")} for r in results],
+               "training": {str(r["seed"]): r["training"] for r in results},
                **score_statistics(results), "match": config.match.to_dict(),
                "device": f"{jax.devices()[0].platform} × {jax.device_count()}", "wall_s": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -14,6 +14,7 @@ from tests.game_record_checks import check_game_file
 from zerolab.evaluation import rating
 from zerolab.config import ConfigError, load_config
 from zerolab.evaluation.book import EloBook
+from zerolab.evaluation.pairings import read_pairing_records
 from zerolab.play.results import MatchResult
 from zerolab.frontends.experiment_setup import training_config
 from zerolab.training.runs import Components, load_trained_variables
@@ -214,14 +215,17 @@ def test_versus_trains_both_networks_per_seed_plays_them_and_resumes(tmp_path):
     summary = alphagateau_versus.run(config, tmp_path)
     assert summary["seeds"] == [3, 4] and summary["games"] == 4 and summary["players"] == ["alphagateau", "resnet"]
     for seed in (3, 4):
-        match = json.loads((tmp_path / f"seed-{seed}" / "match.json").read_text())
-        assert match["wins"] + match["draws"] + match["losses"] == 2
-        assert match["training"]["alphagateau"]["parameters"] != match["training"]["resnet"]["parameters"]
-        assert (tmp_path / f"seed-{seed}" / "games.pgn").stat().st_size > 0
-    before = (tmp_path / "seed-3" / "match.json").stat().st_mtime_ns
+        match = read_pairing_records(tmp_path / f"seed-{seed}" / "matches.json")["alphagateau-vs-resnet"]
+        assert match.result.games == 2 and match.result.players == ("alphagateau", "resnet")
+        assert summary["matches"][seed - 3] == {"seed": seed, "games": 2, "wins": match.result.wins,
+                                                "draws": match.result.draws, "losses": match.result.losses}
+        training = summary["training"][str(seed)]
+        assert training["alphagateau"]["parameters"] != training["resnet"]["parameters"]
+        assert (tmp_path / f"seed-{seed}" / "games" / "alphagateau-vs-resnet.pgn").stat().st_size > 0
+    before = (tmp_path / "seed-3" / "matches.json").stat().st_mtime_ns
     # Resumed: nothing trained or played again.
     assert alphagateau_versus.run(config, tmp_path)["matches"] == summary["matches"]
-    assert (tmp_path / "seed-3" / "match.json").stat().st_mtime_ns == before
+    assert (tmp_path / "seed-3" / "matches.json").stat().st_mtime_ns == before
 
 
 @pytest.mark.slow
