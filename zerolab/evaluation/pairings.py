@@ -10,8 +10,9 @@ reference engine, every checkpoint against every member of a panel.  In ``workdi
 * ``elo.json`` and ``elo.txt`` — the Elo book of every recorded match (strongest first, ±2σ);
 * ``games/<label>.<pgn|sgf>`` — each match's games in the game's record format.
 
-A launcher whose matches are more than two agents from the pool (fresh agents for each block of a long match, an
-opponent given odds from other start positions, a measurement beside the result) passes its own ``play``: it gets
+A launcher whose matches need more than the default play between two of the pool's agents (fresh agents for each
+block of a long match, an opponent given odds from other start positions, a measurement beside the result) passes
+its own ``play``: it gets
 the pairing, its key and the pool, and returns the :class:`~zerolab.play.arena.Match` (with ``extras``).  A pairing
 may name its own :class:`~zerolab.games.Game` (Go at another komi) for the default play and its game record.
 
@@ -174,9 +175,8 @@ def play_pairings(
     ``agents`` builds each contestant (:class:`zerolab.play.agents.AgentPool`: on first use, closed after the last
     scheduled pairing that names it, so engines' processes do not outlive their matches).
     ``play`` (default: :func:`zerolab.play.arena.play_match` between the pool's agents in the pairing's game) plays
-    one pairing.  A recorded
-    pairing whose players or number of games differ from the scheduled one is an error naming it (the schedule
-    changed: move ``matches.json`` away to play it again).
+    one pairing.  A recorded pairing whose players or number of games differ from the scheduled one is an error
+    naming it (the schedule changed: move ``matches.json`` away to play it again).
     """
     workdir = pathlib.Path(workdir)
     labels = [pairing.name for pairing in pairings]
@@ -213,9 +213,10 @@ def play_pairings(
             if match.result.players != (pairing.player_a, pairing.player_b) or match.result.games != pairing.games:
                 raise ValueError(f"playing {pairing.name} gave {match.result} instead of {pairing.games} games "
                                  f"between {pairing.player_a} and {pairing.player_b}")
-            suffix = record_suffix(pairing.game or game)
+            recorded_game = pairing.game or game
+            suffix = record_suffix(recorded_game)
             if suffix is not None:
-                write_pgn(pairing.game or game, match, workdir / "games" / f"{pairing.name}{suffix}")
+                write_pgn(recorded_game, match, workdir / "games" / f"{pairing.name}{suffix}")
             records[pairing.name] = PairingRecord.from_match(pairing.name, match, time.perf_counter() - started)
             workdir.mkdir(parents=True, exist_ok=True)
             matches_path.write_text(json.dumps({"matches": {label: record.to_dict()
