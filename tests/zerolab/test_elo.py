@@ -193,6 +193,24 @@ def test_a_disconnected_book_saves_loads_and_names_its_groups(tmp_path):
     assert set(loaded.ratings()) == {"a", "b", "c", "d", "e"}  # one match between groups connects them
 
 
+def test_a_disconnected_book_is_tabled_group_by_group_each_on_its_own_scale():
+    book = EloBook([MatchResult("a", "b", wins=3, losses=1), MatchResult("c", "d", draws=2),
+                    MatchResult("d", "f", wins=2)], players=["e"])
+    assert [group.players for group in book.groups()] == [("c", "d", "f"), ("a", "b"), ("e",)]
+    for group in book.groups()[:2]:  # each fitted alone, its mean pinned at the book's
+        ratings = group.ratings()
+        assert sum(rating for rating, _ in ratings.values()) / len(ratings) == pytest.approx(book.mean_rating)
+    table = book.format_table()
+    sections = table.split("\n\n")
+    assert len(sections) == 3 and all(section.startswith(f"group {number} ") for number, section in
+                                      enumerate(sections, 1))
+    assert sections[1].splitlines()[2].split()[1] == "a" and sections[1].splitlines()[1:] == \
+        EloBook([MatchResult("a", "b", wins=3, losses=1)]).format_table().splitlines()
+    assert sections[2].endswith("e: no games")
+    connected = EloBook([MatchResult("a", "b", wins=3, losses=1)])
+    assert [group.players for group in connected.groups()] == [("a", "b")]
+
+
 @pytest.mark.parametrize("text, message", [
     ("{not json", "not valid JSON"),
     ("[1, 2]", "expected a JSON object"),

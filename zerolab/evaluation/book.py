@@ -12,8 +12,8 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from zerolab.evaluation.elo import (DEFAULT_MEAN_RATING, VIRTUAL_DRAWS, DisconnectedPlayersError, Ratings, fit_ratings,
-                                    format_table, pair_key)
+from zerolab.evaluation.elo import (DEFAULT_MEAN_RATING, VIRTUAL_DRAWS, DisconnectedPlayersError, Ratings,
+                                    connected_groups, fit_ratings, format_table, pair_key)
 from zerolab.play.results import MatchResult
 
 #: The file format's name and version (named when the book lived in ``zerolab.evaluation.elo``; kept so that
@@ -108,8 +108,29 @@ class EloBook:
         return self.fit().rating(player)
 
     def format_table(self, num_sigmas: float = 2.0) -> str:
-        """The ratings as a text table, strongest first: rank, player, rating, ±2σ, games, score."""
-        return format_table(self.fit(), self.results, num_sigmas=num_sigmas)
+        """The ratings as a text table, strongest first: rank, player, rating, ±2σ, games, score.  Players that no
+        games connect (e.g. Go rows at different komi) cannot be rated on one scale: each group gets its own table
+        (:meth:`groups`, each with its mean pinned)."""
+        try:
+            return format_table(self.fit(), self.results, num_sigmas=num_sigmas)
+        except DisconnectedPlayersError:
+            tables = []
+            for number, group in enumerate(self.groups(), 1):
+                heading = f"group {number} of players no games connect to the others' (its own scale)"
+                body = group.format_table(num_sigmas) if group.results else f"{group.players[0]}: no games"
+                tables.append(f"{heading}\n{body}")
+            return "\n\n".join(tables)
+
+    def groups(self) -> list[EloBook]:
+        """The book split into its groups of players connected by games, largest first (one book when connected)."""
+        books = []
+        for members in connected_groups(self.players, self.results):
+            book = EloBook(players=members, mean_rating=self.mean_rating, virtual_draws=self.virtual_draws)
+            for result in self.results:
+                if result.player_a in book:
+                    book.add_result(result)
+            books.append(book)
+        return books
 
     # --- files ---------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
