@@ -12,14 +12,19 @@ Extensions (rows marked ``"extension": true``), each (λ, level) again, ``games`
   ``n`` ≥ 2: the fixed handicap stones (:mod:`sai_go.handicap`, C3 and E5 for two) as the arena's start position,
   White to move, at ``handicap_komi``.  Half the games SAI takes the handicap (Black), half it gives it (White).
 
-``results.json`` has a row per setting: score, wins/losses, the score and margins as Black and as White, the mean
-margin of all games and of SAI's wins, and GNU Go's fallback moves (a resignation or a move pgx refuses, replaced by
-a random legal move by the core's GTP agent: the arena has no resignation); ``summary.json`` the table; games go to
-``games/*.sgf``.  Rows already in ``results.json`` are kept on a rerun.
+Every row is one pairing of :func:`zerolab.evaluation.pairings.play_pairings` (in the setting's game: pgx and GNU Go
+at its komi), whose record in ``matches.json`` keeps the row: score, wins/losses, the score and margins as Black and
+as White, the mean margin of all games and of SAI's wins, and GNU Go's fallback moves (a resignation or a move pgx
+refuses, replaced by a random legal move by the core's GTP agent: the arena has no resignation); a rerun plays only
+the rows not there.  ``elo.json`` books every row; the players of an extension row carry its setting in their names
+(``sai-lambda-0 handicap 2``), so the main komi's ratings are its own.  ``summary.json`` holds the table; games go to
+``games/*.sgf``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import pathlib
 import zlib
@@ -27,8 +32,9 @@ import zlib
 import jax
 import numpy as np
 
+from zerolab.evaluation.pairings import Pairing, play_pairings
 from zerolab.play.agents import make_agent
-from zerolab.play.arena import play_match, write_pgn
+from zerolab.play.arena import Match, play_match
 from zerolab.games import make_game
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start
@@ -56,7 +62,7 @@ def settings(config) -> list[dict]:
     return rows
 
 
-def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> dict:
+def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> tuple[dict, Match]:
     """``config.games`` games of ``agent`` against ``engine`` in one setting, half with each colour."""
     games = int(config.games)
     start_fens = None if setting["start"] is None else [setting["start"]] * (games // 2)
@@ -124,51 +130,68 @@ def planned_programs(config) -> tuple[list, list[str]]:
     return programs, notes
 
 
+def schedule(config, base: SaiAgent) -> tuple[list[Pairing], dict, dict[str, dict]]:
+    """Every row as a pairing (setting → level → λ, the order the rows were always played in): the pairings, their
+    agents' loaders and each row's setting by label."""
+    key = jax.random.key(int(config.seed))
+    pairings, agents, rows = [], {}, {}
+    for setting in settings(config):
+        game = make_game("go", go_size=7, komi=setting["komi"])
+        suffix = f" {setting['setting']}" if setting["extension"] else ""
+        for level in config.gnugo_levels:
+            engine = f"gnugo:level={level}"
+            agents[engine + suffix] = functools.partial(named_engine, engine, game, engine + suffix)  # told the komi
+            row_seed = jax.random.fold_in(key, int(level))  # the main rows' seed, as before the extensions
+            if setting["extension"]:
+                row_seed = jax.random.fold_in(row_seed, zlib.crc32(setting["setting"].encode()))
+            for lam in config.lambdas:
+                name = f"sai-lambda-{lam:g}"
+                agents[name + suffix] = functools.partial(
+                    base.with_options, lam=float(lam), komi=setting["komi"], name=name + suffix,
+                    temperature_plies=int(config.temperature_plies))
+                label = f"{name}-vs-gnugo-{level}" + (f"-{setting['setting'].replace(' ', '-')}"
+                                                      if setting["extension"] else "")
+                pairings.append(Pairing(name + suffix, engine + suffix, int(config.games), key=row_seed, game=game,
+                                        label=label))
+                rows[label] = {"row": f"lambda={lam:g} gnugo-{level}{suffix}", "lambda": float(lam),
+                               "level": int(level), **{k: setting[k] for k in ("setting", "komi", "start",
+                                                                                 "extension")}}
+    return pairings, agents, rows
+
+
+def named_engine(spec: str, game, name: str):
+    """GNU Go from ``spec`` at ``game``'s komi, booked under ``name``."""
+    engine = make_agent(spec, game)
+    engine.name = name
+    return engine
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    results_path = workdir / "results.json"
-    rows = json.loads(results_path.read_text()) if results_path.exists() else {}
     step = None if int(config.step) < 0 else int(config.step)
     base = SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.simulations))
     if base.game.size != 7:
         raise ValueError(f"network={config.network!r} plays {base.game.size}x{base.game.size}, not 7x7")
-    key = jax.random.key(int(config.seed))
-    for setting in settings(config):
-        game = make_game("go", go_size=7, komi=setting["komi"])
-        for level in config.gnugo_levels:
-            engine = None
-            try:
-                for lam in config.lambdas:
-                    row_key = f"lambda={lam:g} gnugo-{level}"
-                    if setting["extension"]:
-                        row_key += f" {setting['setting']}"
-                    if row_key in rows:
-                        continue
-                    engine = engine or make_agent(f"gnugo:level={level}", game)  # told the setting's komi
-                    agent = base.with_options(lam=float(lam), komi=setting["komi"], name=f"sai-lambda-{lam:g}",
-                                              temperature_plies=int(config.temperature_plies))
-                    row_seed = jax.random.fold_in(key, int(level))  # the main rows' seed, as before the extensions
-                    if setting["extension"]:
-                        row_seed = jax.random.fold_in(row_seed, zlib.crc32(setting["setting"].encode()))
-                    fallbacks = engine.fallback_moves
-                    row, match = play_row(game, agent, engine, setting, config, row_seed)
-                    # GNU Go's resignations and moves pgx refuses, each replaced by a random legal move (the core's
-                    # GTP agent: the arena has no resignation), so SAI's margins in such games are flattered
-                    row["gnugo_fallback_moves"] = engine.fallback_moves - fallbacks
-                    name = f"{agent.name}-vs-gnugo-{level}" + (f"-{setting['setting'].replace(' ', '-')}"
-                                                               if setting["extension"] else "")
-                    write_pgn(game, match, workdir / "games" / f"{name}.sgf")
-                    rows[row_key] = {"lambda": float(lam), "level": int(level), **{k: setting[k] for k in (
-                        "setting", "komi", "start", "extension")}, **row}
-                    results_path.write_text(json.dumps(rows, indent=2))
-            finally:
-                if engine is not None:
-                    engine.close()
+    pairings, agents, rows = schedule(config, base)
+
+    def play(pairing: Pairing, key, pool) -> Match:
+        row = rows[pairing.name]
+        engine = pool[pairing.player_b]
+        measured, match = play_row(pairing.game, pool[pairing.player_a], engine, row, config, key)
+        # GNU Go's resignations and moves pgx refuses, each replaced by a random legal move (the core's GTP agent:
+        # the arena has no resignation), so SAI's margins in such games are flattered
+        measured["gnugo_fallback_moves"] = match.fallback_moves.get(engine.name, 0)
+        return dataclasses.replace(match, extras={**row, **measured})
+
+    _, records = play_pairings(pairings, agents, base.game, workdir, max_game_plies=int(config.max_game_plies),
+                               play=play)
+    table = {record.extras["row"]: {k: v for k, v in record.extras.items() if k != "row"}
+             for record in records.values()}
     summary = {"network": str(config.network), "komi": float(config.komi), "simulations": int(config.simulations),
                "note": "rows marked extension (other komi, handicap) go beyond the paper, which could not assess "
                        "handicap or margins against weaker opponents on 7x7",
                "rows": {name: {k: v for k, v in row.items() if not k.endswith("margins")}
-                        for name, row in rows.items()}}
+                        for name, row in table.items()}}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -15,6 +15,7 @@ import pytest
 from sai_go.endgames import ENDGAMES
 from tests.sai_go.conftest import subprocess_env
 from zerolab import load_config, train
+from zerolab.evaluation.book import EloBook
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 
@@ -56,6 +57,12 @@ def test_sai_go_gnugo_plays_each_setting_against_gnugo(sai_run, gnugo_path, tmp_
         assert -49 - 9.5 <= row["mean_margin"] <= 49 + 9.5 and row["gnugo_fallback_moves"] >= 0
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     assert len(list((tmp_path / "games").glob("*.sgf"))) == 4
+    # one Elo book; an extension row's players carry its setting, so the main komi's ratings are its own
+    book = EloBook.load(tmp_path / "elo.json")
+    assert sorted(group.players for group in book.groups()) == [
+        ("gnugo:level=1", "sai-lambda-0", "sai-lambda-1"),
+        ("gnugo:level=1 handicap 2", "sai-lambda-0 handicap 2", "sai-lambda-1 handicap 2")]
+    assert "group 2 " in (tmp_path / "elo.txt").read_text()
 
 
 @pytest.mark.slow  # 22 s with a cold compilation cache, 9 s warm
