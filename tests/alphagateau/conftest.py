@@ -86,7 +86,7 @@ def python_chess_positions(chess_game):
         lambda *leaves: jnp.stack(leaves), *[state for state in seed_states for _ in range(GAMES_PER_SEED)]
     )
     boards = [chess.Board(fen) for fen in SEED_FENS for _ in range(GAMES_PER_SEED)]
-    step = jax.jit(jax.vmap(chess_game.step))
+    step = chess_game.batched_step
     observations, masks, expected, fens = [], [], [], []
     for _ in range(PLIES_PER_GAME):
         host = jax.device_get(states)

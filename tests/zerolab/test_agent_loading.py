@@ -74,8 +74,8 @@ def test_agent_from_a_run_whose_newest_checkpoint_is_unreadable_plays_with_the_p
 
     # It plays as the explicitly loaded step: same network outputs and the same moves from the same key.
     game = fallback.game
-    states = jax.jit(jax.vmap(game.init))(jax.random.split(jax.random.key(3), LANES))
-    step = jax.jit(jax.vmap(game.step))
+    states = game.batched_init(jax.random.split(jax.random.key(3), LANES))
+    step = game.batched_step
     for ply in range(3):  # a few plies in, so the positions differ from lane to lane
         states = step(states, explicit.select_actions(states, jax.random.key(ply)))
 

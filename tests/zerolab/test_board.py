@@ -1,6 +1,5 @@
 """The board bridge (zerolab.games.board): python-chess boards with moves <-> pgx states with history, 8x8 and 5x5."""
 
-import functools
 import random
 
 import chess
@@ -14,13 +13,9 @@ from zerolab.games.fen import GARDNER_START_FEN, InvalidPositionError
 MIDGAME_FEN = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 9"
 
 
-@functools.cache
-def jitted_step(game):
-    return jax.jit(game.step)
-
 
 def stepped(game, state, moves):
-    step = jitted_step(game)
+    step = game.jitted_step
     for move in moves:
         state = step(state, np.int32(game.uci_to_action(move, state)))
     return state

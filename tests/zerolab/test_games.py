@@ -50,7 +50,7 @@ def test_chess_legal_moves_and_steps_match_python_chess(chess_game):
     """A few hundred positions with castling, en passant and promotions, both sides to move."""
     fens = special_move_biased_positions(num_games=14, max_plies=30, seed=0)
     assert len(fens) >= 300
-    step = jax.jit(chess_game.step)
+    step = chess_game.jitted_step
     counts = {"castling": 0, "en_passant": 0, "promotion": 0, "black_to_move": 0}
     for fen in fens:
         board = chess.Board(fen)
@@ -77,7 +77,7 @@ def test_gardner_legal_moves_match_fairy_stockfish(gardner_game):
     import pyffish  # Fairy-Stockfish's move generator, a test dependency
 
     assert pyffish.start_fen("gardner") == gardner_game.start_fen
-    step = jax.jit(gardner_game.step)
+    step = gardner_game.jitted_step
     rng = random.Random(1)
     positions = promotions = 0
     for _ in range(8):

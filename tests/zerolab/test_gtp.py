@@ -184,7 +184,7 @@ def test_checkpoint_gtp_server_plays_gnugo_as_subprocesses(go_run, gnugo_path, m
     server_command = [sys.executable, "-m", "zerolab", "gtp", "--checkpoint", str(go_run), "--simulations", "2"]
     zerolab_engine = GTPEngine(GTPEngineOptions(timeout=300.0), command=server_command, name="zerolab gtp").open()
     server = zerolab_engine.process
-    step = jax.jit(game.step)
+    step = game.jitted_step
     try:
         with GTPEngine(GTPEngineOptions(engine=gnugo_path, level=1, komi=7.5)) as gnugo:
             assert zerolab_engine.send("protocol_version") == "2"

@@ -69,7 +69,7 @@ def game_positions(games_per_root: int = 2, max_plies: int = 24, seed: int = 0) 
 
 def pgx_states(game, positions) -> list:
     """The pgx state of each position, reached by stepping ``game`` through its moves (history included)."""
-    step = jax.jit(game.step)
+    step = game.jitted_step
     states, cache = [], {}
     for position in positions:
         key = (position.root_fen, position.moves[:-1])

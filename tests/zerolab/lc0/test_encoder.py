@@ -98,7 +98,7 @@ def test_fen_states_have_no_start_position_as_history():
         initial = game.init(jax.random.key(0))
         from_start = game.from_fen(chess.STARTING_FEN)
         np.testing.assert_array_equal(np.asarray(from_start.observation), np.asarray(initial.observation))
-        step = jax.jit(game.step)
+        step = game.jitted_step
         for move in ("g1f3", "g8f6"):
             initial = step(initial, game.uci_to_action(move, initial))
             from_start = step(from_start, game.uci_to_action(move, from_start))
