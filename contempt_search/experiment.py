@@ -9,7 +9,7 @@ import math
 import pathlib
 from collections.abc import Sequence
 
-from zerolab import Checkpointer, SelfPlayConfig, load_config, train
+from zerolab import Checkpointer, SelfPlayConfig, from_json, load_config, make_game, train
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,12 @@ def base_network(config) -> pathlib.Path:
     logger.info("training the base network into %s (%s %s)", network, config.base_config, list(config.base_overrides))
     train.run(base, network)
     return network
+
+
+def network_game(network: pathlib.Path):
+    """The game a run directory's network plays (its ``config.json``), without loading the checkpoint."""
+    game = from_json((pathlib.Path(network) / "config.json").read_text()).game
+    return make_game(game.name, go_size=game.go_size, komi=game.komi)
 
 
 def read_rows(path: pathlib.Path) -> list[dict]:

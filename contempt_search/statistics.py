@@ -1,6 +1,7 @@
 """The statistics the search-contempt experiments report: W/D/L intervals, decisiveness and opening diversity.
 
-* :func:`wilson_interval` — a proportion's 95 % Wilson interval (statsmodels).
+* :func:`wilson_interval` — a proportion's 95 % Wilson interval (statsmodels); :func:`wdl_percentages` — a
+  match's W/D/L as percentages, each with its interval, and its score.
 * :func:`decisiveness` — (w + l) / d (infinite when no game was drawn) and the decisive fraction, each with a
   bootstrap 95 % interval over games.
 * :func:`repeat_rate` — r(m) = (G − D_m) / (G − 1), where D_m counts the distinct m-full-move prefixes among G games:
@@ -22,6 +23,20 @@ def wilson_interval(count: int, total: int, confidence: float = 0.95) -> tuple[f
         return math.nan, math.nan
     low, high = proportion_confint(count, total, alpha=1 - confidence, method="wilson")
     return float(low), float(high)
+
+
+def wdl_percentages(wins: int, draws: int, losses: int) -> dict:
+    """``games``, ``wins``/``draws``/``losses``, each as ``<win|draw|loss>_percent`` with its 95 % Wilson interval
+    (``_interval``, in percent), and the ``score`` (wins + draws / 2) / games."""
+    games = wins + draws + losses
+    counts = {"win": wins, "draw": draws, "loss": losses}
+    return {
+        "games": games, "wins": wins, "draws": draws, "losses": losses,
+        **{f"{name}_percent": 100 * count / games for name, count in counts.items()},
+        **{f"{name}_interval": [100 * bound for bound in wilson_interval(count, games)]
+           for name, count in counts.items()},
+        "score": (wins + draws / 2) / games,
+    }
 
 
 def decisive_ratio(wins: int, losses: int, draws: int) -> float:

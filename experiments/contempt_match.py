@@ -6,15 +6,18 @@ setting (τ1) whose (w+l)/d is nearest ``target_ratio`` on a log scale are chose
 search kind, root noise off, each keeping its own temperature schedule (moves sampled from the root visits, counted
 from each game's start: :class:`zerolab.play.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
 settings with their self-play ratios, W/D/L from search-contempt's side with 95 % Wilson intervals, the Elo
-difference ± 2σ (the project's estimator, one virtual draw), ``sampled_visit_fraction`` and ``wall_s``; the games in
-``games/``.  The games are played in ``blocks`` equal blocks (each half with either side first), each appended to
-``blocks.jsonl`` when it ends, so a rerun plays only the missing blocks; a finished match is not played again
-(``match.json``).  One block keeps the seed's key; with more, block ``b`` plays with ``fold_in(key, b)``.
+difference ± 2σ (the project's estimator, one virtual draw), ``sampled_visit_fraction`` and ``wall_s``.  The games
+are played in ``blocks`` equal blocks (each half with either side first), each a pairing of
+:func:`zerolab.evaluation.pairings.play_pairings` with fresh agents (so each block's search statistics are its own):
+``matches.json`` keeps each finished block with contempt's moves and search statistics, so a rerun plays only the
+missing blocks; the games are in ``games/<contempt>-vs-<puct>[-block<b>].pgn``.  One block keeps the seed's key;
+with more, block ``b`` plays with ``fold_in(key, b)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import pathlib
@@ -25,16 +28,17 @@ import jax
 from contempt_search.experiment import (
     CONTEMPT_RULES,
     PLAIN_RULES,
-    append_row,
     base_network,
     nearest_setting,
+    network_game,
     read_rows,
     temperature_schedule,
 )
-from contempt_search.statistics import wilson_interval
-from zerolab.play.agents import SearchAgent, load_search_agent
-from zerolab.play.arena import play_match, write_pgn
+from contempt_search.statistics import wdl_percentages
 from zerolab.evaluation.book import EloBook
+from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
+from zerolab.play.agents import AgentPool, SearchAgent, load_search_agent
+from zerolab.play.arena import Match, play_match
 from zerolab.play.results import MatchResult
 
 logger = logging.getLogger(__name__)
@@ -86,15 +90,8 @@ def match_summary(contempt_name: str, puct_name: str, result: MatchResult, conte
     book = EloBook()
     book.add_result(result)
     difference, sigma = book.fit().difference(contempt_name, puct_name)
-    games = result.games
-    counts = {"win": result.wins, "draw": result.draws, "loss": result.losses}
     return {
-        "players": [contempt_name, puct_name], "games": games,
-        "wins": result.wins, "draws": result.draws, "losses": result.losses,
-        **{f"{name}_percent": 100 * count / games for name, count in counts.items()},
-        **{f"{name}_interval": [100 * bound for bound in wilson_interval(count, games)]
-           for name, count in counts.items()},
-        "score": (result.wins + result.draws / 2) / games,
+        "players": [contempt_name, puct_name], **wdl_percentages(result.wins, result.draws, result.losses),
         "elo_difference": difference, "elo_two_sigma": 2 * sigma,
         "contempt_search_statistics": contempt_statistics,
     }
@@ -147,43 +144,48 @@ def plan(config) -> str:
                            f"{planned.config.game.name}", programs, notes)
 
 
-def play_block(network: pathlib.Path, chosen: dict, config, block: int, workdir: pathlib.Path) -> dict:
-    """One block of the match with fresh agents (so each block's search statistics are its own): its W/D/L from
-    search-contempt's side, capped games, contempt's moves and search statistics, and its seconds; the games go to
-    ``games/``."""
+def block_pairings(chosen: dict, config) -> list[Pairing]:
+    """The match's blocks as pairings, search-contempt's setting first: ``games / blocks`` games each, labelled
+    ``<contempt>-vs-<puct>`` (one block) or ``...-block<b>``, under the seed's key (folded with ``b`` when there are
+    several blocks)."""
     blocks, games = int(config.blocks), int(config.games) // int(config.blocks)
+    contempt, puct = chosen["contempt"]["name"], chosen["puct"]["name"]
+    key = jax.random.key(int(config.seed))
+    return [Pairing(contempt, puct, games, key=jax.random.fold_in(key, block) if blocks > 1 else key,
+                    label=f"{contempt}-vs-{puct}" + (f"-block{block}" if blocks > 1 else ""))
+            for block in range(blocks)]
+
+
+def play_block(network: pathlib.Path, chosen: dict, config, pairing: Pairing, key: jax.Array,
+               pool: AgentPool) -> Match:
+    """One block of the match with fresh agents (so each block's search statistics are its own; the pool is not
+    used): its games, with contempt's moves and search statistics as the match's extras."""
+    del pool
     contempt = setting_agent(network, chosen["contempt"], config)
     puct = setting_agent(network, chosen["puct"], config)
-    key = jax.random.key(int(config.seed))
-    if blocks > 1:
-        key = jax.random.fold_in(key, block)
-    started = time.perf_counter()
-    played = play_match(contempt.game, contempt, puct, games, key, max_game_plies=int(config.max_game_plies),
+    played = play_match(contempt.game, contempt, puct, pairing.games, key, max_game_plies=int(config.max_game_plies),
                         show_progress=bool(config.progress))
-    suffix = f"-block{block}" if blocks > 1 else ""
-    write_pgn(contempt.game, played, workdir / "games" / f"{contempt.name}-vs-{puct.name}{suffix}.pgn",
-              "contempt-match")
     contempt_moves = sum((record.plies + (record.first_player == contempt.name)) // 2 for record in played.games)
-    return {"block": block, "players": [contempt.name, puct.name], "games": games, "wins": played.result.wins,
-            "draws": played.result.draws, "losses": played.result.losses,
-            "capped_games": sum(record.capped for record in played.games), "contempt_moves": contempt_moves,
-            "contempt_search_statistics": contempt.search_statistics(), "match_s": time.perf_counter() - started}
+    played.extras = {"contempt_moves": contempt_moves, "contempt_search_statistics": contempt.search_statistics()}
+    return played
 
 
-def combine_blocks(rows: list[dict]) -> dict:
-    """The match from its blocks: W/D/L with Wilson intervals and the Elo difference over every game; contempt's
-    search statistics averaged over the blocks weighted by its moves in each."""
-    contempt_name, puct_name = rows[0]["players"]
-    result = MatchResult(contempt_name, puct_name, wins=sum(row["wins"] for row in rows),
-                         draws=sum(row["draws"] for row in rows), losses=sum(row["losses"] for row in rows))
+def combine_blocks(records: list[PairingRecord]) -> dict:
+    """The match from its blocks' records: W/D/L with Wilson intervals and the Elo difference over every game;
+    contempt's search statistics averaged over the blocks weighted by its moves in each."""
+    contempt_name, puct_name = records[0].result.players
+    result = MatchResult(contempt_name, puct_name, wins=sum(record.result.wins for record in records),
+                         draws=sum(record.result.draws for record in records),
+                         losses=sum(record.result.losses for record in records))
+    rows = [record.extras for record in records]
     moves = sum(row["contempt_moves"] for row in rows)
     names = sorted({name for row in rows for name in row["contempt_search_statistics"]})
     statistics = rows[0]["contempt_search_statistics"] if len(rows) == 1 else {
         name: sum(row["contempt_search_statistics"][name] * row["contempt_moves"] for row in rows) / max(moves, 1)
         for name in names}
     return {**match_summary(contempt_name, puct_name, result, statistics),
-            "capped_games": sum(row["capped_games"] for row in rows), "blocks": len(rows),
-            "match_s": sum(row["match_s"] for row in rows)}
+            "capped_games": sum(record.capped for record in records), "blocks": len(records),
+            "match_s": sum(record.wall_s for record in records)}
 
 
 def run(config, workdir: pathlib.Path) -> dict:
@@ -195,20 +197,11 @@ def run(config, workdir: pathlib.Path) -> dict:
         raise ValueError(f"games={games} must split into blocks={blocks} blocks of an even number of games")
     chosen = choose_settings(config)
     network = base_network(config)
-    match_path = workdir / "match.json"
-    if match_path.exists():
-        match = json.loads(match_path.read_text())
-    else:
-        blocks_path = workdir / "blocks.jsonl"
-        rows = read_rows(blocks_path)
-        for block in range(len(rows), blocks):
-            row = play_block(network, chosen, config, block, workdir)
-            append_row(blocks_path, row)
-            rows.append(row)
-            logger.info("contempt-match block %d/%d: %s", block + 1, blocks, json.dumps(row))
-        match = combine_blocks(rows)
-        match_path.write_text(json.dumps(match, indent=2))
-        logger.info("contempt-match: %s", json.dumps(match))
+    _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,
+                               max_game_plies=int(config.max_game_plies),
+                               play=functools.partial(play_block, network, chosen, config))
+    match = combine_blocks(list(records.values()))
+    logger.info("contempt-match: %s", json.dumps(match))
     summary = {"settings": config.to_dict(), "network": str(network), "chosen": chosen, "match": match,
                "sampled_visit_fraction": match["contempt_search_statistics"].get("sampled_visit_fraction"),
                "wall_s": time.perf_counter() - started}

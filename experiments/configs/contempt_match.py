@@ -31,7 +31,7 @@ def get_config(preset: str = "tiny"):
         # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
         **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
         "games": 64,
-        "blocks": 1,  # the games in this many resumable blocks (blocks.jsonl)
+        "blocks": 1,  # the games in this many resumable blocks (pairings in matches.json)
         "max_game_plies": 100,
         "progress": True,
     })

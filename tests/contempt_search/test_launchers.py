@@ -34,34 +34,34 @@ def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_pat
     match = summary["match"]
     assert match["games"] == 2 and match["wins"] + match["draws"] + match["losses"] == 2
     assert summary["sampled_visit_fraction"] > 0 and summary["wall_s"] > 0
-    pgn = (tmp_path / "match" / "games" / "contempt1-tau1-vs-puct-tau2.pgn").read_text()
-    assert pgn.count("[Result ") == 2
+    pgn_path = tmp_path / "match" / "games" / "contempt1-tau1-vs-puct-tau2.pgn"
+    assert pgn_path.read_text().count("[Result ") == 2
 
     # Reruns: every self-play setting and the match are on file, so nothing is played again.
     modified = {path: path.stat().st_mtime_ns for path in (tmp_path / "selfplay" / "settings.jsonl",
-                                                           tmp_path / "match" / "match.json")}
+                                                           tmp_path / "match" / "matches.json", pgn_path)}
     assert contempt_selfplay.run(selfplay_config, tmp_path / "selfplay")["rows"] == selfplay["rows"]
-    assert contempt_match.run(match_config, tmp_path / "match")["match"] == json.loads(
-        (tmp_path / "match" / "match.json").read_text())
+    assert contempt_match.run(match_config, tmp_path / "match")["match"] == match
     assert {path: path.stat().st_mtime_ns for path in modified} == modified
 
-    # A match in blocks resumes after its last finished block: with the second block's row and match.json gone, a
-    # rerun plays that block again (same key, same games) and nothing else.
+    # A match in blocks resumes after its last finished block: with the second block's record gone from
+    # matches.json, a rerun plays that block again (same key, same games) and nothing else.
     blocks_config = load_config("contempt-match", "tiny", toy + ["puct_temperature=tau2", "sc_limit=1", "games=4",
                                                                  "blocks=2"])
     blocked = contempt_match.run(blocks_config, tmp_path / "blocks")["match"]
     assert (blocked["games"], blocked["blocks"]) == (4, 2)
-    rows_path = tmp_path / "blocks" / "blocks.jsonl"
-    rows = rows_path.read_text().splitlines()
-    assert [json.loads(row)["block"] for row in rows] == [0, 1]
+    records_path = tmp_path / "blocks" / "matches.json"
+    records = json.loads(records_path.read_text())["matches"]
+    labels = ["contempt1-tau1-vs-puct-tau2-block0", "contempt1-tau1-vs-puct-tau2-block1"]
+    assert list(records) == labels
+    assert all(record["extras"]["contempt_moves"] > 0 for record in records.values())
     assert sorted(path.name for path in (tmp_path / "blocks" / "games").iterdir()) == [
-        "contempt1-tau1-vs-puct-tau2-block0.pgn", "contempt1-tau1-vs-puct-tau2-block1.pgn"]
-    rows_path.write_text(rows[0] + "\n")
-    (tmp_path / "blocks" / "match.json").unlink()
+        f"{label}.pgn" for label in labels]
+    records_path.write_text(json.dumps({"matches": {labels[0]: records[labels[0]]}}))
     resumed = contempt_match.run(blocks_config, tmp_path / "blocks")["match"]
-    replayed = rows_path.read_text().splitlines()
-    assert replayed[0] == rows[0] and len(replayed) == 2
-    without_time = lambda row: {key: value for key, value in json.loads(row).items() if key != "match_s"}
-    assert without_time(replayed[1]) == without_time(rows[1])
+    replayed = json.loads(records_path.read_text())["matches"]
+    assert list(replayed) == labels and replayed[labels[0]] == records[labels[0]]
+    without_time = lambda record: {key: value for key, value in record.items() if key != "wall_s"}
+    assert without_time(replayed[labels[1]]) == without_time(records[labels[1]])
     assert {key: value for key, value in resumed.items() if key != "match_s"} == {
         key: value for key, value in blocked.items() if key != "match_s"}
