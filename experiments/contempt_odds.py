@@ -3,8 +3,10 @@
 For each search size and each arm (PUCT; search-contempt with N_scl = ``sc_limit``), the network gives ``odds_piece``
 odds to ``opponent``: half the games as White from the odds opening without White's piece, half as Black without
 Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations and search kind, with root noise
-off; only the rules differ.  Each cell's W/D/L (the network's side) with 95 % Wilson intervals, the engine's fallback
-moves and contempt's ``sampled_visit_fraction`` go to ``cells.jsonl`` (a rerun plays only the missing cells) and
+off; only the rules differ.  Each cell is a pairing of :func:`zerolab.evaluation.pairings.play_pairings`
+(``<arm>-<simulations>`` against the engine, with a fresh engine): ``matches.json`` keeps each finished cell (a rerun
+plays only the missing cells), its games are in ``games/<arm>-<simulations>.pgn``.  Each cell's W/D/L (the network's
+side) with 95 % Wilson intervals, the engine's fallback moves and contempt's ``sampled_visit_fraction`` go to
 ``summary.json``; ``figures/contempt-odds.png`` plots the win rate against simulations.
 """
 
@@ -18,17 +20,19 @@ import time
 
 import jax
 
-from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, append_row, base_network, read_rows
+from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, base_network
 from contempt_search.odds import odds_fen
-from contempt_search.statistics import wilson_interval
-from zerolab.play.agents import EngineAgent, SearchAgent, load_search_agent
-from zerolab.play.arena import play_games
+from contempt_search.statistics import wdl_percentages
+from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
+from zerolab.play.agents import AgentPool, EngineAgent, SearchAgent, load_search_agent
+from zerolab.play.arena import Match, play_games
+from zerolab.play.results import MatchResult
 from zerolab.games import make_game
-from zerolab.games.pgn import write_games
 from zerolab.evaluation.plots import new_figure, save_figure
 from zerolab.progress import progress_bar
 
 logger = logging.getLogger(__name__)
+
 
 def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
     options = {"num_simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}",
@@ -40,8 +44,9 @@ def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -
     return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search)
 
 
-def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Array) -> tuple[dict, list]:
-    """The agent gives odds as White in half the games and as Black in the other half."""
+def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Array) -> Match:
+    """The agent gives odds as White in half the games and as Black in the other half, against a fresh engine: the
+    match from the agent's side, with the agent's arm, simulations and search statistics as its extras."""
     half = int(config.games_per_cell) // 2
     opponent = EngineAgent(opponent_spec, game, seed=int(config.seed))
     try:
@@ -55,19 +60,20 @@ def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Arr
         opponent.close()
     scores = [record.first_player_score for record in as_white] + [1 - record.first_player_score for record in as_black]
     wins, draws, losses = (sum(score == value for score in scores) for value in (1.0, 0.5, 0.0))
-    games = len(scores)
-    cell = {
-        "arm": agent.name.rsplit("-", 1)[0], "simulations": agent.search_config.num_simulations, "games": games,
-        "wins": wins, "draws": draws, "losses": losses,
-        **{f"{name}_percent": 100 * count / games for name, count in (("win", wins), ("draw", draws), ("loss", losses))},
-        **{f"{name}_interval": [100 * bound for bound in wilson_interval(count, games)]
-           for name, count in (("win", wins), ("draw", draws), ("loss", losses))},
-        "score": (wins + draws / 2) / games,
-        "capped_games": sum(record.capped for record in as_white + as_black),
-        "engine_fallback_moves": opponent.fallback_moves,
-        **agent.search_statistics(),
-    }
-    return cell, as_white + as_black
+    extras = {"arm": agent.name.rsplit("-", 1)[0], "simulations": agent.search_config.num_simulations,
+              "search_statistics": agent.search_statistics()}
+    return Match(MatchResult(agent.name, opponent.name, wins=wins, draws=draws, losses=losses), as_white + as_black,
+                 {opponent.name: opponent.fallback_moves}, extras)
+
+
+def cell_row(record: PairingRecord) -> dict:
+    """A cell of ``summary.json`` from its record: W/D/L (the network's side) with Wilson intervals, capped games,
+    the engine's fallback moves, the search statistics and the cell's seconds."""
+    result = record.result
+    return {"arm": record.extras["arm"], "simulations": record.extras["simulations"],
+            **wdl_percentages(result.wins, result.draws, result.losses), "capped_games": record.capped,
+            "engine_fallback_moves": record.fallback_moves[result.player_b], **record.extras["search_statistics"],
+            "wall_s": record.wall_s}
 
 
 def plan(config) -> str:
@@ -117,25 +123,25 @@ def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    games = int(config.games_per_cell)
+    if games < 2 or games % 2:
+        raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
+                         f"half as Black)")
     network = base_network(config)
     game = make_game(config.game)
     arms = ["puct", f"contempt{int(config.sc_limit)}"]
-    cells_path = workdir / "cells.jsonl"
-    cells = read_rows(cells_path)
-    done = {(cell["arm"], cell["simulations"]) for cell in cells}
     key = jax.random.key(int(config.seed))
-    for simulations in config.simulations:
-        for arm in arms:
-            if (arm, int(simulations)) in done:
-                continue
-            agent = arm_agent(network, game, arm, int(simulations), config)
-            cell_started = time.perf_counter()
-            cell, records = play_cell(game, agent, config.opponent, config, jax.random.fold_in(key, int(simulations)))
-            cell["wall_s"] = time.perf_counter() - cell_started
-            write_games(game, records, workdir / "games" / f"{agent.name}.pgn", f"contempt-odds {agent.name}")
-            append_row(cells_path, cell)
-            cells.append(cell)
-            logger.info("%s: %s", agent.name, json.dumps(cell))
+    settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.simulations
+                for arm in arms}
+    pairings = [Pairing(label, config.opponent, games, key=jax.random.fold_in(key, simulations), label=label)
+                for label, (arm, simulations) in settings.items()]
+
+    def play(pairing: Pairing, key: jax.Array, pool: AgentPool) -> Match:
+        arm, simulations = settings[pairing.name]
+        return play_cell(game, arm_agent(network, game, arm, simulations, config), config.opponent, config, key)
+
+    _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=int(config.max_game_plies), play=play)
+    cells = [cell_row(record) for record in records.values()]
 
     figure, axes = new_figure()
     plot = axes[0, 0]

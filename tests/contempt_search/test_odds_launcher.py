@@ -39,8 +39,9 @@ def test_contempt_odds_plays_both_arms_with_odds_and_a_rerun_plays_nothing(tmp_p
         pgn = (tmp_path / "odds" / "games" / f"{arm}.pgn").read_text()
         assert pgn.count("[Result ") == 2 and pgn.count("[FEN ") == 2
     assert (tmp_path / "odds" / "figures" / "contempt-odds.png").stat().st_size > 0
-    cells_file = tmp_path / "odds" / "cells.jsonl"
-    before = cells_file.stat().st_mtime_ns
+    records_file = tmp_path / "odds" / "matches.json"
+    assert list(json.loads(records_file.read_text())["matches"]) == ["puct-4", "contempt1-4"]
+    before = records_file.stat().st_mtime_ns
     assert main(command) == 0  # every cell on file: nothing played again
-    assert cells_file.stat().st_mtime_ns == before
+    assert records_file.stat().st_mtime_ns == before
     assert json.loads(capsys.readouterr().out)["cells"] == summary["cells"]
