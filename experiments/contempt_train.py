@@ -10,10 +10,12 @@ for the same budget than self-play with a high-temperature PUCT?
 2. rates the kept checkpoints of both runs together with Algorithm 2 (:func:`zerolab.evaluation.rating.rate_contestants`) under
    one plain-PUCT search (``evaluation.num_simulations``, no contempt, the training's root noise, so that games
    differ), the shared initial network once, then both runs' checkpoints in iteration order;
-3. plays the two final networks against each other (``final_games``, the same search);
-4. writes ``elo.json``/``elo.txt``, ``figures/contempt-train.png`` (Elo against self-play games and against training
-   wall-clock) and ``summary.json`` (each run's self-play (w+l)/d per iteration, ``sampled_visit_fraction``, costs,
-   ratings, the final match with its Elo difference ± 2σ, ``wall_s``).
+3. plays the two final networks against each other (``final_games``, the same search): a pairing of
+   :func:`zerolab.evaluation.pairings.play_pairings` in ``final/`` (its ``matches.json``, its two-player
+   ``elo.json``/``elo.txt`` and ``games/final.pgn``; a rerun does not play it again);
+4. writes ``elo.json``/``elo.txt`` (the ratings of step 2), ``figures/contempt-train.png`` (Elo against self-play
+   games and against training wall-clock) and ``summary.json`` (each run's self-play (w+l)/d per iteration,
+   ``sampled_visit_fraction``, costs, ratings, the final match with its Elo difference ± 2σ, ``wall_s``).
 
 ``init_from`` (a run directory, e.g. maia-1900 converted with ``python -m zerolab lc0 convert``) starts both runs from
 that network instead of from scratch; its game and model sections are then used.  Not built: re-tuning N_scl during
@@ -22,6 +24,7 @@ training (the paper's Figure 6).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import pathlib
@@ -36,8 +39,7 @@ from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_
 from contempt_search.statistics import decisive_ratio
 from zerolab.training import train
 from zerolab.play.agents import load_search_agent
-from zerolab.play.arena import play_match, write_pgn
-from zerolab.evaluation.book import EloBook
+from zerolab.evaluation.pairings import Pairing, play_pairings
 from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.training.metrics import MetricsLog
@@ -47,7 +49,6 @@ from zerolab.evaluation.rating import (
     EvaluationConfig,
     checkpoint_steps,
     elo_series,
-    match_key,
     rate_contestants,
     rated_steps,
     ratings_summary,
@@ -150,20 +151,14 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     rating_seconds = time.perf_counter() - rating_started
 
     finals = {arm: f"{arm}@{steps[arm][-1]}" for arm in ARMS}
-    final_path = workdir / "final_match.json"
-    if final_path.exists():
-        final = json.loads(final_path.read_text())
-    else:
-        agents = {arm: agent(arm, steps[arm][-1], f"final-{finals[arm]}") for arm in ARMS}
-        match = play_match(game, agents["contempt"], agents["puct"], int(config.final_games),
-                           match_key(int(config.seed) + 2, agents["contempt"].name, agents["puct"].name),
-                           max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress))
-        write_pgn(game, match, workdir / "games" / "final.pgn", "contempt-train final networks")
-        pair = EloBook()
-        pair.add_result(match.result)
-        difference, sigma = pair.fit().difference(agents["contempt"].name, agents["puct"].name)
-        final = {**match.summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
-        final_path.write_text(json.dumps(final, indent=2))
+    names = {arm: f"final-{finals[arm]}" for arm in ARMS}
+    final_book, final_records = play_pairings(
+        [Pairing(names["contempt"], names["puct"], int(config.final_games), label="final")],
+        {name: functools.partial(agent, arm, steps[arm][-1], name) for arm, name in names.items()}, game,
+        workdir / "final", max_game_plies=evaluation.max_game_plies, seed=int(config.seed) + 2,
+        show_progress=bool(config.progress))
+    difference, sigma = final_book.fit().difference(names["contempt"], names["puct"])
+    final = {**final_records["final"].summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
 
     ratings = book.ratings()
     initial = [(0.0, *ratings["initial"])] if shared_start else []

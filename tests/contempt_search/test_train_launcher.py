@@ -18,6 +18,7 @@ import pytest
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES
 from experiments.__main__ import main
 from zerolab.evaluation.book import EloBook
+from zerolab.evaluation.pairings import read_pairing_records
 from zerolab.training.metrics import MetricsLog
 from zerolab.training.runs import load_trained_variables
 
@@ -48,10 +49,12 @@ def same(first: list[np.ndarray], second: list[np.ndarray]) -> bool:
 
 def files_state(workdir) -> dict:
     """Modification times of every file of the two runs' checkpoints and replay windows, of the rating games and of
-    the final match (``metrics.jsonl`` and ``elo.json`` are rewritten by every run: their contents are compared)."""
+    the final match's record and games (``metrics.jsonl`` and ``elo.json`` are rewritten by every run: their contents
+    are compared)."""
     paths = [path for arm in ("puct", "contempt") for folder in ("checkpoints", "replay")
              for path in (workdir / arm / folder).rglob("*") if path.is_file()]
-    paths += [*(workdir / "games").glob("*.pgn"), workdir / "final_match.json"]
+    paths += [*(workdir / "games").glob("*.pgn"), workdir / "final" / "matches.json",
+              workdir / "final" / "games" / "final.pgn"]
     return {path: path.stat().st_mtime_ns for path in paths}
 
 
@@ -100,11 +103,14 @@ def test_contempt_train_trains_both_arms_from_one_network_rates_them_and_a_rerun
                                                                                "contempt": "contempt@2"}
     assert (workdir / "figures" / "contempt-train.png").stat().st_size > 0
 
-    # The head-to-head of the final networks, contempt's first.
-    final_match = json.loads((workdir / "final_match.json").read_text())
-    assert final_match == summary["final_match"]
+    # The head-to-head of the final networks, contempt's first, in its own directory (its own two-player Elo book).
+    final_match = summary["final_match"]
+    record = read_pairing_records(workdir / "final" / "matches.json")["final"]
+    assert record.result.players == ("final-contempt@2", "final-puct@2")
+    difference, sigma = EloBook.load(workdir / "final" / "elo.json").fit().difference(*record.result.players)
+    assert final_match == {**record.summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
     assert final_match["wins"] + final_match["draws"] + final_match["losses"] == 2
-    assert (workdir / "games" / "final.pgn").read_text().count("[Result ") == 2
+    assert (workdir / "final" / "games" / "final.pgn").read_text().count("[Result ") == 2
 
     # A rerun resumes both runs at iteration 2 and trains, rates and plays nothing again.
     before = files_state(workdir)
