@@ -71,7 +71,8 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
     agents = {name: functools.partial(checkpoint_agent, directory / name, checkpoint_steps(directory / name)[-1],
                                       game, evaluation, name) for name in runs}
     _, records = play_pairings([Pairing(first, second, games, key=jax.random.key(1000 + seed))], agents, game,
-                               directory, max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress))
+                               directory, max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress),
+                               event=f"{first} vs {second}, seed {seed}")
     result = records[f"{first}-vs-{second}"].result
     return {"seed": seed, "players": [first, second], "games": games, "wins": result.wins, "draws": result.draws,
             "losses": result.losses, "training": {name: run_statistics(directory / name) for name in runs}}

@@ -199,7 +199,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     network = base_network(config)
     _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,
                                max_game_plies=int(config.max_game_plies),
-                               play=functools.partial(play_block, network, chosen, config))
+                               play=functools.partial(play_block, network, chosen, config), event="contempt-match")
     match = combine_blocks(list(records.values()))
     logger.info("contempt-match: %s", json.dumps(match))
     summary = {"settings": config.to_dict(), "network": str(network), "chosen": chosen, "match": match,

@@ -140,7 +140,8 @@ def run(config, workdir: pathlib.Path) -> dict:
         arm, simulations = settings[pairing.name]
         return play_cell(game, arm_agent(network, game, arm, simulations, config), config.opponent, config, key)
 
-    _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=int(config.max_game_plies), play=play)
+    _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=int(config.max_game_plies), play=play,
+                               event="contempt-odds")
     cells = [cell_row(record) for record in records.values()]
 
     figure, axes = new_figure()

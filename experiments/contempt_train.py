@@ -156,7 +156,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         [Pairing(names["contempt"], names["puct"], int(config.final_games), label="final")],
         {name: functools.partial(agent, arm, steps[arm][-1], name) for arm, name in names.items()}, game,
         workdir / "final", max_game_plies=evaluation.max_game_plies, seed=int(config.seed) + 2,
-        show_progress=bool(config.progress))
+        show_progress=bool(config.progress), event="contempt-train final networks")
     difference, sigma = final_book.fit().difference(names["contempt"], names["puct"])
     final = {**final_records["final"].summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
 

@@ -73,9 +73,10 @@ def test_a_schedule_plays_in_order_records_each_match_and_resumes(chess_game, tm
     # a pairing in its own game (Go at another komi, say) is played and recorded in it, not in the schedule's
     no_game = types.SimpleNamespace(move_record_format=None)
     _, own = play_pairings([Pairing("mater", "victim", 2, game=chess_game)], scripted(chess_game), no_game,
-                           tmp_path / "own-game", max_game_plies=20)
+                           tmp_path / "own-game", max_game_plies=20, event="own game")
     assert own["mater-vs-victim"].result.wins == 2
-    assert (tmp_path / "own-game" / "games" / "mater-vs-victim.pgn").exists()
+    with open(tmp_path / "own-game" / "games" / "mater-vs-victim.pgn") as stream:
+        assert chess.pgn.read_game(stream).headers["Event"] == "own game"  # the schedule's name for its records
 
 
 def test_an_agent_is_closed_after_the_last_pairing_that_names_it(chess_game, tmp_path):

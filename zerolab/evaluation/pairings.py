@@ -168,6 +168,7 @@ def play_pairings(
     seed: int = 0,
     show_progress: bool = False,
     play: PlayPairingFn | None = None,
+    event: str = "zerolab match",
 ) -> tuple[EloBook, dict[str, PairingRecord]]:
     """Plays ``pairings`` in order (see the module docstring) and returns the Elo book of every recorded match and
     the records by label.
@@ -175,7 +176,7 @@ def play_pairings(
     ``agents`` builds each contestant (:class:`zerolab.play.agents.AgentPool`: on first use, closed after the last
     scheduled pairing that names it, so engines' processes do not outlive their matches).
     ``play`` (default: :func:`zerolab.play.arena.play_match` between the pool's agents in the pairing's game) plays
-    one pairing.  A recorded pairing whose players or number of games differ from the scheduled one is an error
+    one pairing; ``event`` names the schedule in its game records.  A recorded pairing whose players or number of games differ from the scheduled one is an error
     naming it (the schedule changed: move ``matches.json`` away to play it again).
     """
     workdir = pathlib.Path(workdir)
@@ -216,7 +217,7 @@ def play_pairings(
             recorded_game = pairing.game or game
             suffix = record_suffix(recorded_game)
             if suffix is not None:
-                write_pgn(recorded_game, match, workdir / "games" / f"{pairing.name}{suffix}")
+                write_pgn(recorded_game, match, workdir / "games" / f"{pairing.name}{suffix}", event)
             records[pairing.name] = PairingRecord.from_match(pairing.name, match, time.perf_counter() - started)
             workdir.mkdir(parents=True, exist_ok=True)
             matches_path.write_text(json.dumps({"matches": {label: record.to_dict()
