@@ -2,7 +2,11 @@
 
 A run directory holds ``bitstrings.json`` (STT), ``matchups/<senior>/`` and ``plain/<senior>/`` (each
 ``games.jsonl`` + ``moves.jsonl``, see :mod:`skill_compat.records`, and ``games.pgn``), ``summary.json`` and
-``tables.md``.  Rerunning on the same directory plays only the games that are missing.
+``tables.md``.  Rerunning on the same directory plays only the games that are missing.  These matchups keep their own
+store rather than :func:`zerolab.evaluation.pairings.play_pairings`' ``matches.json``: what they produce is a data
+set of games, each move annotated by the evaluator E for the paper's analyses (``moves.jsonl``), resumed game by
+game (so a matchup can be split over processes by game index and merged), and scored as win-shares, not Elo; the
+games themselves are played by the core's arena (:func:`zerolab.play.play_games`).
 
 Focal seniors (config ``seniors``): ``tree`` (maia + zerolab search, no root noise), ``expector`` (STT or HB as the
 framework defines it), ``junior`` (the junior as senior / brain: its argmax move or that move's type), ``hand`` (HB:
