@@ -46,7 +46,6 @@ from zerolab.evaluation.rating import (
     ratings_summary,
     run_statistics,
     training_wall_seconds,
-    write_elo_table,
 )
 
 logger = logging.getLogger(__name__)
@@ -111,7 +110,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
                                      seed=int(config.seed) + 1, show_progress=bool(config.progress))
     rating_seconds = time.perf_counter() - rating_started
-    table = write_elo_table(book, workdir)
+    table = book.format_table()  # rate_contestants wrote elo.txt and figures/elo.png
     print(table)
 
     ratings = book.ratings()

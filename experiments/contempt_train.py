@@ -54,7 +54,6 @@ from zerolab.evaluation.rating import (
     ratings_summary,
     run_statistics,
     training_wall_seconds,
-    write_elo_table,
 )
 from zerolab.training.runs import load_trained_variables
 
@@ -147,7 +146,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
                                               lambda arm=arm, step=step: agent(arm, step, f"{arm}@{step}")))
     book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
                                      seed=int(config.seed) + 1, show_progress=bool(config.progress))
-    table = write_elo_table(book, workdir)
+    table = book.format_table()  # rate_contestants wrote elo.txt and figures/elo.png
     rating_seconds = time.perf_counter() - rating_started
 
     finals = {arm: f"{arm}@{steps[arm][-1]}" for arm in ARMS}

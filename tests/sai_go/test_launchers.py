@@ -63,6 +63,7 @@ def test_sai_go_gnugo_plays_each_setting_against_gnugo(sai_run, gnugo_path, tmp_
         ("gnugo:level=1", "sai-lambda-0", "sai-lambda-1"),
         ("gnugo:level=1 handicap 2", "sai-lambda-0 handicap 2", "sai-lambda-1 handicap 2")]
     assert "group 2 " in (tmp_path / "elo.txt").read_text()
+    assert (tmp_path / "figures" / "elo.png").read_bytes()[:4] == b"\x89PNG"  # one panel per group
 
 
 @pytest.mark.slow  # 22 s with a cold compilation cache, 9 s warm

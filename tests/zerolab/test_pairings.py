@@ -52,6 +52,7 @@ def test_a_schedule_plays_in_order_records_each_match_and_resumes(chess_game, tm
     assert book.result_between("mater", "victim").games == 6 and book.rating("mater")[0] > book.rating("victim")[0]
     assert EloBook.load(tmp_path / "elo.json").results == book.results
     assert "mater" in (tmp_path / "elo.txt").read_text()
+    assert (tmp_path / "figures" / "elo.png").read_bytes()[:4] == b"\x89PNG"
     assert read_pairing_records(tmp_path / "matches.json") == records
     with open(tmp_path / "games" / "victim-white.pgn") as stream:
         games = [game for game in iter(lambda: chess.pgn.read_game(stream), None)]

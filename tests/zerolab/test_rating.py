@@ -51,6 +51,9 @@ def test_round_robin_plays_every_pair_once_in_order_and_resumes(tmp_path):
     ratings = book.ratings()
     assert ratings["c"][0] > ratings["b"][0] > ratings["a"][0]
     assert EloBook.load(tmp_path / "elo.json").results == book.results  # saved
+    # the table and the ladder beside the book
+    assert (tmp_path / "elo.txt").read_text() == book.format_table() + "\n"
+    assert (tmp_path / "figures" / "elo.png").read_bytes()[:4] == b"\x89PNG"
     log.clear()
     book, matches = rating.rate_contestants(contestants(["a", "b", "c", "d"]), None, evaluation,
                                             tmp_path / "elo.json", tmp_path, seed=0, show_progress=False,

@@ -7,7 +7,8 @@ reference engine, every checkpoint against every member of a panel.  In ``workdi
 * ``matches.json`` — one :class:`PairingRecord` per finished pairing (W/D/L, player A's score moving first and
   second, capped games, engine fallback moves, what the play function measured beside the result, wall time),
   rewritten after each;
-* ``elo.json`` and ``elo.txt`` — the Elo book of every recorded match (strongest first, ±2σ);
+* ``elo.json``, ``elo.txt`` and ``figures/elo.png`` — the Elo book of every recorded match, its table (strongest
+  first, ±2σ) and its ladder (:func:`~zerolab.evaluation.rating.write_elo_table`);
 * ``games/<label>.<pgn|sgf>`` — each match's games in the game's record format.
 
 A launcher whose matches need more than the default play between two of the pool's agents (fresh agents for each
@@ -230,5 +231,5 @@ def play_pairings(
     for pairing in pairings:
         book.add_result(records[pairing.name].result)
     if pairings:
-        write_elo_table(book, workdir)
+        write_elo_table(book, workdir / "elo.json")
     return book, {pairing.name: records[pairing.name] for pairing in pairings}

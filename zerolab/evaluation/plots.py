@@ -38,6 +38,19 @@ def plot_elo_curves(
     axes.legend(fontsize=8)
 
 
+def plot_ratings(axes, ratings: Mapping[str, tuple[float, float]], title: str = "") -> None:
+    """Every player's rating with its ±2σ interval, strongest at the top (an Elo book's ladder)."""
+    ordered = sorted(ratings.items(), key=lambda item: item[1][0])
+    positions = range(len(ordered))
+    axes.errorbar([rating for _, (rating, _) in ordered], positions,
+                  xerr=[2 * sigma for _, (_, sigma) in ordered], fmt="o", capsize=3)
+    axes.set_yticks(list(positions), [name for name, _ in ordered], fontsize=8)
+    axes.set_xlabel("Elo (±2σ)")
+    axes.grid(alpha=0.3, axis="x")
+    if title:
+        axes.set_title(title, fontsize=9)
+
+
 def plot_training_curves(axes, records: Sequence[Mapping], keys: Sequence[str] = ("loss", "policy_loss", "value_loss")) -> None:
     iterations = [r["iteration"] for r in records]
     for key in keys:

@@ -204,7 +204,8 @@ def rate_contestants(
 
     ``evaluation.mode`` chooses Algorithm 2 (in the given order, each series starting from its previous rating)
     or a round robin (see the module docstring).  ``play`` (default: :func:`arena_match_player`) plays one match.
-    Returns the book and the number of matches played now.
+    At the end the book's table and ladder are written beside it (:func:`write_elo_table`).  Returns the book and
+    the number of matches played now.
     """
     if not isinstance(evaluation, EvaluationConfig):
         raise TypeError(f"evaluation must be an EvaluationConfig, got {type(evaluation).__name__}")
@@ -216,8 +217,12 @@ def rate_contestants(
         if play is None:
             play = arena_match_player(pool, game, evaluation, games_directory, seed, show_progress)
         if evaluation.mode == "round_robin":
-            return book, _round_robin(book, names, play, book_path, evaluation)
-        return book, _algorithm2(book, contestants, names, play, book_path, evaluation)
+            matches = _round_robin(book, names, play, book_path, evaluation)
+        else:
+            matches = _algorithm2(book, contestants, names, play, book_path, evaluation)
+    if book.results:
+        write_elo_table(book, book_path)
+    return book, matches
 
 
 def _algorithm2(book: EloBook, contestants: Sequence[Contestant], names: Sequence[str], play: PlayMatchFn,
@@ -270,11 +275,22 @@ def elo_series(book: EloBook, contestants: Sequence[Contestant], x: str) -> dict
     return series
 
 
-def write_elo_table(book: EloBook, workdir: pathlib.Path) -> str:
-    """Saves ``elo.json`` and ``elo.txt`` (strongest first, ±2σ) in ``workdir``; returns the table."""
-    book.save(workdir / "elo.json")
+def write_elo_table(book: EloBook, book_path: pathlib.Path) -> str:
+    """Saves the book at ``book_path`` (``elo.json``), its table beside it (``elo.txt``: strongest first, ±2σ) and its
+    ladder in ``figures/elo.png`` there (one panel per group of players that games connect); returns the table."""
+    from zerolab.evaluation.plots import new_figure, plot_ratings, save_figure
+
+    book_path = pathlib.Path(book_path)
+    book.save(book_path)
     table = book.format_table()
-    (workdir / "elo.txt").write_text(table + "\n")
+    book_path.with_suffix(".txt").write_text(table + "\n")
+    groups = [group for group in book.groups() if group.results]
+    if groups:
+        height = max(3.0, 0.25 * max(len(group) for group in groups) + 1.5)
+        figure, axes = new_figure(columns=len(groups), height=height)
+        for index, group in enumerate(groups):
+            plot_ratings(axes[0, index], group.ratings(), f"group {index + 1}" if len(groups) > 1 else "")
+        save_figure(figure, book_path.parent / "figures" / f"{book_path.stem}.png")
     return table
 
 
