@@ -19,9 +19,10 @@ may name its own :class:`~zerolab.games.Game` (Go at another komi) for the defau
 
 A rerun on the same directory plays only the pairings ``matches.json`` does not hold, so a crash loses at most the
 match in progress; each pairing's key is its own (given, or :func:`~zerolab.evaluation.rating.match_key` of the seed
-and the names), so a resumed schedule plays exactly the games a fresh one would.  A record is matched to its pairing by label,
-players and number of games only: after changing the agents' settings (simulations, engine strength), move
-``matches.json`` away to play again.
+and the names), so a resumed schedule plays exactly the games a fresh one would (with deterministic agents: Stockfish
+and Fairy-Stockfish at a ``Skill Level`` draw their weakened moves from a clock-seeded generator). A record is matched
+to its pairing by label, players and number of games only: after changing the agents' settings (simulations, engine
+strength), move ``matches.json`` away to play again.
 """
 
 from __future__ import annotations
