@@ -76,6 +76,18 @@ def cell_row(record: PairingRecord) -> dict:
             "wall_s": record.wall_s}
 
 
+ARMS = ("puct", "contempt")
+
+
+def arm_names(config) -> list[str]:
+    """The arms of ``config.arms`` as cells name them (``puct``, ``contempt<N_scl>``), in the order given."""
+    arms = list(config.arms)
+    unknown = [arm for arm in arms if arm not in ARMS]
+    if unknown or not arms or len(set(arms)) != len(arms):
+        raise ValueError(f"arms={arms}: expected one or both of {list(ARMS)}, each once")
+    return [arm if arm == "puct" else f"contempt{int(config.sc_limit)}" for arm in arms]
+
+
 def plan(config) -> str:
     """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
@@ -88,7 +100,7 @@ def plan(config) -> str:
     if game != planned.game:
         raise ValueError(f"game={config.game!r}: the network ({planned.source}) plays {planned.config.game.name!r}")
     half, plies = int(config.games_per_cell) // 2, int(config.max_game_plies)
-    arms = ["puct", f"contempt{int(config.sc_limit)}"]
+    arms = arm_names(config)
     programs = []
     for simulations in config.simulations:
         for arm in arms:
@@ -127,9 +139,9 @@ def run(config, workdir: pathlib.Path) -> dict:
     if games < 2 or games % 2:
         raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
                          f"half as Black)")
+    arms = arm_names(config)
     network = base_network(config)
     game = make_game(config.game)
-    arms = ["puct", f"contempt{int(config.sc_limit)}"]
     key = jax.random.key(int(config.seed))
     settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.simulations
                 for arm in arms}

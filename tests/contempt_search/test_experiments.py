@@ -36,6 +36,16 @@ def test_contempt_odds_configs_build(preset):
     assert config.kind == "muzero"
 
 
+def test_contempt_odds_arms_name_the_cells_and_reject_unknown_arms():
+    from experiments.contempt_odds import arm_names
+
+    assert arm_names(load_config("contempt-odds", "tiny")) == ["puct", "contempt5"]
+    assert arm_names(load_config("contempt-odds", "tiny", ['arms=["contempt"]', "sc_limit=3"])) == ["contempt3"]
+    for arms in ('["contempt", "gumbel"]', "[]", '["puct", "puct"]'):
+        with pytest.raises(ValueError, match="arms=.*expected one or both of"):
+            arm_names(load_config("contempt-odds", "tiny", [f"arms={arms}"]))
+
+
 def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
     from contempt_search.experiment import base_network
 
