@@ -5,7 +5,7 @@ opponent, at several search sizes.
 no checkpoint yet), 8 / 32 / 128 simulations, N_scl 5, against Fairy-Stockfish at skill −20, 32 games per cell (the
 issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 20-minute bound: those settings are
 ``simulations=[16,64,256] games_per_cell=64``).
-``arms`` picks the arms that play (``puct``, ``contempt``; both by default): a cell keeps its name and games
+``arms`` picks the arms that play (``puct``, ``contempt``; both by default): a cell keeps its name and key
 whichever arms play beside it, so one arm can be added to a run later.
 ``evidence``: the tiny settings at 32 / 64 / 128 simulations with 256 games per cell (the network giving odds as
 White in 128, as Black in 128): each cell's win rate to about ± 3 points (1 se).
