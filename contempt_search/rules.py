@@ -12,9 +12,9 @@ C(s) = Σₐ N(s, a) the simulations that went from node s into a child:
 Step 4 follows the reference lc0 fork, which samples as soon as 1 + C(s) > ``ScLimit`` (the visits of the edge into
 s exceed the limit); the paper's eq. 5 reads as PUCT while C ≤ N_scl, one more standard step.
 
-The snapshot is kept as the first K = min(N_scl, num_simulations) actions taken from each node, in order
-(:class:`ContemptNodeState` in ``tree.extra_data.node_state``); their counts are F, so drawing one of the first N_scl
-uniformly is step 4 and costs O(1).  C(s) and each node's depth are kept there too, so no step sums a node's A
+The snapshot is kept as the first M = min(N_scl, num_simulations) slots taken from each node of the search's
+compact tree, in order (:class:`ContemptNodeState` in ``tree.extra_data.node_state``); their counts are F, so drawing
+one of the first N_scl uniformly is step 4 and costs O(1).  C(s) and each node's depth are kept there too, so no step sums a node's
 children.  Only the nodes on each simulation's path are updated.  ``sc_limit`` may be a traced value (a sweep over it
 compiles once) when ``max_sc_limit`` bounds it statically; otherwise K comes from ``sc_limit`` itself.  With
 N_scl ≥ num_simulations no node can freeze and the search equals the standard one bit for bit.
@@ -25,9 +25,8 @@ from __future__ import annotations
 import flax.struct
 import jax
 import jax.numpy as jnp
-import mctx
 
-from zerolab import SearchConfig, SearchRules
+from zerolab import SearchConfig, SearchRules, Tree
 from zerolab.search import selection_functions
 
 UNRECORDED = -1
@@ -45,36 +44,37 @@ class ContemptNodeState:
     """What the rules keep per node, in ``tree.extra_data.node_state`` (leaves ``[B, N, ...]``).
 
     Attributes:
-      first_actions: [B, N, K] the first K actions taken from each node, in order (``UNRECORDED`` after them).
+      first_slots: [B, N, M] the slots of the first M actions taken from each node, in order (``UNRECORDED`` after
+        them); ``tree.children_actions`` names their actions.
       child_visits: [B, N] C(s) = Σₐ N(s, a), kept equal to the tree's ``children_visits`` sums (so that reading it
-        costs O(1), not O(A)).
+        costs O(1), not O(K)).
       depth: [B, N] plies from the root (the root and nodes not yet in the tree: 0).
     """
 
-    first_actions: jax.Array
+    first_slots: jax.Array
     child_visits: jax.Array
     depth: jax.Array
 
 
-def record_path_actions(first_actions: jax.Array, child_visits: jax.Array, parents: jax.Array,
-                        action_from_parent: jax.Array, leaf_index: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(first_actions [N, K], child_visits [N])`` of one tree after a simulation to ``leaf_index``: for each node p
-    on its path, the action taken from p goes to slot C(p) (counted before this simulation), if < K, and C(p) grows
-    by one."""
+def record_path_slots(first_slots: jax.Array, child_visits: jax.Array, parents: jax.Array,
+                      slot_from_parent: jax.Array, leaf_index: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(first_slots [N, M], child_visits [N])`` of one tree after a simulation to ``leaf_index``: for each node p
+    on its path, the slot taken from p is recorded at position C(p) (counted before this simulation), if < M, and
+    C(p) grows by one."""
 
     def has_parent(carry):
         _, _, node = carry
-        return parents[node] != mctx.Tree.NO_PARENT
+        return parents[node] != Tree.NO_PARENT
 
     def climb(carry):
-        first_actions, child_visits, node = carry
+        first_slots, child_visits, node = carry
         parent = parents[node]
-        first_actions = first_actions.at[parent, child_visits[parent]].set(action_from_parent[node], mode="drop")
-        return first_actions, child_visits.at[parent].add(1), parent
+        first_slots = first_slots.at[parent, child_visits[parent]].set(slot_from_parent[node], mode="drop")
+        return first_slots, child_visits.at[parent].add(1), parent
 
-    first_actions, child_visits, _ = jax.lax.while_loop(
-        has_parent, climb, (first_actions, child_visits, jnp.asarray(leaf_index, jnp.int32)))
-    return first_actions, child_visits
+    first_slots, child_visits, _ = jax.lax.while_loop(
+        has_parent, climb, (first_slots, child_visits, jnp.asarray(leaf_index, jnp.int32)))
+    return first_slots, child_visits
 
 
 def sampled_visit_fraction(node_state: ContemptNodeState, sc_limit) -> jax.Array:
@@ -96,29 +96,29 @@ def contempt_rules(search_config: SearchConfig, sc_limit, max_sc_limit: int | No
         bound = sc_limit
     else:
         bound = validate_sc_limit(max_sc_limit)
-    slots = min(bound, search_config.num_simulations)
+    snapshot_size = min(bound, search_config.num_simulations)
     _, standard_interior = selection_functions(search_config)
 
-    def init_node_state(tree: mctx.Tree) -> ContemptNodeState:
+    def init_node_state(tree) -> ContemptNodeState:
         nodes = tree.node_visits.shape
-        return ContemptNodeState(first_actions=jnp.full(nodes + (slots,), UNRECORDED, jnp.int32),
+        return ContemptNodeState(first_slots=jnp.full(nodes + (snapshot_size,), UNRECORDED, jnp.int32),
                                  child_visits=jnp.zeros(nodes, jnp.int32), depth=jnp.zeros(nodes, jnp.int32))
 
-    def update_node_state(tree, parent_index, action, leaf_index):
-        del action
+    def update_node_state(tree, parent_index, slot, leaf_index):
+        del slot
         state = tree.extra_data.node_state
-        first_actions, child_visits = jax.vmap(record_path_actions)(
-            state.first_actions, state.child_visits, tree.parents, tree.action_from_parent, leaf_index)
+        first_slots, child_visits = jax.vmap(record_path_slots)(
+            state.first_slots, state.child_visits, tree.parents, tree.slot_from_parent, leaf_index)
         batch = jnp.arange(leaf_index.shape[0])
         depth = state.depth.at[batch, leaf_index].set(state.depth[batch, parent_index] + 1)
-        return ContemptNodeState(first_actions=first_actions, child_visits=child_visits, depth=depth)
+        return ContemptNodeState(first_slots=first_slots, child_visits=child_visits, depth=depth)
 
     def interior_action_selection_fn(key, tree, node_index, depth):
         standard = standard_interior(key, tree, node_index, depth)
         state = tree.extra_data.node_state
         frozen = (depth % 2 == 1) & (state.child_visits[node_index] >= sc_limit)
-        slot = jax.random.randint(key, (), 0, jnp.minimum(sc_limit, slots))
-        drawn = state.first_actions[node_index, slot]
+        draw = jax.random.randint(key, (), 0, jnp.minimum(sc_limit, snapshot_size))
+        drawn = state.first_slots[node_index, draw]
         return jnp.where(frozen, drawn, standard).astype(standard.dtype)
 
     return SearchRules(

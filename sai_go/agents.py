@@ -54,11 +54,11 @@ def compiled_agent_search(game: GoGame, network: nn.Module, search: SearchConfig
     @jax.jit
     def run(variables, key, states, komi, lam):
         search_key, sample_key = jax.random.split(key)
-        output = sai_search(search, game, network, variables, search_key, states, komi, lam, keep_tree=True)
-        prior = output.tree.children_prior_logits[:, 0]
+        output = sai_search(search, game, network, variables, search_key, states, komi, lam)
+        prior = output.root_prior_logits
         sample = game.plies_played(states) < temperature_plies
         action = safe_actions(game, states, output.visit_counts, prior, sample_key, sample)
-        return output.replace(action=action, tree=None)
+        return output.replace(action=action)
 
     return run
 

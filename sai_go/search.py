@@ -1,6 +1,7 @@
 """SAI's search: PUCT (or Gumbel) through the core's rules and loop, with a per-node α, β and komi and the λ backup.
 
-Every node of the tree carries a :class:`SaiEmbedding`: its pgx state, the network's α and β there (exact values at
+Every node of the tree carries a :class:`SaiEmbedding`: its pgx state (compact, :meth:`zerolab.games.Game.pack_state`),
+the network's α and β there (exact values at
 finished games, :data:`TERMINAL_BETA`), who is to move and the game's komi.  Rewards are 0 and discounts −1, so a
 node's value is always from its own mover's view, in [−1, 1] (``2·winrate − 1``).
 
@@ -30,10 +31,11 @@ from zerolab import (
     NetworkInputs,
     SearchConfig,
     SearchRules,
+    Tree,
     apply_network,
     masked_logits,
 )
-from zerolab.search import search_policy
+from zerolab.search import RecurrentFn, RecurrentOutput, search_policy
 from sai_go.network import SigmoidValue, sigmoid_value
 from sai_go.scoring import terminal_alpha
 from sai_go.value import lambda_bonus, mean_winrate, signed_komi
@@ -47,7 +49,8 @@ class SaiEmbedding:
     """A search node, batched ``[B, ...]`` (``[B, N, ...]`` inside the tree).
 
     Attributes:
-      state: the pgx state (a finished game's copies below it keep its state).
+      state: the pgx state, compact (:meth:`zerolab.games.Game.pack_state`; a finished game's copies below it keep
+        its state).
       alpha, beta: the sigmoid's parameters for the node's mover (exact at finished games).
       black_to_move: the node's mover is Black (alternates with depth, also below finished games).
       komi: the game's komi, to White.
@@ -73,17 +76,19 @@ class SaiSearchOutput:
       policy_target: [B, A] the policy to train on.
       visit_counts: [B, A] root visits.
       root_value: [B] the root's searched value for its mover, at its own λ interval, in [−1, 1].
+      root_prior_logits: [B, A] the network's prior logits at the root (illegal moves at the dtype's minimum).
       alpha, beta: [B] the network's α, β at the root (mover's view).
       black_to_move: [B] the root's mover is Black.
       score_estimate: [B] Black's expected margin at the game's komi, ``α^B − k`` from the root's network output.
       searched_score_estimate: [B] the same from the root's children, weighted by their visits.
-      tree: the mctx tree when asked for.
+      tree: the search tree when asked for (:class:`zerolab.search.Tree`; mctx's with ``mctx_loop=True``).
     """
 
     action: jax.Array
     policy_target: jax.Array
     visit_counts: jax.Array
     root_value: jax.Array
+    root_prior_logits: jax.Array
     alpha: jax.Array
     beta: jax.Array
     black_to_move: jax.Array
@@ -122,14 +127,14 @@ def root_output(game: GoGame, network: nn.Module, variables: Any, states: pgx.St
     """mctx's root: the network's priors, the root's value at its own interval and :class:`SaiEmbedding` nodes."""
     logits, value = evaluate(network, variables, states)
     komi = jnp.broadcast_to(jnp.asarray(komi, jnp.float32), value.alpha.shape)
-    embedding = SaiEmbedding(states, value.alpha, value.beta, game.black_to_move(states), komi)
+    embedding = SaiEmbedding(game.pack_state(states), value.alpha, value.beta, game.black_to_move(states), komi)
     bonus = lambda_bonus(value.alpha, value.beta, embedding.signed_komi, lam)
     return mctx.RootFnOutput(prior_logits=logits, value=node_value(value.alpha, value.beta, embedding.signed_komi,
                                                                     bonus), embedding=embedding)
 
 
-def make_recurrent_fn(game: GoGame, network: nn.Module) -> mctx.RecurrentFn:
-    """mctx's ``recurrent_fn`` over :class:`SaiEmbedding` nodes: reward 0, discount −1, value ``2ρ(0) − 1``.
+def make_recurrent_fn(game: GoGame, network: nn.Module) -> RecurrentFn:
+    """The search's recurrent function over :class:`SaiEmbedding` nodes: reward 0, discount −1, value ``2ρ(0) − 1``.
 
     A move into a finished game gets exact α (:func:`sai_go.scoring.terminal_alpha`) and β = :data:`TERMINAL_BETA`;
     below a finished game (pgx does not move any more) each copy is the finished game seen by the other side.
@@ -137,17 +142,19 @@ def make_recurrent_fn(game: GoGame, network: nn.Module) -> mctx.RecurrentFn:
 
     def recurrent_fn(variables, key, action, embedding: SaiEmbedding):
         del key
-        states = jax.vmap(game.step)(embedding.state, action)
+        previous = game.unpack_state(embedding.state)
+        states = jax.vmap(game.step)(previous, action)
         logits, value = evaluate(network, variables, states)
         black_to_move = ~embedding.black_to_move
-        was_over, now_over = embedding.state.terminated, states.terminated
+        was_over, now_over = previous.terminated, states.terminated
         exact_alpha = terminal_alpha(game, states, embedding.komi, black_to_move)
         alpha = jnp.where(was_over, -embedding.alpha, jnp.where(now_over, exact_alpha, value.alpha))
         beta = jnp.where(was_over, embedding.beta, jnp.where(now_over, TERMINAL_BETA, value.beta))
-        child = SaiEmbedding(states, alpha, beta, black_to_move, embedding.komi)
+        child = SaiEmbedding(game.pack_state(states), alpha, beta, black_to_move, embedding.komi)
         zeros = jnp.zeros_like(alpha)
-        output = mctx.RecurrentFnOutput(reward=zeros, discount=zeros - 1.0, prior_logits=logits,
-                                        value=node_value(alpha, beta, child.signed_komi, zeros))
+        output = RecurrentOutput(reward=zeros, discount=zeros - 1.0, prior_logits=logits,
+                                 value=node_value(alpha, beta, child.signed_komi, zeros),
+                                 legal_action_mask=states.legal_action_mask)
         return output, child
 
     return recurrent_fn
@@ -156,7 +163,7 @@ def make_recurrent_fn(game: GoGame, network: nn.Module) -> mctx.RecurrentFn:
 def lambda_backup(lam: float):
     """The λ agent's :data:`~zerolab.search.mcts.BackupFn` (see the module docstring), over one unbatched tree."""
 
-    def backup(tree: mctx.Tree, leaf_index: chex.Numeric) -> mctx.Tree:
+    def backup(tree: Tree, leaf_index: chex.Numeric) -> Tree:
         nodes: SaiEmbedding = tree.embeddings
         node_signed_komi = nodes.signed_komi
         bonus = lambda_bonus(nodes.alpha, nodes.beta, node_signed_komi, lam)  # [N] each node's own interval end
@@ -171,13 +178,13 @@ def lambda_backup(lam: float):
 
         def interval_owner(node):
             parent = tree.parents[node]
-            return jnp.where(parent == mctx.Tree.NO_PARENT, node, parent)
+            return jnp.where(parent == Tree.NO_PARENT, node, parent)
 
         tree = tree.replace(node_values=tree.node_values.at[leaf].set(leaf_value_at_interval_of(interval_owner(leaf))))
 
         def has_parent(loop_state):
             _, index = loop_state
-            return index != mctx.Tree.ROOT_INDEX
+            return index != Tree.ROOT_INDEX
 
         def back_up_one_level(loop_state):
             tree, index = loop_state
@@ -185,12 +192,12 @@ def lambda_backup(lam: float):
             value = leaf_value_at_interval_of(interval_owner(parent))
             value = jnp.where(nodes.black_to_move[parent] == leaf_mover, value, -value)
             count = tree.node_visits[parent]
-            action = tree.action_from_parent[index]
+            slot = tree.slot_from_parent[index]
             tree = tree.replace(
                 node_values=tree.node_values.at[parent].set((tree.node_values[parent] * count + value) / (count + 1.0)),
                 node_visits=tree.node_visits.at[parent].set(count + 1),
-                children_values=tree.children_values.at[parent, action].set(tree.node_values[index]),
-                children_visits=tree.children_visits.at[parent, action].add(1),
+                children_values=tree.children_values.at[parent, slot].set(tree.node_values[index]),
+                children_visits=tree.children_visits.at[parent, slot].add(1),
             )
             return tree, parent
 
@@ -206,13 +213,13 @@ def lambda_rules(search_config: SearchConfig | None = None, lam: float = 0.0) ->
     return SearchRules(backup_fn=lambda_backup(check_lambda(lam, "search.rule_options.lam")))
 
 
-def root_score_estimates(tree: mctx.Tree) -> tuple[jax.Array, jax.Array]:
+def root_score_estimates(tree: Tree) -> tuple[jax.Array, jax.Array]:
     """``([B] root network's α^B − k, [B] the same averaged over the root's children by visits)``."""
     nodes: SaiEmbedding = tree.embeddings
     black_sign = jnp.where(nodes.black_to_move, 1.0, -1.0)
     black_alpha = black_sign * nodes.alpha  # [B, N]
     root_estimate = black_alpha[:, 0] - nodes.komi[:, 0]
-    children = tree.children_index[:, 0]  # [B, A]
+    children = tree.children_index[:, 0]  # [B, K]
     visits = tree.children_visits[:, 0].astype(jnp.float32)
     child_alpha = jnp.take_along_axis(black_alpha, jnp.maximum(children, 0), axis=1)
     weighted = (visits * child_alpha).sum(-1) / jnp.maximum(visits.sum(-1), 1.0)
@@ -241,10 +248,10 @@ def sai_search(config: SearchConfig, game: GoGame, network: nn.Module, variables
     root = root_output(game, network, variables, states, komi, lam)
     if rules is None:
         rules = lambda_rules(config, lam)
-    output = search_policy(config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask,
-                           rules=None if mctx_loop else rules)
+    output = search_policy(config, variables, key, root, make_recurrent_fn(game, network), states.legal_action_mask,
+                           rules=None if mctx_loop else rules, num_slots=game.max_legal_actions, mctx_loop=mctx_loop)
     tree = output.search_tree
-    visit_counts = tree.summary().visit_counts
+    visit_counts = output.visit_counts
     if config.kind == "gumbel":
         action = output.action
     else:
@@ -254,7 +261,8 @@ def sai_search(config: SearchConfig, game: GoGame, network: nn.Module, variables
         action=action,
         policy_target=output.action_weights,
         visit_counts=visit_counts,
-        root_value=tree.node_values[:, mctx.Tree.ROOT_INDEX],
+        root_value=tree.node_values[:, Tree.ROOT_INDEX],
+        root_prior_logits=output.root_prior_logits,
         alpha=root.embedding.alpha,
         beta=root.embedding.beta,
         black_to_move=root.embedding.black_to_move,

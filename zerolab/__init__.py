@@ -30,7 +30,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.games": ("ChessGame", "GameBoards", "GameRecord", "GoGame", "make_game", "validate_fen"),
     "zerolab.networks": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "apply_network", "init_variables",
                          "load_lc0_weights", "make_network"),
-    "zerolab.search": ("SearchConfig", "SearchRules", "masked_logits", "run_search"),
+    "zerolab.search": ("SearchConfig", "SearchRules", "Tree", "masked_logits", "run_search"),
     "zerolab.selfplay": ("Frames", "MoveRule", "PlyDecision", "SelfPlayConfig", "make_play_fn"),
     "zerolab.training": ("Checkpointer", "Method", "PlannedProgram", "abstract_states", "compile_cost",
                          "default_config", "format_programs", "train"),
@@ -43,10 +43,10 @@ __getattr__, __dir__ = lazy_names(__name__, {
 __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "EngineError", "Frames", "GameBoards", "GameRecord",
     "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "PlannedProgram", "PlyDecision", "PolicyAgent",
-    "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "UCIEngine", "UCIOption", "abstract_states",
-    "apply_network", "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "convert_to_run",
-    "default_config", "find_engine", "format_programs", "from_json", "init_variables", "interleaved_best_times",
-    "jit_step", "lanes_to_answer", "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network",
+    "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine", "UCIOption",
+    "abstract_states", "apply_network", "check_divisible", "checkpoint_search", "compile_cost", "configure_logging",
+    "convert_to_run", "default_config", "find_engine", "format_programs", "from_json", "init_variables",
+    "interleaved_best_times", "jit_step", "lanes_to_answer", "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network",
     "make_play_fn", "masked_logits", "progress_bar", "replicated", "run_search", "serve_search_engine",
     "shard_host_batch", "to_json", "train", "validate_fen",
 ]
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from zerolab.networks import (
         AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables, load_lc0_weights, make_network,
     )
-    from zerolab.search import SearchConfig, SearchRules, masked_logits, run_search
+    from zerolab.search import SearchConfig, SearchRules, Tree, masked_logits, run_search
     from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn
     from zerolab.training import (
         Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, default_config, format_programs, train,

@@ -15,6 +15,7 @@ import pytest
 
 from contempt_search.rules import contempt_rules
 from zerolab.search.mcts import SearchConfig, search_policy
+from zerolab.search.tree import RecurrentOutput, Tree
 
 SAFE, TRAP = 0, 1
 REFUTATION = 0  # the opponent's reply to TRAP that wins
@@ -33,8 +34,9 @@ LANES, SIMULATIONS = 4, 96
 def recurrent_fn(params, key, action, state):
     del params, key
     following = NEXT_STATE[state, action]
-    output = mctx.RecurrentFnOutput(reward=jnp.zeros(state.shape), discount=-jnp.ones(state.shape),
-                                    prior_logits=jnp.log(PRIORS[following] + 1e-12), value=VALUE[following])
+    output = RecurrentOutput(reward=jnp.zeros(state.shape), discount=-jnp.ones(state.shape),
+                             prior_logits=jnp.log(PRIORS[following] + 1e-12), value=VALUE[following],
+                             legal_action_mask=jnp.ones(state.shape + (3,), bool))
     return output, following
 
 
@@ -46,18 +48,19 @@ def compiled_search(kind: str):
                           dirichlet_fraction=0.0, gumbel_scale=0.0)
     roots = jnp.zeros(LANES, jnp.int32)
     root = mctx.RootFnOutput(prior_logits=jnp.log(PRIORS[roots] + 1e-12), value=VALUE[roots], embedding=roots)
-    invalid = jnp.zeros((LANES, 3), bool).at[:, 2].set(True)
+    legal = jnp.ones((LANES, 3), bool).at[:, 2].set(False)
 
     @jax.jit
     def run(key, sc_limit):
         rules = contempt_rules(config, sc_limit, max_sc_limit=SIMULATIONS)
-        output = search_policy(config, {}, key, root, recurrent_fn, invalid, rules=rules)
-        tree, summary = output.search_tree, output.search_tree.summary()
+        output = search_policy(config, {}, key, root, recurrent_fn, legal, rules=rules)
+        tree = output.search_tree  # three actions: the dense layout, where a slot is its action
         # the move each kind plays (run_search's rule): Gumbel's own choice, PUCT's most visited
-        chosen = output.action if kind == "gumbel" else jnp.argmax(summary.visit_counts, axis=-1)
-        trap_node = tree.children_index[:, mctx.Tree.ROOT_INDEX, TRAP]
+        chosen = output.action if kind == "gumbel" else jnp.argmax(output.visit_counts, axis=-1)
+        trap_node = tree.children_index[:, Tree.ROOT_INDEX, TRAP]
         refutation_visits = tree.children_visits[jnp.arange(LANES), trap_node, REFUTATION]
-        return chosen, summary.qvalues, refutation_visits
+        root_qvalues = jax.vmap(Tree.qvalues)(tree, jnp.zeros(LANES, jnp.int32))
+        return chosen, root_qvalues, refutation_visits
 
     return run
 

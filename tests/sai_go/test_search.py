@@ -6,12 +6,11 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import mctx
 import numpy as np
 import pytest
 from scipy import integrate, special
 
-from zerolab import NetworkOutput, SearchConfig, init_variables
+from zerolab import NetworkOutput, SearchConfig, Tree, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import lambda_bonus, signed_komi
 from tests.sai_go.conftest import fast_jit, played_random_games
@@ -32,7 +31,7 @@ def numpy_lambda_bonus(alpha, beta, komi_for_mover, lam):
 
 
 def hand_built_chain(root_alpha: float):
-    """An unbatched mctx tree root → c → g with only the root expanded yet; nodes: (α, β, Black to move, komi)."""
+    """An unbatched search tree root → c → g with only the root expanded yet; nodes: (α, β, Black to move, komi)."""
     alpha = jnp.array([root_alpha, -4.0, 3.0])
     beta = jnp.array([0.5, 0.3, 0.8])
     black_to_move = jnp.array([True, False, True])
@@ -40,13 +39,15 @@ def hand_built_chain(root_alpha: float):
     actions = 5
     embeddings = SaiEmbedding(state=jnp.zeros(3), alpha=alpha, beta=beta, black_to_move=black_to_move, komi=komi)
     zeros = jnp.zeros((3, actions))
-    return mctx.Tree(
+    return Tree(  # the dense layout (K = A, as SAI's 7×7 Go): slot a holds action a
         node_visits=jnp.array([1, 0, 0], jnp.int32), raw_values=jnp.zeros(3), node_values=jnp.zeros(3),
         parents=jnp.array([-1, 0, 1], jnp.int32), action_from_parent=jnp.array([-1, 2, 4], jnp.int32),
+        slot_from_parent=jnp.array([-1, 2, 4], jnp.int32),
+        children_actions=jnp.tile(jnp.arange(actions, dtype=jnp.int32), (3, 1)),
         children_index=jnp.full((3, actions), -1, jnp.int32).at[0, 2].set(1).at[1, 4].set(2),
         children_prior_logits=zeros, children_visits=zeros.astype(jnp.int32), children_rewards=zeros,
-        children_discounts=zeros - 1.0, children_values=zeros, embeddings=embeddings,
-        root_invalid_actions=jnp.zeros(actions), extra_data=None)
+        children_discounts=zeros - 1.0, children_values=zeros, embeddings=embeddings, extra_data=None,
+        num_actions=actions)
 
 
 def expand_and_back_up(tree, node, backup):

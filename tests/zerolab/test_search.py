@@ -1,12 +1,13 @@
-"""The search doorway: mctx policies, the SearchRules extension point, and search on real positions."""
+"""The search doorway: the SearchRules extension point, search on real positions, the search config.  The compact tree's
+equivalence with mctx's dense search is tested in test_compact_tree.py."""
 
 import jax
 import jax.numpy as jnp
-import mctx
 import numpy as np
 import pytest
 
 from zerolab.search import mcts as search_lib
+from zerolab.search.tree import Tree
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 
@@ -20,15 +21,14 @@ def gardner():
 
 
 def policies_with_and_without_rules(game, network, config, rules):
-    recurrent_fn = search_lib.make_recurrent_fn(game, network)
+    """A jitted ``(variables, key, states) -> (standard search, search with rules)``, both over the compact tree."""
 
     @jax.jit
     def both(variables, key, states):
-        logits, value = search_lib.evaluate(network, variables, states)
-        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        invalid = ~states.legal_action_mask
-        plain = search_lib.policy(config, variables, key, root, recurrent_fn, invalid, rules=None)
-        through_rules = search_lib.policy(config, variables, key, root, recurrent_fn, invalid, rules=rules)
+        plain = search_lib.run_search(config, game, network, variables, key, states, rules=search_lib.STANDARD_RULES,
+                                      keep_tree=True)
+        through_rules = search_lib.run_search(config, game, network, variables, key, states, rules=rules,
+                                              keep_tree=True)
         return plain, through_rules
 
     return both
@@ -46,33 +46,20 @@ def random_positions(game, count, plies, seed):
     return states
 
 
-@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
-def test_standard_rules_reproduce_mctx_exactly(gardner, kind):
-    game, network, variables = gardner
-    config = search_lib.SearchConfig(kind=kind, num_simulations=24, max_num_considered_actions=8)
-    states = random_positions(game, count=6, plies=5, seed=3)
-    both = policies_with_and_without_rules(game, network, config, search_lib.STANDARD_RULES)
-    plain, through_rules = both(variables, jax.random.key(7), states)
-    np.testing.assert_array_equal(plain.action, through_rules.action)
-    np.testing.assert_array_equal(plain.search_tree.children_visits, through_rules.search_tree.children_visits)
-    np.testing.assert_array_equal(plain.search_tree.node_values, through_rules.search_tree.node_values)
-    np.testing.assert_array_equal(plain.action_weights, through_rules.action_weights)
-
-
 def test_per_node_state_is_updated_after_every_simulation(gardner):
     """A rule that counts, per node, the simulations that passed through it ends equal to mctx's node visits."""
     game, network, variables = gardner
 
     def init_node_state(tree):
-        return jnp.zeros_like(tree.node_visits).at[:, mctx.Tree.ROOT_INDEX].set(1)
+        return jnp.zeros_like(tree.node_visits).at[:, Tree.ROOT_INDEX].set(1)
 
-    def count_path(tree, parent_index, action, leaf_index):
+    def count_path(tree, parent_index, slot, leaf_index):
         def one_tree(counts, parents, leaf):
             def climb(carry):
                 counts, node = carry
                 return counts.at[node].add(1), parents[node]
 
-            counts, _ = jax.lax.while_loop(lambda carry: carry[1] != mctx.Tree.NO_PARENT, climb, (counts, leaf))
+            counts, _ = jax.lax.while_loop(lambda carry: carry[1] != Tree.NO_PARENT, climb, (counts, leaf))
             return counts
 
         return jax.vmap(one_tree)(tree.extra_data.node_state, tree.parents, leaf_index)
@@ -81,7 +68,7 @@ def test_per_node_state_is_updated_after_every_simulation(gardner):
     config = search_lib.SearchConfig(kind="gumbel", num_simulations=16, max_num_considered_actions=8)
     both = policies_with_and_without_rules(game, network, config, rules)
     plain, counted = both(variables, jax.random.key(1), random_positions(game, 4, 3, seed=5))
-    np.testing.assert_array_equal(counted.search_tree.extra_data.node_state, plain.search_tree.node_visits)
+    np.testing.assert_array_equal(counted.tree.extra_data.node_state, plain.tree.node_visits)
     np.testing.assert_array_equal(plain.action, counted.action)  # state alone does not change the search
 
 
@@ -92,20 +79,20 @@ def test_backup_rule_changes_the_search(gardner):
     def visits_only_backup(tree, leaf_index):
         def climb(carry):
             tree, node = carry
-            parent, action = tree.parents[node], tree.action_from_parent[node]
+            parent, slot = tree.parents[node], tree.slot_from_parent[node]
             tree = tree.replace(node_visits=tree.node_visits.at[parent].add(1),
-                                children_visits=tree.children_visits.at[parent, action].add(1))
+                                children_visits=tree.children_visits.at[parent, slot].add(1))
             return tree, parent
 
-        tree, _ = jax.lax.while_loop(lambda carry: carry[1] != mctx.Tree.ROOT_INDEX, climb, (tree, leaf_index))
+        tree, _ = jax.lax.while_loop(lambda carry: carry[1] != Tree.ROOT_INDEX, climb, (tree, leaf_index))
         return tree
 
     config = search_lib.SearchConfig(kind="muzero", num_simulations=16)
     both = policies_with_and_without_rules(game, network, config, search_lib.SearchRules(backup_fn=visits_only_backup))
     plain, custom = both(variables, jax.random.key(2), random_positions(game, 4, 3, seed=6))
-    np.testing.assert_array_equal(custom.search_tree.node_values, custom.search_tree.raw_values)
-    assert not np.array_equal(plain.search_tree.node_values, custom.search_tree.node_values)
-    np.testing.assert_array_equal(custom.search_tree.node_visits[:, 0], plain.search_tree.node_visits[:, 0])
+    np.testing.assert_array_equal(custom.tree.node_values, custom.tree.raw_values)
+    assert not np.array_equal(plain.tree.node_values, custom.tree.node_values)
+    np.testing.assert_array_equal(custom.tree.node_visits[:, 0], plain.tree.node_visits[:, 0])
 
 
 @pytest.mark.parametrize("kind", ["gumbel", "muzero"])

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 import pgx
 
 from zerolab.games.fen import InvalidPositionError  # defined with the FEN rules, which import no pgx
@@ -37,6 +38,13 @@ class Game:
         # pgx's ``env.num_actions`` runs ``init`` op by op (a hundred small compilations); its shapes say the same
         self.num_actions = int(state.legal_action_mask.shape[0])
         self.observation_shape = tuple(state.observation.shape)
+        self._state_shapes = state
+
+    #: The most legal actions of any position, K: the search tree's slots a node (:mod:`zerolab.search.tree`).  A
+    #: game that does not know its own keeps the whole action space (the dense layout).
+    @property
+    def max_legal_actions(self) -> int:
+        return self.num_actions
 
     def init(self, key: jax.Array) -> pgx.State:
         return self.env.init(key)
@@ -47,6 +55,36 @@ class Game:
     def plies_played(self, states: pgx.State) -> jax.Array:
         """[B] int32 (or a scalar for one state): plies played since each game's start position."""
         return plies_played(states)
+
+    # --- the compact form of a state, as the search tree keeps it ----------------------------------------------
+    def pack_state(self, states: pgx.State) -> pgx.State:
+        """``states`` (any batch shape) as the search tree stores them: the observation planes dropped (pgx computes
+        them anew at every ``step``) and every boolean array of 16 or more entries (the legal masks) packed 8 to a
+        byte along its last axis.  :meth:`unpack_state` restores a state that ``step`` treats exactly as the
+        original (``tests/zerolab/test_compact_tree.py``).  Chess: 46 KB a state become 7.6 KB."""
+        return jax.tree.map(self._pack_leaf, states, self._state_shapes,
+                            is_leaf=lambda leaf: leaf is None).replace(
+            observation=jnp.zeros(states.observation.shape[:states.observation.ndim - len(self.observation_shape)]
+                                  + (0,), jnp.uint8))
+
+    def unpack_state(self, packed: pgx.State) -> pgx.State:
+        """The inverse of :meth:`pack_state`; the observation comes back as zeros (``step`` recomputes it)."""
+        batch_shape = packed.current_player.shape
+        state = jax.tree.map(self._unpack_leaf, packed, self._state_shapes, is_leaf=lambda leaf: leaf is None)
+        return state.replace(observation=jnp.zeros(batch_shape + self.observation_shape,
+                                                   self._state_shapes.observation.dtype))
+
+    @staticmethod
+    def _packed(shape: jax.ShapeDtypeStruct) -> bool:
+        return shape.dtype == jnp.bool_ and len(shape.shape) > 0 and shape.shape[-1] >= 16
+
+    def _pack_leaf(self, leaf, shape):
+        return jnp.packbits(leaf, axis=-1) if self._packed(shape) else leaf
+
+    def _unpack_leaf(self, leaf, shape):
+        if not self._packed(shape) or leaf.ndim == 0 or leaf.shape[-1] == 0:
+            return leaf
+        return jnp.unpackbits(leaf, axis=-1, count=shape.shape[-1]).astype(jnp.bool_)
 
     @property
     def batched_init(self) -> Callable[[jax.Array], pgx.State]:

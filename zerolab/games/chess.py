@@ -250,6 +250,14 @@ class ChessGame(Game):
     def move_record_format(self) -> str:
         return "pgn" if self.board_size == 8 else "pgn-gardner"
 
+    @property
+    def max_legal_actions(self) -> int:
+        """K: 218 on 8×8, the most legal moves of any legal chess position (R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1
+        w - - 0 1).  Gardner: 128, a bound from the pieces' reach on 5×5 (king 8; queen 16; rook, bishop and knight 8
+        each; five pawns, each at most 16 moves as a promoted queen or 12 as a pawn promoting three ways four times),
+        blocking ignored."""
+        return 218 if self.board_size == 8 else 128
+
     def action_to_text(self, action: int, state: pgx.State) -> str:
         return self.action_to_uci(action, state)
 

@@ -1,4 +1,4 @@
-"""Search: mctx's Gumbel and PUCT loops with method rules (node state, selection, backup).
+"""Search: Gumbel and PUCT over a tree of legal moves with method rules (node state, selection, backup).
 
 Method packages import this layer's names from here (``from zerolab.search import selection_functions``), as listed in
 ``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
@@ -13,14 +13,16 @@ from zerolab.lazy import lazy_names
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.search.mcts": ("SearchConfig", "SearchRules", "masked_logits", "project_loop_rules", "run_search",
                             "search_policy", "selection_functions"),
+    "zerolab.search.tree": ("RecurrentFn", "RecurrentOutput", "Tree"),
 })
 
 __all__ = [
-    "SearchConfig", "SearchRules", "masked_logits", "project_loop_rules", "run_search", "search_policy",
-    "selection_functions",
+    "RecurrentFn", "RecurrentOutput", "SearchConfig", "SearchRules", "Tree", "masked_logits", "project_loop_rules",
+    "run_search", "search_policy", "selection_functions",
 ]
 
 if TYPE_CHECKING:
     from zerolab.search.mcts import (
         SearchConfig, SearchRules, masked_logits, project_loop_rules, run_search, search_policy, selection_functions,
     )
+    from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree

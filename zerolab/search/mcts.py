@@ -1,22 +1,22 @@
 """Search: the project's one doorway to tree search.
 
 ``run_search(config, game, network, variables, key, states)`` evaluates a batch of pgx states with the network,
-searches with mctx's ``gumbel_muzero_policy`` or ``muzero_policy`` (Dirichlet noise at the root) and returns the
-chosen action, the policy target and the root value.  The simulations run in the project's loop
-(:func:`make_search_loop`) with mctx's own selection and expansion: the result is mctx's bit for bit, but the backup
-(:func:`standard_backup`) writes the tree once per simulation.  mctx's ``backward`` carries the whole batched tree
-through a vmapped ``while_loop``, so every level of every backup selects and copies all [B, N, A] arrays: on an
-H100 that was 83 % of the device time of 8×8 ResNet self-play (50 % ``select`` fusions, 33 % ``memcpy``;
-``scripts/gpu/profile.py``), and on CPU it makes deep (PUCT) searches slow.
+searches with Gumbel MuZero or PUCT (MuZero's, with Dirichlet noise at the root) and returns the chosen action, the
+policy target and the root value.  The search runs in the project's loop (:func:`search`) over a tree of legal moves
+(:class:`zerolab.search.tree.Tree`: K slots a node, K the game's most legal actions, where mctx keeps one per action
+of the space) with mctx's selection rules written over slots (:mod:`zerolab.search.selection`): its actions, visit
+counts and policy targets are mctx's, with the same keys (tests/zerolab/test_compact_tree.py compares the two on
+held-out positions).  Node embeddings are the game's compact states (no observation planes, legal masks as bits).
+``mctx_loop=True`` runs mctx's own dense search instead, the reference for tests and ``zerolab bench``.
 
 Variants (search-contempt, SAI) change the rules of the search, not its loop.  :class:`SearchRules` is the extension
-point, in mctx's own style:
+point, in mctx's own style, over the compact tree's slots:
 
-* ``root_action_selection_fn`` / ``interior_action_selection_fn`` — mctx's signatures
-  ``(key, tree, node_index[, depth]) -> action`` over one unbatched tree; they may read per-node state from
-  ``tree.extra_data.node_state``.
+* ``root_action_selection_fn`` / ``interior_action_selection_fn`` — ``(key, tree, node_index[, depth]) -> slot``
+  over one unbatched tree (``tree.children_actions[node_index, slot]`` is the action); they may read per-node state
+  from ``tree.extra_data.node_state``.
 * ``init_node_state(tree) -> pytree`` with leaves ``[B, N, ...]`` and
-  ``update_node_state(tree, parent_index [B], action [B], leaf_index [B]) -> pytree``, called after every simulation.
+  ``update_node_state(tree, parent_index [B], slot [B], leaf_index [B]) -> pytree``, called after every simulation.
 * ``backup_fn(tree, leaf_index) -> tree`` over one unbatched tree: how a new leaf's value reaches its ancestors
   (the default is mctx's running mean of ``v <- r + discount * v``; SAI gives each ancestor its own value).
 * ``summary_fn(tree) -> {name: [B]}`` over the batched tree after the search: per-search statistics that appear in
@@ -27,10 +27,6 @@ Rules are chosen from the config like networks are: ``search.rules = "package.mo
 Every consumer of a :class:`SearchConfig` (self-play, checkpoint agents, the UCI and GTP engines, ``zerolab bench``)
 gets the rules through :meth:`SearchConfig.make_rules`.  :func:`selection_functions` gives the standard root and
 interior selection functions of a config, for rules that wrap them.
-
-A policy with rules runs the project's own small simulation loop (:func:`make_search_loop`), passed to the mctx
-policy as its ``loop_fn``: mctx still draws the root noise, builds the tree and turns visits into the action and the
-policy target, so with :data:`STANDARD_RULES` the result equals mctx's own search exactly (a test checks this).
 """
 
 from __future__ import annotations
@@ -49,28 +45,33 @@ import jax
 import jax.numpy as jnp
 import mctx
 import pgx
-# mctx's simulate/expand and its root/interior switch are not exported; mctx is pinned (==0.0.71) and the
-# equivalence test in tests/zerolab/test_search.py guards this use.
+# mctx's root/interior switch and sequential halving's score are not exported; mctx is pinned (==0.0.71) and the
+# equivalence tests in tests/zerolab/test_compact_tree.py guard this use.
 from mctx._src import action_selection as mctx_action_selection
-from mctx._src import search as mctx_search
+from mctx._src import seq_halving
 
 from zerolab.config import parse_value
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network
+from zerolab.search import selection
+from zerolab.search.tree import (
+    RecurrentFn, RecurrentOutput, Tree, expand, gather_slots, instantiate_tree, root_prior_logits, root_visit_counts, scatter_slots,
+    simulate, standard_backup,
+)
 
 SEARCH_KINDS = ("gumbel", "muzero")
 
-RootActionSelectionFn = mctx.RootActionSelectionFn
-"""``(key, tree, node_index) -> action``: mctx's root rule, over one unbatched tree."""
-InteriorActionSelectionFn = mctx.InteriorActionSelectionFn
-"""``(key, tree, node_index, depth) -> action``: mctx's interior rule, over one unbatched tree."""
-InitNodeStateFn = Callable[[mctx.Tree], Any]
+RootActionSelectionFn = Callable[[jax.Array, Tree, chex.Numeric], chex.Numeric]
+"""``(key, tree, node_index) -> slot``: the root's rule, over one unbatched :class:`~zerolab.search.tree.Tree`."""
+InteriorActionSelectionFn = Callable[[jax.Array, Tree, chex.Numeric, chex.Numeric], chex.Numeric]
+"""``(key, tree, node_index, depth) -> slot``: the interior rule, over one unbatched tree."""
+InitNodeStateFn = Callable[[Tree], Any]
 """``(batched tree) -> pytree`` of per-node state with leaves ``[B, N, ...]``, made before the first simulation."""
-UpdateNodeStateFn = Callable[[mctx.Tree, jax.Array, jax.Array, jax.Array], Any]
-"""``(batched tree, parent_index [B], action [B], leaf_index [B]) -> node state``, after every simulation's backup."""
-BackupFn = Callable[[mctx.Tree, chex.Numeric], mctx.Tree]
+UpdateNodeStateFn = Callable[[Tree, jax.Array, jax.Array, jax.Array], Any]
+"""``(batched tree, parent_index [B], slot [B], leaf_index [B]) -> node state``, after every simulation's backup."""
+BackupFn = Callable[[Tree, chex.Numeric], Tree]
 """``(unbatched tree, leaf_index) -> tree``: carries a new leaf's value to its ancestors."""
-SummaryFn = Callable[[mctx.Tree], Mapping[str, jax.Array]]
+SummaryFn = Callable[[Tree], Mapping[str, jax.Array]]
 """``(batched tree) -> {name: [B]}``: statistics of each finished search."""
 
 
@@ -227,7 +228,7 @@ class SearchOutput:
       visit_counts: [B, A] root visit counts.
       root_value: [B] the root's searched value, from the side to move.
       summary: ``{name: [B]}`` from the rules' ``summary_fn`` (empty without one).
-      tree: the mctx search tree (dropped by callers that do not need it).
+      tree: the search tree (:class:`~zerolab.search.tree.Tree`; mctx's with ``mctx_loop=True``), when asked for.
     """
 
     action: jax.Array
@@ -240,54 +241,39 @@ class SearchOutput:
 
 @flax.struct.dataclass
 class SearchExtraData:
-    """``tree.extra_data`` when rules keep per-node state; ``root_gumbel`` keeps Gumbel MuZero's root noise."""
+    """``tree.extra_data``: Gumbel MuZero's root noise [B, K] (None for PUCT) and the rules' per-node state."""
 
     root_gumbel: Any
     node_state: Any
 
 
-def standard_backup(tree: mctx.Tree, leaf_index: chex.Numeric) -> mctx.Tree:
-    """mctx's backup on one unbatched tree: each ancestor's value is the running mean of ``r + discount * v``.
+@flax.struct.dataclass
+class PolicyOutput:
+    """A policy's result (mctx's ``PolicyOutput`` with the root's visits over the action space).
 
-    The same arithmetic as mctx's ``backward``, in the same order, but the tree is written once: the loop climbs the
-    path computing each ancestor's new value into small per-level buffers, and one scatter per array writes them (a
-    node appears at most once on a path).  mctx writes the whole tree at every level of its loop, which on CPU copies
-    the [N, A] arrays each time: this is what made PUCT searches (deep paths) slow.
+    Attributes:
+      action: [B] the policy's action (Gumbel: the best considered one; MuZero: sampled from the visits).
+      action_weights: [B, A] the policy target.
+      visit_counts: [B, A] float root visit counts.
+      root_prior_logits: [B, A] the root's priors as searched (PUCT: with the Dirichlet noise; illegal actions at the
+        dtype's minimum).
+      search_tree: the :class:`~zerolab.search.tree.Tree` (mctx's dense tree from :func:`mctx_policy`).
     """
-    leaf_index = jnp.asarray(leaf_index, dtype=jnp.int32)
-    num_nodes = tree.parents.shape[0]  # a path has fewer levels; index num_nodes marks unused ones (dropped)
 
-    def has_parent(loop_state):
-        return loop_state[0] != mctx.Tree.ROOT_INDEX
-
-    def climb(loop_state):
-        index, node_value, leaf_value, level, path = loop_state
-        parent = tree.parents[index]
-        count = tree.node_visits[parent]
-        action = tree.action_from_parent[index]
-        leaf_value = tree.children_rewards[parent, action] + tree.children_discounts[parent, action] * leaf_value
-        parent_value = (tree.node_values[parent] * count + leaf_value) / (count + 1.0)
-        parents, actions, parent_values, child_values = path
-        path = (parents.at[level].set(parent), actions.at[level].set(action),
-                parent_values.at[level].set(parent_value), child_values.at[level].set(node_value))
-        return parent, parent_value, leaf_value, level + 1, path
-
-    value = tree.node_values[leaf_index]
-    empty_path = (jnp.full(num_nodes, num_nodes, jnp.int32), jnp.zeros(num_nodes, jnp.int32),
-                  jnp.zeros(num_nodes, tree.node_values.dtype), jnp.zeros(num_nodes, tree.node_values.dtype))
-    *_, (parents, actions, parent_values, child_values) = jax.lax.while_loop(
-        has_parent, climb, (leaf_index, value, value, 0, empty_path))
-    return tree.replace(
-        node_values=tree.node_values.at[parents].set(parent_values, mode="drop"),
-        node_visits=tree.node_visits.at[parents].add(1, mode="drop"),
-        children_values=tree.children_values.at[parents, actions].set(child_values, mode="drop"),
-        children_visits=tree.children_visits.at[parents, actions].add(1, mode="drop"),
-    )
+    action: jax.Array
+    action_weights: jax.Array
+    visit_counts: jax.Array
+    root_prior_logits: jax.Array
+    search_tree: Any
 
 
 @dataclasses.dataclass(frozen=True)
 class SearchRules:
-    """The hooks a search variant may replace; ``None`` keeps the standard behaviour of the chosen policy."""
+    """The hooks a search variant may replace; ``None`` keeps the standard behaviour of the chosen policy.
+
+    Every hook works on the slots of :class:`~zerolab.search.tree.Tree` (``tree.children_actions`` names each slot's
+    action): selection functions return a slot, node state is ``[B, N, ...]``.
+    """
 
     root_action_selection_fn: RootActionSelectionFn | None = None
     interior_action_selection_fn: InteriorActionSelectionFn | None = None
@@ -300,9 +286,8 @@ class SearchRules:
     @property
     def changes_simulations(self) -> bool:
         """Whether these rules change what the simulations do (any hook but ``summary_fn`` replaced), or
-        ``project_loop`` is set.  :func:`run_search` runs every search in the project's loop either way (the standard
-        rules there give mctx's result bit for bit, faster: see :func:`standard_backup`); :func:`policy` with
-        ``rules=None`` runs mctx's own loop, the reference the equivalence tests compare against."""
+        ``project_loop`` is set.  Every search runs in the project's loop over the compact tree; only the standard
+        rules can also run in mctx's own dense search (``mctx_loop=True``), the reference of tests and benchmarks."""
         return self.project_loop or (
             self.root_action_selection_fn, self.interior_action_selection_fn, self.init_node_state,
             self.update_node_state, self.backup_fn) != (None, None, None, None, standard_backup)
@@ -312,87 +297,90 @@ STANDARD_RULES = SearchRules()
 
 
 def project_loop_rules(search_config: SearchConfig) -> SearchRules:
-    """The standard rules in the project's simulation loop (``search.rules=zerolab.search.mcts:project_loop_rules``):
-    mctx's search bit for bit, with the backup that writes the tree once per simulation (on a 2-core CPU a third
-    to a half of mctx's own time for 64 simulations: ``python -m contempt_search.bench``).  :func:`run_search` now
-    uses that loop for every search, so this names the default explicitly (configs that set it keep working)."""
+    """The standard rules, named (``search.rules=zerolab.search.mcts:project_loop_rules``): every search runs in the
+    project's loop over the compact tree, so this is the default search under another name (configs that set it keep
+    working)."""
     del search_config
     return SearchRules(project_loop=True)
 
 
 def selection_functions(config: SearchConfig) -> tuple[RootActionSelectionFn, InteriorActionSelectionFn]:
-    """The standard ``(root, interior)`` selection functions of ``config.kind``, as mctx's policies use them.
+    """The standard ``(root, interior)`` selection functions of ``config.kind`` over a tree's slots.
 
     Gumbel: sequential halving at the root, Gumbel's deterministic interior rule; MuZero: PUCT at both (the root's
-    Dirichlet noise is in the root's priors, added by ``mctx.muzero_policy``).  Rules wrap these.
+    Dirichlet noise is in the root's priors).  Rules wrap these.
     """
     if config.kind == "gumbel":
-        qtransform = mctx.qtransform_completed_by_mix_value
         root_selection = functools.partial(
-            mctx.gumbel_muzero_root_action_selection,
+            selection.gumbel_muzero_root_action_selection,
             num_simulations=config.num_simulations,
             max_num_considered_actions=config.max_num_considered_actions,
-            qtransform=qtransform,
         )
-        interior_selection = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
-        return root_selection, interior_selection
+        return root_selection, selection.gumbel_muzero_interior_action_selection
     interior_selection = functools.partial(
-        mctx.muzero_action_selection,
-        pb_c_base=config.pb_c_base,
-        pb_c_init=config.pb_c_init,
-        qtransform=mctx.qtransform_by_parent_and_siblings,
-    )
+        selection.muzero_action_selection, pb_c_base=config.pb_c_base, pb_c_init=config.pb_c_init)
     return functools.partial(interior_selection, depth=0), interior_selection
 
 
-def make_search_loop(
+def search(
     params: Any,
-    recurrent_fn: mctx.RecurrentFn,
-    root_action_selection_fn: Callable,
-    interior_action_selection_fn: Callable,
-    rules: SearchRules,
-    max_depth: int | None,
-) -> Callable:
-    """A ``loop_fn`` for mctx policies that runs the simulations under ``rules``.
+    key: jax.Array,
+    root: mctx.RootFnOutput,
+    legal_action_mask: jax.Array,
+    recurrent_fn: RecurrentFn,
+    root_action_selection_fn: RootActionSelectionFn,
+    interior_action_selection_fn: InteriorActionSelectionFn,
+    num_simulations: int,
+    num_slots: int,
+    rules: SearchRules = STANDARD_RULES,
+    max_depth: int | None = None,
+    root_gumbel: jax.Array | None = None,
+) -> Tree:
+    """The simulations over a compact tree (mctx's ``search`` with ``rules``).
 
-    It has ``jax.lax.fori_loop``'s signature; mctx calls it as ``loop_fn(0, num_simulations, body, (key, tree))``.
-    mctx's own ``body`` is not used: each simulation here selects with the rules' functions, expands with mctx,
-    backs up with ``rules.backup_fn`` and then updates the per-node state.  Random keys are split exactly as in
-    ``mctx.search``, so standard rules give mctx's result bit for bit.
+    Each simulation selects down the tree with the rules' functions (the root's at depth 0), expands one slot with
+    ``recurrent_fn``, backs up with ``rules.backup_fn`` and then updates the rules' node state.  Random keys are split
+    as in ``mctx.search``, so the standard rules give mctx's search (the module docstring of
+    :mod:`zerolab.search.selection` says how exactly).  ``root_gumbel`` [B, A] becomes the root's noise per slot.
     """
     select = mctx_action_selection.switching_action_selection_wrapper(
         root_action_selection_fn=rules.root_action_selection_fn or root_action_selection_fn,
         interior_action_selection_fn=rules.interior_action_selection_fn or interior_action_selection_fn,
     )
     backup = jax.vmap(rules.backup_fn)
+    depth_limit = num_simulations if max_depth is None else max_depth
+    batch_size = root.value.shape[0]
+    tree = instantiate_tree(root.prior_logits, root.value, root.embedding, legal_action_mask, num_simulations,
+                            num_slots)
+    if root_gumbel is not None:
+        root_gumbel = gather_slots(root_gumbel, tree.children_actions[:, tree.ROOT_INDEX], 0.0)
+    tree = tree.replace(extra_data=SearchExtraData(root_gumbel=root_gumbel, node_state=None))
+    if rules.init_node_state is not None:
+        tree = tree.replace(extra_data=tree.extra_data.replace(node_state=rules.init_node_state(tree)))
+    batch_range = jnp.arange(batch_size)
 
-    def loop_fn(lower: int, upper: int, _mctx_body: Callable, loop_state: tuple[jax.Array, mctx.Tree]):
+    def simulation(index, loop_state):
         key, tree = loop_state
-        num_simulations = upper - lower
-        depth_limit = num_simulations if max_depth is None else max_depth
-        batch_size = tree.node_visits.shape[0]
-        batch_range = jnp.arange(batch_size)
-        if rules.init_node_state is not None:
-            root_gumbel = getattr(tree.extra_data, "root_gumbel", None)
-            tree = tree.replace(extra_data=SearchExtraData(root_gumbel=root_gumbel, node_state=rules.init_node_state(tree)))
+        key, simulate_key, expand_key = jax.random.split(key, 3)
+        simulate_keys = jax.random.split(simulate_key, batch_size)
+        parent_index, slot = jax.vmap(simulate, in_axes=(0, 0, None, None))(simulate_keys, tree, select, depth_limit)
+        leaf_index = tree.children_index[batch_range, parent_index, slot]
+        leaf_index = jnp.where(leaf_index == tree.UNVISITED, index + 1, leaf_index)
+        tree = expand(params, expand_key, tree, recurrent_fn, parent_index, slot, leaf_index)
+        tree = backup(tree, leaf_index)
+        if rules.update_node_state is not None:
+            node_state = rules.update_node_state(tree, parent_index, slot, leaf_index)
+            tree = tree.replace(extra_data=tree.extra_data.replace(node_state=node_state))
+        return key, tree
 
-        def simulation(index, loop_state):
-            key, tree = loop_state
-            key, simulate_key, expand_key = jax.random.split(key, 3)
-            simulate_keys = jax.random.split(simulate_key, batch_size)
-            parent_index, action = mctx_search.simulate(simulate_keys, tree, select, depth_limit)
-            leaf_index = tree.children_index[batch_range, parent_index, action]
-            leaf_index = jnp.where(leaf_index == mctx.Tree.UNVISITED, index + 1, leaf_index)
-            tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent_index, action, leaf_index)
-            tree = backup(tree, leaf_index)
-            if rules.update_node_state is not None:
-                node_state = rules.update_node_state(tree, parent_index, action, leaf_index)
-                tree = tree.replace(extra_data=tree.extra_data.replace(node_state=node_state))
-            return key, tree
+    _, tree = jax.lax.fori_loop(0, num_simulations, simulation, (key, tree))
+    return tree
 
-        return jax.lax.fori_loop(lower, upper, simulation, (key, tree))
 
-    return loop_fn
+def mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
+    """Logits less their maximum, ``finfo.min`` where invalid (mctx's ``_mask_invalid_actions``)."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
 
 
 def policy(
@@ -400,44 +388,97 @@ def policy(
     params: Any,
     key: jax.Array,
     root: mctx.RootFnOutput,
-    recurrent_fn: mctx.RecurrentFn,
-    invalid_actions: jax.Array,
+    recurrent_fn: RecurrentFn,
+    legal_action_mask: jax.Array,
     rules: SearchRules | None = None,
-) -> mctx.PolicyOutput:
-    """Runs the mctx policy named by ``config.kind``; with ``rules``, through the project's simulation loop."""
+    num_slots: int | None = None,
+    mctx_loop: bool = False,
+) -> PolicyOutput:
+    """The policy named by ``config.kind`` over a compact tree of ``num_slots`` slots a node (A when None): mctx's
+    ``gumbel_muzero_policy`` or ``muzero_policy`` with the same key splits, noise and outputs.
+
+    ``root.prior_logits`` [B, A] and ``legal_action_mask`` [B, A] describe the root; ``recurrent_fn`` returns
+    :class:`~zerolab.search.tree.RecurrentOutput` (the new node's legal moves with its priors).  ``mctx_loop=True``
+    runs :func:`mctx_policy` instead (standard rules only).
+    """
+    if mctx_loop:
+        if rules is not None and rules.changes_simulations and not rules.project_loop:
+            raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them: search "
+                             "with mctx_loop=False")
+        return mctx_policy(config, params, key, root, recurrent_fn, legal_action_mask)
+    rules = rules if rules is not None else STANDARD_RULES
+    num_actions = root.prior_logits.shape[-1]
+    num_slots = num_actions if num_slots is None else min(num_slots, num_actions)
+    invalid_actions = ~legal_action_mask
     root_selection, interior_selection = selection_functions(config)
+    run = functools.partial(search, params, recurrent_fn=recurrent_fn, legal_action_mask=legal_action_mask,
+                            root_action_selection_fn=root_selection, interior_action_selection_fn=interior_selection,
+                            num_simulations=config.num_simulations, num_slots=num_slots, rules=rules,
+                            max_depth=config.max_depth)
+    root_index = Tree.ROOT_INDEX
     if config.kind == "gumbel":
-        run_policy = functools.partial(
-            mctx.gumbel_muzero_policy,
-            max_num_considered_actions=config.max_num_considered_actions,
-            gumbel_scale=config.gumbel_scale,
-        )
-    else:
-        run_policy = functools.partial(
-            mctx.muzero_policy,
-            dirichlet_fraction=config.dirichlet_fraction,
-            dirichlet_alpha=config.dirichlet_alpha,
-            pb_c_init=config.pb_c_init,
-            pb_c_base=config.pb_c_base,
-        )
-    loop_fn = jax.lax.fori_loop
-    if rules is not None:
-        loop_fn = make_search_loop(params, recurrent_fn, root_selection, interior_selection, rules, config.max_depth)
-    return run_policy(
-        params=params,
-        rng_key=key,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        num_simulations=config.num_simulations,
-        invalid_actions=invalid_actions,
-        max_depth=config.max_depth,
-        loop_fn=loop_fn,
-    )
+        root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions))
+        key, gumbel_key = jax.random.split(key)
+        gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape, root.prior_logits.dtype)
+        tree = run(key, root, root_gumbel=gumbel)
+        visits = tree.children_visits[:, root_index]
+        considered_visit = jnp.max(visits, axis=-1, keepdims=True)
+        completed_qvalues = jax.vmap(selection.qtransform_completed_by_mix_value, in_axes=(0, None))(tree, root_index)
+        priors, valid = tree.children_prior_logits[:, root_index], tree.children_valid[:, root_index]
+        to_argmax = seq_halving.score_considered(considered_visit, tree.extra_data.root_gumbel, priors,
+                                                 completed_qvalues, visits)
+        slot = selection.masked_argmax(to_argmax, valid)
+        action = jnp.take_along_axis(tree.children_actions[:, root_index], slot[:, None], axis=-1)[:, 0]
+        weights = jax.nn.softmax(mask_invalid_actions(priors + completed_qvalues, ~valid))
+        action_weights = scatter_slots(weights, tree.children_actions[:, root_index], num_actions)
+        return PolicyOutput(action=action, action_weights=action_weights, visit_counts=root_visit_counts(tree),
+                            root_prior_logits=root_prior_logits(tree), search_tree=tree)
+    key, dirichlet_key, search_key = jax.random.split(key, 3)
+    noise = jax.random.dirichlet(dirichlet_key, jnp.full([num_actions], config.dirichlet_alpha),
+                                 shape=(root.prior_logits.shape[0],))
+    probs = jax.nn.softmax(root.prior_logits)
+    noisy_probs = (1 - config.dirichlet_fraction) * probs + config.dirichlet_fraction * noise
+    noisy_logits = jnp.log(jnp.maximum(noisy_probs, jnp.finfo(noisy_probs.dtype).tiny))
+    root = root.replace(prior_logits=mask_invalid_actions(noisy_logits, invalid_actions))
+    tree = run(search_key, root)
+    visit_counts = root_visit_counts(tree)
+    total = jnp.sum(visit_counts, axis=-1, keepdims=True)
+    action_weights = jnp.where(total > 0, visit_counts / jnp.maximum(total, 1), 1 / num_actions)
+    logits = jnp.log(jnp.maximum(action_weights, jnp.finfo(action_weights.dtype).tiny))
+    action = jax.random.categorical(key, logits - jnp.max(logits, axis=-1, keepdims=True))
+    return PolicyOutput(action=action, action_weights=action_weights, visit_counts=visit_counts,
+                        root_prior_logits=root_prior_logits(tree), search_tree=tree)
 
 
 #: :func:`policy` under its public name (``zerolab.search.search_policy``): for methods whose search has its own root
 #: and recurrent functions (SAI's per-node α, β and komi) but runs through the project's rules and loop.
 search_policy = policy
+
+
+def mctx_policy(config: SearchConfig, params: Any, key: jax.Array, root: mctx.RootFnOutput,
+                recurrent_fn: RecurrentFn, legal_action_mask: jax.Array) -> PolicyOutput:
+    """mctx's own dense search (its policy, loop and ``[B, N, A]`` tree) with the standard rules: the reference that
+    the compact search is tested and benchmarked against."""
+
+    def mctx_recurrent_fn(params, key, action, embedding):
+        step, embedding = recurrent_fn(params, key, action, embedding)
+        return mctx.RecurrentFnOutput(reward=step.reward, discount=step.discount, prior_logits=step.prior_logits,
+                                      value=step.value), embedding
+
+    common = dict(params=params, rng_key=key, root=root, recurrent_fn=mctx_recurrent_fn,
+                  num_simulations=config.num_simulations, invalid_actions=~legal_action_mask,
+                  max_depth=config.max_depth)
+    if config.kind == "gumbel":
+        output = mctx.gumbel_muzero_policy(**common, max_num_considered_actions=config.max_num_considered_actions,
+                                           gumbel_scale=config.gumbel_scale)
+    else:
+        output = mctx.muzero_policy(**common, dirichlet_fraction=config.dirichlet_fraction,
+                                    dirichlet_alpha=config.dirichlet_alpha, pb_c_init=config.pb_c_init,
+                                    pb_c_base=config.pb_c_base)
+    tree = output.search_tree
+    return PolicyOutput(action=output.action, action_weights=output.action_weights,
+                        visit_counts=tree.summary().visit_counts, root_prior_logits=tree.children_prior_logits[:, 0],
+                        search_tree=tree)
 
 
 def masked_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
@@ -452,23 +493,26 @@ def evaluate(network: nn.Module, variables: Any, states: pgx.State) -> tuple[jax
     return masked_logits(output.policy_logits, states.legal_action_mask), output.value
 
 
-def make_recurrent_fn(game: Game, network: nn.Module) -> mctx.RecurrentFn:
-    """mctx's ``recurrent_fn`` for a perfect simulator: the embedding is the pgx state itself.
+def make_recurrent_fn(game: Game, network: nn.Module) -> RecurrentFn:
+    """The search's recurrent function for a perfect simulator: the embedding is the game's state, kept in the tree
+    in its compact form (:meth:`zerolab.games.Game.pack_state`: no observation planes, legal masks as bits).
 
     Rewards are from the view of the player who moved; the discount is −1 (the next node belongs to the opponent)
     and 0 once the game has ended, where the value is 0 too.
     """
 
-    def recurrent_fn(variables, key, action, states):
+    def recurrent_fn(variables, key, action, packed_states):
         del key
+        states = game.unpack_state(packed_states)
         mover = states.current_player
         states = jax.vmap(game.step)(states, action)
         logits, value = evaluate(network, variables, states)
         reward = states.rewards[jnp.arange(states.rewards.shape[0]), mover]
         value = jnp.where(states.terminated, 0.0, value)
         discount = jnp.where(states.terminated, 0.0, -1.0)
-        output = mctx.RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits, value=value)
-        return output, states
+        output = RecurrentOutput(reward=reward, discount=discount, prior_logits=logits, value=value,
+                                 legal_action_mask=states.legal_action_mask)
+        return output, game.pack_state(states)
 
     return recurrent_fn
 
@@ -483,43 +527,40 @@ def run_search(
     rules: SearchRules | None = None,
     keep_tree: bool = False,
     mctx_loop: bool = False,
+    num_slots: int | None = None,
 ) -> SearchOutput:
     """Searches from each of the batched ``states`` (jittable; ``config``, ``game``, ``network`` are static).
 
-    ``rules`` default to those named by ``config`` (:meth:`SearchConfig.make_rules`); pass them to override.
-    ``mctx_loop=True`` runs mctx's own simulation loop instead of the project's — the same result with the standard
-    rules, only slower: the reference for benchmarks (rules that change the simulations cannot run there).
+    The tree keeps ``num_slots`` slots a node, the game's most legal actions by default
+    (:attr:`zerolab.games.Game.max_legal_actions`).  ``rules`` default to those named by ``config``
+    (:meth:`SearchConfig.make_rules`); pass them to override.  ``mctx_loop=True`` runs mctx's own dense search
+    instead — the same result with the standard rules (up to float summation order), slower and ``[B, N, A]`` in
+    memory: the reference for tests and benchmarks (rules that change the simulations cannot run there).
     """
     if rules is None:
         rules = config.make_rules()
-    if mctx_loop:
-        rules = dataclasses.replace(rules or STANDARD_RULES, project_loop=False)
-        if rules.changes_simulations:
-            raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
-                             f"({config.rules!r}): search with mctx_loop=False")
+    if mctx_loop and rules is not None and rules.changes_simulations and not rules.project_loop:
+        raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
+                         f"({config.rules!r}): search with mctx_loop=False")
     logits, value = evaluate(network, variables, states)
-    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-    loop_rules = rules if rules is not None else STANDARD_RULES  # the project's loop (module docstring)
-    if mctx_loop:
-        loop_rules = None
-    output = policy(
-        config, variables, key, root, make_recurrent_fn(game, network), ~states.legal_action_mask, rules=loop_rules
-    )
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=game.pack_state(states))
+    output = policy(config, variables, key, root, make_recurrent_fn(game, network), states.legal_action_mask,
+                    rules=rules, num_slots=game.max_legal_actions if num_slots is None else num_slots,
+                    mctx_loop=mctx_loop)
     summary = {}
-    if rules is not None and rules.summary_fn is not None:
+    if rules is not None and rules.summary_fn is not None and not mctx_loop:
         summary = dict(rules.summary_fn(output.search_tree))
         for name, value_array in summary.items():
             chex.assert_shape(value_array, (states.legal_action_mask.shape[0],))
-    visit_counts = output.search_tree.summary().visit_counts
     if config.kind == "gumbel":
         action = output.action
     else:
-        action = jnp.argmax(jnp.where(states.legal_action_mask, visit_counts, -1), axis=-1).astype(jnp.int32)
+        action = jnp.argmax(jnp.where(states.legal_action_mask, output.visit_counts, -1), axis=-1).astype(jnp.int32)
     return SearchOutput(
         action=action,
         policy_target=output.action_weights,
-        visit_counts=visit_counts,
-        root_value=output.search_tree.node_values[:, mctx.Tree.ROOT_INDEX],
+        visit_counts=output.visit_counts,
+        root_value=output.search_tree.node_values[:, Tree.ROOT_INDEX],
         summary=summary,
         tree=output.search_tree if keep_tree else None,
     )

@@ -1,0 +1,203 @@
+"""The search tree over legal moves (zerolab.search.tree) against mctx's dense search, on positions of each game.
+
+With K = A slots a node (the dense layout) the compact search is mctx's bit for bit; with K = the game's most legal
+actions only the order of float additions over K rather than A slots may differ: the actions, visit counts and root
+values are equal, the Gumbel policy target within 1e-6.  Rules (search-contempt) give the same search at any K.
+"""
+
+from __future__ import annotations
+
+import chess as python_chess
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from contempt_search.rules import contempt_rules
+from zerolab.games import make_game
+from zerolab.networks.network import AlphaZeroResNet, init_variables
+from zerolab.search import mcts as search_lib
+from zerolab.search.selection import slot_uniform
+from zerolab.search.tree import EMPTY_SLOT, slot_actions
+
+#: The most legal moves of a legal 8×8 chess position (218), from the position that has them.
+MOST_MOVES_FEN = "R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1"
+
+
+def played_positions(game, count: int, plies: int, seed: int):
+    """``count`` positions after ``plies`` random legal plies each (a finished game stays as it is)."""
+    states = game.batched_init(jax.random.split(jax.random.key(seed), count))
+    rng = np.random.default_rng(seed)
+    for _ in range(plies):
+        legal = np.asarray(states.legal_action_mask)
+        states = game.batched_step(states, jnp.asarray([rng.choice(np.flatnonzero(row)) for row in legal], jnp.int32))
+    return states
+
+
+@pytest.fixture(scope="module", params=["gardner_chess", "chess", "go"])
+def position_set(request):
+    game = make_game(request.param)
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    # held-out positions: a fresh seed per game, plies from the opening to the middle game
+    states = jax.tree.map(lambda *leaves: jnp.concatenate(leaves),
+                          played_positions(game, 2, 3, seed=11), played_positions(game, 2, 14, seed=12))
+    return game, network, variables, states
+
+
+@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
+def test_the_compact_search_is_mctx_search(position_set, kind):
+    game, network, variables, states = position_set
+    config = search_lib.SearchConfig(kind=kind, num_simulations=16, max_num_considered_actions=8)
+
+    dense_layout = game.name == "gardner_chess"  # K = A too, once (7×7 Go's K is A already)
+
+    @jax.jit
+    def searches(key):
+        run = lambda **options: search_lib.run_search(config, game, network, variables, key, states, **options)  # noqa: E731
+        return run(mctx_loop=True), run(), run(num_slots=game.num_actions) if dense_layout else None
+
+    dense, compact, full = jax.device_get(searches(jax.random.key(4)))
+    for name in ("action", "visit_counts", "policy_target", "root_value") if dense_layout else ():
+        np.testing.assert_array_equal(getattr(dense, name), getattr(full, name), err_msg=f"K = A: {name}")
+    for name in ("action", "visit_counts", "root_value"):
+        np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=f"K = most legal: {name}")
+    np.testing.assert_allclose(dense.policy_target, compact.policy_target, rtol=0, atol=1e-6)
+    assert game.max_legal_actions < game.num_actions or game.name == "go"
+
+
+def test_a_depth_limit_expands_leaves_again_as_mctx_does():
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    states = played_positions(game, 4, 2, seed=21)
+    config = search_lib.SearchConfig(kind="muzero", num_simulations=20, max_depth=3)
+
+    @jax.jit
+    def searches(key):
+        run = lambda **options: search_lib.run_search(config, game, network, variables, key, states,  # noqa: E731
+                                                      keep_tree=True, **options)
+        return run(mctx_loop=True), run()
+
+    dense, compact = jax.device_get(searches(jax.random.key(2)))
+    for name in ("action", "visit_counts", "policy_target", "root_value"):
+        np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=name)
+    for name in ("node_visits", "node_values", "raw_values", "parents", "action_from_parent"):
+        np.testing.assert_array_equal(getattr(dense.tree, name), getattr(compact.tree, name), err_msg=name)
+    tree = compact.tree
+    assert (tree.node_visits > tree.children_visits.sum(-1) + 1).any()  # some leaf was evaluated again
+    depths = np.zeros(tree.parents.shape, int)
+    for node in range(1, tree.parents.shape[1]):
+        parent = tree.parents[:, node]
+        depths[:, node] = np.where(parent >= 0, depths[np.arange(len(parent)), np.maximum(parent, 0)] + 1, 0)
+    assert depths.max() <= 3
+
+
+def test_a_small_tree_fills_every_slot_with_the_first_legal_actions():
+    """K = 4 on Gardner, where nodes have more legal moves: every node's slots hold its first K legal actions in order
+    (all A at a finished game, as pgx marks them), each expanded slot leads to a node reached by its action, and the
+    policy lies on the root's slots."""
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    states = played_positions(game, 3, 4, seed=31)
+    slots = 4
+    for kind in ("gumbel", "muzero"):
+        config = search_lib.SearchConfig(kind=kind, num_simulations=24, max_num_considered_actions=4)
+        output = jax.device_get(jax.jit(lambda key: search_lib.run_search(
+            config, game, network, variables, key, states, keep_tree=True, num_slots=slots))(jax.random.key(1)))
+        tree = output.tree
+        assert tree.children_actions.shape[-1] == slots
+        embeddings = jax.tree.map(np.asarray, game.unpack_state(tree.embeddings))
+        for batch in range(tree.node_visits.shape[0]):
+            for node in np.flatnonzero(tree.node_visits[batch] > 0):
+                legal = np.flatnonzero(embeddings.legal_action_mask[batch, node])
+                expected = np.full(slots, EMPTY_SLOT)
+                expected[:min(slots, len(legal))] = legal[:slots]
+                np.testing.assert_array_equal(tree.children_actions[batch, node], expected)
+                visited = tree.children_index[batch, node] >= 0
+                np.testing.assert_array_equal(visited, tree.children_visits[batch, node] > 0)
+                for slot in np.flatnonzero(visited):
+                    child = tree.children_index[batch, node, slot]
+                    assert tree.parents[batch, child] == node and tree.slot_from_parent[batch, child] == slot
+                    assert tree.action_from_parent[batch, child] == tree.children_actions[batch, node, slot]
+                    if embeddings.terminated[batch, child]:
+                        assert tree.raw_values[batch, child] == 0 and tree.children_discounts[batch, node, slot] == 0
+                if node and not embeddings.terminated[batch, node]:  # no depth limit: a visit is its children's + 1
+                    assert tree.node_visits[batch, node] == tree.children_visits[batch, node].sum() + 1
+        root_actions = tree.children_actions[:, 0]
+        for batch in range(len(root_actions)):
+            off_slots = np.setdiff1d(np.arange(game.num_actions), root_actions[batch])
+            assert output.policy_target[batch, off_slots].max() == 0 and output.visit_counts[batch, off_slots].max() == 0
+            assert output.action[batch] in root_actions[batch]
+        np.testing.assert_allclose(output.policy_target.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_contempt_rules_give_the_same_search_at_any_number_of_slots():
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    states = played_positions(game, 3, 5, seed=41)
+    for kind in ("gumbel", "muzero"):
+        config = search_lib.SearchConfig(kind=kind, num_simulations=32, max_num_considered_actions=8,
+                                         dirichlet_fraction=0.0)
+        rules = contempt_rules(config, 2)
+
+        @jax.jit
+        def searches(key):
+            run = lambda slots: search_lib.run_search(config, game, network, variables, key, states, rules=rules,  # noqa: E731
+                                                      num_slots=slots)
+            return run(None), run(game.num_actions)
+
+        compact, dense = jax.device_get(searches(jax.random.key(5)))
+        for name in ("action", "visit_counts", "root_value"):
+            np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=f"{kind}: {name}")
+        np.testing.assert_array_equal(dense.summary["sampled_visit_fraction"], compact.summary["sampled_visit_fraction"])
+        assert compact.summary["sampled_visit_fraction"].max() > 0  # nodes froze: the rule was exercised
+
+
+@pytest.mark.parametrize("name", ["chess", "gardner_chess", "go"])
+def test_a_packed_state_steps_as_the_state(name):
+    game = make_game(name)
+    states = played_positions(game, 4, 6, seed=51)
+    packed = game.pack_state(states)
+    leaves = lambda tree: sum(leaf.nbytes for leaf in jax.tree.leaves(tree))  # noqa: E731
+    assert leaves(packed) < leaves(states) / (5 if name == "chess" else 1)
+    rng = np.random.default_rng(0)
+    actions = jnp.asarray([rng.choice(np.flatnonzero(row)) for row in np.asarray(states.legal_action_mask)], jnp.int32)
+    expected, stepped = game.batched_step(states, actions), game.batched_step(game.unpack_state(packed), actions)
+    for (path, want), got in zip(jax.tree_util.tree_flatten_with_path(expected)[0], jax.tree.leaves(stepped)):
+        np.testing.assert_array_equal(want, got, err_msg=jax.tree_util.keystr(path))
+
+
+def test_most_legal_actions_bound_the_games_positions():
+    chess = make_game("chess")  # python-chess counts the 218; pgx 2.6 generates 200 of them (no move is extra)
+    assert python_chess.Board(MOST_MOVES_FEN).legal_moves.count() == chess.max_legal_actions == 218
+    assert int(chess.from_fen(MOST_MOVES_FEN).legal_action_mask.sum()) <= chess.max_legal_actions
+    gardner = make_game("gardner_chess")  # 128 is a bound from the pieces' reach (ChessGame.max_legal_actions)
+    seen = played_positions(gardner, 64, 12, seed=61)
+    counts = np.asarray(seen.legal_action_mask.sum(-1))[~np.asarray(seen.terminated)]
+    assert 0 < counts.max() <= gardner.max_legal_actions == 128
+    go = make_game("go")
+    assert go.max_legal_actions == go.num_actions  # an empty board's points and the pass: the dense layout
+
+
+def test_slot_actions_and_the_slots_noise():
+    mask = jnp.zeros((2, 10), bool).at[0, jnp.array([1, 4, 7])].set(True).at[1].set(True)
+    np.testing.assert_array_equal(slot_actions(mask, 4), [[1, 4, 7, -1], [0, 1, 2, 3]])
+    np.testing.assert_array_equal(slot_actions(mask, 10)[0], [-1, 1, -1, -1, 4, -1, -1, 7, -1, -1])
+    actions = jnp.asarray([4671, 0, 17, 2048, 218, 3], jnp.int32)
+    for key in (jax.random.key(3), jax.random.PRNGKey(3), jax.random.split(jax.random.key(9))[1]):
+        dense = jax.random.uniform(key, (4672,))
+        np.testing.assert_array_equal(jax.jit(slot_uniform, static_argnums=2)(key, actions, 4672), dense[actions])
+
+
+def test_mctx_loop_refuses_rules_that_replace_the_simulations():
+    config = search_lib.SearchConfig(kind="muzero", num_simulations=4)
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(1), 2))
+    replaced_backup = search_lib.SearchRules(backup_fn=lambda tree, leaf_index: tree)
+    with pytest.raises(ValueError, match="mctx_loop=True"):
+        jax.eval_shape(lambda: search_lib.run_search(config, game, network, {}, jax.random.key(0), states,
+                                                     rules=replaced_backup, mctx_loop=True))
