@@ -3,9 +3,13 @@
 ``python -m zerolab bench`` prints one JSON line per case.  A self-play case times the project's jitted self-play
 (``zerolab.selfplay.scan``) and a bare reference loop written here in a few lines — pgx + ``mctx.gumbel_muzero_policy``
 + the same network, with its own recurrent function — on the same game, network, batch and number of simulations,
-and reports ``overhead`` = project time / reference time.  A training case times ``zerolab.training.train``'s update step.
-Each timing is the best of ``repeats`` runs after a warm-up run that compiles; ``compile_s`` is that first run's
-time (compilation plus one run), and ``peak_memory_gib`` the device's peak allocation where the backend reports it
+and reports ``overhead`` = project time / reference time.  It also times the case's *floor* (:func:`floor_program`):
+the work self-play cannot avoid — per ply, S + 1 network evaluations and S game steps on the batch, with no tree —
+and reports ``efficiency`` = floor time / project time (1 would mean the search costs nothing beyond that work).
+Self-play, floor and reference are timed in rounds (:func:`interleaved_best_times`), so a busy spell on a shared
+machine slows all three alike.  A training case times ``zerolab.training.train``'s update step.
+Each timing is the best of ``repeats`` runs after a warm-up run that compiles; ``compile_s`` is the self-play's first
+run's time (compilation plus one run), and ``peak_memory_gib`` the device's peak allocation where the backend reports it
 (GPU, TPU).  Cases name any network the configs can (``model="alphagateau.network:make_alphagateau"``), so the same
 command measures the paper-scale settings on an accelerator:
 ``python -m zerolab bench --game chess --model alphagateau.network:make_alphagateau --width 128 --blocks 5
@@ -15,11 +19,13 @@ command measures the paper-scale settings on an accelerator:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 import mctx
@@ -29,8 +35,8 @@ import numpy as np
 from zerolab.devices import make_mesh, replicate, shard_host_batch
 from zerolab.games import make_game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters, init_variables, make_network
-from zerolab.search.mcts import SearchConfig
-from zerolab.selfplay.scan import Frames, SelfPlayConfig, make_selfplay_fn
+from zerolab.search.mcts import SearchConfig, evaluate
+from zerolab.selfplay.scan import Frames, SelfPlayConfig, make_selfplay_fn, standard_initial_states
 from zerolab.training.train import init_train_state, make_optimizer, make_train_step
 
 logger = logging.getLogger(__name__)
@@ -48,6 +54,7 @@ class BenchCase:
     search: tuple[tuple[str, str], ...] = ()  # search overrides as text, e.g. (("rules", "pkg.mod:rules"),)
     model: str = "resnet"  # config.model.name: "resnet" or "package.module:factory"
     reference: bool = True  # also time the bare pgx + mctx loop
+    floor: bool = True  # also time the floor: the evaluations and game steps alone (floor_program)
 
     def model_config(self) -> ml_collections.ConfigDict:
         """``config.model`` for this case: ``channels`` and ``num_blocks`` (and ``embedding_size`` = channels, which
@@ -56,6 +63,10 @@ class BenchCase:
             {"name": self.model, "channels": self.channels, "embedding_size": self.channels,
              "num_blocks": self.num_blocks})
 
+    def search_config(self) -> SearchConfig:
+        """The case's search: Gumbel with ``num_simulations``, then the ``search`` overrides."""
+        return SearchConfig(kind="gumbel", num_simulations=self.num_simulations).with_overrides(dict(self.search))
+
 
 DEFAULT_CASES = (
     BenchCase(game="gardner_chess", channels=32, num_blocks=2, num_games=64, plies=32, num_simulations=32),
@@ -63,13 +74,19 @@ DEFAULT_CASES = (
 )
 
 
-def timed_runs(function: Callable[[], object], repeats: int, label: str = "") -> tuple[float, float]:
-    """``(first_seconds, best_seconds)``: the first call (compilation included), then the best of ``repeats``.
-    Each call's time is logged (INFO), so a case cut short by a time limit still says how far it got."""
+def first_call_seconds(function: Callable[[], object], label: str = "") -> float:
+    """Seconds of ``function``'s first call (compilation included), logged (INFO)."""
     started = time.perf_counter()
     jax.block_until_ready(function())
     first = time.perf_counter() - started
     logger.info("%s: first call (compiling) %.1f s", label, first)
+    return first
+
+
+def timed_runs(function: Callable[[], object], repeats: int, label: str = "") -> tuple[float, float]:
+    """``(first_seconds, best_seconds)``: the first call (compilation included), then the best of ``repeats``.
+    Each call's time is logged (INFO), so a case cut short by a time limit still says how far it got."""
+    first = first_call_seconds(function, label)
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -151,6 +168,84 @@ def reference_selfplay(game, network, num_games: int, plies: int, num_simulation
     return run
 
 
+@flax.struct.dataclass
+class FloorCounts:
+    """The work one ply of the floor did: ``evaluations`` (network calls on the batch) and ``steps`` (batched game
+    steps), int32 scalars ([T] once stacked over the plies)."""
+
+    evaluations: jax.Array
+    steps: jax.Array
+
+
+@flax.struct.dataclass
+class FloorWalk:
+    """The floor's carry through one ply's simulations.
+
+    Attributes:
+      states: [B] the positions reached by the latest step.
+      logits: [B, A] their masked policy logits (the latest evaluation); the next step plays their argmax.
+      value_total: [B] the sum of every value evaluated this ply, so that no evaluation is dead code.
+      counts: the work done so far this ply.
+    """
+
+    states: object
+    logits: jax.Array
+    value_total: jax.Array
+    counts: FloorCounts
+
+
+@flax.struct.dataclass
+class FloorPly:
+    """What the floor keeps of each ply: ``value_total`` [T, B], ``action`` [T, B] (the argmax of the ply's last
+    evaluation) and ``counts`` ([T] each); returning them keeps every evaluation and step of the ply live."""
+
+    value_total: jax.Array
+    action: jax.Array
+    counts: FloorCounts
+
+
+def floor_program(game, network, num_games: int, plies: int, num_simulations: int
+                  ) -> Callable[[object, jax.Array], FloorPly]:
+    """The floor of self-play: a jitted ``run(variables, key) -> FloorPly`` doing, for each of ``plies`` plies, only
+    the work a search of ``num_simulations`` (S) simulations cannot avoid on a batch of ``num_games`` (B) games —
+    S + 1 network evaluations (the root, then one per simulation) and S batched game steps — with no tree.
+
+    One ply evaluates its root states, then each simulation steps the latest states by the argmax of the latest
+    evaluation's logits and evaluates the result: a walk S plies deep, each evaluation feeding the next step (and
+    a value sum returned), so XLA cannot drop any of the work.  The first simulation's states are the next ply's
+    roots: the move played is a child the tree already holds, so self-play's own move step is not part of the floor.
+    Evaluation is the search's (:func:`zerolab.search.mcts.evaluate`), steps are the game's (``vmap(game.step)``),
+    the start is self-play's (:func:`zerolab.selfplay.scan.standard_initial_states`); the vmapped step costs the same
+    for a finished game (pgx selects between both branches), so games that end need no reset.
+    """
+    initial_states = standard_initial_states(game)
+
+    def simulate(variables, walk: FloorWalk) -> FloorWalk:
+        """One simulation's work: a batched step by the latest logits' argmax, then an evaluation of the result."""
+        states = jax.vmap(game.step)(walk.states, jnp.argmax(walk.logits, axis=-1))
+        logits, value = evaluate(network, variables, states)
+        counts = FloorCounts(evaluations=walk.counts.evaluations + 1, steps=walk.counts.steps + 1)
+        return FloorWalk(states=states, logits=logits, value_total=walk.value_total + value, counts=counts)
+
+    def ply(variables, states, _):
+        logits, value = evaluate(network, variables, states)
+        walk = FloorWalk(states=states, logits=logits, value_total=value,
+                         counts=FloorCounts(evaluations=jnp.int32(1), steps=jnp.int32(0)))
+        walk = simulate(variables, walk)
+        next_states = walk.states
+        walk = jax.lax.fori_loop(1, num_simulations, lambda _, carry: simulate(variables, carry), walk)
+        return next_states, FloorPly(value_total=walk.value_total, action=jnp.argmax(walk.logits, axis=-1),
+                                     counts=walk.counts)
+
+    @jax.jit
+    def run(variables, key: jax.Array) -> FloorPly:
+        _, outputs = jax.lax.scan(functools.partial(ply, variables), initial_states(key, num_games), None,
+                                  length=plies)
+        return outputs
+
+    return run
+
+
 @dataclasses.dataclass(frozen=True)
 class SelfPlayProgram:
     """A case's jitted self-play with its arguments: ``run()`` plays one scan (the thing timed and profiled)."""
@@ -166,39 +261,70 @@ def selfplay_program(case: BenchCase) -> SelfPlayProgram:
     network = make_network(case.model_config(), game)
     variables = init_variables(network, game, jax.random.key(0))
     mesh = make_mesh()
-    search = SearchConfig(kind="gumbel", num_simulations=case.num_simulations).with_overrides(dict(case.search))
     config = SelfPlayConfig(num_games=case.num_games, plies_per_iteration=case.plies, max_game_plies=10_000)
-    project = make_selfplay_fn(game, network, search, config, mesh)
+    project = make_selfplay_fn(game, network, case.search_config(), config, mesh)
     replicated_variables = replicate(variables, mesh)
     key = jax.random.key(1)
     return SelfPlayProgram(game, network, variables, lambda: project(replicated_variables, key))
 
 
-def bench_selfplay(case: BenchCase, repeats: int) -> dict:
-    program = selfplay_program(case)
-    game, network, variables, key = program.game, program.network, program.variables, jax.random.key(1)
-    compile_seconds, project_seconds = timed_runs(program.run, repeats, f"self-play {case.model} {case.game}")
+def comparison_programs(case: BenchCase, program: SelfPlayProgram) -> dict[str, Callable[[], object]]:
+    """``{"floor": run, "reference": run}`` (each where the case asks for it): what the case's self-play is timed
+    against, on its game, network and variables.  The floor plays one device's share of the games (the devices play
+    their shares side by side)."""
+    key = jax.random.key(1)
+    programs = {}
+    if case.floor:
+        games_per_device = case.num_games // len(jax.devices())
+        floor = floor_program(program.game, program.network, games_per_device, case.plies,
+                              case.search_config().num_simulations)
+        programs["floor"] = lambda: floor(program.variables, key)
+    if case.reference:
+        reference = reference_selfplay(program.game, program.network, case.num_games, case.plies,
+                                       case.num_simulations)
+        programs["reference"] = lambda: reference(program.variables, key)
+    return programs
+
+
+def selfplay_result(case: BenchCase, parameters: int, seconds: Mapping[str, float], compile_seconds: float,
+                    peak_memory: float | None) -> dict:
+    """A self-play case's JSON record from its best times ``seconds`` (``project`` and, where timed, ``floor`` and
+    ``reference``): rates, ``overhead`` = project / reference and ``efficiency`` = floor / project."""
     moves = case.num_games * case.plies
+    project_seconds = seconds["project"]
     result = {
         "case": "selfplay",
         **dataclasses.asdict(case),
         "search": dict(case.search),
-        "parameters": count_parameters(variables["params"]),
+        "parameters": parameters,
         "devices": jax.device_count(),
         "selfplay_moves_per_s": moves / project_seconds,
         "simulations_per_s": moves * case.num_simulations / project_seconds,
         # one evaluation of the root and one per simulation, for every game of the batch
         "network_evaluations_per_s": moves * (case.num_simulations + 1) / project_seconds,
         "project_s": project_seconds,
-        "compile_s": compile_seconds,
-        "peak_memory_gib": peak_memory_gib(),
     }
-    if case.reference:
-        reference = reference_selfplay(game, network, case.num_games, case.plies, case.num_simulations)
-        reference_seconds = best_time(lambda: reference(variables, key), repeats, "reference loop")
-        result.update(reference_s=reference_seconds, reference_moves_per_s=moves / reference_seconds,
-                      overhead=project_seconds / reference_seconds)
+    if "reference" in seconds:
+        result.update(reference_s=seconds["reference"], reference_moves_per_s=moves / seconds["reference"],
+                      overhead=project_seconds / seconds["reference"])
+    if "floor" in seconds:
+        result.update(floor_s=seconds["floor"], efficiency=seconds["floor"] / project_seconds)
+    result.update(compile_s=compile_seconds, peak_memory_gib=peak_memory)
     return result
+
+
+def bench_selfplay(case: BenchCase, repeats: int) -> dict:
+    """Times the case's self-play beside its floor and the bare reference loop (each compiled by a first call, then
+    the best of ``repeats`` interleaved rounds) and returns :func:`selfplay_result`."""
+    program = selfplay_program(case)
+    compile_seconds = first_call_seconds(program.run, f"self-play {case.model} {case.game}")
+    peak_memory = peak_memory_gib()
+    comparisons = comparison_programs(case, program)
+    for name, function in comparisons.items():
+        first_call_seconds(function, name)
+    seconds = interleaved_best_times({"project": program.run, **comparisons}, repeats)
+    return selfplay_result(case, count_parameters(program.variables["params"]), seconds, compile_seconds,
+                           peak_memory)
 
 
 def training_program(case: BenchCase, updates: int = 10) -> Callable[[], object]:

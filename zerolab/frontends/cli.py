@@ -17,7 +17,8 @@
 * ``uci --checkpoint DIR [--simulations N] [--step S] [search.KEY=VALUE ...]`` — a UCI chess engine on stdin/stdout
   over a checkpoint's network and search (its rules included), with a time-to-simulations rule and a compile cache
   (see :mod:`zerolab.frontends.uci_search`).
-* ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop.
+* ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop and the
+  efficiency (the floor's time — evaluations and game steps alone — over self-play's).
 * ``lc0 describe|eval|convert|bench`` — lc0-format networks such as maia-1900 (see :mod:`zerolab.frontends.lc0_cli`).
 """
 
@@ -199,6 +200,8 @@ def command_bench(args: argparse.Namespace) -> int:
     sizes = {field: value for field, value in sizes.items() if value is not None}
     if args.no_reference:
         sizes["reference"] = False
+    if args.no_floor:
+        sizes["floor"] = False
     cases = tuple(dataclasses.replace(case, **sizes) for case in cases)
     if args.search:
         search = search_overrides(args.search)
@@ -299,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--simulations", type=int, default=None, help="search simulations per move")
     bench.add_argument("--batch-size", type=int, default=None, help="training batch size")
     bench.add_argument("--no-reference", action="store_true", help="skip the bare pgx + mctx loop")
+    bench.add_argument("--no-floor", action="store_true",
+                       help="skip the floor (the evaluations and game steps alone, no tree) and its efficiency")
     bench.add_argument("--search", nargs="+", default=[], metavar="KEY=VALUE",
                        help="search settings of the self-play cases, e.g. kind=muzero "
                             "rules=package.module:factory rule_options.sc_limit=5")
