@@ -156,3 +156,24 @@ def local_numpy(tree: Any, axis: int = 0) -> Any:
         return np.concatenate([np.asarray(shard.data) for shard in shards], axis=axis)
 
     return jax.tree.map(gather_local, tree)
+
+
+def local_parts(tree: Any, axis: int = 0) -> list[Any]:
+    """This process's parts of a pytree of arrays split along ``axis`` over devices: one pytree a device, each leaf its
+    shard on that device, in the order of the parts along ``axis`` (a single part for numpy leaves or arrays on one
+    device).  Every leaf must be split the same way, as the outputs of one sharded program are; device arrays stay
+    on their devices, so a jitted function applied to a part runs where the part is."""
+    leaves, structure = jax.tree.flatten(tree)
+
+    def shards(leaf) -> list:
+        if not isinstance(leaf, jax.Array):
+            return [leaf]
+        unique = [shard for shard in leaf.addressable_shards if shard.replica_id == 0]
+        return [shard.data for shard in sorted(unique, key=lambda shard: shard.index[axis].start or 0)]
+
+    per_leaf = [shards(leaf) for leaf in leaves]
+    counts = {len(parts) for parts in per_leaf}
+    if len(counts) > 1:
+        raise ValueError(f"the leaves are split into different numbers of parts along axis {axis}: {sorted(counts)}")
+    num_parts = counts.pop() if counts else 1
+    return [jax.tree.unflatten(structure, [parts[index] for parts in per_leaf]) for index in range(num_parts)]

@@ -420,3 +420,60 @@ def test_a_corrupt_chunk_is_named_and_the_run_falls_back_to_a_step_without_it(tm
         step, restored = replay.restore_newest()
     assert f"replay archive {tmp_path / 'replay' / 'process-0' / 'frames-2.npz'} cannot be read" in caplog.text
     assert step == 1 and len(restored.window) == 16
+
+
+# --- frames encoded on the device -----------------------------------------------------------------------------------
+
+
+def test_frames_encoded_on_the_device_fill_the_window_the_dense_path_fills(played_positions):
+    """Five iterations of real Gardner frames [T, B, ...], encoded on the device (survey, then the codec's encoding
+    at a static policy width) and appended as they are, against the dense window: the same frames and minibatches bit
+    for bit, and the stored arrays and codec of frames encoded on the host.  The frames include a non-binary plane
+    that varies over the board (the codec widens), -0.0 and float16-subnormal policy entries, an entry on an illegal
+    move, a frame with 40 non-zero entries (wider than one POLICY_WIDTH_STEP) and an extra field."""
+    from zerolab.training.replay import POLICY_WIDTH_STEP
+
+    device, host, dense = FrameWindow.empty(), FrameWindow.empty(), DenseWindow()
+    device_rng, host_rng, dense_rng, policy_rng = (np.random.default_rng(3) for _ in range(4))
+    for iteration in range(5):
+        frames = real_frames(played_positions, policy_rng, 4 * iteration, 4, odd_values=iteration == 3)
+        if iteration == 2:
+            policy = frames.policy_target.copy()
+            policy[1, 3] = 0.0
+            policy[1, 3, :40] = 1 / 40  # 40 entries, illegal ones among them
+            policy[2, 5, np.flatnonzero(frames.legal_action_mask[2, 5])[:3]] = [3e-8, 1e-6, 6e-5]  # float16 subnormals
+            frames = frames.replace(policy_target=policy)
+        encoded = FrameWindow.from_device_frames(frames, device.codec)
+        on_host = FrameWindow.from_fields(frames_to_arrays(frames), host.codec)
+        assert encoded.codec == on_host.codec and sorted(encoded.arrays) == sorted(on_host.arrays)
+        for name, array in on_host.arrays.items():  # what the host encoder would have stored, bit for bit
+            assert encoded.arrays[name].dtype == array.dtype and encoded.arrays[name].shape == array.shape, name
+            np.testing.assert_array_equal(encoded.arrays[name], array, err_msg=name)
+        device = update_window(device, encoded, 150, device_rng)
+        host = update_window(host, frames, 150, host_rng)
+        dense = dense_update(dense, frames, 150, dense_rng)
+        assert_frames_identical(device.as_frames(np.arange(len(device))), dense.as_frames(np.arange(len(dense))))
+        for device_batch, dense_batch in zip(recorded_batches(device, 48), recorded_batches(dense, 48), strict=True):
+            assert_frames_identical(device_batch, dense_batch)
+        for name, array in host.arrays.items():
+            np.testing.assert_array_equal(device.arrays[name], array, err_msg=name)
+        if iteration == 2:
+            assert encoded.arrays["policy_indices"].shape[1] == 40 > POLICY_WIDTH_STEP
+    assert len(device.codec.dense_channels) == 1  # the widened plane
+
+
+def test_a_window_appends_device_frames_encoded_with_a_narrower_codec(played_positions):
+    """Frames encoded without the window's codec are recoded to the codec that fits both on arrival: the window the
+    host's encoding gives."""
+    rng = np.random.default_rng(0)
+    odd = real_frames(played_positions, rng, 0, 2, odd_values=True)  # the window's codec: one dense plane
+    window = update_window(FrameWindow.empty(), odd, 100, np.random.default_rng(1))
+    frames = real_frames(played_positions, rng, 2, 2)
+    narrow = FrameWindow.from_device_frames(frames)
+    assert narrow.codec != window.codec
+    appended = update_window(window, narrow, 100, np.random.default_rng(1))
+    expected = update_window(window, frames, 100, np.random.default_rng(1))
+    assert appended.codec == expected.codec == window.codec.merge(narrow.codec)
+    for name, array in expected.arrays.items():
+        np.testing.assert_array_equal(appended.arrays[name], array, err_msg=name)
+    assert_frames_identical(appended.as_frames(), expected.as_frames())

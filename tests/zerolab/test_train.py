@@ -1,5 +1,6 @@
 """Training runs: resuming (after kill -9, past unreadable checkpoints) reproduces the uninterrupted run, incompatible
-configs are refused, and a training step on 4 devices equals the step on 1.
+configs are refused, a training step on 4 devices equals the step on 1, and frames encoded on 4 devices are the
+window arrays of the host's encoding.
 
 One run is trained once (``trained_run``); every test works on its own copy of it, so no test changes what another
 sees and the order of the tests does not matter.
@@ -238,6 +239,14 @@ SHARDING_CHECK = textwrap.dedent("""
                                 SelfPlayConfig(num_games=8, plies_per_iteration=6), mesh4)
     frames, _ = selfplay(replicate(state.variables, mesh4), jax.random.key(1))
     assert len(frames.observation.sharding.device_set) == 4
+    # Encoded on each of the 4 devices and joined along the games: the window's arrays of the host's encoding.
+    from zerolab.training.replay import FrameWindow, frames_to_arrays
+    encoded = FrameWindow.from_device_frames(frames)
+    on_host = FrameWindow.from_fields(frames_to_arrays(jax.device_get(frames)))
+    assert encoded.codec == on_host.codec and sorted(encoded.arrays) == sorted(on_host.arrays)
+    for name, array in on_host.arrays.items():
+        assert encoded.arrays[name].dtype == array.dtype, name
+        np.testing.assert_array_equal(encoded.arrays[name], array, err_msg=name)
     frames = jax.device_get(frames).flatten()
     per_device = np.asarray(frames.policy_target).reshape(6, 4, 2, -1)
     assert not np.allclose(per_device[:, 0], per_device[:, 1]), "devices must play different games"

@@ -13,9 +13,12 @@ initialised or run at the preset's size) on the local backend, and reads XLA's `
 
 Host memory comes from the replay window's real encoding (:class:`zerolab.training.replay.FrameCodec`) of positions from random
 legal games played by pgx, with policy targets as wide as the most legal moves seen (Gumbel MuZero's target covers
-every legal move; a visit-count target at most ``num_simulations``).  Times are estimated from :data:`MEASURED_RATES`
-(rates measured on accelerators, with the command that measured them in zerolab/README.md); a program with no
-measured rate for the accelerator is "not measured".
+every legal move; a visit-count target at most ``num_simulations``).  What self-play sends to the host is its frames
+as the device encodes them with that codec (:func:`zerolab.training.replay.encode_device_frames`: the window's
+arrays, policy width rounded up to a step) plus its records, not the program's float32 outputs.
+
+Times are estimated from :data:`MEASURED_RATES` (rates measured on accelerators, with the command that measured them
+in zerolab/README.md); a program with no measured rate for the accelerator is "not measured".
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ import numpy as np
 from zerolab.devices import make_mesh
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
-from zerolab.training.replay import STORAGE_DTYPES, FrameWindow
+from zerolab.training.replay import (
+    STORAGE_DTYPES,
+    FrameCodec,
+    FrameWindow,
+    device_policy_width,
+    encode_device_frames,
+    frame_fields,
+)
 from zerolab.training.runs import Components, init_train_state, make_optimizer
 
 GIB = 1024**3
@@ -140,6 +150,7 @@ class FrameBytes:
     compact: float
     policy_width: int  # non-zero policy entries stored per frame
     positions: int  # random positions the estimate was made from
+    codec: FrameCodec  # the window's codec of those positions
 
 
 def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: int) -> FrameBytes:
@@ -158,7 +169,18 @@ def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: in
                                       for name, value in fields.items()})
     dense = sum(array.nbytes for array in window.fields().values()) / count
     width = int(window.arrays["policy_indices"].shape[1])
-    return FrameBytes(dense + extras_bytes, window.bytes_per_frame() + extras_bytes, width, count)
+    return FrameBytes(dense + extras_bytes, window.bytes_per_frame() + extras_bytes, width, count, window.codec)
+
+
+def selfplay_host_bytes(frames: Any, records: Any, frame: FrameBytes) -> int:
+    """Bytes self-play sends to the host an iteration: its frames ``[T, B, ...]`` (abstract) as the devices encode
+    them with ``frame``'s codec and policy width (extras as they are), and its records."""
+    fields = frame_fields(frames)
+    extras = {name: value for name, value in fields.items() if name not in STORAGE_DTYPES}
+    width = device_policy_width(frame.policy_width, frame.codec.num_actions)
+    encoded = jax.eval_shape(lambda stored: encode_device_frames(frame.codec, width, stored),
+                             {name: fields[name] for name in STORAGE_DTYPES})
+    return tree_bytes(encoded) + tree_bytes(extras) + tree_bytes(records)
 
 
 @dataclasses.dataclass
@@ -175,7 +197,7 @@ class RunPlan:
     iterations: int
     frame: FrameBytes
     window_size: int
-    selfplay_host_bytes: int  # self-play's outputs brought to the host each iteration
+    selfplay_host_bytes: int  # self-play's frames (encoded on the device) and records brought to the host an iteration
     train_state_bytes: int
     parameters: int
     seconds: float  # what making this plan took
@@ -205,7 +227,7 @@ def plan_training_run(config: Any, label: str = "run") -> RunPlan:
     selfplay_fn = make_run_selfplay_fn(components, mesh)
     selfplay_lowered = selfplay_fn.lower(variables, key)
     selfplay = compile_cost("self-play", selfplay_lowered)
-    frames, _ = selfplay_lowered.out_info
+    frames, records = selfplay_lowered.out_info
 
     games = int(config.selfplay.num_games)
     game = components.game
@@ -244,12 +266,13 @@ def plan_training_run(config: Any, label: str = "run") -> RunPlan:
         "games": games, "plies": plies, "batch_size": batch_size, "window_size": window_size,
         "epochs_per_iteration": epochs, "iterations": iterations,
     }
+    frame = frame_bytes(game, simulations, str(config.search.kind), extras_bytes)
     return RunPlan(
         label=label, description=description, programs=[selfplay, evaluation, training],
         evaluations_per_iteration=plies * (simulations + 1), updates_per_iteration=updates[-1],
         total_updates=sum(updates), frames_per_iteration=frames_per_iteration, iterations=iterations,
-        frame=frame_bytes(game, simulations, str(config.search.kind), extras_bytes), window_size=window_size,
-        selfplay_host_bytes=selfplay.output_bytes, train_state_bytes=tree_bytes(state),
+        frame=frame, window_size=window_size,
+        selfplay_host_bytes=selfplay_host_bytes(frames, records, frame), train_state_bytes=tree_bytes(state),
         parameters=count_parameters(state.params), seconds=time.perf_counter() - started,
     )
 
@@ -366,7 +389,8 @@ def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
     lines.append(f"host: replay frame {frame.dense / 1024:.1f} KB dense, {frame.compact / 1024:.2f} KB compact "
                  f"(policy width {frame.policy_width}, from {frame.positions} random positions); window "
                  f"{_bytes(frame.dense * plan.window_size)} dense, {_bytes(frame.compact * plan.window_size)} compact; "
-                 f"self-play output to host {_bytes(plan.selfplay_host_bytes)} an iteration")
+                 f"self-play to host {_bytes(plan.selfplay_host_bytes)} an iteration (frames encoded on the device, "
+                 f"and records)")
     lines.append(f"checkpoints: train state {_bytes(plan.train_state_bytes)}; replay chunk of new frames "
                  f"{_bytes(frame.compact * min(plan.frames_per_iteration, plan.window_size))} an iteration")
     selfplay_seconds, selfplay_how = estimate_seconds(plan, "selfplay", accelerator)

@@ -18,6 +18,17 @@ million frames fit a host (dense: 29.3 KB a frame, 29 GB; see zerolab/README.md 
   stays) with their action indices, padded with index ``-1`` to the widest frame of the window (Gumbel MuZero's
   target is non-zero on every legal move; a visit-count target on at most ``num_simulations`` moves).
 
+**Where frames are encoded**: on the devices that played them.  :meth:`FrameWindow.from_device_frames` runs two small
+jitted programs on each device's part of self-play's output ``[T, B, ...]`` — a survey (:class:`FrameSurvey`: which
+channels are constant or binary, the most non-zero policy entries of a frame), then the codec's encoding with a static
+policy width (:meth:`FrameCodec.encode_on_device`) — so that the host receives the stored arrays, not float32
+observations and dense policies, and appends them without encoding them again.  The stored policy is as wide as the
+widest frame, a width known only once the frames exist, so a device encodes at a static width: the survey's count
+(over the policy's own non-zero entries, not the legal mask, which pgx sets in full at a terminal state) rounded up to
+:data:`POLICY_WIDTH_STEP`, so that no frame overflows it and a run compiles the encoder for a handful of widths; the
+host cuts the padding.  The host's :meth:`FrameCodec.encode` stays for frames that are on the host already (and for
+re-encoding a window whose codec widens); both give the same arrays.
+
 A method's extra per-frame fields (:attr:`Frames.extras`) are kept as they come, as arrays named ``extra_<name>``.
 Each frame also carries where it is saved on disk (``source_chunk``, ``source_row``; ``-1``: not saved yet), so that
 a checkpoint writes only the frames it has not written before (:mod:`zerolab.training.replay_checkpoints`).
@@ -31,8 +42,12 @@ import json
 import math
 from collections.abc import Mapping
 
+import flax.struct
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from zerolab.devices import local_parts
 from zerolab.selfplay.scan import Frames
 
 REPLAY_MODES = ("sample", "fifo")
@@ -49,6 +64,9 @@ STORAGE_DTYPES = {
 SOURCE_FIELDS = ("source_chunk", "source_row")
 FLOAT16_ZERO, FLOAT16_ONE = 0x0000, 0x3C00  # bit patterns of float16 0.0 and 1.0
 RECODE_BLOCK = 16_384  # frames decoded at a time when a window is re-encoded
+#: Frames encoded on a device have a static policy width: the survey's widest frame rounded up to a multiple of this,
+#: so that a run compiles the encoder for a handful of widths (and its codecs), not for every iteration's width.
+POLICY_WIDTH_STEP = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,11 +89,21 @@ class FrameCodec:
     @classmethod
     def of(cls, observation: np.ndarray, num_actions: int) -> FrameCodec:
         """The codec that fits the float16 observations ``[N, ...]`` (flags from these frames alone)."""
-        bits = _channel_bits(observation)
-        constant = (bits == bits[:, :1]).all(axis=(0, 1))
-        binary = ((bits == FLOAT16_ZERO) | (bits == FLOAT16_ONE)).all(axis=(0, 1))
-        return cls(tuple(observation.shape[1:]), int(num_actions), tuple(bool(c) for c in constant),
-                   tuple(bool(b) for b in binary))
+        constant, binary = channel_kinds(_channel_bits(observation))
+        return cls.from_kinds(observation.shape[1:], num_actions, constant, binary)
+
+    @classmethod
+    def from_kinds(cls, observation_shape, num_actions: int, constant, binary) -> FrameCodec:
+        """The codec of channels whose kinds are ``constant [C]`` and ``binary [C]`` (:func:`channel_kinds`)."""
+        return cls(tuple(int(size) for size in observation_shape), int(num_actions),
+                   tuple(bool(c) for c in np.asarray(constant)), tuple(bool(b) for b in np.asarray(binary)))
+
+    @classmethod
+    def from_surveys(cls, observation_shape, num_actions: int, surveys: list[FrameSurvey]) -> FrameCodec:
+        """The codec that fits the frames of every survey (host copies of :func:`survey_frames`' results)."""
+        constant = np.logical_and.reduce([np.asarray(survey.constant) for survey in surveys])
+        binary = np.logical_and.reduce([np.asarray(survey.binary) for survey in surveys])
+        return cls.from_kinds(observation_shape, num_actions, constant, binary)
 
     def merge(self, other: FrameCodec) -> FrameCodec:
         """The codec that fits the frames of both (a channel stays constant or binary only where it is in both)."""
@@ -117,29 +145,49 @@ class FrameCodec:
         return np.dtype(np.int16 if self.num_actions <= np.iinfo(np.int16).max else np.int32)
 
     def encode(self, fields: Mapping[str, np.ndarray], check: bool = True) -> dict[str, np.ndarray]:
-        """Stored arrays of dense storage-dtype fields (:data:`STORAGE_DTYPES` names; extras pass through).
+        """Stored arrays of dense storage-dtype fields ``[N, ...]`` (:data:`STORAGE_DTYPES` names; extras pass
+        through), on the host; the policy arrays are as wide as the widest frame.
 
         ``check=False`` skips checking that the observations fit (for callers whose codec was fitted to them)."""
         observation = np.asarray(fields["observation"], np.float16)
         if check and not self.fits(observation):
             raise ValueError("these observations do not fit the window's codec (a channel stored as one value per "
                              "frame varies over the board, or one stored as bits holds other values than 0 and 1)")
-        observation = _positions_channels(observation)
-        count = len(observation)
-        bit_planes = observation[:, :, self.bit_channels]
-        indices, values = encode_policy(np.asarray(fields["policy_target"], np.float16), self.index_dtype)
-        encoded = {
-            "observation_scalars": np.ascontiguousarray(observation[:, 0, self.scalar_channels]),
-            "observation_bits": np.packbits(bit_planes.reshape(count, -1) == 1, axis=1),
-            "observation_dense": np.ascontiguousarray(observation[:, :, self.dense_channels]),
-            "legal_action_bits": np.packbits(np.asarray(fields["legal_action_mask"], bool), axis=1),
-            "policy_indices": indices,
-            "policy_values": values,
+        policy = encode_policy(np.asarray(fields["policy_target"], np.float16), self.index_dtype)
+        stored = self._stored_arrays(fields, policy, np)
+        return {name: value if name.startswith(EXTRA_PREFIX) else np.ascontiguousarray(value)
+                for name, value in stored.items()}
+
+    def encode_on_device(self, fields: Mapping[str, jax.Array], policy_width: int) -> dict[str, jax.Array]:
+        """:meth:`encode` in JAX, for frames ``[N, ...]`` where they are (jittable; ``policy_width`` is static).
+
+        Every array is :meth:`encode`'s bit for bit, except that the policy arrays are ``policy_width`` wide
+        (:func:`encode_policy_on_device`: at least the most non-zero entries of a frame, which
+        :func:`survey_frames` counts; the extra columns hold index -1 and value 0).  The observations must fit the
+        codec (it is made from their survey), and fields come in any dtype: they are cast to the storage dtypes here.
+        """
+        policy = encode_policy_on_device(fields["policy_target"], policy_width, self.index_dtype)
+        return self._stored_arrays(fields, policy, jnp)
+
+    def _stored_arrays(self, fields: Mapping, policy: tuple, array_module) -> dict:
+        """The stored arrays of fields ``[N, ...]`` and their sparse policy ``(indices, values)``, computed with
+        ``array_module`` (numpy on the host, ``jax.numpy`` on a device): the one statement of the layout."""
+        observation = array_module.asarray(fields["observation"], array_module.float16)
+        count, positions = observation.shape[0], self.num_positions
+        observation = observation.reshape(count, positions, self.observation_shape[-1])
+        bit_planes = observation[:, :, self.bit_channels].reshape(count, positions * len(self.bit_channels))
+        stored = {
+            "observation_scalars": observation[:, 0, self.scalar_channels],
+            "observation_bits": array_module.packbits(bit_planes == 1, axis=1),
+            "observation_dense": observation[:, :, self.dense_channels],
+            "legal_action_bits": array_module.packbits(array_module.asarray(fields["legal_action_mask"], bool), axis=1),
+            "policy_indices": policy[0],
+            "policy_values": policy[1],
         }
         for name in ("value_target", "value_mask"):
-            encoded[name] = np.asarray(fields[name]).astype(STORAGE_DTYPES[name])
-        encoded.update({name: value for name, value in fields.items() if name.startswith(EXTRA_PREFIX)})
-        return encoded
+            stored[name] = array_module.asarray(fields[name]).astype(STORAGE_DTYPES[name])
+        stored.update({name: value for name, value in fields.items() if name.startswith(EXTRA_PREFIX)})
+        return stored
 
     def decode(self, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The dense storage-dtype fields (and extras) of stored arrays: the inverse of :meth:`encode`."""
@@ -191,8 +239,22 @@ def _positions_channels(observation: np.ndarray) -> np.ndarray:
     return observation.reshape(len(observation), -1, observation.shape[-1])
 
 
+def channel_kinds(bits):
+    """``(constant [C], binary [C])`` of float16 bit patterns ``[N, P, C]`` (numpy or JAX): per channel, whether it
+    is the same at every position of each frame, and whether every value is 0.0 or 1.0 — the codec's only rule for
+    choosing how a channel is stored."""
+    constant = (bits == bits[:, :1]).all(axis=(0, 1))
+    binary = ((bits == FLOAT16_ZERO) | (bits == FLOAT16_ONE)).all(axis=(0, 1))
+    return constant, binary
+
+
 def _bits(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array, np.float16).view(np.uint16)
+
+
+def _device_bits(array: jax.Array) -> jax.Array:
+    """The float16 bit patterns (uint16) of ``array`` cast to float16, in JAX."""
+    return jnp.asarray(array, jnp.float16).view(jnp.uint16)
 
 
 def _channel_bits(observation: np.ndarray) -> np.ndarray:
@@ -215,6 +277,26 @@ def encode_policy(policy: np.ndarray, index_dtype=np.int16) -> tuple[np.ndarray,
     values = np.zeros((len(policy), width), np.float16)
     indices[rows, slots] = columns
     values[rows, slots] = policy[rows, columns]
+    return indices, values
+
+
+def encode_policy_on_device(policy: jax.Array, width: int, index_dtype=np.int16) -> tuple[jax.Array, jax.Array]:
+    """``(indices [N, width], values [N, width])`` of policies ``[N, A]`` (any float dtype, cast to float16) in JAX,
+    with a static ``width``: :func:`encode_policy`'s layout — each row's non-zero float16 entries (bitwise) in action
+    order, then index -1 and value 0 — padded to ``width`` columns instead of the widest row's count.
+
+    ``width`` must be at least the non-zero entries of every row (:func:`survey_frames` counts them; a row with more
+    would lose its last ones).  The count is the policy's own, not the legal mask's: pgx marks every action legal in
+    a terminal state, while a search puts weight on legal moves only.  Each entry's column is its rank among its
+    row's non-zero entries (a cumulative sum); one scatter writes them."""
+    policy = jnp.asarray(policy, jnp.float16)
+    count, num_actions = policy.shape
+    nonzero = _device_bits(policy) != 0
+    column = jnp.where(nonzero, jnp.cumsum(nonzero, axis=1, dtype=jnp.int32) - 1, width)  # `width`: dropped
+    rows = jnp.arange(count)[:, None]
+    actions = jnp.broadcast_to(jnp.arange(num_actions, dtype=index_dtype), policy.shape)
+    indices = jnp.full((count, width), -1, index_dtype).at[rows, column].set(actions, mode="drop")
+    values = jnp.zeros((count, width), jnp.float16).at[rows, column].set(policy, mode="drop")
     return indices, values
 
 
@@ -251,6 +333,53 @@ def concatenate_stored(parts: list[Mapping[str, np.ndarray]]) -> dict[str, np.nd
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
+@flax.struct.dataclass
+class FrameSurvey:
+    """What a codec needs to know of frames ``[T, B, ...]``, computed on the device that holds them.
+
+    Attributes:
+      constant: [C] bool, per observation channel: the same at every position of each frame.
+      binary: [C] bool, per observation channel: every value 0.0 or 1.0 (float16 bit patterns).
+      policy_width: [] int32, the most non-zero (bitwise float16) policy entries of a frame.
+    """
+
+    constant: jax.Array
+    binary: jax.Array
+    policy_width: jax.Array
+
+
+@jax.jit
+def survey_frames(observation: jax.Array, policy: jax.Array) -> FrameSurvey:
+    """The :class:`FrameSurvey` of frames with observations ``[T, B, *observation_shape]`` and policy targets
+    ``[T, B, A]`` (any float dtypes: judged as float16, as they are stored)."""
+    channels = observation.shape[-1]
+    bits = _device_bits(observation).reshape(-1, math.prod(observation.shape[2:-1]), channels)
+    constant, binary = channel_kinds(bits)
+    nonzero = (_device_bits(policy) != 0).sum(axis=-1, dtype=jnp.int32)
+    return FrameSurvey(constant, binary, jnp.max(nonzero, initial=0))
+
+
+def device_policy_width(width: int, num_actions: int) -> int:
+    """The static policy width of frames encoded on a device whose widest frame has ``width`` non-zero entries:
+    ``width`` rounded up to :data:`POLICY_WIDTH_STEP`, at most A."""
+    return min(int(num_actions), -(-int(width) // POLICY_WIDTH_STEP) * POLICY_WIDTH_STEP)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def encode_device_frames(codec: FrameCodec, policy_width: int, fields: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    """Stored arrays ``[T, B, ...]`` of frame fields ``[T, B, ...]`` (:data:`STORAGE_DTYPES`' names) on their
+    device, one ply at a time (:meth:`FrameCodec.encode_on_device`; the temporaries are those of one ply's B
+    frames)."""
+    return jax.lax.map(lambda ply: codec.encode_on_device(ply, policy_width), fields)
+
+
+def _join_parts(parts: list[np.ndarray]) -> np.ndarray:
+    """Arrays ``[T, B_d, ...]`` of this process's devices as one ``[T·B, ...]`` array (games joined, then plies
+    flattened, as :meth:`Frames.flatten` orders frames)."""
+    joined = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    return joined.reshape((joined.shape[0] * joined.shape[1],) + joined.shape[2:])
+
+
 @dataclasses.dataclass
 class FrameWindow:
     """A window of training frames: stored arrays with a common leading axis N and the codec they are stored with
@@ -270,7 +399,38 @@ class FrameWindow:
         fields = {name: np.asarray(value) for name, value in fields.items() if name not in SOURCE_FIELDS}
         fitted = FrameCodec.of(np.asarray(fields["observation"], np.float16), fields["legal_action_mask"].shape[-1])
         codec = fitted if codec is None else codec.merge(fitted)
-        arrays = codec.encode(fields, check=False)
+        return cls.unsaved(codec.encode(fields, check=False), codec)
+
+    @classmethod
+    def from_device_frames(cls, frames: Frames, codec: FrameCodec | None = None) -> FrameWindow:
+        """A window of new frames ``[T, B, ...]`` encoded on the devices that hold them: the arrays and codec of
+        ``from_fields(frames_to_arrays(frames), codec)``, bit for bit, with only the stored arrays crossing to the
+        host.
+
+        ``frames`` is self-play's output (device arrays split along the games' axis B; numpy frames are encoded on
+        the default device).  On each of this process's devices: :func:`survey_frames`, then — with the codec that
+        fits every device's frames and ``codec``, and a static policy width (:func:`device_policy_width`) —
+        :func:`encode_device_frames`.  The host joins the devices' ``[T, B_d, ...]`` arrays along B, flattens them
+        to ``[N, ...]`` and cuts the policy arrays to the widest frame's width (dropping padding only).  No
+        collective: on several processes each encodes its own games with its own window's codec."""
+        fields = frame_fields(frames)
+        parts = local_parts(fields, axis=1)
+        surveys = jax.device_get([survey_frames(part["observation"], part["policy_target"]) for part in parts])
+        observation_shape, num_actions = fields["observation"].shape[2:], fields["legal_action_mask"].shape[-1]
+        fitted = FrameCodec.from_surveys(observation_shape, num_actions, surveys)
+        codec = fitted if codec is None else codec.merge(fitted)
+        width = max(int(survey.policy_width) for survey in surveys)
+        static_width = device_policy_width(width, num_actions)
+        encoded = jax.device_get([
+            {**encode_device_frames(codec, static_width, {name: part[name] for name in STORAGE_DTYPES}),
+             **{name: value for name, value in part.items() if name.startswith(EXTRA_PREFIX)}}  # extras as they are
+            for part in parts])
+        arrays = with_policy_width({name: _join_parts([part[name] for part in encoded]) for name in encoded[0]}, width)
+        return cls.unsaved({name: np.ascontiguousarray(array) for name, array in arrays.items()}, codec)
+
+    @classmethod
+    def unsaved(cls, arrays: dict[str, np.ndarray], codec: FrameCodec) -> FrameWindow:
+        """A window of stored arrays not saved on disk yet (disk sources -1)."""
         count = len(arrays["value_target"])
         arrays["source_chunk"] = np.full(count, -1, np.int32)
         arrays["source_row"] = np.full(count, -1, np.int32)
@@ -278,6 +438,14 @@ class FrameWindow:
 
     def __len__(self) -> int:
         return 0 if not self.arrays else len(self.arrays["value_target"])
+
+    @property
+    def field_names(self) -> set[str]:
+        """The dense fields its frames decode to: :data:`STORAGE_DTYPES`' names and ``extra_<name>`` (none when
+        empty)."""
+        if not self.arrays:
+            return set()
+        return set(STORAGE_DTYPES) | {name for name in self.arrays if name.startswith(EXTRA_PREFIX)}
 
     def fields(self, indices: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Dense storage-dtype fields (and extras) of the frames at ``indices`` (all frames by default)."""
@@ -307,27 +475,41 @@ class FrameWindow:
         return sum(array.nbytes for array in self.arrays.values()) / max(len(self), 1)
 
 
+def frame_fields(frames: Frames) -> dict:
+    """The fields of frames by their window names (extras as ``extra_<name>``), as they are: same arrays, shapes and
+    dtypes."""
+    fields = {name: getattr(frames, name) for name in STORAGE_DTYPES}
+    fields.update({EXTRA_PREFIX + name: value for name, value in frames.extras.items()})
+    return fields
+
+
 def frames_to_arrays(frames: Frames) -> dict[str, np.ndarray]:
     """Flattened [N, ...] numpy arrays of frames in storage dtypes; extras as ``extra_<name>``."""
     flat = frames.flatten() if np.ndim(frames.value_target) == 2 else frames
-    arrays = {name: np.asarray(getattr(flat, name)).astype(dtype) for name, dtype in STORAGE_DTYPES.items()}
-    arrays.update({EXTRA_PREFIX + name: np.asarray(value) for name, value in flat.extras.items()})
-    return arrays
+    return {name: np.asarray(value).astype(STORAGE_DTYPES[name]) if name in STORAGE_DTYPES else np.asarray(value)
+            for name, value in frame_fields(flat).items()}
 
 
 def update_window(
-    window: FrameWindow, new_frames: Frames, window_size: int, rng: np.random.Generator, mode: str = "sample"
+    window: FrameWindow, new_frames: Frames | FrameWindow, window_size: int, rng: np.random.Generator,
+    mode: str = "sample",
 ) -> FrameWindow:
-    """The next window: ``new_frames`` plus old frames chosen by ``mode``, at most ``window_size`` in all."""
+    """The next window: ``new_frames`` plus old frames chosen by ``mode``, at most ``window_size`` in all.
+
+    ``new_frames``: frames ``[T, B, ...]`` or ``[N, ...]`` (encoded here, on the host), or a window of new frames
+    encoded already (:meth:`FrameWindow.from_device_frames`, given this window's codec: appended as they are)."""
     if mode not in REPLAY_MODES:
         raise ValueError(f"replay mode must be one of {REPLAY_MODES}, got {mode!r}")
-    new_fields = frames_to_arrays(new_frames)
-    if window.arrays:
-        names = {name for name in window.arrays if name.startswith(EXTRA_PREFIX)} | set(STORAGE_DTYPES)
-        if names != set(new_fields):
-            raise ValueError(f"new frames have the fields {sorted(new_fields)}, the window {sorted(names)}: a run "
-                             f"keeps one method's frame fields")
-    new = FrameWindow.from_fields(new_fields, window.codec)
+    encoded = new_frames if isinstance(new_frames, FrameWindow) else None
+    new_fields = None if encoded is not None else frames_to_arrays(new_frames)
+    new_names = encoded.field_names if encoded is not None else set(new_fields)
+    if window.arrays and window.field_names != new_names:
+        raise ValueError(f"new frames have the fields {sorted(new_names)}, the window {sorted(window.field_names)}: a "
+                         f"run keeps one method's frame fields")
+    if encoded is None:
+        new = FrameWindow.from_fields(new_fields, window.codec)
+    else:  # a no-op when they were encoded with this window's codec
+        new = encoded.recoded(encoded.codec if window.codec is None else window.codec.merge(encoded.codec))
     num_new = len(new)
     if num_new >= window_size:
         keep = rng.choice(num_new, window_size, replace=False) if mode == "sample" else np.arange(num_new - window_size, num_new)

@@ -202,13 +202,18 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     started = time.perf_counter()
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
     frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
-    frames, records = local_numpy((frames, records), axis=1)
+    plies = frames.value_target.shape[0]
+    # Encoded where they were played: only the window's compact arrays come to the host, and the dense frames leave
+    # device memory before training.
+    new_frames = FrameWindow.from_device_frames(frames, run_state.window.codec)
+    del frames
+    records = local_numpy(records, axis=1)
     selfplay_seconds = time.perf_counter() - started
-    num_frames = sum_over_processes(frames.value_target.size)  # all processes' frames (a collective)
+    num_frames = sum_over_processes(len(new_frames))  # all processes' frames (a collective)
     logger.info("iteration %d: self-play played %d plies of %d games, %d frames, in %.1f s", iteration,
-                frames.value_target.shape[0], config.selfplay.num_games, num_frames, selfplay_seconds)
+                plies, config.selfplay.num_games, num_frames, selfplay_seconds)
     window_started = time.perf_counter()
-    window = update_window(run_state.window, frames, int(config.replay.window_size), run_state.numpy_rng,
+    window = update_window(run_state.window, new_frames, int(config.replay.window_size), run_state.numpy_rng,
                            config.replay.mode)
     logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
                 len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
