@@ -45,9 +45,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 import pgx
-# mctx's root/interior switch and sequential halving's score are not exported; mctx is pinned (==0.0.71) and the
-# equivalence tests in tests/zerolab/test_compact_tree.py guard this use.
-from mctx._src import action_selection as mctx_action_selection
+# Sequential halving's score is not exported; mctx is pinned (==0.0.71) and the equivalence tests in
+# tests/zerolab/test_compact_tree.py guard this use.
 from mctx._src import seq_halving
 
 from zerolab.config import parse_value
@@ -343,10 +342,13 @@ def search(
     as in ``mctx.search``, so the standard rules give mctx's search (the module docstring of
     :mod:`zerolab.search.selection` says how exactly).  ``root_gumbel`` [B, A] becomes the root's noise per slot.
     """
-    select = mctx_action_selection.switching_action_selection_wrapper(
-        root_action_selection_fn=rules.root_action_selection_fn or root_action_selection_fn,
-        interior_action_selection_fn=rules.interior_action_selection_fn or interior_action_selection_fn,
-    )
+    root_selection = rules.root_action_selection_fn or root_action_selection_fn
+    interior_selection = rules.interior_action_selection_fn or interior_action_selection_fn
+
+    def select_root(key, tree, node_index, depth):
+        del depth
+        return root_selection(key, tree, node_index)
+
     backup = jax.vmap(rules.backup_fn)
     depth_limit = num_simulations if max_depth is None else max_depth
     batch_size = root.value.shape[0]
@@ -363,7 +365,8 @@ def search(
         key, tree = loop_state
         key, simulate_key, expand_key = jax.random.split(key, 3)
         simulate_keys = jax.random.split(simulate_key, batch_size)
-        parent_index, slot = jax.vmap(simulate, in_axes=(0, 0, None, None))(simulate_keys, tree, select, depth_limit)
+        parent_index, slot = jax.vmap(simulate, in_axes=(0, 0, None, None, None))(
+            simulate_keys, tree, select_root, interior_selection, depth_limit)
         leaf_index = tree.children_index[batch_range, parent_index, slot]
         leaf_index = jnp.where(leaf_index == tree.UNVISITED, index + 1, leaf_index)
         tree = expand(params, expand_key, tree, recurrent_fn, parent_index, slot, leaf_index)

@@ -128,11 +128,15 @@ def slot_actions(legal_action_mask: jax.Array, num_slots: int) -> jax.Array:
             raise ValueError(f"a node has at most A = {num_actions} slots, got K = {num_slots}")
         return jnp.where(legal_action_mask, jnp.arange(num_actions, dtype=jnp.int32), EMPTY_SLOT)
 
-    def first_legal(mask):
-        return jnp.nonzero(mask, size=num_slots, fill_value=EMPTY_SLOT)[0].astype(jnp.int32)
-
+    # each legal action's rank among the legal ones (a parallel prefix sum: XLA's cumsum is quadratic on CPU), then
+    # one scatter of the actions to their ranks; ranks ≥ K are dropped
     flat = legal_action_mask.reshape((-1, num_actions))
-    return jax.vmap(first_legal)(flat).reshape(legal_action_mask.shape[:-1] + (num_slots,))
+    rank = jax.lax.associative_scan(jnp.add, flat.astype(jnp.int32), axis=-1) - 1
+    target = jnp.where(flat, rank, num_slots)
+    rows = jnp.arange(flat.shape[0])[:, None]
+    slots = jnp.full((flat.shape[0], num_slots), EMPTY_SLOT, jnp.int32).at[rows, target].set(
+        jnp.arange(num_actions, dtype=jnp.int32), mode="drop")
+    return slots.reshape(legal_action_mask.shape[:-1] + (num_slots,))
 
 
 def gather_slots(values: jax.Array, actions: jax.Array, fill: chex.Numeric) -> jax.Array:
@@ -217,11 +221,14 @@ class SimulationState(NamedTuple):
     is_continuing: jax.Array
 
 
-def simulate(key: jax.Array, tree: Tree, select: SelectionFn, max_depth: int) -> tuple[jax.Array, jax.Array]:
-    """``(node_index, slot)`` of one unbatched tree: the walk from the root, one ``select`` per level with mctx's key
-    splits, to the first unexpanded slot or ``max_depth`` (mctx's ``simulate``)."""
+def simulate(key: jax.Array, tree: Tree, root_select: SelectionFn, interior_select: SelectionFn,
+             max_depth: int) -> tuple[jax.Array, jax.Array]:
+    """``(node_index, slot)`` of one unbatched tree: the walk from the root, one selection per level with mctx's key
+    splits (``root_select`` at depth 0, ``interior_select`` below), to the first unexpanded slot or ``max_depth``
+    (mctx's ``simulate``).  The root's level runs before the loop, so each level of the loop runs one rule (mctx's
+    switch between the two runs both under ``vmap``)."""
 
-    def step(state: SimulationState) -> SimulationState:
+    def step(state: SimulationState, select: SelectionFn) -> SimulationState:
         node_index = state.next_node_index
         key, selection_key = jax.random.split(state.key)
         slot = jnp.asarray(select(selection_key, tree, node_index, state.depth), jnp.int32)
@@ -233,7 +240,8 @@ def simulate(key: jax.Array, tree: Tree, select: SelectionFn, max_depth: int) ->
     start = SimulationState(key=key, node_index=jnp.asarray(NO_PARENT, jnp.int32), slot=jnp.asarray(NO_PARENT, jnp.int32),
                             next_node_index=jnp.asarray(ROOT_INDEX, jnp.int32), depth=jnp.zeros((), jnp.int32),
                             is_continuing=jnp.asarray(True))
-    end = jax.lax.while_loop(lambda state: state.is_continuing, step, start)
+    below_root = step(start, root_select)
+    end = jax.lax.while_loop(lambda state: state.is_continuing, lambda state: step(state, interior_select), below_root)
     return end.node_index, end.slot
 
 
