@@ -1,5 +1,10 @@
 """``python -m experiments run NAME [--preset tiny|paper] [--workdir DIR] [key=value ...]``.
 
+``python -m experiments plan NAME [--preset paper] [--devices N] [--device-memory-gib GIB] [key=value ...]`` compiles
+an experiment's programs ahead of time and prints what they cost; with ``--devices N`` on N emulated CPU devices (a
+pod's shape: memory a device, the chunk a device's self-play games would be played in under the budget, or "does not
+fit").
+
 On several hosts, start ``run`` once per process with ``--coordinator HOST:PORT --num-processes N --process-id I``
 (or ``--distributed``), as for ``python -m zerolab train``.
 """
@@ -9,8 +14,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import pathlib
 import pkgutil
+import re
+import subprocess
 import sys
 
 from zerolab.config import OPTIONAL_PRESETS, PRESETS, ConfigError, load_config
@@ -42,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("name", help="experiment name (see `python -m experiments list`)")
     plan.add_argument("--preset", default="paper", choices=PRESETS + OPTIONAL_PRESETS)
     plan.add_argument("--accelerator", default="h100", help="accelerator of the time estimates (default h100)")
+    plan.add_argument("--devices", type=int, default=None,
+                      help="compile at a pod shape: sharded over N emulated CPU devices (memory is then a device's)")
+    plan.add_argument("--device-memory-gib", type=float, default=None,
+                      help="a device's memory budget: the self-play chunk is chosen under it, and a program over it "
+                           "does not fit (default: selfplay.device_memory_gib, else 80)")
     plan.add_argument("overrides", nargs="*", help="config overrides key=value")
     commands.add_parser("list", help="list the experiments")
     args, extra = parser.parse_known_args(argv)
@@ -55,7 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(available_experiments()))
         return 0
     if args.command == "plan":
-        return plan_experiment(args.name, args.preset, args.overrides, args.accelerator)
+        if args.devices is not None:
+            if args.devices < 1:
+                print(f"error: --devices must be at least 1, got {args.devices}", file=sys.stderr)
+                return 2
+            status = emulate_cpu_devices(args.devices, sys.argv[1:] if argv is None else list(argv))
+            if status is not None:
+                return status
+        return plan_experiment(args.name, args.preset, args.overrides, args.accelerator, args.devices,
+                               args.device_memory_gib)
     try:
         start_distributed(args)
         config = load_config(args.name, args.preset, args.overrides)
@@ -84,27 +105,62 @@ def training_configs(name: str, config) -> dict:
     return {}
 
 
-def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str) -> int:
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+
+
+def with_device_count(xla_flags: str, count: int) -> str:
+    """``xla_flags`` with the CPU backend's device count set to ``count`` (an earlier count replaced)."""
+    kept = re.sub(rf"{DEVICE_COUNT_FLAG}=\S*", "", xla_flags).split()
+    return " ".join(kept + [f"{DEVICE_COUNT_FLAG}={count}"])
+
+
+def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
+    """Gives this command ``count`` CPU devices: JAX's CPU backend reads its device count from ``XLA_FLAGS`` when it
+    starts, so where JAX is not imported yet (``python -m experiments`` imports it only to plan) the flag is set here
+    and the plan goes on in this process (``None``).  Where a program that already uses JAX calls :func:`main` (a
+    test), its backend has started: unless it has ``count`` CPU devices, the command runs again in a child process
+    with the flag, and its exit status is returned."""
+    if "jax" not in sys.modules:
+        os.environ["XLA_FLAGS"] = with_device_count(os.environ.get("XLA_FLAGS", ""), count)
+        return None
+    import jax
+
+    if len(jax.devices("cpu")) >= count:
+        return None
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    environment = {**os.environ, "XLA_FLAGS": with_device_count(os.environ.get("XLA_FLAGS", ""), count),
+                   "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "experiments", *argv], env=environment).returncode
+
+
+def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str, num_devices: int | None = None,
+                    device_memory_gib: float | None = None) -> int:
     """``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
-    programs are not the core's training loop), else each training run's programs (:func:`zerolab.training.plan.plan_training_run`),
-    compiled and printed."""
+    programs are not the core's training loop; on one device), else each training run's programs
+    (:func:`zerolab.training.plan.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
+    ``device_memory_gib`` a device), compiled and printed."""
     from zerolab.training.plan import format_plan, plan_training_run
 
     try:
         config = load_config(name, preset, overrides)
         runner = importlib.import_module("experiments." + name.replace("-", "_"))
         if hasattr(runner, "plan"):  # an experiment of other programs than the core's training loop
+            if num_devices is not None or device_memory_gib is not None:
+                print(f"(--devices and --device-memory-gib plan the core's training runs; {name} plans its own "
+                      f"programs, on one device)", flush=True)
             print(runner.plan(config), flush=True)
             return 0
         runs = training_configs(name, config)
+        if not runs:
+            print(f"{name} trains no network with the core's loop: its {preset} preset has no training programs to "
+                  f"plan")
+            return 1
+        for label, run_config in runs.items():
+            plan = plan_training_run(run_config, label, num_devices, device_memory_gib)
+            print(format_plan(plan, accelerator), flush=True)
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if not runs:
-        print(f"{name} trains no network with the core's loop: its {preset} preset has no training programs to plan")
-        return 1
-    for label, run_config in runs.items():
-        print(format_plan(plan_training_run(run_config, label), accelerator), flush=True)
     return 0
 
 

@@ -9,6 +9,7 @@ its own (addressable) part of a batch, :func:`local_batch_size` says how large t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 DATA_AXIS = "data"
+GIB = 1024**3
 COORDINATOR_ADDRESS = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[^:\s]+):(?P<port>[0-9]{1,5})$")
 
 
@@ -89,6 +91,51 @@ def jit_step(step_fn: StepFn, mesh: Mesh, *, batch_axis: int = 0, donate_state: 
         out_shardings=(replicated(mesh), replicated(mesh)),
         donate_argnums=(0,) if donate_state else (),
     )
+
+
+@dataclasses.dataclass
+class ProgramMemory:
+    """A compiled program's device memory as XLA plans it, in bytes, for one device (a sharded program's figures are
+    one device's: its arguments', outputs' and temporaries' shards).
+
+    Attributes:
+      argument_bytes: the inputs (variables, keys) the call reads.
+      output_bytes: what the call returns.
+      temp_bytes: XLA's temporaries (a search tree, a scan's stacked outputs before they are returned, ...).
+      alias_bytes: inputs donated to outputs (counted in both, held once).
+    """
+
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    alias_bytes: int
+
+    @property
+    def device_bytes(self) -> int:
+        """Peak device memory of a call as XLA plans it: arguments + outputs + temporaries − donated aliases."""
+        return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+
+
+def format_bytes(count: float) -> str:
+    """``count`` bytes in words: GiB from a tenth of one, else MiB (``12.40 GiB``, ``3.1 MiB``)."""
+    return f"{count / GIB:.2f} GiB" if count >= GIB / 10 else f"{count / 1024**2:.1f} MiB"
+
+
+def program_memory(compiled: Any) -> ProgramMemory:
+    """The device memory of ``compiled`` (a ``jax.stages.Compiled``) from XLA's ``memory_analysis`` (zeros where a
+    backend reports none)."""
+    memory = compiled.memory_analysis()
+    return ProgramMemory(*(int(getattr(memory, f"{name}_size_in_bytes", 0) or 0)
+                           for name in ("argument", "output", "temp", "alias")))
+
+
+def device_memory_budget(gib: float | None, device: jax.Device) -> int | None:
+    """Bytes a program may take on ``device``: ``gib`` GiB where given, else the memory the backend lets JAX allocate
+    on the device (``memory_stats()['bytes_limit']``: GPUs and TPUs), else None (the CPU backend reports none)."""
+    if gib is not None:
+        return int(gib * GIB)
+    stats = device.memory_stats() or {}
+    return int(stats["bytes_limit"]) if "bytes_limit" in stats else None
 
 
 def process_share(name: str, size: int, num_devices: int, num_local_devices: int, num_processes: int = 1) -> int:

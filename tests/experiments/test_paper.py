@@ -6,10 +6,12 @@ import logging
 import numpy as np
 import pytest
 
-from experiments.__main__ import main, training_configs
+from experiments.__main__ import main, training_configs, with_device_count
+from zerolab.devices import GIB
+from zerolab.selfplay.chunks import ChunkChoice
 from zerolab.training import train
 from zerolab.config import load_config
-from zerolab.training.plan import format_plan, plan_training_run
+from zerolab.training.plan import DeviceFit, ProgramCost, format_plan, plan_training_run
 from zerolab.training.replay_checkpoints import read_window
 
 
@@ -33,6 +35,42 @@ def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
     assert training_configs("contempt-odds", load_config("contempt-odds", "paper")) == {}  # its runner plans itself
     assert main(["plan", "quickstart", "no_such_key=1"]) == 2
     assert "unknown config key 'no_such_key'" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # 30 s: a child process compiles the shrunk tiny programs on 2 emulated devices
+def test_the_plan_at_a_pod_shape_compiles_on_emulated_devices_and_says_what_does_not_fit(capfd):
+    """``plan --devices 2``: JAX has started in this process with one CPU device, so the command runs itself again
+    with XLA_FLAGS set; its programs are sharded over 2 devices (4 of the 8 games a device) and a budget under even
+    one game a device prints "does not fit" with the program and its memory."""
+    assert main(["plan", "quickstart", "--preset", "tiny", "--devices", "2", "--device-memory-gib", "1e-6",
+                 "model.name=resnet", "model.channels=4", "model.num_blocks=1", "selfplay.num_games=8",
+                 "selfplay.plies_per_iteration=2", "search.num_simulations=2", "search.max_num_considered_actions=2",
+                 "train.batch_size=4", "replay.window_size=64"]) == 0
+    output = capfd.readouterr().out
+    assert "devices: 2, 4 self-play games a device, budget 0.0 MiB a device: does not fit: self-play, chunks of 1 " \
+           "(1 game a device at a time) takes " in output
+    assert "training step takes" in output and "against the 0.0 MiB budget" in output
+    assert "self-play, chunks of 1" in output.split("devices: 2")[0]  # the smallest program's row in the table
+    flags = "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=1"
+    assert with_device_count(flags, 8) == "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=8"
+    assert main(["plan", "quickstart", "--devices", "0"]) == 2
+
+
+def test_a_plan_line_says_the_chunk_a_device_plays_in_or_why_it_does_not_fit():
+    def program(name, gib):
+        return ProgramCost(argument_bytes=0, output_bytes=0, temp_bytes=int(gib * GIB), alias_bytes=0, name=name)
+
+    whole, training = program("self-play", 120), program("training step", 2)
+    fit = DeviceFit(4, 125, 80 * GIB, ChunkChoice(125, 25, int(70 * GIB), 80 * GIB))
+    assert fit.describe(whole, training) == (
+        "devices: 4, 125 self-play games a device, budget 80.00 GiB a device: self-play in 5 chunks of 25 games, "
+        "70.00 GiB a device (in one chunk: 120.00 GiB); training step 2.00 GiB a device")
+    smallest = program("self-play, chunks of 1", 90)
+    fit = DeviceFit(4, 125, 80 * GIB, None, smallest)
+    assert fit.describe(whole, program("training step", 81)) == (
+        "devices: 4, 125 self-play games a device, budget 80.00 GiB a device: does not fit: self-play, chunks of 1 "
+        "(1 game a device at a time) takes 90.00 GiB a device against the 80.00 GiB budget; training step takes "
+        "81.00 GiB a device against the 80.00 GiB budget")
 
 
 @pytest.mark.slow  # 30 s of CPU with a cold compilation cache

@@ -47,9 +47,10 @@ import numpy as np
 import pgx
 from jax.sharding import Mesh, PartitionSpec
 
-from zerolab.devices import DATA_AXIS, check_divisible, replicate
+from zerolab.devices import DATA_AXIS, GIB, check_divisible, device_memory_budget, program_memory, replicate
 from zerolab.games import Game
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
+from zerolab.selfplay.chunks import choose_chunk_games, play_in_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ class SelfPlayConfig:
         when that is positive).  A temperature of 0 plays the search's choice.
       temperature_plies: the first plies of each game sample ``visits ** (1 / temperature)`` (``plies`` schedule).
       temperature: sampling temperature τ₀.
+      device_memory_gib: the memory one device's self-play program may take (GiB); a device whose games do not fit
+        plays them in chunks (:mod:`zerolab.selfplay.chunks`).  None: the memory the backend lets JAX allocate on
+        the device (GPUs, TPUs), and no chunks on a backend that reports none (the CPU).
     """
 
     num_games: int = 64
@@ -83,6 +87,7 @@ class SelfPlayConfig:
     temperature_decay_moves: int = 0
     temperature_end: float = 0.0
     temperature_cutoff_moves: int = 0
+    device_memory_gib: float | None = None
 
     def __post_init__(self):
         if self.temperature_schedule not in TEMPERATURE_SCHEDULES:
@@ -94,6 +99,8 @@ class SelfPlayConfig:
                 raise ValueError(f"selfplay.{name} must be >= 0, got {getattr(self, name)}")
         if self.temperature < 0 or self.temperature_end < 0:
             raise ValueError("selfplay temperatures must be >= 0")
+        if self.device_memory_gib is not None and not self.device_memory_gib > 0:
+            raise ValueError(f"selfplay.device_memory_gib must be > 0 or None, got {self.device_memory_gib}")
 
     @classmethod
     def from_config(cls, config: Any) -> SelfPlayConfig:
@@ -537,8 +544,14 @@ def make_selfplay_fn(
 ):
     """A jitted ``(variables, key) -> (Frames [T, B, ...], PlyRecord [T, B])`` over all devices of ``mesh``.
 
-    The program is compiled ahead of its first call (logged with its duration); ``selfplay.lower(variables, key)``
-    lowers it without running it (``experiments plan`` reads its cost and memory from there).
+    The program is compiled ahead of its first call (logged with its duration).  Under a device memory budget
+    (``config.device_memory_gib``, or the device's own memory where the backend reports it) each device plays its
+    games in the largest chunks whose compiled program fits (:func:`zerolab.selfplay.chunks.choose_chunk_games`;
+    logged), with the same output shapes; without one (the CPU, the key unset) in one chunk.
+
+    ``selfplay.lower(variables, key, chunk_games=None)`` lowers the program with chunks of ``chunk_games`` games a
+    device (default: all of a device's games, one chunk) without running it; ``experiments plan`` reads its cost and
+    memory from there, and ``selfplay.games_per_device`` the sizes a chunk may take.
 
     ``play_fn`` is one device's self-play (default: :func:`make_play_fn` with the search move rule, ``rules`` and the
     standard initial states and value targets).  ``variables`` must be replicated on the mesh; ``frozen_variables``
@@ -548,24 +561,32 @@ def make_selfplay_fn(
     games_per_device = config.num_games // mesh.devices.size
     if play_fn is None:
         play_fn = make_play_fn(game, search_move_rule(game, network, search_config, rules), config)
-
-    def per_device(variables, frozen, key):
-        key = jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS))
-        return play_fn(variables, key, games_per_device, frozen)
-
-    sharded = jax.jit(jax.shard_map(
-        per_device,
-        mesh=mesh,
-        in_specs=(PartitionSpec(), PartitionSpec(), PartitionSpec()),
-        out_specs=PartitionSpec(None, DATA_AXIS),
-        check_vma=False,
-    ))
+    sharded = chunked_selfplay_programs(play_fn, games_per_device, mesh)
+    local_device = next(device for device in mesh.devices.flat if device.process_index == jax.process_index())
+    budget_bytes = device_memory_budget(config.device_memory_gib, local_device)
     frozen_on_devices = replicate(frozen_variables, mesh) if frozen_variables is not None else None
     compiled = {}  # one executable per signature (shapes, dtypes, shardings) of the arguments
 
-    def lower(variables, key):
-        """The program lowered for ``variables`` and ``key`` (concrete or ``jax.ShapeDtypeStruct``s)."""
-        return sharded.lower(variables, frozen_on_devices, key)
+    def lower(variables, key, chunk_games: int | None = None):
+        """The program lowered for ``variables`` and ``key`` (concrete or ``jax.ShapeDtypeStruct``s), with chunks of
+        ``chunk_games`` games a device (default: one chunk)."""
+        return sharded(chunk_games or games_per_device).lower(variables, frozen_on_devices, key)
+
+    def compile_within_budget(variables, key):
+        """The executable for these arguments: one chunk a device, or under a budget the largest chunk that fits."""
+        if budget_bytes is None:
+            return lower(variables, key).compile()
+        executables = {}
+
+        def memory_of(chunk_games: int) -> int:
+            executables[chunk_games] = lower(variables, key, chunk_games).compile()
+            return program_memory(executables[chunk_games]).device_bytes
+
+        choice = choose_chunk_games(games_per_device, memory_of, budget_bytes)
+        logger.info("self-play: %d games a device in %d chunk(s) of %d, %.2f GiB a device (budget %.2f GiB)",
+                    games_per_device, choice.num_chunks, choice.chunk_games, choice.device_bytes / GIB,
+                    budget_bytes / GIB)
+        return executables[choice.chunk_games]
 
     def selfplay(variables, key):
         leaves, structure = jax.tree.flatten((variables, key))
@@ -575,9 +596,38 @@ def make_selfplay_fn(
             started = time.perf_counter()
             logger.info("self-play: compiling %d games × %d plies on %d devices", config.num_games,
                         config.plies_per_iteration, mesh.devices.size)
-            compiled[signature] = lower(variables, key).compile()
+            compiled[signature] = compile_within_budget(variables, key)
             logger.info("self-play: compiled in %.1f s", time.perf_counter() - started)
         return compiled[signature](variables, frozen_on_devices, key)
 
     selfplay.lower = lower
+    selfplay.games_per_device = games_per_device
     return selfplay
+
+
+def chunked_selfplay_programs(play_fn: PlayFn, games_per_device: int, mesh: Mesh) -> Callable[[int], Any]:
+    """``program(chunk_games)``: the jitted ``(variables, frozen, key) -> (frames, records)`` over ``mesh``, each
+    device playing its ``games_per_device`` games with key ``fold_in(key, device index)`` in chunks of
+    ``chunk_games`` (:func:`zerolab.selfplay.chunks.play_in_chunks`), one jitted function a chunk size."""
+    programs = {}
+
+    def program(chunk_games: int):
+        if games_per_device % chunk_games:
+            raise ValueError(f"chunks of {chunk_games} games do not split a device's {games_per_device} games")
+        if chunk_games not in programs:
+            play_chunks = play_in_chunks(play_fn, games_per_device // chunk_games)
+
+            def per_device(variables, frozen, key):
+                key = jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS))
+                return play_chunks(variables, key, games_per_device, frozen)
+
+            programs[chunk_games] = jax.jit(jax.shard_map(
+                per_device,
+                mesh=mesh,
+                in_specs=(PartitionSpec(), PartitionSpec(), PartitionSpec()),
+                out_specs=PartitionSpec(None, DATA_AXIS),
+                check_vma=False,
+            ))
+        return programs[chunk_games]
+
+    return program

@@ -6,10 +6,17 @@ initialised or run at the preset's size) on the local backend, and reads XLA's `
 ``memory_analysis``:
 
 * **self-play**: the whole scan of one iteration — its device memory (arguments, outputs, temporaries) and compile
-  time.  XLA counts the body of a loop once, whatever its trip count, so its FLOPs are not the iteration's;
+  time.  XLA counts the body of a loop once, whatever its trip count, so its FLOPs are not the iteration's.  Under a
+  device memory budget, the chunk a device would play its games in (:func:`fit_selfplay`, the run's own rule:
+  :mod:`zerolab.selfplay.chunks`), or "does not fit" where even chunks of one game are over it;
 * **network evaluation**: one forward pass over the self-play batch (no loops); self-play evaluates it
   ``plies × (simulations + 1)`` times an iteration (the root, then one leaf per simulation);
 * **training step**: one update at ``train.batch_size`` (no loops), ``epochs × window / batch`` times an iteration.
+
+At a pod shape (``num_devices``: that many CPU devices, emulated with ``XLA_FLAGS=
+--xla_force_host_platform_device_count=N``, which ``python -m experiments plan --devices N`` sets) the programs are
+compiled sharded over a mesh of those devices as a run on N accelerators compiles them, and their memory is one
+device's.
 
 Host memory comes from the replay window's real encoding (:class:`zerolab.training.replay.FrameCodec`) of positions from random
 legal games played by pgx, with policy targets as wide as the most legal moves seen (Gumbel MuZero's target covers
@@ -32,9 +39,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab.devices import make_mesh
+from zerolab.devices import GIB, ProgramMemory, format_bytes, make_mesh, program_memory
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
+from zerolab.selfplay.chunks import ChunkChoice, SelfPlayDoesNotFit, choose_chunk_games
 from zerolab.training.replay import (
     STORAGE_DTYPES,
     FrameCodec,
@@ -44,8 +52,6 @@ from zerolab.training.replay import (
     frame_fields,
 )
 from zerolab.training.runs import Components, init_train_state, make_optimizer
-
-GIB = 1024**3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,23 +85,15 @@ MEASURED_RATES = (
 )
 
 
-@dataclasses.dataclass
-class ProgramCost:
-    """One compiled program: XLA's figures for a single call."""
+@dataclasses.dataclass(kw_only=True)
+class ProgramCost(ProgramMemory):
+    """One compiled program: XLA's figures for a single call (its memory: :class:`zerolab.devices.ProgramMemory`,
+    one device's)."""
 
     name: str
-    compile_seconds: float
-    flops: float
-    bytes_accessed: float
-    argument_bytes: int
-    output_bytes: int
-    temp_bytes: int
-    alias_bytes: int
-
-    @property
-    def device_bytes(self) -> int:
-        """Peak device memory of a call as XLA plans it: arguments + outputs + temporaries − donated aliases."""
-        return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+    compile_seconds: float = 0.0
+    flops: float = float("nan")
+    bytes_accessed: float = float("nan")
 
 
 def compile_cost(name: str, lowered: Any) -> ProgramCost:
@@ -105,10 +103,9 @@ def compile_cost(name: str, lowered: Any) -> ProgramCost:
     seconds = time.perf_counter() - started
     cost = compiled.cost_analysis()
     cost = (cost[0] if isinstance(cost, (list, tuple)) else cost) or {}
-    memory = compiled.memory_analysis()
-    return ProgramCost(name, seconds, float(cost.get("flops", float("nan"))), float(cost.get("bytes accessed", float("nan"))),
-                       int(getattr(memory, "argument_size_in_bytes", 0)), int(getattr(memory, "output_size_in_bytes", 0)),
-                       int(getattr(memory, "temp_size_in_bytes", 0)), int(getattr(memory, "alias_size_in_bytes", 0)))
+    return ProgramCost(**dataclasses.asdict(program_memory(compiled)), name=name, compile_seconds=seconds,
+                       flops=float(cost.get("flops", float("nan"))),
+                       bytes_accessed=float(cost.get("bytes accessed", float("nan"))))
 
 
 def abstract(tree: Any) -> Any:
@@ -151,6 +148,97 @@ class FrameBytes:
     policy_width: int  # non-zero policy entries stored per frame
     positions: int  # random positions the estimate was made from
     codec: FrameCodec  # the window's codec of those positions
+
+
+#: The device memory budget of a plan when neither ``--device-memory-gib`` nor ``selfplay.device_memory_gib`` sets
+#: one: an 80 GB accelerator (an H100).
+DEFAULT_PLAN_DEVICE_GIB = 80.0
+
+
+@dataclasses.dataclass
+class DeviceFit:
+    """How a run's programs fit one device of a pod under a memory budget.
+
+    Attributes:
+      num_devices: devices of the mesh the programs were compiled for.
+      games_per_device: self-play games each device plays.
+      budget_bytes: the device memory budget.
+      chunk: the chunk a device plays its games in (:mod:`zerolab.selfplay.chunks`); None where even one game a
+        device does not fit.
+      smallest: the smallest self-play program compiled (chunks of one game), where it was compiled.
+    """
+
+    num_devices: int
+    games_per_device: int
+    budget_bytes: int
+    chunk: ChunkChoice | None
+    smallest: ProgramCost | None = None
+
+    def does_not_fit(self, programs: list[ProgramCost]) -> list[str]:
+        """Why the run does not fit a device: self-play (even its chunks of one game) or one of the other
+        ``programs`` (the training step) over the budget, in words; empty where it fits."""
+        budget = f"the {format_bytes(self.budget_bytes)} budget"
+        reasons = []
+        if self.chunk is None:
+            reasons.append(f"{self.smallest.name} (1 game a device at a time) takes "
+                           f"{format_bytes(self.smallest.device_bytes)} a device against {budget}")
+        reasons.extend(f"{program.name} takes {format_bytes(program.device_bytes)} a device against {budget}"
+                       for program in programs if program.device_bytes > self.budget_bytes)
+        return reasons
+
+    def describe(self, selfplay: ProgramCost, training: ProgramCost) -> str:
+        """One line: the devices, a device's games, the budget, the chunk chosen (or why it does not fit) and the
+        memory a device of self-play and of the training step."""
+        head = (f"devices: {self.num_devices}, {self.games_per_device} self-play games a device, budget "
+                f"{format_bytes(self.budget_bytes)} a device: ")
+        reasons = self.does_not_fit([training])
+        if reasons:
+            return head + "does not fit: " + "; ".join(reasons)
+        chunk = self.chunk
+        if chunk.num_chunks == 1:
+            played = f"self-play in one chunk, {format_bytes(chunk.device_bytes)} a device"
+        else:
+            played = (f"self-play in {chunk.num_chunks} chunks of {chunk.chunk_games} games, "
+                      f"{format_bytes(chunk.device_bytes)} a device "
+                      f"(in one chunk: {format_bytes(selfplay.device_bytes)})")
+        return head + f"{played}; training step {format_bytes(training.device_bytes)} a device"
+
+
+def fit_selfplay(selfplay_fn: Any, variables: Any, key: Any, whole: ProgramCost, budget_bytes: int,
+                 num_devices: int) -> tuple[DeviceFit, list[ProgramCost]]:
+    """The chunk a device would play its self-play games in under ``budget_bytes`` — the run's own rule
+    (:func:`zerolab.selfplay.chunks.choose_chunk_games`) over the programs ``selfplay_fn.lower(variables, key,
+    chunk_games)`` compiled here — and the programs compiled beyond ``whole`` (one chunk a device, compiled already),
+    named ``self-play, chunks of N``."""
+    games = selfplay_fn.games_per_device
+    costs = {games: whole}
+
+    def memory_of(chunk_games: int) -> int:
+        if chunk_games not in costs:
+            costs[chunk_games] = compile_cost(f"self-play, chunks of {chunk_games}",
+                                              selfplay_fn.lower(variables, key, chunk_games))
+        return costs[chunk_games].device_bytes
+
+    try:
+        chunk = choose_chunk_games(games, memory_of, budget_bytes)
+    except SelfPlayDoesNotFit:
+        chunk = None
+    fit = DeviceFit(num_devices, games, budget_bytes, chunk, smallest=costs.get(1))
+    return fit, [cost for size, cost in sorted(costs.items(), reverse=True) if size != games]
+
+
+def plan_mesh(num_devices: int | None) -> Any:
+    """The mesh a plan compiles for: one device of the local backend (``None``), or ``num_devices`` CPU devices (a pod
+    shape; the CPU backend must have been started with that many:
+    ``XLA_FLAGS=--xla_force_host_platform_device_count``)."""
+    if num_devices is None:
+        return make_mesh(jax.devices()[:1])
+    devices = jax.devices("cpu")
+    if len(devices) < num_devices:
+        raise ValueError(f"a plan on {num_devices} devices needs {num_devices} CPU devices, this process has "
+                         f"{len(devices)}: start it with XLA_FLAGS=--xla_force_host_platform_device_count="
+                         f"{num_devices} (python -m experiments plan --devices {num_devices} does)")
+    return make_mesh(devices[:num_devices])
 
 
 def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: int) -> FrameBytes:
@@ -201,6 +289,7 @@ class RunPlan:
     train_state_bytes: int
     parameters: int
     seconds: float  # what making this plan took
+    fit: DeviceFit | None = None  # how the programs fit one device of the mesh under the budget
 
     def program(self, name: str) -> ProgramCost:
         return next(program for program in self.programs if program.name == name)
@@ -211,11 +300,15 @@ class RunPlan:
                 "train": self.program("training step").flops * self.updates_per_iteration}
 
 
-def plan_training_run(config: Any, label: str = "run") -> RunPlan:
-    """The cost plan of ``zerolab.training.train.run(config)``'s programs on one device of the local backend."""
+def plan_training_run(config: Any, label: str = "run", num_devices: int | None = None,
+                      device_memory_gib: float | None = None) -> RunPlan:
+    """The cost plan of ``zerolab.training.train.run(config)``'s programs on one device of the local backend, or
+    sharded over ``num_devices`` CPU devices (:func:`plan_mesh`; memory is then one device's), and how they fit a
+    device of ``device_memory_gib`` GiB (default: ``selfplay.device_memory_gib``, else
+    :data:`DEFAULT_PLAN_DEVICE_GIB`)."""
     started = time.perf_counter()
     components = Components.from_config(config)
-    mesh = make_mesh(jax.devices()[:1])
+    mesh = plan_mesh(num_devices)
     optimizer = make_optimizer(config.train)
     state = jax.eval_shape(lambda key: init_train_state(components.network, components.game, optimizer, key),
                            jax.random.key(0))
@@ -228,6 +321,9 @@ def plan_training_run(config: Any, label: str = "run") -> RunPlan:
     selfplay_lowered = selfplay_fn.lower(variables, key)
     selfplay = compile_cost("self-play", selfplay_lowered)
     frames, records = selfplay_lowered.out_info
+    budget_gib = device_memory_gib or components.selfplay.device_memory_gib or DEFAULT_PLAN_DEVICE_GIB
+    fit, chunk_programs = fit_selfplay(selfplay_fn, variables, key, selfplay, int(budget_gib * GIB),
+                                       mesh.devices.size)
 
     games = int(config.selfplay.num_games)
     game = components.game
@@ -268,12 +364,12 @@ def plan_training_run(config: Any, label: str = "run") -> RunPlan:
     }
     frame = frame_bytes(game, simulations, str(config.search.kind), extras_bytes)
     return RunPlan(
-        label=label, description=description, programs=[selfplay, evaluation, training],
+        label=label, description=description, programs=[selfplay, *chunk_programs, evaluation, training],
         evaluations_per_iteration=plies * (simulations + 1), updates_per_iteration=updates[-1],
         total_updates=sum(updates), frames_per_iteration=frames_per_iteration, iterations=iterations,
         frame=frame, window_size=window_size,
         selfplay_host_bytes=selfplay_host_bytes(frames, records, frame), train_state_bytes=tree_bytes(state),
-        parameters=count_parameters(state.params), seconds=time.perf_counter() - started,
+        parameters=count_parameters(state.params), seconds=time.perf_counter() - started, fit=fit,
     )
 
 
@@ -355,8 +451,6 @@ def reference_flops_per_item(rate: MeasuredRate) -> float:
     return _REFERENCE_FLOPS[rate]
 
 
-def _bytes(count: float) -> str:
-    return f"{count / GIB:.2f} GiB" if count >= GIB / 10 else f"{count / 1024**2:.1f} MiB"
 
 
 def _duration(seconds: float | None) -> str:
@@ -375,12 +469,14 @@ def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
     lines = [f"== {plan.label}: {d['game']}, {d['model']} (width {d['width']}, {d['blocks']} blocks, "
              f"{plan.parameters:,} parameters), {d['search']} {d['simulations']} simulations, {d['games']} games × "
              f"{d['plies']} plies, batch {d['batch_size']}, window {d['window_size']:,}, {d['iterations']} iterations",
-             f"{'program':<20}{'compile':>10}{'GFLOP/call':>14}{'device memory':>16}{'  (arguments / outputs / temporaries)'}"]
+             f"{'program':<26}{'compile':>10}{'GFLOP/call':>14}{'device memory':>16}{'  (arguments / outputs / temporaries)'}"]
     for program in plan.programs:
-        flops = f"{program.flops / 1e9:,.2f}" + ("*" if program.name == "self-play" else "")
-        lines.append(f"{program.name:<20}{program.compile_seconds:>9.1f}s{flops:>14}{_bytes(program.device_bytes):>16}"
-                     f"  ({_bytes(program.argument_bytes)} / {_bytes(program.output_bytes)} / {_bytes(program.temp_bytes)})")
+        flops = f"{program.flops / 1e9:,.2f}" + ("*" if program.name.startswith("self-play") else "")
+        lines.append(f"{program.name:<26}{program.compile_seconds:>9.1f}s{flops:>14}{format_bytes(program.device_bytes):>16}"
+                     f"  ({format_bytes(program.argument_bytes)} / {format_bytes(program.output_bytes)} / {format_bytes(program.temp_bytes)})")
     lines.append("* XLA counts a loop's body once: self-play's FLOPs below come from its network evaluations")
+    if plan.fit is not None:
+        lines.append(plan.fit.describe(plan.program("self-play"), plan.program("training step")))
     flops = plan.flops_per_iteration
     lines.append(f"per iteration: {plan.frames_per_iteration:,} frames; {plan.evaluations_per_iteration:,} evaluations "
                  f"of {d['games']} positions = {flops['selfplay'] / 1e12:,.1f} TFLOP; {plan.updates_per_iteration:,} "
@@ -388,11 +484,11 @@ def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
     frame = plan.frame
     lines.append(f"host: replay frame {frame.dense / 1024:.1f} KB dense, {frame.compact / 1024:.2f} KB compact "
                  f"(policy width {frame.policy_width}, from {frame.positions} random positions); window "
-                 f"{_bytes(frame.dense * plan.window_size)} dense, {_bytes(frame.compact * plan.window_size)} compact; "
-                 f"self-play to host {_bytes(plan.selfplay_host_bytes)} an iteration (frames encoded on the device, "
-                 f"and records)")
-    lines.append(f"checkpoints: train state {_bytes(plan.train_state_bytes)}; replay chunk of new frames "
-                 f"{_bytes(frame.compact * min(plan.frames_per_iteration, plan.window_size))} an iteration")
+                 f"{format_bytes(frame.dense * plan.window_size)} dense, "
+                 f"{format_bytes(frame.compact * plan.window_size)} compact; self-play to host "
+                 f"{format_bytes(plan.selfplay_host_bytes)} an iteration (frames encoded on the device, and records)")
+    lines.append(f"checkpoints: train state {format_bytes(plan.train_state_bytes)}; replay chunk of new frames "
+                 f"{format_bytes(frame.compact * min(plan.frames_per_iteration, plan.window_size))} an iteration")
     selfplay_seconds, selfplay_how = estimate_seconds(plan, "selfplay", accelerator)
     train_seconds, train_how = estimate_seconds(plan, "train", accelerator)
     per_iteration = " an iteration" if selfplay_seconds is not None else ""
@@ -461,7 +557,7 @@ def format_programs(title: str, programs: list[PlannedProgram], notes: list[str]
              f"{'program':<34}{'compile':>9}{'GFLOP/call':>13}{'device memory':>15}{'calls':>14}{'total PFLOP':>13}  what a call does"]
     for program in programs:
         lines.append(f"{program.cost.name:<34}{program.cost.compile_seconds:>8.1f}s{program.flops / 1e9:>13,.2f}"
-                     f"{_bytes(program.cost.device_bytes):>15}{program.calls:>14,}"
+                     f"{format_bytes(program.cost.device_bytes):>15}{program.calls:>14,}"
                      f"{program.flops * program.calls / 1e15:>13,.2f}  {program.what}")
     total = sum(program.flops * program.calls for program in programs)
     lines.append(f"total: {total / 1e15:,.1f} PFLOP; no rate measured for these programs on an accelerator, so no time "

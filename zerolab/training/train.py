@@ -102,6 +102,9 @@ def default_config() -> ml_collections.ConfigDict:
                 "temperature_decay_moves": 0,
                 "temperature_end": 0.0,
                 "temperature_cutoff_moves": 0,
+                # GiB one device's self-play may take; a device whose games do not fit plays them in chunks.
+                # None: the device's own memory where the backend reports it (GPU, TPU), no chunks on the CPU.
+                "device_memory_gib": None,
             },
             "method": "",  # "package.module:factory" of a zerolab.training.method.Method; empty: AlphaZero
             "method_options": {},  # keyword arguments of that factory

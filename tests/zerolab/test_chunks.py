@@ -1,0 +1,105 @@
+"""Self-play in chunks under a device memory budget (zerolab/selfplay/chunks.py, make_selfplay_fn)."""
+
+import logging
+
+import jax
+import numpy as np
+import pytest
+
+from zerolab.devices import GIB, device_memory_budget, make_mesh, program_memory, replicate
+from zerolab.games import make_game
+from zerolab.networks.network import AlphaZeroResNet, init_variables
+from zerolab.search.mcts import SearchConfig
+from zerolab.selfplay.chunks import SelfPlayDoesNotFit, choose_chunk_games, chunk_keys, chunk_sizes
+from zerolab.selfplay.scan import SelfPlayConfig, make_play_fn, make_selfplay_fn, search_move_rule
+
+
+def test_the_chunk_is_the_largest_divisor_whose_program_fits():
+    def memory(sizes: dict):
+        """Programs of several chunks on the line 100 + 10·size, one chunk (12 games) at 200, below it."""
+        compiled = []
+
+        def memory_of(size):
+            compiled.append(size)
+            return sizes.get(size, 200 if size == 12 else 100 + 10 * size)
+
+        return memory_of, compiled
+
+    # All 12 games fit: one compile, one chunk.
+    memory_of, compiled = memory({})
+    choice = choose_chunk_games(12, memory_of, budget_bytes=200)
+    assert (choice.chunk_games, choice.num_chunks, choice.device_bytes, compiled) == (12, 1, 200, [12])
+    # Just over: the largest chunk of several, 6 games (2 chunks), fits.
+    memory_of, compiled = memory({})
+    choice = choose_chunk_games(12, memory_of, budget_bytes=165)
+    assert (choice.chunk_games, choice.num_chunks, choice.device_bytes, compiled) == (6, 2, 160, [12, 6])
+    # Further over: the line through 1 game (110) and 6 games (160) predicts 4 games under 145, compiled to verify.
+    memory_of, compiled = memory({})
+    choice = choose_chunk_games(12, memory_of, budget_bytes=145)
+    assert (choice.chunk_games, choice.num_chunks, compiled) == (4, 3, [12, 6, 1, 4])
+    assert choice.measured == {12: 200, 6: 160, 1: 110, 4: 140}
+    # A prediction the compiled program does not keep: the next smaller divisor is compiled in turn.
+    memory_of, compiled = memory({4: 150})
+    choice = choose_chunk_games(12, memory_of, budget_bytes=145)
+    assert (choice.chunk_games, compiled) == (3, [12, 6, 1, 4, 3])
+    assert chunk_sizes(12) == [1, 2, 3, 4, 6, 12] and chunk_sizes(7) == [1, 7]
+    # A prime number of games: one chunk or chunks of one game.
+    assert choose_chunk_games(7, lambda size: 10 * size, budget_bytes=50).chunk_games == 1
+    # Even one game a device over the budget: an error naming the budget and the smallest program's memory.
+    memory_of, compiled = memory({12: 3 * GIB, 6: 2 * GIB, 1: GIB // 2})
+    with pytest.raises(SelfPlayDoesNotFit, match=r"budget of 0\.25 GiB.*chunks of 1 game, takes 0\.50 GiB") as error:
+        choose_chunk_games(12, memory_of, budget_bytes=GIB // 4)
+    assert (error.value.budget_bytes, error.value.smallest_bytes, compiled) == (GIB // 4, GIB // 2, [12, 6, 1])
+    with pytest.raises(SelfPlayDoesNotFit):
+        choose_chunk_games(1, lambda size: 10, budget_bytes=5)
+
+
+def test_the_budget_is_the_key_else_the_devices_own_memory():
+    cpu = jax.devices("cpu")[0]
+    assert device_memory_budget(1.5, cpu) == int(1.5 * GIB)
+    assert device_memory_budget(None, cpu) is None  # the CPU reports no memory: no chunks
+    with pytest.raises(ValueError, match="device_memory_gib must be > 0"):
+        SelfPlayConfig(device_memory_gib=0.0)
+
+
+@pytest.mark.slow  # 5 self-play programs of 4 Gardner games compiled: ~60 s on a loaded 2-core CPU
+def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_of_its_own(caplog):
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    mesh = make_mesh(jax.devices()[:1])
+    search = SearchConfig(num_simulations=2, max_num_considered_actions=2)
+    sizes = dict(num_games=4, plies_per_iteration=4, max_game_plies=3, temperature_plies=2)
+    on_devices, key = replicate(variables, mesh), jax.random.key(5)
+    play_fn = make_play_fn(game, search_move_rule(game, network, search), SelfPlayConfig(**sizes))
+
+    def selfplay_under(gib):
+        return make_selfplay_fn(game, network, search, SelfPlayConfig(**sizes, device_memory_gib=gib), mesh)
+
+    # A budget the whole program fits: one chunk, bit for bit the device's call of today (key folded with device 0).
+    frames, records = jax.device_get(selfplay_under(1000.0)(on_devices, key))
+    today = jax.device_get(jax.jit(lambda v, k: play_fn(v, k, 4))(variables, jax.random.fold_in(key, 0)))
+    for ours, theirs in zip(jax.tree.leaves((frames, records)), jax.tree.leaves(today)):
+        np.testing.assert_array_equal(ours, theirs)
+
+    # A budget between chunks of 2 games (the largest of several) and all 4: two chunks, the shapes and dtypes of one.
+    selfplay = selfplay_under(1000.0)
+    memory = {size: program_memory(selfplay.lower(on_devices, key, size).compile()).device_bytes for size in (4, 2)}
+    assert memory[2] < memory[4]
+    with caplog.at_level(logging.INFO):
+        chunked = jax.device_get(selfplay_under((memory[2] + memory[4]) / 2 / GIB)(on_devices, key))
+    assert "4 games a device in 2 chunk(s) of 2" in caplog.text
+    assert jax.tree.structure(chunked) == jax.tree.structure((frames, records))
+    for ours, whole in zip(jax.tree.leaves(chunked), jax.tree.leaves((frames, records))):
+        assert (ours.shape, ours.dtype) == (whole.shape, whole.dtype)
+    assert chunked[0].observation.shape == (4, 4, 5, 5, 115)
+    # Each chunk's frames and records are an unchunked call on its 2 games with its key.
+    play_two = jax.jit(lambda v, k: play_fn(v, k, 2))
+    for chunk, chunk_key in enumerate(chunk_keys(jax.random.fold_in(key, 0), 2)):
+        alone = jax.device_get(play_two(variables, chunk_key))
+        for ours, theirs in zip(jax.tree.leaves(chunked), jax.tree.leaves(alone)):
+            np.testing.assert_array_equal(ours[:, 2 * chunk:2 * chunk + 2], theirs)
+
+    # A budget under even one game a device: a clear error, before anything runs.
+    with pytest.raises(SelfPlayDoesNotFit, match=r"budget of 0\.1 MiB: .*in chunks of 1 game, takes 0\.[2-9] MiB"):
+        selfplay_under(0.1 / 1024)(on_devices, key)
