@@ -80,8 +80,11 @@ def test_sai_selfplay_and_one_update_equal_the_reference_bit_for_bit(go_game, ti
     expected = json.loads(REFERENCE.with_suffix(".json").read_text())
     assert sorted(arrays) == sorted(stored.files)
     for name in stored.files:
-        assert arrays[name].dtype == stored[name].dtype, name
-        np.testing.assert_array_equal(arrays[name], stored[name], err_msg=name)
+        want = stored[name]
+        if name == "frames.policy_target":  # frames keep it as the replay window stores it, float16, since the
+            want = want.astype(np.float16)  # compact tree's session; the pinned targets (0, ½, 1) are exact there
+        assert arrays[name].dtype == want.dtype, name
+        np.testing.assert_array_equal(arrays[name], want, err_msg=name)
     assert numbers == expected
     # The scenario exercised what it claims to.
     metrics = expected["metrics"]

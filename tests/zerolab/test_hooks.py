@@ -81,8 +81,10 @@ def test_default_selfplay_parts_reproduce_the_previous_loop_bit_for_bit(gardner)
     )(variables, jax.random.key(11))
     observation, policy, action, value, known = reference_selfplay(
         game, network, search_config, config, variables, jax.random.key(11), 3)
-    np.testing.assert_array_equal(frames.observation, observation)
-    np.testing.assert_array_equal(frames.policy_target, policy)
+    # frames keep float planes and policies as the replay window stores them (float16)
+    np.testing.assert_array_equal(frames.observation, np.asarray(observation).astype(np.float16))
+    np.testing.assert_array_equal(frames.policy_target, np.asarray(policy).astype(np.float16))
+    assert frames.observation.dtype == frames.policy_target.dtype == np.float16
     np.testing.assert_array_equal(records.action, action)
     np.testing.assert_array_equal(frames.value_target, value)
     np.testing.assert_array_equal(frames.value_mask, known)

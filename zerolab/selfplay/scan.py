@@ -113,14 +113,27 @@ class SelfPlayConfig:
         return cls(**values)
 
 
+#: The floating type frames keep their observations and policy targets in on the device: the replay window's
+#: (``zerolab.training.replay.STORAGE_DTYPES``), so a frame holds exactly what the window will store, in half the
+#: memory of float32 (an 8×8 chess frame: 30 KB of observation planes and 18 KB of policy as float32).
+FRAME_FLOAT_DTYPE = jnp.float16
+
+
+def stored_value(values: jax.Array) -> jax.Array:
+    """``values`` as frames keep them: floating arrays in :data:`FRAME_FLOAT_DTYPE`, others (Go's boolean planes) as
+    they are."""
+    return values.astype(FRAME_FLOAT_DTYPE) if jnp.issubdtype(values.dtype, jnp.floating) else values
+
+
 @flax.struct.dataclass
 class Frames:
     """Training frames, ``[T, B, ...]`` from self-play or ``[N, ...]`` once flattened.
 
     Attributes:
-      observation: [T, B, *observation_shape] from the side to move.
+      observation: [T, B, *observation_shape] from the side to move (float16 where the game's planes are floats:
+        :data:`FRAME_FLOAT_DTYPE`).
       legal_action_mask: [T, B, A].
-      policy_target: [T, B, A] the search's improved policy.
+      policy_target: [T, B, A] the search's improved policy (float16).
       value_target: [T, B] final outcome from the side to move (−1, 0, 1).
       value_mask: [T, B] true where the game ended inside the scan, so ``value_target`` is known.
       extras: ``{name: [T, B, ...]}`` a method's further per-frame fields (e.g. the game's komi); the replay window
@@ -490,9 +503,9 @@ def make_play_fn(
                                reward=reward)
             next_lanes, statistics = reset(carry.key, lanes, played)
             frame = Frames(
-                observation=states.observation,
+                observation=stored_value(states.observation),
                 legal_action_mask=states.legal_action_mask,
-                policy_target=decision.policy_target,
+                policy_target=stored_value(decision.policy_target),
                 value_target=jnp.zeros(num_games),
                 value_mask=jnp.zeros(num_games, bool),
                 extras=dict(decision.frame_extras),

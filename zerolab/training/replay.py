@@ -48,15 +48,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from zerolab.devices import local_parts
-from zerolab.selfplay.scan import Frames
+from zerolab.selfplay.scan import FRAME_FLOAT_DTYPE, Frames
 
 REPLAY_MODES = ("sample", "fifo")
 EXTRA_PREFIX = "extra_"  # window arrays named extra_<name> hold Frames.extras[name]
 #: The dtypes a frame's fields have for training (and had in the dense window of earlier runs).
 STORAGE_DTYPES = {
-    "observation": np.float16,
+    "observation": np.dtype(FRAME_FLOAT_DTYPE),  # what self-play keeps on the device already
     "legal_action_mask": np.bool_,
-    "policy_target": np.float16,
+    "policy_target": np.dtype(FRAME_FLOAT_DTYPE),
     "value_target": np.float32,
     "value_mask": np.bool_,
 }
