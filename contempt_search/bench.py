@@ -1,9 +1,9 @@
 """``python -m contempt_search.bench``: the cost of search-contempt against mctx's own search.
 
 For each game and kind, one batch of positions (random plies from the start) is searched three ways with the same
-network, key, batch and simulations: mctx's policy with its own loop (``run_search(..., mctx_loop=True)``), the project's simulation loop with the
-standard rules (``zerolab.search.mcts.project_loop_rules``: mctx's result bit for bit, with the core's backup) and
-search-contempt (``contempt_rules``, in that loop).  Each is compiled first, then timed as the best of ``--repeats``
+network, key, batch and simulations: mctx's own dense search (``run_search(..., mctx_loop=True)``), the project's
+search over its tree of legal moves with the standard rules (``zerolab.search.mcts.project_loop_rules``: mctx's
+actions and visit counts) and search-contempt (``contempt_rules``, on that tree).  Each is compiled first, then timed as the best of ``--repeats``
 runs, interleaved (each round times each search once).  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard
 rules in the project loop / mctx, ``rules_overhead`` = contempt / standard rules in the project loop (what the
 contempt rules themselves cost), and contempt's mean ``sampled_visit_fraction``.  A benchmark, not a test.

@@ -98,7 +98,8 @@ def test_selfplay_frames_are_consistent(selfplay_batch):
     game, config, frames, records = selfplay_batch
     assert frames.observation.shape == (12, 4, 5, 5, 115)
     assert frames.policy_target.shape == (12, 4, game.num_actions)
-    np.testing.assert_allclose(frames.policy_target.sum(-1), 1.0, rtol=1e-5)
+    assert frames.policy_target.dtype == np.float16  # as the replay window stores it: a sum is 1 to float16's precision
+    np.testing.assert_allclose(frames.policy_target.astype(np.float32).sum(-1), 1.0, rtol=2e-3)
     assert frames.policy_target[~frames.legal_action_mask].max() < 1e-6
     # Games are capped at 5 plies, so every lane ends games at plies 5 and 10 (or earlier by checkmate).
     over = records.game_over

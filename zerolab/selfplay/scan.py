@@ -448,10 +448,15 @@ def standard_reset(initial_states: InitialStatesFn, init_carry: InitCarryFn | No
     def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
         reset_key = jax.random.split(key, 4)[3]
         num_games = played.game_over.shape[0]
-        rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(reset_key, 1), num_games)
-        restarted = restart_games(advance_lanes(lanes, played), played.game_over,
-                                  initial_states(reset_key, num_games), jnp.zeros(num_games, jnp.int32), rule_carry)
-        return restarted, {}
+        advanced = advance_lanes(lanes, played)
+
+        def restart(advanced: Lanes) -> Lanes:
+            rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(reset_key, 1), num_games)
+            return restart_games(advanced, played.game_over, initial_states(reset_key, num_games),
+                                 jnp.zeros(num_games, jnp.int32), rule_carry)
+
+        # fresh games are made only on the plies where some game ended (most plies end none)
+        return jax.lax.cond(jnp.any(played.game_over), restart, lambda advanced: advanced, advanced), {}
 
     return reset
 
