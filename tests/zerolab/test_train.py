@@ -130,6 +130,9 @@ def test_resumed_run_equals_the_uninterrupted_run(trained_run, run_copy, caplog)
     assert [r["iteration"] for r in resumed] == [1, 2, 3]
     assert resumed[:2] == original[:2]  # the history before the resume point is kept as it was
     assert without_timings(resumed[2]) == without_timings(original[2])  # losses, frames, game statistics
+    # the run's clock goes on from the resumed record: wall_s counts every iteration's time, not the new process's
+    assert resumed[2]["wall_s"] == pytest.approx(resumed[1]["wall_s"] + resumed[2]["iteration_s"])
+    assert resumed[2]["wall_s"] > resumed[1]["wall_s"] > resumed[0]["wall_s"] > 0
     assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
     assert_trees_equal(saved_window(run_copy, 3), saved_window(trained_run, 3))
 
