@@ -214,3 +214,15 @@ def test_sc_limit_must_be_a_positive_integer(bad):
         validate_sc_limit(bad)
     with pytest.raises(ValueError, match="sc_limit"):
         contempt_rules(SearchConfig(), bad)
+
+
+@pytest.mark.parametrize("sc_limit", [1, 2, 4])
+def test_the_sampled_visit_fraction_is_the_share_of_opponent_visits_past_the_limit(searches, sc_limit):
+    """Σ max(C − N_scl, 0) / Σ C over the opponent (odd-depth) nodes of each search, recomputed from the tree."""
+    _, _, _, outputs = searches
+    tree = outputs[sc_limit].tree
+    for batch in range(tree.parents.shape[0]):
+        nodes = opponent_nodes(tree, batch)
+        counts = np.asarray(tree.children_visits[batch]).sum(-1)[nodes]
+        expected = np.maximum(counts - sc_limit, 0).sum() / max(counts.sum(), 1)
+        np.testing.assert_allclose(outputs[sc_limit].summary["sampled_visit_fraction"][batch], expected, rtol=1e-6)
