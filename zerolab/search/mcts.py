@@ -380,10 +380,11 @@ def search(
     return tree
 
 
-def mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
-    """Logits less their maximum, ``finfo.min`` where invalid (mctx's ``_mask_invalid_actions``)."""
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+def check_mctx_loop_rules(config: SearchConfig, rules: SearchRules | None) -> None:
+    """Raises ValueError where ``rules`` replace what the simulations do: mctx's own search cannot run them."""
+    if rules is not None and rules.changes_simulations and not rules.project_loop:
+        raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
+                         f"({config.rules!r}): search with mctx_loop=False")
 
 
 def policy(
@@ -405,14 +406,11 @@ def policy(
     runs :func:`mctx_policy` instead (standard rules only).
     """
     if mctx_loop:
-        if rules is not None and rules.changes_simulations and not rules.project_loop:
-            raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them: search "
-                             "with mctx_loop=False")
+        check_mctx_loop_rules(config, rules)
         return mctx_policy(config, params, key, root, recurrent_fn, legal_action_mask)
     rules = rules if rules is not None else STANDARD_RULES
     num_actions = root.prior_logits.shape[-1]
     num_slots = num_actions if num_slots is None else min(num_slots, num_actions)
-    invalid_actions = ~legal_action_mask
     root_selection, interior_selection = selection_functions(config)
     run = functools.partial(search, params, recurrent_fn=recurrent_fn, legal_action_mask=legal_action_mask,
                             root_action_selection_fn=root_selection, interior_action_selection_fn=interior_selection,
@@ -420,7 +418,7 @@ def policy(
                             max_depth=config.max_depth)
     root_index = Tree.ROOT_INDEX
     if config.kind == "gumbel":
-        root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions))
+        root = root.replace(prior_logits=masked_logits(root.prior_logits, legal_action_mask))
         key, gumbel_key = jax.random.split(key)
         gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape, root.prior_logits.dtype)
         tree = run(key, root, root_gumbel=gumbel)
@@ -432,7 +430,7 @@ def policy(
                                                  completed_qvalues, visits)
         slot = selection.masked_argmax(to_argmax, valid)
         action = jnp.take_along_axis(tree.children_actions[:, root_index], slot[:, None], axis=-1)[:, 0]
-        weights = jax.nn.softmax(mask_invalid_actions(priors + completed_qvalues, ~valid))
+        weights = jax.nn.softmax(masked_logits(priors + completed_qvalues, valid))
         action_weights = scatter_slots(weights, tree.children_actions[:, root_index], num_actions)
         return PolicyOutput(action=action, action_weights=action_weights, visit_counts=root_visit_counts(tree),
                             root_prior_logits=root_prior_logits(tree), search_tree=tree)
@@ -442,7 +440,7 @@ def policy(
     probs = jax.nn.softmax(root.prior_logits)
     noisy_probs = (1 - config.dirichlet_fraction) * probs + config.dirichlet_fraction * noise
     noisy_logits = jnp.log(jnp.maximum(noisy_probs, jnp.finfo(noisy_probs.dtype).tiny))
-    root = root.replace(prior_logits=mask_invalid_actions(noisy_logits, invalid_actions))
+    root = root.replace(prior_logits=masked_logits(noisy_logits, legal_action_mask))
     tree = run(search_key, root)
     visit_counts = root_visit_counts(tree)
     total = jnp.sum(visit_counts, axis=-1, keepdims=True)
@@ -542,9 +540,8 @@ def run_search(
     """
     if rules is None:
         rules = config.make_rules()
-    if mctx_loop and rules is not None and rules.changes_simulations and not rules.project_loop:
-        raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
-                         f"({config.rules!r}): search with mctx_loop=False")
+    if mctx_loop:
+        check_mctx_loop_rules(config, rules)  # before anything is evaluated
     logits, value = evaluate(network, variables, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=game.pack_state(states))
     output = policy(config, variables, key, root, make_recurrent_fn(game, network), states.legal_action_mask,

@@ -128,8 +128,8 @@ def slot_actions(legal_action_mask: jax.Array, num_slots: int) -> jax.Array:
             raise ValueError(f"a node has at most A = {num_actions} slots, got K = {num_slots}")
         return jnp.where(legal_action_mask, jnp.arange(num_actions, dtype=jnp.int32), EMPTY_SLOT)
 
-    # each legal action's rank among the legal ones (a parallel prefix sum: XLA's cumsum is quadratic on CPU), then
-    # one scatter of the actions to their ranks; ranks ≥ K are dropped
+    # each legal action's rank among the legal ones (a parallel prefix sum: 20–30 % faster than cumsum, and half
+    # jnp.nonzero's time, on a 2-core CPU), then one scatter of the actions to their ranks; ranks ≥ K are dropped
     flat = legal_action_mask.reshape((-1, num_actions))
     rank = jax.lax.associative_scan(jnp.add, flat.astype(jnp.int32), axis=-1) - 1
     target = jnp.where(flat, rank, num_slots)
