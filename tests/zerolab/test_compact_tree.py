@@ -10,6 +10,7 @@ from __future__ import annotations
 import chess as python_chess
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
 
@@ -17,8 +18,8 @@ from contempt_search.rules import contempt_rules
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
-from zerolab.search.selection import slot_uniform
-from zerolab.search.tree import EMPTY_SLOT, slot_actions
+from zerolab.search.selection import qtransform_completed_by_mix_value, slot_uniform
+from zerolab.search.tree import EMPTY_SLOT, Tree, slot_actions
 
 #: The most legal moves of a legal 8×8 chess position (218), from the position that has them.
 MOST_MOVES_FEN = "R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1"
@@ -64,6 +65,33 @@ def test_the_compact_search_is_mctx_search(position_set, kind):
         np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=f"K = most legal: {name}")
     np.testing.assert_allclose(dense.policy_target, compact.policy_target, rtol=0, atol=1e-6)
     assert game.max_legal_actions < game.num_actions or game.name == "go"
+
+
+def test_completed_q_of_a_node_with_every_legal_move_visited_spans_what_mctx_gives_illegal_actions():
+    """A node with legal actions 1 and 3 of A = 5, both visited, and a raw value above both Q values: mctx rescales
+    the completed Q values over its illegal actions too, which take the mixed value; the slots hold only the legal
+    actions, so the slot rule must bring that value into the range itself."""
+    num_actions, legal, visits, values = 5, jnp.array([1, 3]), jnp.array([2, 1]), jnp.array([-0.2, -0.4])
+    logits = jnp.array([0.3, -0.5])
+    dense = mctx.Tree(
+        node_visits=jnp.array([4]), raw_values=jnp.array([0.9]), node_values=jnp.array([0.5]),
+        parents=jnp.array([-1]), action_from_parent=jnp.array([-1]),
+        children_index=jnp.full((1, num_actions), -1).at[0, legal].set(0),
+        children_prior_logits=jnp.full((1, num_actions), jnp.finfo(jnp.float32).min).at[0, legal].set(logits),
+        children_visits=jnp.zeros((1, num_actions), jnp.int32).at[0, legal].set(visits),
+        children_rewards=jnp.zeros((1, num_actions)), children_discounts=jnp.full((1, num_actions), -1.0),
+        children_values=jnp.zeros((1, num_actions)).at[0, legal].set(values),
+        embeddings=jnp.zeros(1), root_invalid_actions=jnp.ones(num_actions).at[legal].set(0), extra_data=None)
+    compact = Tree(
+        node_visits=dense.node_visits, raw_values=dense.raw_values, node_values=dense.node_values,
+        parents=dense.parents, action_from_parent=dense.action_from_parent, slot_from_parent=dense.parents,
+        children_actions=legal[None], children_index=jnp.zeros((1, 2), jnp.int32), children_prior_logits=logits[None],
+        children_visits=visits[None], children_rewards=jnp.zeros((1, 2)), children_discounts=jnp.full((1, 2), -1.0),
+        children_values=values[None], embeddings=jnp.zeros(1), num_actions=num_actions)
+    expected = mctx.qtransform_completed_by_mix_value(dense, 0)[legal]
+    np.testing.assert_allclose(qtransform_completed_by_mix_value(compact, 0), expected, rtol=1e-6)
+    # the mixed value (above both Q values), not the best Q, is the top of the range: the best scales below 1
+    assert float(expected.max()) < (50 + int(visits.max())) * 0.1 - 0.1
 
 
 def test_a_depth_limit_expands_leaves_again_as_mctx_does():
