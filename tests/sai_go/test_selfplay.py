@@ -40,8 +40,9 @@ def branching_play(go_game, tiny_network):
     network, variables = tiny_network
     options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.025, max_branches=3, queue_size=8)
     play = fast_jit(make_sai_play_fn(go_game, network, SEARCH, PLAY_CONFIG, options), static_argnums=2)
-    return {probability: jax.device_get(play(variables, jax.random.key(4), 2, None, probability))
-            for probability in (0.0, 1.0)}
+    played = {probability: jax.device_get(play(variables, jax.random.key(4), 2, None, probability))
+              for probability in (0.0, 1.0)}
+    return {probability: (packed.to_frames(), records) for probability, (packed, records) in played.items()}
 
 
 def test_no_branches_without_branch_probability(branching_play):

@@ -69,8 +69,8 @@ def stt_selfplay(setup):
                                  search_fn=policy_argmax_search(setup.network))
     config = SelfPlayConfig(num_games=2, plies_per_iteration=PLIES, max_game_plies=PLIES)
     play = jax.jit(make_play_fn(setup.game, rule, config), static_argnums=2)
-    frames, records = play(setup.learner, jax.random.key(3), 2, setup.junior)
-    return jax.device_get(frames), jax.device_get(records)
+    packed, records = play(setup.learner, jax.random.key(3), 2, setup.junior)
+    return jax.device_get(packed).to_frames(), jax.device_get(records)
 
 
 @pytest.mark.slow  # 40 s of CPU with a cold compilation cache, its fixtures included

@@ -92,7 +92,7 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
     assert jax.tree.structure(chunked) == jax.tree.structure((frames, records))
     for ours, whole in zip(jax.tree.leaves(chunked), jax.tree.leaves((frames, records))):
         assert (ours.shape, ours.dtype) == (whole.shape, whole.dtype)
-    assert chunked[0].observation.shape == (4, 4, 5, 5, 115)
+    assert chunked[0].to_frames().observation.shape == (4, 4, 5, 5, 115)
     # Each chunk's frames and records are an unchunked call on its 2 games with its key.
     play_two = jax.jit(lambda v, k: play_fn(v, k, 2))
     for chunk, chunk_key in enumerate(chunk_keys(jax.random.fold_in(key, 0), 2)):

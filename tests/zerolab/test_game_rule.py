@@ -80,7 +80,8 @@ def test_a_game_rule_starts_scores_and_restarts_games_with_plies_behind_them():
     np.testing.assert_array_equal(frames.value_target[:6, 1], [1, -1, 1, 1, -1, 1])
     np.testing.assert_array_equal(frames.value_mask[:, 1], [1, 1, 1, 1, 1, 1, 0, 0])
     # Restarted lanes begin again from the empty board.
-    np.testing.assert_array_equal(frames.observation[3], frames.observation[0])
+    observation = frames.to_frames().observation  # Go's planes are declared binary: stored as bits
+    np.testing.assert_array_equal(observation[3], observation[0])
     # The shared state and the statistics reach the summary: 2 first games + 2 restarts in each of 2 lanes.
     np.testing.assert_array_equal(records.summary["games_started"], 6.0)
     np.testing.assert_array_equal(records.summary["restarts"], 4.0)

@@ -24,7 +24,8 @@ from zerolab.training.method import ALPHAZERO, alphazero_loss
 from zerolab.networks.network import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables
 from zerolab.training.runs import Components
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
-from zerolab.selfplay.scan import Frames, SelfPlayConfig, choose_actions, move_temperature, value_targets
+from zerolab.selfplay.frames import Frames
+from zerolab.selfplay.scan import SelfPlayConfig, choose_actions, move_temperature, value_targets
 from tests.zerolab.method_package.method import START_FENS
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -76,19 +77,20 @@ def test_default_selfplay_parts_reproduce_the_previous_loop_bit_for_bit(gardner)
     game, network, variables = gardner
     search_config = SearchConfig(num_simulations=4, max_num_considered_actions=4)
     config = SelfPlayConfig(num_games=3, plies_per_iteration=7, max_game_plies=4, temperature_plies=3)
-    frames, records = jax.jit(
+    packed, records = jax.jit(
         lambda v, k: selfplay_lib.play(game, network, search_config, config, v, k, 3)
     )(variables, jax.random.key(11))
+    frames = packed.to_frames()
     observation, policy, action, value, known = reference_selfplay(
         game, network, search_config, config, variables, jax.random.key(11), 3)
-    # frames keep float planes and policies as the replay window stores them (float16)
+    # frames are stored as the replay window stores them and decode to float16 planes and policies
     np.testing.assert_array_equal(frames.observation, np.asarray(observation).astype(np.float16))
     np.testing.assert_array_equal(frames.policy_target, np.asarray(policy).astype(np.float16))
     assert frames.observation.dtype == frames.policy_target.dtype == np.float16
     np.testing.assert_array_equal(records.action, action)
     np.testing.assert_array_equal(frames.value_target, value)
     np.testing.assert_array_equal(frames.value_mask, known)
-    assert frames.extras == {} and records.summary == {}
+    assert frames.extras == {} and records.summary == {} and not packed.inexact.any()
 
 
 def test_a_config_without_the_new_keys_builds_the_alphazero_defaults():

@@ -13,7 +13,7 @@ from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.devices import make_mesh
 from zerolab.training.replay import FrameWindow, frames_to_arrays, update_window
 from zerolab.training.runs import RunCheckpoints, RunState, TrainState
-from zerolab.selfplay.scan import Frames
+from zerolab.selfplay.frames import Frames
 from zerolab.training.train import train_on_window
 
 
@@ -460,6 +460,42 @@ def test_frames_encoded_on_the_device_fill_the_window_the_dense_path_fills(playe
         if iteration == 2:
             assert encoded.arrays["policy_indices"].shape[1] == 40 > POLICY_WIDTH_STEP
     assert len(device.codec.dense_channels) == 1  # the widened plane
+
+
+def test_frames_packed_in_the_scan_fill_the_window_the_host_encoding_fills(played_positions):
+    """Real Gardner frames stored a ply at a time as self-play's scan stores them (the game's codec, Gardner's
+    K = 128 wide policy; -0.0 entries, an entry on an illegal move, an extra field), brought to the window: the
+    arrays the host's encoding stores with that codec, and the dense window's frames and minibatches, bit for bit."""
+    from zerolab.games import make_game
+    from zerolab.selfplay.frames import PackedFrames, frame_codec, frame_policy_width, pack_frames
+
+    game = make_game("gardner_chess")
+    codec, width = frame_codec(game), frame_policy_width(game)
+    assert width == 128
+    pack_ply = jax.jit(lambda observation, legal, policy: pack_frames(codec, width, observation, legal, policy))
+    window, host, dense = FrameWindow.empty(), FrameWindow.empty(), DenseWindow()
+    window_rng, host_rng, dense_rng, policy_rng = (np.random.default_rng(3) for _ in range(4))
+    for iteration in range(3):
+        frames = real_frames(played_positions, policy_rng, 4 * iteration, 4)
+        policy = frames.policy_target.copy()
+        policy[:, 0, 1] = -0.0
+        policy[:, 1, np.flatnonzero(~frames.legal_action_mask[0, 1])[0]] = 0.25
+        frames = frames.replace(policy_target=policy)
+        stored, inexact = jax.lax.map(lambda ply: pack_ply(*ply), (frames.observation, frames.legal_action_mask,
+                                                                    frames.policy_target))
+        packed = PackedFrames(stored, frames.value_target, frames.value_mask, inexact, frames.extras, codec)
+        encoded = FrameWindow.from_device_frames(packed, window.codec)
+        on_host = FrameWindow.from_fields(frames_to_arrays(frames), codec)
+        assert encoded.codec == on_host.codec == codec and sorted(encoded.arrays) == sorted(on_host.arrays)
+        for name, array in on_host.arrays.items():
+            assert encoded.arrays[name].dtype == array.dtype and encoded.arrays[name].shape == array.shape, name
+            np.testing.assert_array_equal(encoded.arrays[name], array, err_msg=name)
+        window = update_window(window, encoded, 40, window_rng)
+        host = update_window(host, frames, 40, host_rng)
+        dense = dense_update(dense, frames, 40, dense_rng)
+        assert_frames_identical(window.as_frames(np.arange(len(window))), dense.as_frames(np.arange(len(dense))))
+        for window_batch, dense_batch in zip(recorded_batches(window, 16), recorded_batches(dense, 16), strict=True):
+            assert_frames_identical(window_batch, dense_batch)
 
 
 def test_a_window_appends_device_frames_encoded_with_a_narrower_codec(played_positions):

@@ -9,8 +9,8 @@ from zerolab.devices import make_mesh, replicate
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.mcts import SearchConfig
+from zerolab.selfplay.frames import FrameCodec, frame_codec, pack_frames
 from zerolab.selfplay.scan import (
-    Frames,
     PlyRecord,
     SelfPlayConfig,
     choose_actions,
@@ -90,12 +90,22 @@ def selfplay_batch():
     config = SelfPlayConfig(num_games=4, plies_per_iteration=12, max_game_plies=5, temperature_plies=2)
     selfplay = make_selfplay_fn(game, network, SearchConfig(num_simulations=8, max_num_considered_actions=4),
                                 config, mesh)
-    frames, records = selfplay(replicate(variables, mesh), jax.random.key(1))
-    return game, config, jax.device_get(frames), jax.device_get(records)
+    packed, records = selfplay(replicate(variables, mesh), jax.random.key(1))
+    return game, config, jax.device_get(packed), jax.device_get(records)
 
 
 def test_selfplay_frames_are_consistent(selfplay_batch):
-    game, config, frames, records = selfplay_batch
+    game, config, packed, records = selfplay_batch
+    # Stored in the scan with the game's codec: Gardner's 112 history planes as bits, 3 planes one value a frame, the
+    # policy as wide as Gardner's most legal moves (K = 128, not A = 1225), and every frame stored exactly.
+    assert packed.codec == frame_codec(game)
+    assert packed.arrays["observation_bits"].shape == (12, 4, 25 * 112 // 8)
+    assert packed.arrays["observation_scalars"].shape == (12, 4, 3)
+    assert packed.arrays["observation_dense"].shape == (12, 4, 25, 0)
+    assert packed.arrays["policy_indices"].shape == packed.arrays["policy_values"].shape == (12, 4, 128)
+    assert not packed.inexact.any()
+    packed.check_exact()
+    frames = packed.to_frames()
     assert frames.observation.shape == (12, 4, 5, 5, 115)
     assert frames.policy_target.shape == (12, 4, game.num_actions)
     assert frames.policy_target.dtype == np.float16  # as the replay window stores it: a sum is 1 to float16's precision
@@ -115,6 +125,39 @@ def test_selfplay_frames_are_consistent(selfplay_batch):
     start = np.asarray(jax.vmap(game.init)(jax.random.split(jax.random.key(0), 1)).observation[0])
     for ply, lane in zip(*np.nonzero(over[:-1])):
         np.testing.assert_array_equal(frames.observation[ply + 1, lane], start)
+
+
+def test_frames_the_codec_cannot_hold_are_flagged_and_refused():
+    """A frame is flagged inexact when a channel declared binary holds 0.5, when one declared constant varies over
+    the board, or when its policy has more entries than the width; the window refuses such frames with an error naming
+    the declaration.  Exact frames decode to their float16 values."""
+    from zerolab.selfplay.frames import PackedFrames
+
+    codec = FrameCodec.from_kinds((2, 3), 4, constant=(True, False, False), binary=(True, True, False))
+    observation = np.zeros((5, 2, 3), np.float32)
+    observation[:, :, 2] = 0.3  # a dense channel holds anything
+    observation[:, 1, 1] = 1.0
+    observation[1, :, 1] = 0.5  # frame 1: a bit plane that is not 0/1
+    observation[2, 0, 0] = 1.0  # frame 2: a one-value plane that varies over the board
+    policy = np.zeros((5, 4), np.float32)
+    policy[:, 1] = 1.0
+    policy[3] = 0.25  # frame 3: four entries, one more than the width
+    policy[4, :3] = [0.5, -0.0, 0.5]  # frame 4: -0.0 is an entry (bitwise), three in all: fits
+    legal = np.ones((5, 4), bool)
+    stored, inexact = jax.device_get(pack_frames(codec, 3, jnp.asarray(observation), jnp.asarray(legal),
+                                                 jnp.asarray(policy)))
+    assert inexact.tolist() == [False, True, True, True, False]
+    packed = PackedFrames(arrays={name: value[None] for name, value in stored.items()},
+                          value_target=np.zeros((1, 5), np.float32), value_mask=np.ones((1, 5), bool),
+                          inexact=inexact[None], codec=codec)
+    with pytest.raises(ValueError, match=r"3 self-play frames \(the first at ply 0, game 1\).*observation_planes"):
+        packed.check_exact()
+    frames = packed.to_frames()
+    for exact in (0, 4):
+        np.testing.assert_array_equal(frames.observation[0, exact].view(np.uint16),
+                                      observation[exact].astype(np.float16).view(np.uint16))
+        np.testing.assert_array_equal(frames.policy_target[0, exact].view(np.uint16),
+                                      policy[exact].astype(np.float16).view(np.uint16))
 
 
 def hand_built_records() -> PlyRecord:

@@ -240,17 +240,18 @@ SHARDING_CHECK = textwrap.dedent("""
     mesh4, mesh1 = make_mesh(), make_mesh(jax.devices()[:1])
     selfplay = make_selfplay_fn(game, network, SearchConfig(num_simulations=4, max_num_considered_actions=4),
                                 SelfPlayConfig(num_games=8, plies_per_iteration=6), mesh4)
-    frames, _ = selfplay(replicate(state.variables, mesh4), jax.random.key(1))
-    assert len(frames.observation.sharding.device_set) == 4
-    # Encoded on each of the 4 devices and joined along the games: the window's arrays of the host's encoding.
+    packed, _ = selfplay(replicate(state.variables, mesh4), jax.random.key(1))
+    assert len(packed.arrays["observation_bits"].sharding.device_set) == 4
+    # Stored on each of the 4 devices and joined along the games: the window's arrays of the host's encoding.
     from zerolab.training.replay import FrameWindow, frames_to_arrays
-    encoded = FrameWindow.from_device_frames(frames)
-    on_host = FrameWindow.from_fields(frames_to_arrays(jax.device_get(frames)))
-    assert encoded.codec == on_host.codec and sorted(encoded.arrays) == sorted(on_host.arrays)
+    encoded = FrameWindow.from_device_frames(packed)
+    frames = jax.device_get(packed).to_frames()
+    on_host = FrameWindow.from_fields(frames_to_arrays(frames), packed.codec)
+    assert encoded.codec == on_host.codec == packed.codec and sorted(encoded.arrays) == sorted(on_host.arrays)
     for name, array in on_host.arrays.items():
         assert encoded.arrays[name].dtype == array.dtype, name
         np.testing.assert_array_equal(encoded.arrays[name], array, err_msg=name)
-    frames = jax.device_get(frames).flatten()
+    frames = frames.flatten()
     per_device = np.asarray(frames.policy_target).reshape(6, 4, 2, -1)
     assert not np.allclose(per_device[:, 0], per_device[:, 1]), "devices must play different games"
     # No 6-ply game ends, so outcomes are given, half known, for the value head to have a gradient as well.

@@ -36,7 +36,8 @@ from zerolab.devices import make_mesh, replicate, shard_host_batch
 from zerolab.games import make_game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters, init_variables, make_network
 from zerolab.search.mcts import SearchConfig, evaluate
-from zerolab.selfplay.scan import Frames, SelfPlayConfig, make_selfplay_fn, standard_initial_states
+from zerolab.selfplay.frames import Frames
+from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn, standard_initial_states
 from zerolab.training.train import init_train_state, make_optimizer, make_train_step
 
 logger = logging.getLogger(__name__)

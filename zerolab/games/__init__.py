@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.games.base": ("Game",),
+    "zerolab.games.base": ("Game", "ObservationPlanes"),
     "zerolab.games.board": ("GameBoards",),
     "zerolab.games.chess": ("ChessGame", "PROMOTION_PIECES", "move_table", "square_name"),
     "zerolab.games.fen": ("InvalidPositionError", "START_FENS", "validate_fen"),
@@ -21,12 +21,12 @@ __getattr__, __dir__ = lazy_names(__name__, {
 })
 
 __all__ = [
-    "ChessGame", "Game", "GameBoards", "GameRecord", "GoGame", "InvalidPositionError", "PROMOTION_PIECES",
+    "ChessGame", "Game", "GameBoards", "GameRecord", "GoGame", "InvalidPositionError", "ObservationPlanes", "PROMOTION_PIECES",
     "START_FENS", "make_game", "move_table", "square_name", "validate_fen", "write_games",
 ]
 
 if TYPE_CHECKING:
-    from zerolab.games.base import Game
+    from zerolab.games.base import Game, ObservationPlanes
     from zerolab.games.board import GameBoards
     from zerolab.games.chess import PROMOTION_PIECES, ChessGame, move_table, square_name
     from zerolab.games.fen import START_FENS, InvalidPositionError, validate_fen

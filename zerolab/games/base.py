@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +17,16 @@ def plies_played(states: pgx.State) -> jax.Array:
     """[B] int32 (or a scalar for one state): plies played since each game's start position, for any pgx game (pgx
     counts every ``step``); for callers that hold states but not their :class:`Game`."""
     return states._step_count
+
+
+class ObservationPlanes(NamedTuple):
+    """What a game's observation channels (its last axis) hold in every position, per channel: ``constant``, the same
+    value at every position of the board (side to move, castling rights, move counters); ``binary``, only 0 and 1
+    (pieces, repetitions, stones).  Frames store a constant channel as one value and a binary one as bits
+    (:mod:`zerolab.selfplay.frames`); self-play checks both claims on every frame it stores."""
+
+    constant: tuple[bool, ...]
+    binary: tuple[bool, ...]
 
 
 class Game:
@@ -45,6 +56,14 @@ class Game:
     @property
     def max_legal_actions(self) -> int:
         return self.num_actions
+
+    @property
+    def observation_planes(self) -> ObservationPlanes:
+        """The kinds of the observation's channels (:class:`ObservationPlanes`).  The default knows only the dtype:
+        boolean planes (Go) are binary, others are stored as float16 values."""
+        channels = self.observation_shape[-1]
+        binary = self._state_shapes.observation.dtype == jnp.bool_
+        return ObservationPlanes(constant=(False,) * channels, binary=(binary,) * channels)
 
     def init(self, key: jax.Array) -> pgx.State:
         return self.env.init(key)

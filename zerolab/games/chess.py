@@ -27,7 +27,7 @@ from pgx._src.games import chess as pgx_chess_internals
 from pgx._src import gardner_chess_utils as pgx_gardner_internals
 
 from zerolab.games.fen import GARDNER_START_FEN, InvalidPositionError, validate_chess_fen, validate_gardner_fen
-from zerolab.games.base import Game
+from zerolab.games.base import Game, ObservationPlanes
 from zerolab.games.lc0_observation import OBSERVATIONS, Lc0ObservationEnv, compiled_lc0_observation
 
 PROMOTION_PIECES = "rbn"  # order of pgx's under-promotion planes
@@ -257,6 +257,25 @@ class ChessGame(Game):
         each; five pawns, each at most 16 moves as a promoted queen or 12 as a pawn promoting three ways four times),
         blocking ignored."""
         return 218 if self.board_size == 8 else 128
+
+    @property
+    def observation_planes(self) -> ObservationPlanes:
+        """Eight positions of history come first, as binary planes: pgx's 14 a position (the mover's and the
+        opponent's six pieces, two repetition planes), lc0's 13 (twelve pieces, one repetition plane).  Then planes
+        constant over the board: pgx's side to move, total move count / 512, four castling rights (8×8 only) and
+        half-move clock / 100; lc0's four castling rights, Black to move, the half-move clock, zeros and ones
+        (:func:`zerolab.games.lc0_observation.lc0_observation`)."""
+        if self.observation == "lc0":
+            history, binary_scalars = 104, (True, True, True, True, True, False, True, True)
+        elif self.board_size == 8:
+            history, binary_scalars = 112, (True, False, True, True, True, True, False)
+        else:
+            history, binary_scalars = 112, (True, False, False)
+        if history + len(binary_scalars) != self.observation_shape[-1]:
+            raise RuntimeError(f"{self!r}: {self.observation_shape[-1]} observation planes, expected "
+                               f"{history + len(binary_scalars)}")
+        return ObservationPlanes(constant=(False,) * history + (True,) * len(binary_scalars),
+                                 binary=(True,) * history + binary_scalars)
 
     def action_to_text(self, action: int, state: pgx.State) -> str:
         return self.action_to_uci(action, state)

@@ -11,19 +11,21 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.selfplay.scan": ("Frames", "GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly",
+    "zerolab.selfplay.frames": ("Frames", "PackedFrames"),
+    "zerolab.selfplay.scan": ("GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly",
                               "PlyDecision", "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens",
                               "make_play_fn", "restart_games", "search_move_rule", "select_where"),
 })
 
 __all__ = [
-    "Frames", "GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision", "PlyRecord",
-    "SelfPlayConfig", "advance_lanes", "initial_states_from_fens", "make_play_fn", "restart_games", "search_move_rule",
-    "select_where",
+    "Frames", "GameRule", "Lanes", "MoveRule", "PackedFrames", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision",
+    "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens", "make_play_fn", "restart_games",
+    "search_move_rule", "select_where",
 ]
 
 if TYPE_CHECKING:
+    from zerolab.selfplay.frames import Frames, PackedFrames
     from zerolab.selfplay.scan import (
-        Frames, GameRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyDecision, PlyRecord, SelfPlayConfig,
+        GameRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyDecision, PlyRecord, SelfPlayConfig,
         advance_lanes, initial_states_from_fens, make_play_fn, restart_games, search_move_rule, select_where,
     )

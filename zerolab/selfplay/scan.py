@@ -3,7 +3,10 @@
 Each ply: the **move rule** decides for all games (default: one search), the **temperature schedule** samples from
 the visit counts early in a game (the search's choice otherwise), a vmapped pgx step plays the moves, the **reward
 rule** scores them, and the **reset rule** starts a fresh game in every lane whose game ended.  A game that reaches
-``max_game_plies`` ends (a draw under pgx's rewards).  The scan records one frame per game and ply; **value targets**
+``max_game_plies`` ends (a draw under pgx's rewards).  The scan records one frame per game and ply, stored as the
+replay window stores it (:class:`zerolab.selfplay.frames.PackedFrames`: observation planes as bits or one value where
+the game declares them so, legal masks as bits, sparse policy targets), so that a device holds the stored bytes of its
+frames, not dense planes and policies; **value targets**
 come from the final outcomes by a reverse scan, and frames whose game did not finish inside the scan are masked out of
 the value loss.
 
@@ -51,6 +54,7 @@ from zerolab.devices import DATA_AXIS, GIB, check_divisible, device_memory_budge
 from zerolab.games import Game
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
 from zerolab.selfplay.chunks import choose_chunk_games, play_in_chunks
+from zerolab.selfplay.frames import PackedFrames, frame_codec, frame_policy_width, pack_frames
 
 logger = logging.getLogger(__name__)
 
@@ -113,42 +117,6 @@ class SelfPlayConfig:
         return cls(**values)
 
 
-#: The floating type frames keep their observations and policy targets in on the device: the replay window's
-#: (``zerolab.training.replay.STORAGE_DTYPES``), so a frame holds exactly what the window will store, in half the
-#: memory of float32 (an 8×8 chess frame: 30 KB of observation planes and 18 KB of policy as float32).
-FRAME_FLOAT_DTYPE = jnp.float16
-
-
-def stored_value(values: jax.Array) -> jax.Array:
-    """``values`` as frames keep them: floating arrays in :data:`FRAME_FLOAT_DTYPE`, others (Go's boolean planes) as
-    they are."""
-    return values.astype(FRAME_FLOAT_DTYPE) if jnp.issubdtype(values.dtype, jnp.floating) else values
-
-
-@flax.struct.dataclass
-class Frames:
-    """Training frames, ``[T, B, ...]`` from self-play or ``[N, ...]`` once flattened.
-
-    Attributes:
-      observation: [T, B, *observation_shape] from the side to move (float16 where the game's planes are floats:
-        :data:`FRAME_FLOAT_DTYPE`).
-      legal_action_mask: [T, B, A].
-      policy_target: [T, B, A] the search's improved policy (float16).
-      value_target: [T, B] final outcome from the side to move (−1, 0, 1).
-      value_mask: [T, B] true where the game ended inside the scan, so ``value_target`` is known.
-      extras: ``{name: [T, B, ...]}`` a method's further per-frame fields (e.g. the game's komi); the replay window
-        and checkpoints carry them like the fields above.
-    """
-
-    observation: jax.Array
-    legal_action_mask: jax.Array
-    policy_target: jax.Array
-    value_target: jax.Array
-    value_mask: jax.Array
-    extras: dict = flax.struct.field(default_factory=dict)
-
-    def flatten(self) -> Frames:
-        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), self)
 
 
 @flax.struct.dataclass
@@ -212,7 +180,7 @@ class PlyDecision:
       carry: the rule's per-game state after this ply (leaves [B, ...]; None without one).
       visit_counts: [B, A] weights the temperature schedule samples from (``visits ** (1 / τ)``), or None for rules
         that choose their moves themselves.
-      frame_extras: ``{name: [B, ...]}`` per-frame fields stored with the frame (see :attr:`Frames.extras`).
+      frame_extras: ``{name: [B, ...]}`` per-frame fields stored with the frame (see :attr:`zerolab.selfplay.frames.Frames.extras`).
       summary: ``{name: [B]}`` statistics averaged into the iteration's metrics (e.g. the search's summary).
     """
 
@@ -249,9 +217,9 @@ InitCarryFn = Callable[[jax.Array, int], Any]
 """``(key, num_games) -> carry``: the move rule's per-game state of fresh games, leaves ``[num_games, ...]``."""
 InitialStatesFn = Callable[[jax.Array, int], pgx.State]
 """``(key, num_games) -> states [num_games]``: the positions fresh games start from (jittable)."""
-ValueTargetsFn = Callable[[Frames, PlyRecord], tuple[jax.Array, jax.Array]]
+ValueTargetsFn = Callable[[PackedFrames, PlyRecord], tuple[jax.Array, jax.Array]]
 """``(frames [T, B], records [T, B]) -> (value_target [T, B], value_mask [T, B])``."""
-PlayFn = Callable[[Any, jax.Array, int, Any], tuple[Frames, PlyRecord]]
+PlayFn = Callable[[Any, jax.Array, int, Any], tuple[PackedFrames, PlyRecord]]
 """``(variables, key, num_games, frozen_variables) -> (frames [T, B], records [T, B])``: one device's self-play."""
 StartFn = Callable[[PlayVariables, jax.Array, int], Lanes]
 """``(variables, key, num_games) -> lanes``: the games a self-play call starts with (``ply == first_ply``) and the
@@ -331,7 +299,7 @@ def initial_states_from_fens(game: Game, fens: Sequence[str]) -> InitialStatesFn
     return initial_states
 
 
-def outcome_value_targets(frames: Frames, records: PlyRecord) -> tuple[jax.Array, jax.Array]:
+def outcome_value_targets(frames: PackedFrames, records: PlyRecord) -> tuple[jax.Array, jax.Array]:
     """The default :data:`ValueTargetsFn`: each frame's target is its game's final outcome (:func:`value_targets`)."""
     del frames
     return value_targets(records.reward, records.game_over)
@@ -475,7 +443,7 @@ def make_play_fn(
     value_targets_fn: ValueTargetsFn = outcome_value_targets,
     game_rule: GameRule | None = None,
 ) -> PlayFn:
-    """The core's per-device self-play: ``play(variables, key, num_games, frozen) -> (Frames, PlyRecord)``.
+    """The core's per-device self-play: ``play(variables, key, num_games, frozen) -> (PackedFrames, PlyRecord)``.
 
     The game rule's start, then a scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the temperature
     schedule (where the decision carries visit counts), a vmapped pgx step, the game rule's reward and reset; then the
@@ -489,7 +457,10 @@ def make_play_fn(
     reset = game_rule.reset or standard_reset(initial_states, move_rule.init_carry)
     summary_fn = game_rule.summarize or ply_summary
 
-    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None) -> tuple[Frames, PlyRecord]:
+    codec, policy_width = frame_codec(game), frame_policy_width(game)
+
+    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None
+             ) -> tuple[PackedFrames, PlyRecord]:
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
         carry = PlyCarry(lanes=start(player_variables, key, num_games), key=jax.random.split(key)[0])
 
@@ -507,14 +478,11 @@ def make_play_fn(
             played = PlayedPly(decision=decision, action=action, next_states=next_states, game_over=game_over,
                                reward=reward)
             next_lanes, statistics = reset(carry.key, lanes, played)
-            frame = Frames(
-                observation=stored_value(states.observation),
-                legal_action_mask=states.legal_action_mask,
-                policy_target=stored_value(decision.policy_target),
-                value_target=jnp.zeros(num_games),
-                value_mask=jnp.zeros(num_games, bool),
-                extras=dict(decision.frame_extras),
-            )
+            stored, inexact = pack_frames(codec, policy_width, states.observation, states.legal_action_mask,
+                                          decision.policy_target)
+            frame = PackedFrames(arrays=stored, value_target=jnp.zeros(num_games),
+                                 value_mask=jnp.zeros(num_games, bool), inexact=inexact,
+                                 extras=dict(decision.frame_extras), codec=codec)
             game_ply = lanes.ply - lanes.first_ply
             record = PlyRecord(
                 action=action,
@@ -544,7 +512,7 @@ def play(
     key: jax.Array,
     num_games: int,
     rules: SearchRules | None = None,
-) -> tuple[Frames, PlyRecord]:
+) -> tuple[PackedFrames, PlyRecord]:
     """Plays ``num_games`` games for ``config.plies_per_iteration`` plies on one device with the default parts."""
     play_fn = make_play_fn(game, search_move_rule(game, network, search_config, rules), config)
     return play_fn(variables, key, num_games)
@@ -560,7 +528,7 @@ def make_selfplay_fn(
     play_fn: PlayFn | None = None,
     frozen_variables: Any = None,
 ):
-    """A jitted ``(variables, key) -> (Frames [T, B, ...], PlyRecord [T, B])`` over all devices of ``mesh``.
+    """A jitted ``(variables, key) -> (PackedFrames [T, B, ...], PlyRecord [T, B])`` over all devices of ``mesh``.
 
     The program is compiled ahead of its first call (logged with its duration).  Under a device memory budget
     (``config.device_memory_gib``, or the device's own memory where the backend reports it) each device plays its

@@ -43,14 +43,8 @@ from zerolab.devices import GIB, ProgramMemory, format_bytes, make_mesh, program
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
 from zerolab.selfplay.chunks import ChunkChoice, SelfPlayDoesNotFit, choose_chunk_games
-from zerolab.training.replay import (
-    STORAGE_DTYPES,
-    FrameCodec,
-    FrameWindow,
-    device_policy_width,
-    encode_device_frames,
-    frame_fields,
-)
+from zerolab.selfplay.frames import Frames, PackedFrames, frame_codec
+from zerolab.training.replay import POLICY_ARRAYS, STORAGE_DTYPES, FrameCodec, FrameWindow
 from zerolab.training.runs import Components, init_train_state, make_optimizer
 
 
@@ -242,9 +236,10 @@ def plan_mesh(num_devices: int | None) -> Any:
 
 
 def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: int) -> FrameBytes:
-    """Bytes of a frame of ``game``, from the replay window's own encoding of random positions whose policy targets
-    cover every legal move (Gumbel MuZero's) or, with ``search_kind='muzero'``, at most ``simulations`` of them
-    (visit counts); ``extras_bytes``: a method's per-frame fields, added to both."""
+    """Bytes of a frame of ``game``, from the replay window's own encoding (with the codec self-play stores the
+    game's frames with: :func:`zerolab.selfplay.frames.frame_codec`) of random positions whose policy targets cover
+    every legal move (Gumbel MuZero's) or, with ``search_kind='muzero'``, at most ``simulations`` of them (visit
+    counts); ``extras_bytes``: a method's per-frame fields, added to both."""
     observation, legal = random_positions(game)
     policy = legal.astype(np.float32)
     if search_kind == "muzero":
@@ -254,21 +249,23 @@ def frame_bytes(game: Game, simulations: int, search_kind: str, extras_bytes: in
     fields = {"observation": observation, "legal_action_mask": legal, "policy_target": policy,
               "value_target": np.zeros(count, np.float32), "value_mask": np.ones(count, bool)}
     window = FrameWindow.from_fields({name: np.asarray(value).astype(STORAGE_DTYPES[name])
-                                      for name, value in fields.items()})
+                                      for name, value in fields.items()}, frame_codec(game))
     dense = sum(array.nbytes for array in window.fields().values()) / count
     width = int(window.arrays["policy_indices"].shape[1])
     return FrameBytes(dense + extras_bytes, window.bytes_per_frame() + extras_bytes, width, count, window.codec)
 
 
-def selfplay_host_bytes(frames: Any, records: Any, frame: FrameBytes) -> int:
-    """Bytes self-play sends to the host an iteration: its frames ``[T, B, ...]`` (abstract) as the devices encode
-    them with ``frame``'s codec and policy width (extras as they are), and its records."""
-    fields = frame_fields(frames)
-    extras = {name: value for name, value in fields.items() if name not in STORAGE_DTYPES}
-    width = device_policy_width(frame.policy_width, frame.codec.num_actions)
-    encoded = jax.eval_shape(lambda stored: encode_device_frames(frame.codec, width, stored),
-                             {name: fields[name] for name in STORAGE_DTYPES})
-    return tree_bytes(encoded) + tree_bytes(extras) + tree_bytes(records)
+def selfplay_host_bytes(frames: PackedFrames, records: Any, frame: FrameBytes) -> int:
+    """Bytes self-play sends to the host an iteration: its frames ``[T, B, ...]`` (abstract), stored in the scan,
+    with the policy arrays cut to ``frame``'s policy width (:meth:`FrameWindow.from_packed_frames`), extras as they
+    are, and its records."""
+    def cut(name: str, value: Any) -> Any:
+        if name not in POLICY_ARRAYS:
+            return value
+        return jax.ShapeDtypeStruct(value.shape[:-1] + (min(frame.policy_width, value.shape[-1]),), value.dtype)
+
+    fields = jax.eval_shape(lambda packed: packed.stored_fields(), frames)
+    return tree_bytes({name: cut(name, value) for name, value in fields.items()}) + tree_bytes(records)
 
 
 @dataclasses.dataclass
@@ -336,9 +333,12 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     evaluation = compile_cost("network evaluation", jax.jit(evaluate).lower(variables, observation, legal))
 
     batch_size = int(config.train.batch_size)
-    batch = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct((batch_size,) + tuple(leaf.shape[2:]), leaf.dtype), frames)
-    batch = batch.replace(**{name: jax.ShapeDtypeStruct(getattr(batch, name).shape, dtype)
-                             for name, dtype in STORAGE_DTYPES.items()})
+    shapes = {"observation": tuple(game.observation_shape), "legal_action_mask": (game.num_actions,),
+              "policy_target": (game.num_actions,), "value_target": (), "value_mask": ()}
+    batch = Frames(**{name: jax.ShapeDtypeStruct((batch_size,) + shapes[name], dtype)
+                      for name, dtype in STORAGE_DTYPES.items()},
+                   extras={name: jax.ShapeDtypeStruct((batch_size,) + tuple(leaf.shape[2:]), leaf.dtype)
+                           for name, leaf in frames.extras.items()})  # the window's dense frames, as training reads them
     train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
                                      float(config.train.l2_weight), components.method.loss_fn,
                                      str(config.train.get("optimizer", "adam")), float(config.train.get("momentum", 0.9)))
@@ -437,8 +437,6 @@ def reference_flops_per_item(rate: MeasuredRate) -> float:
             from zerolab.training.train import loss_fn
 
             def gradient(params, batch_stats, observation, legal, policy, value, mask):
-                from zerolab.selfplay.scan import Frames
-
                 frames = Frames(observation, legal, policy, value, mask)
                 return jax.grad(loss_fn, has_aux=True)(params, batch_stats, components.network, frames, 0.0)
 

@@ -64,7 +64,8 @@ from zerolab.training.runs import (
     initialise_from,
     make_optimizer,
 )
-from zerolab.selfplay.scan import Frames, PlyRecord, make_selfplay_fn
+from zerolab.selfplay.frames import Frames
+from zerolab.selfplay.scan import PlyRecord, make_selfplay_fn
 from zerolab.selfplay.records import finished_games, summarize
 
 logger = logging.getLogger(__name__)
@@ -206,8 +207,8 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
     frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
     plies = frames.value_target.shape[0]
-    # Encoded where they were played: only the window's compact arrays come to the host, and the dense frames leave
-    # device memory before training.
+    # Stored compact where they were played (in the scan): only the window's arrays come to the host, and the
+    # frames leave device memory before training.
     new_frames = FrameWindow.from_device_frames(frames, run_state.window.codec)
     del frames
     records = local_numpy(records, axis=1)
