@@ -484,7 +484,8 @@ def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
                  f"(policy width {frame.policy_width}, from {frame.positions} random positions); window "
                  f"{format_bytes(frame.dense * plan.window_size)} dense, "
                  f"{format_bytes(frame.compact * plan.window_size)} compact; self-play to host "
-                 f"{format_bytes(plan.selfplay_host_bytes)} an iteration (frames encoded on the device, and records)")
+                 f"{format_bytes(plan.selfplay_host_bytes)} an iteration (frames as the scan stores them, policy cut "
+                 f"to the widest frame, and records)")
     lines.append(f"checkpoints: train state {format_bytes(plan.train_state_bytes)}; replay chunk of new frames "
                  f"{format_bytes(frame.compact * min(plan.frames_per_iteration, plan.window_size))} an iteration")
     selfplay_seconds, selfplay_how = estimate_seconds(plan, "selfplay", accelerator)
