@@ -102,6 +102,33 @@ def test_an_epoch_of_minibatches_sees_every_frame():
     assert max(drawn.count(frame) for frame in range(50)) <= 2
 
 
+def test_metrics_are_read_back_while_training_with_a_bounded_number_of_updates_in_flight():
+    """Each update's metrics are read back (waiting for it) once TRAINING_LOOKAHEAD newer ones are dispatched, in
+    order: the host never runs more than that ahead of the device, and the mean is over every update."""
+    from zerolab.training.train import TRAINING_LOOKAHEAD
+
+    read, in_flight = [], []
+
+    class DeviceValue:  # reading it back (float) is waiting for its update
+        def __init__(self, update):
+            self.update = update
+
+        def __float__(self):
+            read.append(self.update)
+            return float(self.update)
+
+    def step(state, batch):
+        in_flight.append(state - len(read))
+        return state + 1, {"loss": DeviceValue(state)}
+
+    config = ml_collections.ConfigDict({"train": {"batch_size": 8, "epochs_per_iteration": 1.0}})
+    state, metrics, samples = train_on_window(step, 0, window_of(50), config, make_mesh(jax.devices()[:1]),
+                                              np.random.default_rng(0))
+    assert TRAINING_LOOKAHEAD == 2 and (state, samples) == (7, 56)  # ceil(50 / 8) updates
+    assert in_flight == [0, 1, 2, 2, 2, 2, 2] and read == list(range(7))
+    assert metrics == {"loss": 3.0}  # the mean of 0 .. 6
+
+
 # --- checkpoints ----------------------------------------------------------------------------------------------------
 
 
