@@ -284,6 +284,20 @@ def test_the_papers_residual_block_follows_equation_9(gardner_game, network_inpu
     np.testing.assert_allclose(out.edges, np.asarray(graphs.edges) + np.asarray(inner.edges), rtol=1e-4, atol=1e-4)
     # The tower's output is not normalised: values below 0 remain (the post-activation block ends with a ReLU).
     assert (np.asarray(out.nodes) < 0).any()
+    # The post-activation block on the same graphs: ReLU(x + BN(GATEAU(BNR(GATEAU(x))))), nodes and edges alike.
+    block = ResGATEAU(features=6, block="post_activation")
+    variables = _perturbed(block.init(jax.random.key(0), graphs, train=False))
+    out = block.apply(variables, graphs, train=False)
+    p, s = jax.tree.map(np.asarray, variables["params"]), jax.tree.map(np.asarray, variables["batch_stats"])
+    inner = _gateau(graphs, p["gateau_1"])
+    inner = inner._replace(nodes=_bnr(np.asarray(inner.nodes), p["node_norm_1"], s["node_norm_1"]),
+                           edges=_bnr(np.asarray(inner.edges), p["edge_norm_1"], s["edge_norm_1"]))
+    inner = _gateau(inner, p["gateau_2"])
+    for name in ("nodes", "edges"):
+        residual = np.asarray(getattr(graphs, name)) + _batch_norm(np.asarray(getattr(inner, name)),
+                                                                  p[f"{name[:4]}_norm_2"], s[f"{name[:4]}_norm_2"])
+        assert (residual < 0).any()  # the final ReLU has something to clip
+        np.testing.assert_allclose(getattr(out, name), np.maximum(residual, 0.0), rtol=1e-4, atol=1e-4, err_msg=name)
 
 
 def test_the_papers_heads_follow_figures_3_and_4(gardner_game, network_inputs):

@@ -1,12 +1,14 @@
 """contempt-odds end to end at toy sizes through ``python -m experiments run``'s entry point (in this process): an
 untrained Gardner network gives knight odds to Fairy-Stockfish with PUCT and with search-contempt, at 4 simulations
 (N_scl 1), 2 games per cell; the summary's cells, the games' PGN and the figure are checked, and a rerun plays nothing
-again."""
+again; and one cell's score, from scripted games that end in mate with the network on either side."""
 
 from __future__ import annotations
 
 import json
+import types
 
+import jax
 import pytest
 
 from experiments.__main__ import main
@@ -33,7 +35,7 @@ def test_contempt_odds_plays_both_arms_with_odds_and_a_rerun_plays_nothing(tmp_p
         assert cell["simulations"] == 4 and cell["games"] == 2, arm
         assert cell["wins"] + cell["draws"] + cell["losses"] == 2 and cell["capped_games"] <= cell["draws"]
         assert cell["win_interval"][0] <= cell["win_percent"] <= cell["win_interval"][1]
-        assert cell["engine_fallback_moves"] >= 0
+        assert cell["engine_fallback_moves"] == 0  # the engine chose every one of its moves
     assert cells["contempt1"]["sampled_visit_fraction"] > 0 and "sampled_visit_fraction" not in cells["puct"]
     for arm in ("puct-4", "contempt1-4"):  # half the games from each side's odds opening (no knight on b1 or b5)
         pgn = (tmp_path / "odds" / "games" / f"{arm}.pgn").read_text()
@@ -45,3 +47,42 @@ def test_contempt_odds_plays_both_arms_with_odds_and_a_rerun_plays_nothing(tmp_p
     assert main(command) == 0  # every cell on file: nothing played again
     assert records_file.stat().st_mtime_ns == before
     assert json.loads(capsys.readouterr().out)["cells"] == summary["cells"]
+
+
+# The network's side mates from both odds openings (helpmates found with pyffish): as White without its knight on b1
+# in 7 plies, as Black without its knight on b5 in 6 plies (a promotion each time).
+NETWORK_MOVES = {"white": ["a2a3", "c2c3", "a3b4", "b4c5q"], "black": ["a4a3", "a3b2", "b2c1q"]}
+ENGINE_MOVES = {"white": ["b2b3", "c1b2", "d1c1"], "black": ["b4b3", "c5b4", "d5c5"]}
+
+
+def test_a_cell_scores_its_games_from_the_networks_side_with_either_colour(gardner_game, monkeypatch):
+    """The network mates the engine as White and as Black: two wins (a game as Black is scored from the network's
+    side, 1 minus the first mover's score), in the real arena from the real odds openings, pgx refereeing."""
+    from experiments import contempt_odds
+    from tests.zerolab.test_arena import ScriptedAgent
+
+    class Network(ScriptedAgent):
+        search_config = types.SimpleNamespace(num_simulations=4)
+
+        def search_statistics(self):
+            return {}
+
+    class Engine(ScriptedAgent):
+        fallback_moves = 0
+
+        def close(self):
+            pass
+
+    def engine(spec, game, seed):
+        assert spec == "fairy-stockfish:skill=-20"
+        return Engine("engine", game, ENGINE_MOVES["white"], ENGINE_MOVES["black"])
+
+    monkeypatch.setattr(contempt_odds, "EngineAgent", engine)
+    config = types.SimpleNamespace(games_per_cell=2, seed=0, progress=False, max_game_plies=12, odds_piece="knight")
+    network = Network("puct-4", gardner_game, NETWORK_MOVES["white"], NETWORK_MOVES["black"])
+    match = contempt_odds.play_cell(gardner_game, network, "fairy-stockfish:skill=-20", config, jax.random.key(0))
+    as_white, as_black = match.games
+    assert (as_white.first_player, as_white.first_player_score, len(as_white.moves)) == ("puct-4", 1.0, 7)
+    assert (as_black.first_player, as_black.first_player_score, len(as_black.moves)) == ("engine", 0.0, 6)
+    result = match.result
+    assert (result.players, result.wins, result.draws, result.losses) == (("puct-4", "engine"), 2, 0, 0)

@@ -105,32 +105,57 @@ def test_action_square_markers_need_action_tokens_and_count_two_vectors():
         Predictor("state_value", 16).model_config("test", mark_action_squares=True)
 
 
+def _layer_norm(x, params, epsilon=1e-6):
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + epsilon) * params["scale"] + params["bias"]
+
+
+def _attention(x, params, num_heads):
+    """Multi-head self-attention from its definition: per head h (features h·D/H .. (h+1)·D/H of the query, key and
+    value projections), softmax(q kᵀ / √(D/H)) v; the heads side by side, projected."""
+    batch, length, width = x.shape
+    head_dim = width // num_heads
+    query, key, value = np.split(x @ params["qkv"]["kernel"], 3, axis=-1)
+    mixed = np.zeros_like(query)
+    for b in range(batch):
+        for h in range(num_heads):
+            features = slice(h * head_dim, (h + 1) * head_dim)
+            scores = query[b, :, features] @ key[b, :, features].T / np.sqrt(head_dim)
+            weights = np.exp(scores - scores.max(-1, keepdims=True))
+            mixed[b, :, features] = weights / weights.sum(-1, keepdims=True) @ value[b, :, features]
+    return mixed @ params["output"]["kernel"]
+
+
+def _swiglu(x, params):
+    gate, up = x @ params["gate"]["kernel"], x @ params["up"]["kernel"]
+    return (gate / (1 + np.exp(-gate)) * up) @ params["down"]["kernel"]
+
+
 @pytest.mark.parametrize("normalization", ["post", "pre"])
 def test_blocks_place_their_layer_norms_as_the_option_says(normalization):
     """post (the paper's): LN(x + Attn(x)) then LN(y + MLP(y)); pre: x + Attn(LN(x)) then y + MLP(LN(y)); each part
-    applied alone with the block's own parameters."""
-    import flax.linen as nn
-
-    from distill.model import SelfAttention, SwiGLU, TransformerBlock
+    written in numpy from its definition (attention scaled by √(D/H), SwiGLU, LayerNorm) with the block's
+    parameters."""
+    from distill.model import TransformerBlock
 
     config = Predictor("action_value", 16).model_config("test", normalization=normalization)
+    assert config.num_heads > 1  # √D and √(D/H) differ
     block = TransformerBlock(config)
     x = jax.random.normal(jax.random.key(0), (2, 5, config.embedding_dim))
     params = block.init(jax.random.key(1), x)["params"]
     params = jax.tree.map(lambda p: p + 0.2 * jax.random.normal(jax.random.key(2), p.shape), params)  # LN scales ≠ 1
     out = block.apply({"params": params}, x)
+    p, x = jax.tree.map(lambda leaf: np.asarray(leaf, np.float64), params), np.asarray(x, np.float64)
 
-    def part(module, name, value):
-        return module.apply({"params": params[name]}, value)
+    def attention(value):
+        return _attention(value, p["attention"], config.num_heads)
 
-    attention = SelfAttention(config.num_heads, dtype=jnp.float32)
-    mlp = SwiGLU(config.widening_factor * config.embedding_dim, dtype=jnp.float32)
     if normalization == "post":
-        y = part(nn.LayerNorm(), "attention_norm", x + part(attention, "attention", x))
-        expected = part(nn.LayerNorm(), "mlp_norm", y + part(mlp, "mlp", y))
+        y = _layer_norm(x + attention(x), p["attention_norm"])
+        expected = _layer_norm(y + _swiglu(y, p["mlp"]), p["mlp_norm"])
     else:
-        y = x + part(attention, "attention", part(nn.LayerNorm(), "attention_norm", x))
-        expected = y + part(mlp, "mlp", part(nn.LayerNorm(), "mlp_norm", y))
+        y = x + attention(_layer_norm(x, p["attention_norm"]))
+        expected = y + _swiglu(_layer_norm(y, p["mlp_norm"]), p["mlp"])
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     tokens = np.zeros((1, config.sequence_length), np.int32)
     names = set(Transformer(config).init(jax.random.key(0), tokens)["params"])

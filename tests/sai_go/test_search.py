@@ -12,7 +12,7 @@ from scipy import integrate, special
 
 from zerolab import NetworkOutput, SearchConfig, Tree, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
-from sai_go.value import lambda_bonus, signed_komi
+from sai_go.value import signed_komi
 from tests.sai_go.conftest import fast_jit, played_random_games
 
 
@@ -80,9 +80,6 @@ def test_the_lambda_backup_of_a_hand_built_chain(lam):
     results = {}
     for root_alpha in (6.0, 14.0):
         tree = hand_built_chain(root_alpha)
-        nodes = tree.embeddings
-        own = lambda_bonus(nodes.alpha[0], nodes.beta[0], signed_komi(nodes.komi[0], True), lam)
-        root_value = 2 * float(special.expit(nodes.beta[0] * (root_alpha - 7.5 + float(own)) / 1.0)) - 1
         # the root's initial value: its own interval (what sai_search's root function gives)
         root_value = 2 * numpy_mean_winrate(root_alpha, 0.5, -7.5, numpy_lambda_bonus(root_alpha, 0.5, -7.5, lam)) - 1
         tree = tree.replace(node_values=tree.node_values.at[0].set(root_value))

@@ -11,7 +11,8 @@ import pytest
 from scipy import special
 
 from zerolab import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
-from sai_go.selfplay import SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn, sample_komi
+from sai_go.selfplay import (SaiCallSettings, SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn, sai_reset,
+                             sai_start, sample_komi)
 from sai_go.train import sai_loss
 from tests.sai_go.conftest import fast_jit
 
@@ -85,9 +86,18 @@ def test_branches_start_at_the_first_positions_with_the_evening_komi_and_keep_th
     finished = int(over.sum())
     summary = {name: float(values[0, 0]) for name, values in records.summary.items()}
     assert summary["branches_pushed"] + summary["branches_dropped"] == 3 * finished
-    assert summary["branches_started"] >= 2 and summary["branches_dropped"] >= 0
-    # every pushed branch was either started or is still pending when the call ends (then counted as left pending)
-    assert summary["branches_pushed"] == summary["branches_started"] + summary["branches_left_pending"]
+    # The queue of 8, ply by ply: the games that ended push their 3 branch points each into the free slots (the rest
+    # are dropped), then take one pending branch each; what is left pending at the end is counted apart.
+    queue, expected = 0, dict.fromkeys(("branches_pushed", "branches_dropped", "branches_started"), 0)
+    for ended in over.sum(axis=1):
+        pushed = min(3 * ended, 8 - queue)
+        taken = min(ended, queue + pushed)
+        queue += pushed - taken
+        for name, count in zip(expected, (pushed, 3 * ended - pushed, taken)):
+            expected[name] += count
+    assert {name: summary[name] for name in expected} == expected
+    assert summary["branches_left_pending"] == queue
+    assert expected["branches_dropped"] == 7 and expected["branches_started"] == 7  # the queue did overflow
     # The branch in lane 0 is played from lane 0's position after move 1 to its end at the cap (8 plies in all);
     # its value targets are its own result at k' (not the first game's komi).
     end = 8 + int(np.flatnonzero(over[8:, 0])[0])
@@ -99,6 +109,27 @@ def test_branches_start_at_the_first_positions_with_the_evening_komi_and_keep_th
     np.testing.assert_array_equal(value, np.where(movers_black, black_result, -black_result))
     assert np.asarray(frames.value_mask)[8:end + 1, 0].all()
     np.testing.assert_array_equal(frames.extras["signed_komi"][8, 0], komi[8, 0])  # White moves at ply 1: +k'
+
+
+def test_a_fresh_game_takes_the_fresh_komi_not_the_finished_games(go_game, tiny_network):
+    """SAI's reset rule alone: lane 0's game (at komi -6.5) ends with no branch pending, so lane 0 starts a fresh
+    game at the call's fresh komi (4.5 here); lane 1's game (at 12.5) goes on at its komi."""
+    from zerolab.selfplay import PlayedPly, PlayVariables, PlyDecision
+
+    network, variables = tiny_network
+    options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.0, max_branches=3, queue_size=8)
+    start = fast_jit(sai_start(go_game, network, options), static_argnums=2)
+    lanes = start(PlayVariables(variables, SaiCallSettings(fresh_komi=4.5)), jax.random.key(0), 2)
+    lanes = lanes.replace(rule_carry=lanes.rule_carry.replace(komi=jnp.array([-6.5, 12.5])))
+    zeros = jnp.zeros(2, jnp.int32)
+    decision = PlyDecision(action=zeros, policy_target=jnp.zeros((2, go_game.num_actions)), carry=lanes.rule_carry,
+                           frame_extras={"alpha": jnp.zeros(2)})
+    played = PlayedPly(decision=decision, action=zeros, next_states=lanes.states, game_over=jnp.array([True, False]),
+                       reward=jnp.zeros(2))
+    after, statistics = fast_jit(sai_reset(go_game, options))(jax.random.key(1), lanes, played)
+    np.testing.assert_array_equal(after.rule_carry.komi, [4.5, 12.5])
+    np.testing.assert_array_equal(after.rule_carry.is_branch, [False, False])
+    assert (int(statistics["fresh_started"]), float(statistics["fresh_komi_sum"])) == (1, 4.5)
 
 
 def test_the_loss_uses_each_frames_signed_komi():

@@ -120,6 +120,9 @@ def test_format_table_lists_players_strongest_first():
     assert "±2σ" in lines[0]
     assert lines[1].split()[1] == "strong" and lines[2].split()[1] == "weak"
     assert "85.0%" in lines[1]  # 16 wins + 2 draws out of 20
+    for line in lines[1:]:  # the columns: the rating, then twice its σ
+        rating, sigma = book.rating(line.split()[1])
+        assert sigma > 1 and [float(column) for column in line.split()[2:4]] == [round(rating, 1), round(2 * sigma, 1)]
 
 
 def test_matchmaking_plays_the_five_closest_then_refits():

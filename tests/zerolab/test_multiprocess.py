@@ -181,5 +181,8 @@ def test_a_step_written_by_two_processes_is_shared_out_by_the_processes_restorin
     np.testing.assert_array_equal(window_share(windows, 1, 3)["value_target"], [1, 11])  # three: every third frame
     states = [np.random.default_rng(index).bit_generator.state for index in range(2)]
     assert numpy_rng_share(states, 5, 0, 1).integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)
+    for index in range(2):  # more processes than writers: process i continues writer i's generator
+        assert numpy_rng_share(states, 5, index, 3).integers(1 << 30) == \
+            np.random.default_rng(index).integers(1 << 30)
     assert numpy_rng_share([None], 5, 0, 1) is None  # the single-process layout: the train state's generator
     assert numpy_rng_share(states, 5, 2, 3).integers(1 << 30) == np.random.default_rng([5, 2]).integers(1 << 30)

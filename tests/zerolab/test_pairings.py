@@ -122,6 +122,18 @@ def test_keys_default_to_the_match_key_and_bad_schedules_are_named(tmp_path):
         play_pairings([Pairing("a", "z", 2)], {"a": None}, None, tmp_path / "other", max_game_plies=10)
     with pytest.raises(ValueError, match="pairing a-vs-b: games must be an even number"):
         Pairing("a", "b", 3)
+
+    # a play function that plays another match than its pairing's is refused before anything is recorded
+    def swapped(pairing, key, pool):
+        return Match(MatchResult(pairing.player_b, pairing.player_a, wins=pairing.games), [])
+
+    def short(pairing, key, pool):
+        return Match(MatchResult(pairing.player_a, pairing.player_b, wins=pairing.games - 1), [])
+
+    for wrong, name in ((swapped, "swapped"), (short, "short")):
+        with pytest.raises(ValueError, match=r"playing a-vs-b gave .* instead of 2 games between a and b"):
+            play_pairings([Pairing("a", "b", 2)], {}, no_records, tmp_path / name, max_game_plies=10, play=wrong)
+        assert not (tmp_path / name / "matches.json").exists()
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "matches.json").write_text("{not json")
     with pytest.raises(ValueError, match="matches.json is not a matches file written by play_pairings"):

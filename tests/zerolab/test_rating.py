@@ -79,3 +79,20 @@ def test_match_keys_depend_on_seed_and_order_of_names():
     assert (jax.random.key_data(key) == jax.random.key_data(rating.match_key(1, "x", "y"))).all()
     assert not (jax.random.key_data(key) == jax.random.key_data(rating.match_key(1, "y", "x"))).all()
     assert not (jax.random.key_data(key) == jax.random.key_data(rating.match_key(2, "x", "y"))).all()
+
+
+def test_algorithm2_starts_each_checkpoint_from_its_series_previous_rating(tmp_path):
+    """A new checkpoint's one opponent is the rated player closest to its series' previous rating (c, the strongest,
+    the last of the series in the book), not to the book's mean (b, in the middle of the ladder)."""
+    EloBook([MatchResult("b", "a", wins=7, losses=1), MatchResult("c", "b", wins=7, losses=1)]).save(
+        tmp_path / "elo.json")
+    log = []
+    evaluation = rating.EvaluationConfig(games=8, num_opponents=1)
+    assert evaluation.mode == "algorithm2"
+    before = EloBook.load(tmp_path / "elo.json").ratings()
+    assert before["b"][0] == pytest.approx(1000.0) and before["c"][0] > 1200  # the mean is b's rating
+    book, matches = rating.rate_contestants(contestants(["a", "b", "c", "d"]), None, evaluation,
+                                            tmp_path / "elo.json", tmp_path, seed=0, show_progress=False,
+                                            play=fake_play(log))
+    assert log == [("d", "c")] and matches == 1
+    assert book.result_between("d", "c").games == 8

@@ -102,6 +102,33 @@ def test_an_epoch_of_minibatches_sees_every_frame():
     assert max(drawn.count(frame) for frame in range(50)) <= 2
 
 
+def test_metrics_are_read_back_while_training_with_a_bounded_number_of_updates_in_flight():
+    """Each update's metrics are read back (waiting for it) once TRAINING_LOOKAHEAD newer ones are dispatched, in
+    order: the host never runs more than that ahead of the device, and the mean is over every update."""
+    from zerolab.training.train import TRAINING_LOOKAHEAD
+
+    read, in_flight = [], []
+
+    class DeviceValue:  # reading it back (float) is waiting for its update
+        def __init__(self, update):
+            self.update = update
+
+        def __float__(self):
+            read.append(self.update)
+            return float(self.update)
+
+    def step(state, batch):
+        in_flight.append(state - len(read))
+        return state + 1, {"loss": DeviceValue(state)}
+
+    config = ml_collections.ConfigDict({"train": {"batch_size": 8, "epochs_per_iteration": 1.0}})
+    state, metrics, samples = train_on_window(step, 0, window_of(50), config, make_mesh(jax.devices()[:1]),
+                                              np.random.default_rng(0))
+    assert TRAINING_LOOKAHEAD == 2 and (state, samples) == (7, 56)  # ceil(50 / 8) updates
+    assert in_flight == [0, 1, 2, 2, 2, 2, 2] and read == list(range(7))
+    assert metrics == {"loss": 3.0}  # the mean of 0 .. 6
+
+
 # --- checkpoints ----------------------------------------------------------------------------------------------------
 
 
@@ -403,6 +430,13 @@ def test_windows_of_the_earlier_layouts_still_load(tmp_path, played_positions):
     restored = ReplayCheckpoints(tmp_path / "multi" / "replay", keep=3).restore(4)
     assert_frames_identical(restored.window.as_frames(), DenseWindow(frames).as_frames(np.arange(96)))
     assert restored.numpy_rng.random() == np.random.default_rng(0).random()
+    # The run goes on in this layout; the orbax step goes once three newer steps are saved (keep=3).
+    single = ReplayCheckpoints(tmp_path / "single" / "replay", keep=3)
+    window = single.restore(4).window
+    for step, steps in ((5, [4, 5]), (6, [4, 5, 6]), (7, [5, 6, 7])):
+        single.save(step, window, np.random.default_rng(step))
+        assert single.steps() == steps and single.single.steps() == [4] * (4 in steps)
+    assert not (tmp_path / "single" / "replay" / "4").exists()
 
 
 def test_a_corrupt_chunk_is_named_and_the_run_falls_back_to_a_step_without_it(tmp_path, played_positions, caplog):
@@ -420,6 +454,65 @@ def test_a_corrupt_chunk_is_named_and_the_run_falls_back_to_a_step_without_it(tm
         step, restored = replay.restore_newest()
     assert f"replay archive {tmp_path / 'replay' / 'process-0' / 'frames-2.npz'} cannot be read" in caplog.text
     assert step == 1 and len(restored.window) == 16
+
+
+def test_a_save_killed_mid_write_leaves_the_previous_step_and_the_resume_collects_its_leftovers(tmp_path,
+                                                                                                monkeypatch):
+    """Killed while writing step 2's chunk, then (another time) its index: no file of step 2 under its final name
+    but the complete chunk, step 1 restores; the resume deletes the temporary files and the chunk no index reads."""
+    import os
+
+    from zerolab.training.replay_checkpoints import ReplayCheckpoints
+
+    replay = ReplayCheckpoints(tmp_path, keep=3)
+    rng = np.random.default_rng(0)
+    first = update_window(FrameWindow.empty(), make_frames(4, 0), 10, rng)
+    replay.save(1, first, rng)
+    saved_rng = rng.bit_generator.state
+    window = update_window(first, make_frames(4, 100), 10, rng)
+    savez = np.savez
+    for writes_before_the_kill, left in ((0, ["frames-2.npz.tmp"]), (1, ["frames-2.npz", "window-2.npz.tmp"])):
+        writes = []
+
+        def killed_savez(stream, *args, **arrays):
+            if len(writes) == writes_before_the_kill:
+                stream.write(b"PK\x03\x04 half an archive")  # the process dies halfway through the archive
+                raise KeyboardInterrupt
+            writes.append(stream)
+            return savez(stream, *args, **arrays)
+
+        monkeypatch.setattr(np, "savez", killed_savez)
+        with pytest.raises(KeyboardInterrupt):
+            replay.save(2, FrameWindow({name: array.copy() for name, array in window.arrays.items()}, window.codec),
+                        rng)
+        monkeypatch.setattr(np, "savez", savez)
+        assert sorted(os.listdir(tmp_path / "process-0")) == sorted(["frames-1.npz", "window-1.npz", *left])
+        assert replay.steps() == [1]
+        step, restored = ReplayCheckpoints(tmp_path, keep=3).restore_newest()
+        assert step == 1 and ids(restored.window) == ids(first)
+        assert restored.numpy_rng.bit_generator.state == saved_rng
+        ReplayCheckpoints(tmp_path, keep=3).discard_after(1)  # what a run resuming from step 1 does
+        assert sorted(os.listdir(tmp_path / "process-0")) == ["frames-1.npz", "window-1.npz"]
+    replay.save(2, window, rng)
+    assert ids(ReplayCheckpoints(tmp_path, keep=3).restore(2).window) == ids(window)
+
+
+def test_an_unreadable_index_is_named_and_the_save_goes_on(tmp_path, caplog):
+    """An index that cannot be read (a disk error, say) reads no chunk: the next save warns and completes."""
+    from zerolab.training.replay_checkpoints import ReplayCheckpoints
+
+    replay = ReplayCheckpoints(tmp_path, keep=3)
+    rng = np.random.default_rng(0)
+    window = FrameWindow.empty()
+    for step in (1, 2):
+        window = update_window(window, make_frames(4, 10 * step), 10, rng)
+        replay.save(step, window, rng)
+    (tmp_path / "process-0" / "window-1.npz").write_bytes(b"truncated")
+    window = update_window(window, make_frames(4, 30), 10, rng)
+    with caplog.at_level(logging.WARNING):
+        replay.save(3, window, rng)
+    assert f"replay index {tmp_path / 'process-0' / 'window-1.npz'} cannot be read" in caplog.text
+    assert replay.steps() == [1, 2, 3] and ids(replay.restore(3).window) == ids(window)
 
 
 # --- frames encoded on the device -----------------------------------------------------------------------------------
