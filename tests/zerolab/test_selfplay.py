@@ -150,7 +150,8 @@ def test_frames_the_codec_cannot_hold_are_flagged_and_refused():
     packed = PackedFrames(arrays={name: value[None] for name, value in stored.items()},
                           value_target=np.zeros((1, 5), np.float32), value_mask=np.ones((1, 5), bool),
                           inexact=inexact[None], codec=codec)
-    with pytest.raises(ValueError, match=r"3 self-play frames \(the first at ply 0, game 1\).*observation_planes"):
+    with pytest.raises(ValueError, match=r"3 self-play frames \(the first at ply 0, game 1 of this process\)"
+                                         r".*observation_planes"):
         packed.check_exact()
     frames = packed.to_frames()
     for exact in (0, 4):
