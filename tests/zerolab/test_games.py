@@ -206,3 +206,28 @@ def test_only_the_games_layer_reads_pgx_internals():
                         isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                     offenders.append(f"{path.relative_to(root)}:{node.lineno} .{node.attr}")
     assert offenders == [], offenders
+
+
+@pytest.mark.parametrize("name, options", [("chess", {}), ("chess", {"observation": "lc0"}), ("gardner_chess", {}),
+                                           ("go", {})])
+def test_the_declared_observation_planes_hold_in_played_positions(name, options):
+    """``Game.observation_planes`` is what self-play stores frames by: over random games long enough to lose castling
+    rights, run the half-move clock and repeat positions, every plane declared constant is constant over the board and
+    every plane declared binary holds only 0 and 1 (the codec fitted to the positions is at least as narrow).  The
+    declarations are also not vacuous: history planes are bits, the scalars one value a frame."""
+    from zerolab.selfplay.frames import FrameCodec, frame_codec
+    from zerolab.training.plan import random_positions
+
+    game = make_game(name, **options)
+    observation, _ = random_positions(game, num_games=8, plies=160, seed=3)
+    declared = frame_codec(game)
+    fitted = FrameCodec.of(observation, game.num_actions)
+    assert declared.merge(fitted) == declared, [
+        channel for channel in range(len(declared.constant))
+        if (declared.constant[channel] and not fitted.constant[channel])
+        or (declared.binary[channel] and not fitted.binary[channel])]
+    planes = game.observation_planes
+    expected_bits = {"chess": 104 if options else 112, "gardner_chess": 112, "go": observation.shape[-1]}[name]
+    assert len(declared.bit_channels) == expected_bits
+    assert len(declared.scalar_channels) == observation.shape[-1] - expected_bits
+    assert len(planes.constant) == len(planes.binary) == observation.shape[-1]
