@@ -166,7 +166,7 @@ def test_the_loss_averages_the_value_error_over_finished_games_and_the_policy_ov
     legal_logits = np.where(legal, logits.astype(np.float64), -np.inf)
     log_softmax = legal_logits - special.logsumexp(legal_logits, axis=-1, keepdims=True)
     stored = policy.astype(np.float16).astype(np.float64)  # the targets as the window stores them
-    policy_loss = -np.where(legal, stored * log_softmax, 0.0).sum(-1).mean()
+    policy_loss = -(stored * np.where(legal, log_softmax, 0.0)).sum(-1).mean()
     predicted = 2 * special.expit(beta * (alpha + komi)) - 1
     value_loss = ((outcome - predicted) ** 2)[finished].mean()
     assert ((outcome - predicted) ** 2).argmax() == 1  # the unfinished game's error would change the mean
