@@ -146,6 +146,35 @@ def test_the_loss_uses_each_frames_signed_komi():
         sai_loss(output, frames.replace(extras={}))
 
 
+def test_the_loss_averages_the_value_error_over_finished_games_and_the_policy_over_legal_moves():
+    """The paper's loss in numpy: cross entropy of the search's policy against the network's softmax over the legal
+    moves (an illegal move holds the highest logit), averaged over every frame, plus the squared error of
+    ``2ρ_s(0) − 1 = 2σ(β(α + k̄)) − 1`` against the outcome averaged over the frames whose game finished only (the
+    middle frame's game did not, and its error is the largest)."""
+    logits = np.array([[2.0, 0.5, 9.0, -1.0], [0.0, 3.0, 1.0, 8.0], [1.0, -1.0, 0.5, 2.0]], np.float32)
+    legal = np.array([[1, 1, 0, 1], [1, 1, 1, 0], [1, 1, 1, 1]], bool)
+    policy = np.array([[0.5, 0.25, 0.0, 0.25], [0.2, 0.3, 0.5, 0.0], [0.1, 0.2, 0.3, 0.4]], np.float32)
+    alpha, beta, komi = np.array([3.0, 6.0, 0.5]), np.array([0.4, 1.5, 0.2]), np.array([-7.5, 3.5, 0.5])
+    outcome, finished = np.array([1.0, -1.0, 1.0]), np.array([True, False, True])
+    output = NetworkOutput(jnp.asarray(logits), jnp.zeros(3), {"alpha": jnp.asarray(alpha, jnp.float32),
+                                                               "beta": jnp.asarray(beta, jnp.float32)})
+    frames = Frames(observation=jnp.zeros((3, 1)), legal_action_mask=jnp.asarray(legal),
+                    policy_target=jnp.asarray(policy, jnp.float16), value_target=jnp.asarray(outcome, jnp.float32),
+                    value_mask=jnp.asarray(finished), extras={"signed_komi": jnp.asarray(komi, jnp.float32)})
+    loss, metrics = sai_loss(output, frames)
+
+    legal_logits = np.where(legal, logits.astype(np.float64), -np.inf)
+    log_softmax = legal_logits - special.logsumexp(legal_logits, axis=-1, keepdims=True)
+    stored = policy.astype(np.float16).astype(np.float64)  # the targets as the window stores them
+    policy_loss = -(stored * np.where(legal, log_softmax, 0.0)).sum(-1).mean()
+    predicted = 2 * special.expit(beta * (alpha + komi)) - 1
+    value_loss = ((outcome - predicted) ** 2)[finished].mean()
+    assert ((outcome - predicted) ** 2).argmax() == 1  # the unfinished game's error would change the mean
+    np.testing.assert_allclose(metrics["policy_loss"], policy_loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["value_loss"], value_loss, rtol=1e-5)
+    np.testing.assert_allclose(loss, policy_loss + value_loss, rtol=1e-5)
+
+
 def test_alpha_and_beta_are_recovered_from_outcomes_at_varied_komi():
     """Outcomes of one position simulated at komi from −15 to +15 with true α₀ = 4, β₀ = 0.4: minimising the
     loss over (α, β* with β = c·exp(β*)) recovers them."""

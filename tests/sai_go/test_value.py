@@ -1,9 +1,10 @@
-"""SAI's value math (sai_go.value) against dense quadrature in float64."""
+"""SAI's value math (sai_go.value) against dense quadrature in float64, and the network's komi-free value."""
 
 from __future__ import annotations
 
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -98,3 +99,18 @@ def test_lambda_one_interval_reaches_the_even_komi():
     # λ = 1: the interval ends where the mover's winrate is ½, i.e. at x̄ = −(α + k̄).
     bonus = lambda_bonus(jnp.array([14.0, -3.0]), jnp.array([0.5, 0.5]), jnp.array([-9.5, 9.5]), 1.0)
     np.testing.assert_allclose(bonus, [-4.5, -6.5], atol=1e-5)
+
+
+def test_the_networks_value_is_the_movers_outcome_at_komi_zero(go_game, tiny_network):
+    """The SAI network's ``value`` (for code that knows nothing of komi) is ``2ρ(0) − 1 = 2σ(βα) − 1`` of its own α
+    and β heads, in float64 here, on varied inputs."""
+    from tests.sai_go.conftest import fast_jit
+    from zerolab import NetworkInputs
+
+    network, variables = tiny_network
+    observation = jax.random.bernoulli(jax.random.key(7), 0.3, (6,) + go_game.observation_shape).astype(jnp.float32)
+    inputs = NetworkInputs(observation, jnp.ones((6, go_game.num_actions), bool))
+    output = jax.device_get(fast_jit(lambda v, x: network.apply(v, x, train=False))(variables, inputs))
+    alpha, beta = (np.asarray(output.extras[name], np.float64) for name in ("alpha", "beta"))
+    assert np.ptp(beta * alpha) > 0.1  # the inputs give different values
+    np.testing.assert_allclose(output.value, 2 * special.expit(beta * alpha) - 1, atol=1e-6)

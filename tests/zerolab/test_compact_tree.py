@@ -18,8 +18,8 @@ from contempt_search.rules import contempt_rules
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
-from zerolab.search.selection import qtransform_completed_by_mix_value, slot_uniform
-from zerolab.search.tree import EMPTY_SLOT, Tree, slot_actions
+from zerolab.search.selection import has_unslotted_actions, qtransform_completed_by_mix_value, slot_uniform
+from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree, slot_actions
 
 #: The most legal moves of a legal 8×8 chess position (218), from the position that has them.
 MOST_MOVES_FEN = "R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1"
@@ -67,14 +67,11 @@ def test_the_compact_search_is_mctx_search(position_set, kind):
     assert game.max_legal_actions < game.num_actions or game.name == "go"
 
 
-def test_completed_q_of_a_node_with_every_legal_move_visited_spans_what_mctx_gives_illegal_actions():
-    """A node with legal actions 1 and 3 of A = 5, both visited, and a raw value above both Q values: mctx rescales
-    the completed Q values over its illegal actions too, which take the mixed value; the slots hold only the legal
-    actions, so the slot rule must bring that value into the range itself."""
-    num_actions, legal, visits, values = 5, jnp.array([1, 3]), jnp.array([2, 1]), jnp.array([-0.2, -0.4])
-    logits = jnp.array([0.3, -0.5])
+def one_node_trees(num_actions, legal, visits, values, logits, raw_value):
+    """``(mctx's dense tree, the compact tree)`` of one node (node value 0.5, four visits) whose ``legal`` actions
+    have ``visits``, ``values`` and prior ``logits``, and whose raw value is ``raw_value``."""
     dense = mctx.Tree(
-        node_visits=jnp.array([4]), raw_values=jnp.array([0.9]), node_values=jnp.array([0.5]),
+        node_visits=jnp.array([4]), raw_values=jnp.array([raw_value]), node_values=jnp.array([0.5]),
         parents=jnp.array([-1]), action_from_parent=jnp.array([-1]),
         children_index=jnp.full((1, num_actions), -1).at[0, legal].set(0),
         children_prior_logits=jnp.full((1, num_actions), jnp.finfo(jnp.float32).min).at[0, legal].set(logits),
@@ -82,16 +79,86 @@ def test_completed_q_of_a_node_with_every_legal_move_visited_spans_what_mctx_giv
         children_rewards=jnp.zeros((1, num_actions)), children_discounts=jnp.full((1, num_actions), -1.0),
         children_values=jnp.zeros((1, num_actions)).at[0, legal].set(values),
         embeddings=jnp.zeros(1), root_invalid_actions=jnp.ones(num_actions).at[legal].set(0), extra_data=None)
+    slots = len(legal)
     compact = Tree(
         node_visits=dense.node_visits, raw_values=dense.raw_values, node_values=dense.node_values,
         parents=dense.parents, action_from_parent=dense.action_from_parent, slot_from_parent=dense.parents,
-        children_actions=legal[None], children_index=jnp.zeros((1, 2), jnp.int32), children_prior_logits=logits[None],
-        children_visits=visits[None], children_rewards=jnp.zeros((1, 2)), children_discounts=jnp.full((1, 2), -1.0),
-        children_values=values[None], embeddings=jnp.zeros(1), num_actions=num_actions)
+        children_actions=legal[None], children_index=jnp.zeros((1, slots), jnp.int32),
+        children_prior_logits=logits[None], children_visits=visits[None], children_rewards=jnp.zeros((1, slots)),
+        children_discounts=jnp.full((1, slots), -1.0), children_values=values[None], embeddings=jnp.zeros(1),
+        num_actions=num_actions)
+    return dense, compact
+
+
+def test_completed_q_of_a_node_with_every_legal_move_visited_spans_what_mctx_gives_illegal_actions():
+    """A node with legal actions 1 and 3 of A = 5, both visited, and a raw value above both Q values: mctx rescales
+    the completed Q values over its illegal actions too, which take the mixed value; the slots hold only the legal
+    actions, so the slot rule must bring that value into the range itself."""
+    legal, visits = jnp.array([1, 3]), jnp.array([2, 1])
+    dense, compact = one_node_trees(5, legal, visits, jnp.array([-0.2, -0.4]), jnp.array([0.3, -0.5]), 0.9)
     expected = mctx.qtransform_completed_by_mix_value(dense, 0)[legal]
     np.testing.assert_allclose(qtransform_completed_by_mix_value(compact, 0), expected, rtol=1e-6)
     # the mixed value (above both Q values), not the best Q, is the top of the range: the best scales below 1
     assert float(expected.max()) < (50 + int(visits.max())) * 0.1 - 0.1
+
+
+def test_completed_q_of_a_node_with_every_action_legal_and_visited_leaves_the_mixed_value_out():
+    """The other side of the rule above: where every action of the space is in a slot (all 3 legal, K = A) and
+    visited, mctx's node has no illegal action, so the mixed value (about 0.38 from the raw value 0.9, above every Q:
+    0.2, 0.25, 0.3) is not in the range, and the best Q scales to exactly the top, ``(50 + max visits) · 0.1``."""
+    legal, visits = jnp.array([0, 1, 2]), jnp.array([2, 1, 1])
+    dense, compact = one_node_trees(3, legal, visits, jnp.array([-0.2, -0.25, -0.3]), jnp.array([0.3, -0.5, 0.1]), 0.9)
+    expected = mctx.qtransform_completed_by_mix_value(dense, 0)
+    np.testing.assert_allclose(qtransform_completed_by_mix_value(compact, 0), expected, rtol=1e-6)
+    assert not has_unslotted_actions(compact, 0)
+    np.testing.assert_allclose(float(expected.max()), (50 + 2) * 0.1, rtol=1e-6)
+
+
+TOY_ACTIONS, TOY_SLOTS = 12, 8
+
+
+def toy_legal_actions(state: jax.Array) -> jax.Array:
+    """[B, 12] the toy game's legal actions of states [B]: 8 of the 12."""
+    return (state[:, None] + jnp.arange(TOY_ACTIONS)) % 3 != 0
+
+
+def toy_recurrent_fn(params, key, action, state):
+    """A toy game without pgx (the state is an integer; every action leads to another): priors, values and legal
+    moves of each state are fixed functions of it, so mctx's dense search and the compact one can meet at K = 8."""
+    del params, key
+    state = (state * 7 + action + 1) % 1009
+    legal = toy_legal_actions(state)
+    logits = search_lib.masked_logits(jnp.sin(0.37 * state[:, None] + 1.3 * jnp.arange(TOY_ACTIONS)), legal)
+    output = RecurrentOutput(reward=jnp.zeros(state.shape), discount=jnp.full(state.shape, -1.0), prior_logits=logits,
+                             value=0.9 * jnp.cos(0.11 * state), legal_action_mask=legal)
+    return output, state
+
+
+@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
+def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_mctx_loop(kind):
+    """On the toy game: the compact policy's root prior logits are mctx's bit for bit (Dirichlet noise included;
+    illegal actions at the dtype's minimum, as the docstrings promise and SAI's agents read them), and the standard
+    rules under their name (``project_loop_rules``) still run in mctx's own loop, as mctx's policy."""
+    config = search_lib.SearchConfig(kind=kind, num_simulations=6, max_num_considered_actions=4)
+    state = jnp.array([3, 10, 500], jnp.int32)
+    legal = toy_legal_actions(state)
+    root = mctx.RootFnOutput(prior_logits=jnp.cos(0.5 * state[:, None] + jnp.arange(TOY_ACTIONS)),
+                             value=jnp.array([0.1, -0.3, 0.5]), embedding=state)
+    named = search_lib.project_loop_rules(config)
+    search_lib.check_mctx_loop_rules(config, named)  # no error: the standard rules, named
+
+    @jax.jit
+    def policies(key):
+        run = lambda **options: search_lib.policy(config, None, key, root, toy_recurrent_fn, legal, **options)  # noqa: E731
+        return run(mctx_loop=True), run(num_slots=TOY_SLOTS), run(mctx_loop=True, rules=named)
+
+    dense, compact, named_dense = jax.device_get(policies(jax.random.key(6)))
+    for name in ("action", "visit_counts", "root_prior_logits"):
+        np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=name)
+        np.testing.assert_array_equal(getattr(dense, name), getattr(named_dense, name), err_msg=f"named: {name}")
+    np.testing.assert_allclose(dense.action_weights, compact.action_weights, rtol=0, atol=1e-6)
+    assert (compact.root_prior_logits[~np.asarray(legal)] == np.finfo(np.float32).min).all()
+    assert compact.visit_counts.dtype == np.float32 and compact.visit_counts.sum() == 3 * 6
 
 
 def test_a_depth_limit_expands_leaves_again_as_mctx_does():

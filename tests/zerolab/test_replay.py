@@ -606,3 +606,34 @@ def test_a_window_appends_device_frames_encoded_with_a_narrower_codec(played_pos
     for name, array in expected.arrays.items():
         np.testing.assert_array_equal(appended.arrays[name], array, err_msg=name)
     assert_frames_identical(appended.as_frames(), expected.as_frames())
+
+
+def test_packed_frames_joining_a_window_with_a_narrower_codec_are_recoded_to_the_codec_that_fits_both():
+    """Self-play's frames packed with a codec that keeps plane 1 as bits (it varies over the board in every frame)
+    join a window whose codec keeps that plane as one value a frame (every frame it has seen had it constant): the
+    window takes the codec that fits both (the merge, which is the frames' codec here), and its frames decode to the
+    packed ones bit for bit."""
+    from zerolab.selfplay.frames import FrameCodec, PackedFrames, pack_frames
+
+    plies, games, actions, shape = 2, 3, 5, (2, 2, 3)
+    frames_codec = FrameCodec.from_kinds(shape, actions, constant=(True, False, False), binary=(True, True, False))
+    window_codec = FrameCodec.from_kinds(shape, actions, constant=(True, True, False), binary=(True, True, False))
+    rng = np.random.default_rng(0)
+    observation = np.zeros((plies * games,) + shape, np.float16)
+    observation[..., 0] = rng.integers(0, 2, (plies * games, 1, 1))
+    observation[..., 1] = rng.integers(0, 2, (plies * games, 2, 2))
+    observation[:, 0, 0, 1], observation[:, 1, 1, 1] = 1, 0  # plane 1 varies over the board in every frame
+    observation[..., 2] = rng.normal(size=(plies * games, 2, 2))
+    legal = rng.random((plies * games, actions)) < 0.7
+    policy = np.where(legal, rng.random((plies * games, actions)), 0).astype(np.float16)
+    stored, inexact = jax.device_get(jax.jit(lambda *fields: pack_frames(frames_codec, actions, *fields))(
+        observation, legal, policy))
+    unflat = lambda array: array.reshape((plies, games) + array.shape[1:])  # noqa: E731
+    packed = PackedFrames({name: unflat(array) for name, array in stored.items()}, np.zeros((plies, games), np.float32),
+                          np.ones((plies, games), bool), unflat(inexact), {}, frames_codec)
+    window = FrameWindow.from_packed_frames(packed, window_codec)
+    fields = window.fields()
+    np.testing.assert_array_equal(fields["observation"].view(np.uint16), observation.view(np.uint16))
+    assert window.codec == window_codec.merge(frames_codec) == frames_codec
+    np.testing.assert_array_equal(fields["policy_target"].view(np.uint16), policy.view(np.uint16))
+    np.testing.assert_array_equal(fields["legal_action_mask"], legal)

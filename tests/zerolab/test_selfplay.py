@@ -130,7 +130,8 @@ def test_selfplay_frames_are_consistent(selfplay_batch):
 def test_frames_the_codec_cannot_hold_are_flagged_and_refused():
     """A frame is flagged inexact when a channel declared binary holds 0.5, when one declared constant varies over
     the board, or when its policy has more entries than the width; the window refuses such frames with an error naming
-    the declaration.  Exact frames decode to their float16 values."""
+    the declaration.  A channel declared constant is stored as one float16 value a frame, so it holds any value
+    exactly, binary or not.  Exact frames decode to their float16 values."""
     from zerolab.selfplay.frames import PackedFrames
 
     codec = FrameCodec.from_kinds((2, 3), 4, constant=(True, False, False), binary=(True, True, False))
@@ -139,6 +140,7 @@ def test_frames_the_codec_cannot_hold_are_flagged_and_refused():
     observation[:, 1, 1] = 1.0
     observation[1, :, 1] = 0.5  # frame 1: a bit plane that is not 0/1
     observation[2, 0, 0] = 1.0  # frame 2: a one-value plane that varies over the board
+    observation[4, :, 0] = 0.5  # frame 4: the plane declared constant and binary holds 0.5 everywhere: exact
     policy = np.zeros((5, 4), np.float32)
     policy[:, 1] = 1.0
     policy[3] = 0.25  # frame 3: four entries, one more than the width
