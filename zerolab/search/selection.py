@@ -50,13 +50,22 @@ def _is_threefry(key: jax.Array) -> bool:
 
 
 def masked_argmax(to_argmax: jax.Array, valid: jax.Array) -> jax.Array:
-    """The first slot with the highest ``to_argmax`` among the ``valid`` ones (mctx's ``masked_argmax``)."""
-    return jnp.argmax(jnp.where(valid, to_argmax, -jnp.inf), axis=-1).astype(jnp.int32)
+    """The first slot with the highest ``to_argmax`` among the ``valid`` ones (mctx's ``masked_argmax``).
+
+    ``jnp.argmax`` exactly (the first maximum; the first NaN if there is one; slot 0 if none is valid), computed as
+    the first index equal to the maximum: two plain reductions, which XLA's CPU backend runs faster than argmax's
+    reduction over (value, index) pairs.
+    """
+    masked = jnp.where(valid, to_argmax, -jnp.inf)
+    top = jnp.max(masked, axis=-1, keepdims=True)  # NaN where some entry is NaN (XLA's max propagates it)
+    index = jax.lax.broadcasted_iota(jnp.int32, masked.shape, masked.ndim - 1)
+    first = (masked == top) | jnp.isnan(masked)
+    return jnp.min(jnp.where(first, index, masked.shape[-1]), axis=-1).astype(jnp.int32)
 
 
 def has_unslotted_actions(tree: Tree, node_index: chex.Numeric) -> jax.Array:
     """Whether some action of the space is in none of the node's slots (illegal, or beyond K)."""
-    return jnp.sum(tree.children_valid[node_index]) < tree.num_actions
+    return jnp.sum(tree.children_actions[node_index] != EMPTY_SLOT) < tree.num_actions
 
 
 def qtransform_by_parent_and_siblings(tree: Tree, node_index: chex.Numeric, epsilon: float = 1e-8) -> jax.Array:
@@ -121,7 +130,7 @@ def gumbel_muzero_root_action_selection(key: jax.Array, tree: Tree, node_index: 
     the highest ``gumbel + logits + completed Q`` (``tree.extra_data.root_gumbel`` [K])."""
     del key
     visit_counts = tree.children_visits[node_index]
-    valid = tree.children_valid[node_index]
+    valid = tree.children_actions[node_index] != EMPTY_SLOT
     completed_qvalues = qtransform_completed_by_mix_value(tree, node_index)
     table = jnp.array(seq_halving.get_table_of_considered_visits(max_num_considered_actions, num_simulations))
     num_considered = jnp.minimum(max_num_considered_actions, jnp.sum(valid).astype(jnp.int32))
@@ -139,4 +148,4 @@ def gumbel_muzero_interior_action_selection(key: jax.Array, tree: Tree, node_ind
     completed_qvalues = qtransform_completed_by_mix_value(tree, node_index)
     probs = jax.nn.softmax(tree.children_prior_logits[node_index] + completed_qvalues)
     to_argmax = probs - visit_counts / (1 + jnp.sum(visit_counts, keepdims=True, axis=-1))
-    return masked_argmax(to_argmax, tree.children_valid[node_index])
+    return masked_argmax(to_argmax, tree.children_actions[node_index] != EMPTY_SLOT)
