@@ -106,7 +106,8 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
     # here by the same compile the error's search makes), before anything runs.
     smallest = program_memory(selfplay.lower(on_devices, key, 1).compile()).device_bytes
     budget = smallest // 2
-    with pytest.raises(SelfPlayDoesNotFit, match=rf"budget of {re.escape(format_bytes(budget))}: .*in chunks of 1 game, "
-                                                 rf"takes {re.escape(format_bytes(smallest))}") as error:
+    message = (rf"budget of {re.escape(format_bytes(budget))}: .*in chunks of 1 game, "
+               rf"takes {re.escape(format_bytes(smallest))}")
+    with pytest.raises(SelfPlayDoesNotFit, match=message) as error:
         selfplay_under(budget / GIB)(on_devices, key)
     assert error.value.smallest_bytes == smallest and abs(error.value.budget_bytes - budget) <= 1
