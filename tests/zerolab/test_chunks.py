@@ -1,12 +1,13 @@
 """Self-play in chunks under a device memory budget (zerolab/selfplay/chunks.py, make_selfplay_fn)."""
 
 import logging
+import re
 
 import jax
 import numpy as np
 import pytest
 
-from zerolab.devices import GIB, device_memory_budget, make_mesh, program_memory, replicate
+from zerolab.devices import GIB, device_memory_budget, format_bytes, make_mesh, program_memory, replicate
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.mcts import SearchConfig
@@ -62,9 +63,10 @@ def test_the_budget_is_the_key_else_the_devices_own_memory():
         SelfPlayConfig(device_memory_gib=0.0)
 
 
-@pytest.mark.slow  # 5 self-play programs of 4 Gardner games compiled: ~60 s on a loaded 2-core CPU
+@pytest.mark.slow  # 5 self-play programs of 4 games compiled
 def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_of_its_own(caplog):
-    game = make_game("gardner_chess")
+    # 5×5 Go, not Gardner chess: the game is not the point, and Go's self-play programs compile in half the time.
+    game = make_game("go", go_size=5)
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
     variables = init_variables(network, game, jax.random.key(0))
     mesh = make_mesh(jax.devices()[:1])
@@ -92,7 +94,7 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
     assert jax.tree.structure(chunked) == jax.tree.structure((frames, records))
     for ours, whole in zip(jax.tree.leaves(chunked), jax.tree.leaves((frames, records))):
         assert (ours.shape, ours.dtype) == (whole.shape, whole.dtype)
-    assert chunked[0].to_frames().observation.shape == (4, 4, 5, 5, 115)
+    assert chunked[0].to_frames().observation.shape == (4, 4, 5, 5, 17)
     # Each chunk's frames and records are an unchunked call on its 2 games with its key.
     play_two = jax.jit(lambda v, k: play_fn(v, k, 2))
     for chunk, chunk_key in enumerate(chunk_keys(jax.random.fold_in(key, 0), 2)):
@@ -100,6 +102,12 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
         for ours, theirs in zip(jax.tree.leaves(chunked), jax.tree.leaves(alone)):
             np.testing.assert_array_equal(ours[:, 2 * chunk:2 * chunk + 2], theirs)
 
-    # A budget under even one game a device: a clear error, before anything runs.
-    with pytest.raises(SelfPlayDoesNotFit, match=r"budget of 0\.1 MiB: .*in chunks of 1 game, takes 0\.[2-9] MiB"):
-        selfplay_under(0.1 / 1024)(on_devices, key)
+    # A budget under even one game a device: a clear error naming the budget and the 1-game program's memory (measured
+    # here by the same compile the error's search makes), before anything runs.
+    smallest = program_memory(selfplay.lower(on_devices, key, 1).compile()).device_bytes
+    budget = smallest // 2
+    message = (rf"budget of {re.escape(format_bytes(budget))}: .*in chunks of 1 game, "
+               rf"takes {re.escape(format_bytes(smallest))}")
+    with pytest.raises(SelfPlayDoesNotFit, match=message) as error:
+        selfplay_under(budget / GIB)(on_devices, key)
+    assert error.value.smallest_bytes == smallest and abs(error.value.budget_bytes - budget) <= 1

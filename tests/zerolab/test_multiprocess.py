@@ -25,9 +25,12 @@ from zerolab.training.replay_checkpoints import ProcessReplay, numpy_rng_share, 
 from zerolab.training.runs import load_trained_variables
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
-TINY_RUN = [  # tests/zerolab/test_train.py's tiny quickstart run
+TINY_RUN = [  # tests/zerolab/test_train.py's tiny quickstart run, on 5×5 Go
     "model.name=resnet", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4", "search.max_num_considered_actions=4",
     "selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16", "progress=False",
+    # on 5×5 Go, not Gardner chess: the game is not the point, and each of the 3 processes compiles its self-play
+    # in half the time
+    "game.name=go", "game.go_size=5",
 ]
 FRAMES_PER_PROCESS = 4 // 2 * 8  # each of the 2 processes plays 2 of the 4 games for 8 plies
 TIMEOUT_SECONDS = 900  # per phase, an upper bound only: about 25 s each with a warm cache, minutes on a loaded machine
