@@ -6,6 +6,10 @@ cores): 5,000 × 2 games, S 50,000 nodes, E 200,000, tree 1,500 simulations, eva
 ``evidence`` (2 CPU cores, the two rows the tiny runs did not reproduce, 256 games each, no plain chess): in HB the
 expector with the paper's 1,700 evaluation nodes (tiny: 100); in STT the tree with PUCT (lc0's search, the paper's)
 at 128 simulations (tiny: Gumbel at 32).  Otherwise tiny.
+
+HB's expector (``expector.evaluation``, ``expector.moves``; HB configs only): every preset values a type by the
+paper's cptowl of E's centipawns, ties broken by centipawns (``wdl``: Stockfish's W/D/L, the runs recorded before
+2026-11-27), over the hand's ``top`` moves of the type (``moves=all``: all of them, an arm beyond the paper).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         "evaluator": {"nodes": 5000},
         "junior": {"weights": "", "mode": "sample" if hb else "argmax"},
         "tree": {"num_simulations": 32, "kind": "gumbel", "max_num_considered_actions": 16},
-        "expector": {"eval_nodes": 100 if hb else 400, "candidates": 5, "top": 3, "reference_00_quirk": False},
+        "expector": {"eval_nodes": 100 if hb else 400, "candidates": 5, "top": 3, "reference_00_quirk": False,
+                     # HB only: cptowl | wdl (how E's line becomes a win probability), top | all (moves of a type)
+                     **({"evaluation": "cptowl", "moves": "top"} if hb else {})},
         # the attuned senior: a trained run to play (attuned.run), and how skill-compat-attuned trains it
         "attuned": {"run": "", "policy_target": "played", "train_on": "all"},
         "plain_chess": {"games": 8, "seniors": ["tree", "junior"] + ([] if hb else ["expector"])},

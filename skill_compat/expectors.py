@@ -3,11 +3,13 @@
 * :class:`SttExpector` — S's top candidates, each valued by the mean win probability over the next two plies' four
   bit patterns (the issue's definition; ``reference_00_quirk`` reproduces the reference code's 00 board).
 * :class:`HbExpector` — the HB brain that names the piece type whose hand moves have the best expected win
-  probability.
+  probability (``evaluation``: the paper's cptowl of E's centipawns, ties broken by expected centipawns, or
+  Stockfish's W/D/L; ``moves``: the hand's top moves of each type, as the paper, or all of them).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from skill_compat.oracle import Oracle, board_after
+from skill_compat.oracle import EVALUATIONS, Oracle, board_after, result_evaluation
 from skill_compat.players import BoardAgent, BrainChoice, JuniorModel, jitted_piece_types, lane_state
 from zerolab import lanes_to_answer
 
@@ -145,19 +147,36 @@ class SttExpector(BoardAgent):
 HandModel = Callable[[Any], np.ndarray]
 
 
-class HbExpector(BoardAgent):
-    """The HB expector: for each piece type with legal moves, the hand's ``top`` most probable moves of that type,
-    renormalised to q; value = Σ q(m)·(our win probability after m, by ``evaluator``); names the best type (it has
-    no move of its own).  As an agent alone it plays the hand's most probable move of the type it names."""
+#: Which of the hand's moves of a piece type the HB expector weighs: its ``top`` most probable ones (the paper's 3),
+#: or ``all`` of them (the expectation over the whole restricted policy D_p, the paper's formula without its cut).
+HB_MOVES = ("top", "all")
 
-    def __init__(self, game: Any, evaluator: Oracle, hand: HandModel, top: int = 3, name: str = "expector"):
+
+class HbExpector(BoardAgent):
+    """The HB expector: for each piece type with legal moves, the hand's ``top`` most probable moves of that type
+    (``moves="all"``: every legal move of it), renormalised to q; value = Σ q(m)·(our win probability after m, by
+    ``evaluator``); names the best type (it has no move of its own).  As an agent alone it plays the hand's most
+    probable move of the type it names.
+
+    ``evaluation``: ``cptowl`` (the paper's: ½ + atan(cp/290.68)/3.096 of E's centipawns, mate 1/0; types of equal
+    value are ordered by Σ q(m)·(our centipawns after m), a mate in n counting 100,000 − n) or ``wdl`` (Stockfish's
+    (W + D/2)/1000, which saturates; a tie goes to the first type, pawns: the behaviour before cptowl)."""
+
+    def __init__(self, game: Any, evaluator: Oracle, hand: HandModel, top: int = 3, name: str = "expector",
+                 evaluation: str = "cptowl", moves: str = "top"):
         if top < 1:
             raise ValueError(f"HB expector top must be positive, got {top}")
+        if evaluation not in EVALUATIONS:
+            raise ValueError(f"expector.evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
+        if moves not in HB_MOVES:
+            raise ValueError(f"expector.moves must be one of {HB_MOVES}, got {moves!r}")
         super().__init__(game)
         self.evaluator, self.hand, self.top, self.name = evaluator, hand, top, name
+        self.evaluation, self.moves = evaluation, moves
         self._types = jitted_piece_types(game)
         self._step = game.batched_step
         self.last_values: list[dict[int, float]] = []
+        self.last_centipawns: list[dict[int, float]] = []  # cptowl: Σ q·(our centipawns) per type, the tie-break
 
     def name_piece_types(self, states: Any, key: jax.Array, active: np.ndarray) -> BrainChoice:
         del key
@@ -166,11 +185,13 @@ class HbExpector(BoardAgent):
         types = np.asarray(self._types(states))
         probabilities = np.asarray(self.hand(states))
         named = np.zeros(batch, np.int32)
-        self.last_values = []
+        self.last_values, self.last_centipawns = [], []
         for lane, board in boards.items():
-            values = self.type_values(lane_state(host_states, lane), board, types[lane], probabilities[lane])
+            values, centipawns = self.type_values(lane_state(host_states, lane), board, types[lane],
+                                                  probabilities[lane])
             self.last_values.append(values)
-            named[lane] = max(values, key=values.get)
+            self.last_centipawns.append(centipawns)
+            named[lane] = best_type(values, centipawns if self.evaluation == "cptowl" else None)
         return BrainChoice(piece_type=named, move=np.full(batch, -1, np.int32))
 
     def select_actions(self, states: Any, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
@@ -179,36 +200,69 @@ class HbExpector(BoardAgent):
         probabilities = np.where(types == named[:, None], np.asarray(self.hand(states)), -1.0)
         return np.argmax(probabilities, axis=-1).astype(np.int32)
 
-    def type_values(self, state: Any, board: chess.Board, types: np.ndarray,
-                    probabilities: np.ndarray) -> dict[int, float]:
-        """{piece type: Σ q(m)·win(m)} over the types with legal moves in one position."""
-        chosen: list[tuple[int, int, float]] = []  # (type, action, q)
+    def weighed_moves(self, types: np.ndarray, probabilities: np.ndarray) -> list[tuple[int, int, float]]:
+        """``(piece type, action, q)`` of the moves each type is valued over (``top`` or ``all``), q renormalised
+        within the type (uniform where the hand gives the type no mass)."""
+        chosen: list[tuple[int, int, float]] = []
         for piece_type in range(1, 7):
             actions = np.flatnonzero(types == piece_type)
             if not len(actions):
                 continue
-            best = actions[np.argsort(-probabilities[actions], kind="stable")[: self.top]]
-            weights = probabilities[best]
-            weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(best), 1 / len(best))
-            chosen += [(piece_type, int(action), float(q)) for action, q in zip(best, weights)]
-        size = 6 * self.top
+            if self.moves == "top":
+                actions = actions[np.argsort(-probabilities[actions], kind="stable")[: self.top]]
+            weights = probabilities[actions]
+            weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(actions), 1 / len(actions))
+            chosen += [(piece_type, int(action), float(q)) for action, q in zip(actions, weights)]
+        return chosen
+
+    def type_values(self, state: Any, board: chess.Board, types: np.ndarray,
+                    probabilities: np.ndarray) -> tuple[dict[int, float], dict[int, float]]:
+        """``({piece type: Σ q(m)·win(m)}, {piece type: Σ q(m)·centipawns(m)})`` over the types with legal moves in
+        one position, our view (the centipawns only under ``cptowl``; empty under ``wdl``)."""
+        chosen = self.weighed_moves(types, probabilities)
+        size = padded_batch(len(chosen), self.top)
         actions = np.array([action for _, action, _ in chosen] + [chosen[0][1]] * (size - len(chosen)), np.int32)
         after = self._step(tile_state(state, size), jnp.asarray(actions))
         over = np.asarray(after.terminated)
         results = mover_result(after, np.full(size, int(state.current_player)))
         values: dict[int, float] = {}
+        centipawns: dict[int, float] = {}
         for index, (piece_type, action, q) in enumerate(chosen):
+            if self.evaluation == "wdl":  # the evaluator's W/D/L alone, as before cptowl
+                if over[index]:
+                    win = float(results[index])
+                else:
+                    move = self.game.action_to_uci(action, state)
+                    win = 1 - self.evaluator.win_probability(board_after(board, [move]))
+                values[piece_type] = values.get(piece_type, 0.0) + q * win
+                continue
             if over[index]:
-                win = float(results[index])
+                ours = result_evaluation(float(results[index]))
             else:
                 move = self.game.action_to_uci(action, state)
-                win = 1 - self.evaluator.win_probability(board_after(board, [move]))
-            values[piece_type] = values.get(piece_type, 0.0) + q * win
-        return values
+                ours = self.evaluator.evaluate(board_after(board, [move])).for_opponent()
+            values[piece_type] = values.get(piece_type, 0.0) + q * ours.cptowl
+            centipawns[piece_type] = centipawns.get(piece_type, 0.0) + q * ours.centipawns
+        return values, centipawns
 
     def new_game(self) -> None:
         super().new_game()
         self.evaluator.new_game()
 
 
-__all__ = ["HbExpector", "SttExpector", "mover_result", "tile_state"]
+def padded_batch(count: int, top: int) -> int:
+    """Boards the HB expector steps at once for ``count`` moves: a multiple of 6·``top`` (6·top for the top moves;
+    all moves take a few compiled sizes, not one per count)."""
+    unit = 6 * top
+    return unit * max(1, math.ceil(count / unit))
+
+
+def best_type(values: dict[int, float], centipawns: dict[int, float] | None = None) -> int:
+    """The piece type of the highest value; among equal values the highest ``centipawns`` (when given), then the
+    first type."""
+    if centipawns is None:
+        return max(values, key=values.get)
+    return max(values, key=lambda piece_type: (values[piece_type], centipawns[piece_type]))
+
+
+__all__ = ["HB_MOVES", "HbExpector", "SttExpector", "best_type", "mover_result", "padded_batch", "tile_state"]

@@ -144,8 +144,9 @@ def brain(cast: Cast, name: str):
     if name == "hand":
         return None
     if name == "expector":
-        return HbExpector(cast.game, cast.senior.with_nodes(int(cast.config.expector.eval_nodes)),
-                          cast.hand.probabilities, top=int(cast.config.expector.top))
+        expector = cast.config.expector
+        return HbExpector(cast.game, cast.senior.with_nodes(int(expector.eval_nodes)), cast.hand.probabilities,
+                          top=int(expector.top), evaluation=str(expector.evaluation), moves=str(expector.moves))
     return MoveBrain(senior_player(cast, name), cast.game, name=name)
 
 

@@ -38,6 +38,7 @@ from zerolab import (
     load_lc0_weights,
     make_game,
 )
+from skill_compat.expectors import padded_batch
 from skill_compat.experiment import check_seniors, match_search
 from skill_compat.players import jitted_piece_types
 from skill_compat.teams import _per_game_hand
@@ -127,7 +128,9 @@ def count_framework(counter: Counter, framework: str, seniors: list[str], plain_
     plain_batches = math.ceil(int(config.plain_chess.games) / batch)
     junior = "maia argmax" if config.junior.mode == "argmax" else "maia sample"
     candidates = int(config.expector.candidates)
-    hb_size = 6 * int(config.expector.top)
+    # the HB expector's boards a decision: 6 types × top, or every legal move (counted at the largest padded size)
+    hb_size = padded_batch(6 * int(config.expector.top) if config.expector.get("moves", "top") == "top"
+                           else int(counter.model.game.max_legal_actions), int(config.expector.top))
 
     def senior_calls(name: str, ply_batches: int) -> None:
         """The focal senior's (STT) or brain's (HB) own programs, ``ply_batches`` = batches × plies."""
@@ -138,7 +141,7 @@ def count_framework(counter: Counter, framework: str, seniors: list[str], plain_
         elif name == "expector" and framework == "stt":  # per focal lane: 3 junior replies, 5 steps of 5 boards
             counter.add("maia argmax", candidates, 3 * half * ply_batches)
             counter.add("pgx step", candidates, 5 * half * ply_batches)
-        elif name == "expector":  # HB: its own piece types and hand, then per lane one step of 6·top boards
+        elif name == "expector":  # HB: its own piece types and hand, then per lane one step of hb_size boards
             counter.add("piece types", batch, ply_batches)
             counter.add("maia sample", batch, ply_batches)
             counter.add("pgx step", hb_size, half * ply_batches)

@@ -29,6 +29,11 @@ def test_paper_presets_hold_the_issues_hyper_parameters():
         16, 2000, 5000, 32, 400, 200, 8)
     assert load_config("skill-compat-hb", "tiny", []).expector.eval_nodes == 100
     assert not stt.expector.reference_00_quirk
+    # the HB expector's evaluator is the paper's cptowl over the hand's top moves in every preset; STT has no such key
+    for preset in ("tiny", "evidence", "paper"):
+        config = load_config("skill-compat-hb", preset, [])
+        assert (config.expector.evaluation, config.expector.moves) == ("cptowl", "top"), preset
+    assert "evaluation" not in stt.expector and "moves" not in stt.expector
 
 
 def test_attuned_presets_build_a_training_run(tmp_path):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from skill_compat import frameworks
-from skill_compat.oracle import StockfishOracle, rules_result
+from skill_compat.oracle import StockfishOracle, cptowl, rules_result, score_evaluation
 from skill_compat.expectors import HbExpector, SttExpector
-from skill_compat.players import EnginePlayer, MoveBrain
+from skill_compat.players import EnginePlayer, MoveBrain, jitted_piece_types
 from skill_compat.records import MatchupFiles, evaluate_game
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
 from zerolab import Agent
@@ -24,11 +24,13 @@ def lowest_action_junior(states):
 
 
 class ScriptedOracle:
-    """An engine: fixed MultiPV lines, a fixed reply, and win probabilities looked up by the board's move list;
-    every evaluated move list is logged."""
+    """An engine: fixed MultiPV lines, a fixed reply, and win probabilities looked up by the board's move list
+    (``scores``: lines ``(score, W/D/L expectation)`` of the side to move, read through the oracle's own
+    conversion); every evaluated move list is logged."""
 
-    def __init__(self, lines, reply, wins):
-        self.lines, self.reply, self.wins = lines, reply, wins
+    def __init__(self, lines, reply, wins, scores=None, default_score=None, default_win=0.5):
+        self.lines, self.reply, self.wins, self.default_win = lines, reply, wins, default_win
+        self.scores, self.default_score = scores or {}, default_score
         self.evaluated: list[tuple[str, ...]] = []
 
     def top_moves(self, board, count):
@@ -40,7 +42,15 @@ class ScriptedOracle:
     def win_probability(self, board):
         moves = tuple(move.uci() for move in board.move_stack)
         self.evaluated.append(moves)
-        return self.wins.get(moves, 0.5)
+        return self.wins.get(moves, self.default_win)
+
+    def evaluate(self, board):
+        moves = tuple(move.uci() for move in board.move_stack)
+        self.evaluated.append(moves)
+        score, expectation = self.scores.get(moves, self.default_score)
+        wdl = chess.engine.Wdl(round(1000 * expectation), 0, 1000 - round(1000 * expectation))
+        return score_evaluation({"score": chess.engine.PovScore(score, board.turn),
+                                 "wdl": chess.engine.PovWdl(wdl, board.turn)})
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +124,7 @@ def test_hb_expector_weighs_the_hands_top_moves_of_each_type(chess_game, start):
     probabilities = probabilities / probabilities.sum()
     wins = {("g1f3",): 0.2, ("b1c3",): 0.5, ("e2e4",): 0.7}  # side to move's (Black's) view
     evaluator = ScriptedOracle([], None, wins)
-    brain = HbExpector(chess_game, evaluator, lambda s: probabilities[None], top=3)
+    brain = HbExpector(chess_game, evaluator, lambda s: probabilities[None], top=3, evaluation="wdl")
     choice = brain.name_piece_types(states, jax.random.key(0), np.array([True]))
     values = brain.last_values[0]
     # knights: top 3 are Nf3 (.3), Nc3 (.1) and one of the zero-probability moves: q = .75, .25, 0
@@ -125,6 +135,108 @@ def test_hb_expector_weighs_the_hands_top_moves_of_each_type(chess_game, start):
     # as an agent alone it plays the hand's most probable move of the type it names
     action = brain.select_actions(states, jax.random.key(0))[0]
     assert chess_game.action_to_uci(int(action), state) == "g1f3"
+
+
+# cptowl's hand-computed values: atan(1) = π/4 and atan(√3) = π/3, so at cp = 290.680623072 (× √3) the equation gives
+# ½ + π/(4·3.096181612) = 0.75366669718 (½ + π/(3·3.096181612) = 0.83822226291); ½ − those at −cp (atan is odd).
+SCALE = 290.680623072
+ONE_ATAN = 0.7536666971838628  # cptowl(SCALE)
+SQRT3_ATAN = 0.8382222629118171  # cptowl(SCALE·√3)
+
+
+def test_cptowl_is_the_papers_equation_and_a_mate_is_one_for_the_side_that_mates():
+    assert cptowl(0.0) == 0.5
+    assert cptowl(SCALE) == pytest.approx(ONE_ATAN, abs=1e-12)
+    assert cptowl(-SCALE) == pytest.approx(1 - ONE_ATAN, abs=1e-12)
+    assert cptowl(SCALE * np.sqrt(3)) == pytest.approx(SQRT3_ATAN, abs=1e-12)
+    assert cptowl(100.0) == pytest.approx(0.6070149, abs=1e-7)  # ½ + atan(0.344020)/3.096182 = ½ + 0.331338/3.096182
+    # a knight up: Stockfish's W/D/L model already reads 1000/0/0, cptowl does not saturate
+    assert chess.engine.Cp(300).wdl(model="sf15.1", ply=30).expectation() == 1.0
+    assert cptowl(300.0) < cptowl(600.0) < cptowl(900.0) < 0.95
+
+    def line(score, turn=chess.WHITE):
+        return {"score": chess.engine.PovScore(score, turn),
+                "wdl": chess.engine.PovWdl(chess.engine.Wdl(1000, 0, 0), turn)}
+
+    mates = score_evaluation(line(chess.engine.Mate(3)))
+    mated = score_evaluation(line(chess.engine.Mate(-2), chess.BLACK))
+    assert (mates.cptowl, mates.wdl, mates.centipawns) == (1.0, 1.0, 99_997)
+    assert (mated.cptowl, mated.wdl, mated.centipawns) == (0.0, 0.0, -99_998)
+    behind = score_evaluation(line(chess.engine.Cp(-290), chess.BLACK))  # the side to move's (Black's) view
+    assert behind.cptowl == pytest.approx(cptowl(-290.0), abs=1e-12) and behind.centipawns == -290
+    assert behind.wdl == 1.0  # the line's own W/D/L, as sent
+    assert behind.for_opponent().cptowl == pytest.approx(cptowl(290.0), abs=1e-12)
+
+
+def start_hand(chess_game, state, knight=(0.3, 0.1, 0.0, 0.0)):
+    """The hand's policy at the start: uniform over legal moves, e2e4 at 5, the knights' moves at ``knight``."""
+    legal = np.asarray(state.legal_action_mask)
+    probabilities = np.where(legal, 1.0, 0.0)
+    for move, p in zip(("g1f3", "b1c3", "g1h3", "b1a3"), knight):
+        probabilities[chess_game.uci_to_action(move, state)] = p
+    probabilities[chess_game.uci_to_action("e2e4", state)] = 5.0
+    return probabilities / probabilities.sum()
+
+
+def test_hb_expector_values_types_by_cptowl_and_breaks_ties_by_centipawns(chess_game, start):
+    _, states = start
+    state = jax.tree.map(lambda leaf: leaf[0], states)
+    probabilities = start_hand(chess_game, state)
+    hand = lambda s: probabilities[None]  # noqa: E731
+    knights = {("g1f3",), ("b1c3",), ("g1h3",), ("b1a3",)}
+    pawn = frameworks.piece_type_index("P")
+    knight = frameworks.piece_type_index("N")
+    # W/D/L saturated alike (Black's view 0: our 1), centipawns not: pawn moves leave Black −290.68, knight moves
+    # −290.68·√3: cptowl values pawns 0.7537, knights 0.8382; W/D/L ties them at 1 and names the first type, pawns
+    scores = {moves: (chess.engine.Cp(-round(SCALE * np.sqrt(3))), 0.0) for moves in knights}
+    evaluator = ScriptedOracle([], None, {}, scores, default_score=(chess.engine.Cp(-round(SCALE)), 0.0))
+    brain = HbExpector(chess_game, evaluator, hand, top=3)
+    assert brain.name_piece_types(states, jax.random.key(0), np.array([True])).piece_type[0] == knight
+    assert brain.last_values[0][pawn] == pytest.approx(cptowl(291.0), abs=1e-12)
+    assert brain.last_values[0][knight] == pytest.approx(cptowl(503.0), abs=1e-12)
+    assert abs(cptowl(291.0) - ONE_ATAN) < 1e-3 and abs(cptowl(503.0) - SQRT3_ATAN) < 1e-3  # the scripted rounding
+    saturated = HbExpector(chess_game, ScriptedOracle([], None, {}, default_win=0.0), hand, top=3, evaluation="wdl")
+    assert saturated.name_piece_types(states, jax.random.key(0), np.array([True])).piece_type[0] == pawn
+    assert saturated.last_values[0] == {pawn: 1.0, knight: 1.0}  # W/D/L 1000/0/0 after every move: a tie
+    # every move mates: both types are worth 1, the sooner mate (knights: mate in 1, pawns: in 3) breaks the tie
+    mates = {moves: (chess.engine.Mate(-1), 0.0) for moves in knights}
+    evaluator = ScriptedOracle([], None, {}, mates, default_score=(chess.engine.Mate(-3), 0.0))
+    brain = HbExpector(chess_game, evaluator, hand, top=3)
+    assert brain.name_piece_types(states, jax.random.key(0), np.array([True])).piece_type[0] == knight
+    assert brain.last_values[0] == {pawn: 1.0, knight: 1.0}
+    assert brain.last_centipawns[0] == pytest.approx({pawn: 99_997, knight: 99_999})
+
+
+def test_hb_expector_over_all_moves_of_a_type_weighs_the_whole_restricted_policy(chess_game):
+    """A rook (10 moves) and a king (5): the rook's 3 likeliest moves are good, its other 7 bad.  Over the top 3 the
+    rook is worth ½ + 0.2537 (the king ½); over all its moves ½ + (0.3 − 0.56)/0.86 · 0.2537 < ½: the king."""
+    fen = "7k/8/8/8/8/8/8/R3K3 w - - 0 1"
+    state = chess_game.from_fen(fen)
+    states = jax.tree.map(lambda leaf: leaf[None], state)
+    types = np.asarray(jitted_piece_types(chess_game)(states))[0]
+    rook, king = frameworks.piece_type_index("R"), frameworks.piece_type_index("K")
+    rook_moves, king_moves = np.flatnonzero(types == rook), np.flatnonzero(types == king)
+    assert (len(rook_moves), len(king_moves), int(np.asarray(state.legal_action_mask).sum())) == (10, 5, 15)
+    probabilities = np.zeros(chess_game.num_actions)
+    probabilities[rook_moves] = 0.08
+    probabilities[rook_moves[:3]] = 0.1
+    probabilities[king_moves] = 0.028
+    good = {(chess_game.action_to_uci(int(action), state),) for action in rook_moves[:3]}
+    bad = {(chess_game.action_to_uci(int(action), state),) for action in rook_moves[3:]}
+    scores = {**{moves: (chess.engine.Cp(-round(SCALE)), 0.0) for moves in good},
+              **{moves: (chess.engine.Cp(round(SCALE)), 1.0) for moves in bad}}
+    hand = lambda s: probabilities[None]  # noqa: E731
+    values = {}
+    for moves in ("top", "all"):
+        evaluator = ScriptedOracle([], None, {}, scores, default_score=(chess.engine.Cp(0), 0.5))
+        brain = HbExpector(chess_game, evaluator, hand, top=3, moves=moves)
+        named = brain.name_piece_types(states, jax.random.key(0), np.array([True])).piece_type[0]
+        values[moves] = (named, brain.last_values[0], len(evaluator.evaluated))
+    assert values["top"][0] == rook and values["top"][1][rook] == pytest.approx(cptowl(291.0), abs=1e-12)
+    assert values["all"][0] == king and values["all"][1][king] == pytest.approx(0.5, abs=1e-12)
+    expected = (0.3 * cptowl(291.0) + 0.56 * cptowl(-291.0)) / 0.86  # ≈ ½ − (0.26/0.86)·0.2537 = 0.4233
+    assert values["all"][1][rook] == pytest.approx(expected, abs=1e-12) and abs(expected - 0.42331) < 1e-3
+    assert (values["top"][2], values["all"][2]) == (6, 15)  # engine calls: 3 + 3 moves, or all 15
 
 
 @pytest.fixture(scope="module")
