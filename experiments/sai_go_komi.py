@@ -6,9 +6,11 @@ predict games at their komi? (``experiments/configs/sai_go_komi.py``; statistics
 1. for each seed of ``config.seeds``, trains sai-go's config with that seed in ``workdir/seed-<s>`` (the core's
    loop: rerunning resumes);
 2. for each seed and checkpoint 0, every ``checkpoint.keep_period``-th and the last (a *cell*): the network's α_∅, β_∅ at the empty board and
-   ``calibration.games`` held-out self-play games from the empty board at komi drawn as in training
-   (:func:`sai_go.calibration.selfplay`), kept in ``workdir/seed-<s>/calibration/step-<n>.npz``; a rerun measures
-   only the missing cells, and a cell's keys depend on (seed, step) alone, so a lost cell is replayed identically;
+   ``calibration.games`` held-out self-play games from the empty board at komi drawn as in training, at λ
+   ``calibration.lam`` (None: the training λ, ``method_options.lam``) (:func:`sai_go.calibration.selfplay`), kept in
+   ``workdir/seed-<s>/calibration/step-<n>.npz``; a rerun measures only the missing cells (or those measured with
+   other settings; a cell stored without λ was measured at λ 0), and a cell's keys depend on (seed, step) alone, so
+   a lost cell is replayed identically;
 3. ``summary.json``: for each step, α_∅ and β_∅ of each seed and their mean ± se over seeds; the empirical fair komi
    (where Black's observed winrate is ½: a logistic fit over the step's games, each seed's ± its se, and the mean ±
    se over seeds); the komi calibration of the seeds' games pooled (Black's predicted winrate at the empty board at
@@ -57,13 +59,20 @@ def training_configs(config: ml_collections.ConfigDict, seed: int | None = None)
     return {f"seed-{seed}": training_config(config, config.model, seed=seed)}
 
 
+def calibration_lambda(config: ml_collections.ConfigDict) -> float:
+    """λ of the held-out games: ``calibration.lam``, or the training λ (``method_options.lam``) when None."""
+    lam = config.calibration.get("lam", None)
+    return float(config.method_options.lam if lam is None else lam)
+
+
 def cell_key(base_seed: int, seed: int, step: int) -> jax.Array:
     return jax.random.fold_in(jax.random.fold_in(jax.random.key(base_seed), seed), step)
 
 
 def measure_cell(run_directory: pathlib.Path, step: int, settings: dict, key: jax.Array) -> dict:
     """α_∅, β_∅ and the held-out games (:class:`HeldoutGames` fields) of the run's checkpoint ``step``."""
-    agent = SaiAgent.from_checkpoint(run_directory, step, num_simulations=int(settings["simulations"]))
+    agent = SaiAgent.from_checkpoint(run_directory, step, lam=float(settings["lam"]),
+                                     num_simulations=int(settings["simulations"]))
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
     frames, records = selfplay(agent, int(settings["games"]), key)
     games = first_games(records.game_over, frames.value_target, frames.value_mask, frames.extras["alpha"],
@@ -77,7 +86,7 @@ def load_or_measure_cell(run_directory: pathlib.Path, step: int, settings: dict,
     path = run_directory / "calibration" / f"step-{step:04d}.npz"
     if path.exists():
         with np.load(path) as stored:
-            if json.loads(str(stored["settings"])) == settings:
+            if {"lam": 0.0, **json.loads(str(stored["settings"]))} == settings:  # cells before λ: λ 0
                 return {name: stored[name] for name in stored.files if name != "settings"}
     started = time.perf_counter()
     cell = measure_cell(run_directory, step, settings, key)
@@ -187,7 +196,8 @@ def plot(summary: dict, path: pathlib.Path) -> str:
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = prepare_experiment(config, workdir)
-    settings = {"games": int(config.calibration.games), "simulations": int(config.calibration.simulations)}
+    settings = {"games": int(config.calibration.games), "simulations": int(config.calibration.simulations),
+                "lam": calibration_lambda(config)}
     cells: dict[int, dict[int, dict]] = {}  # step -> seed -> cell
     for seed in (int(seed) for seed in config.seeds):
         directory = workdir / f"seed-{seed}"

@@ -2,7 +2,8 @@
 its predictions against the games' outcomes.
 
 **Held-out games** (:func:`selfplay`): a network's own self-play from the empty board, one game per lane, no
-branches, λ = 0, PUCT with root noise, the first 8 plies drawn from the visits; each game's komi is drawn as in
+branches, at the agent's λ (sai-go-komi: the training λ, ``calibration.lam``), PUCT with root noise, the first 8
+plies drawn from the visits; each game's komi is drawn as in
 training (``⌊α_∅ + logit(U)/β_∅⌋ + ½``: the network's own Black winrate at the komi is then about uniform) or fixed.
 :func:`first_games` turns a call's frames into :class:`HeldoutGames`: for each game its komi and Black's result,
 and for each of its positions the mover's predicted winrate ``σ(β_s(α_s + k̄_s))`` and the mover's result.
@@ -34,22 +35,23 @@ from sai_go.value import signed_komi, winrate
 
 
 @functools.lru_cache(maxsize=4)
-def compiled_selfplay(game, network, num_simulations: int):
-    """Self-play from the empty board, one game per lane (at most 2·N² plies), no branches, λ = 0; jitted once (the
-    komi of fresh games is an argument: NaN samples it as in training)."""
+def compiled_selfplay(game, network, num_simulations: int, lam: float = 0.0):
+    """Self-play from the empty board, one game per lane (at most 2·N² plies), no branches, at ``lam``; jitted once
+    per λ (the komi of fresh games is an argument: NaN samples it as in training)."""
     config = SelfPlayConfig(num_games=1, plies_per_iteration=game.max_game_plies, max_game_plies=game.max_game_plies,
                             temperature_plies=8)
     search = SearchConfig(kind="muzero", num_simulations=num_simulations, dirichlet_alpha=0.03 * 361 / 49)
-    play = make_sai_play_fn(game, network, search, config, SaiSelfPlayOptions(lam=0.0, branch_probability=0.0))
+    options = SaiSelfPlayOptions(lam=float(lam), branch_probability=0.0)
+    play = make_sai_play_fn(game, network, search, config, options)
     return jax.jit(lambda variables, key, komi, num_games: play(variables, key, num_games, None, None, komi),
                    static_argnums=3)
 
 
 def selfplay(agent, num_games: int, key, fresh_komi=None):
     """Frames and records (numpy) of ``num_games`` self-play games of ``agent``'s network (an
-    :class:`~sai_go.agents.SaiAgent`; its ``search.num_simulations``) from the empty board (``fresh_komi``: None
-    samples each game's komi as in training)."""
-    play = compiled_selfplay(agent.game, agent.network, agent.search.num_simulations)
+    :class:`~sai_go.agents.SaiAgent`; its ``search.num_simulations`` and ``lam``) from the empty board
+    (``fresh_komi``: None samples each game's komi as in training)."""
+    play = compiled_selfplay(agent.game, agent.network, agent.search.num_simulations, float(agent.lam))
     return jax.device_get(play(agent.variables, key, jnp.float32(np.nan if fresh_komi is None else fresh_komi),
                                num_games))
 

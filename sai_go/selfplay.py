@@ -10,8 +10,12 @@ rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candi
   (:func:`sample_komi`; α_∅, β_∅ are the network's on the empty board, Black to move, evaluated once per call).
 * **Branch candidates**: each position after a game's first move (its own start excluded) becomes a branch point
   independently with ``branch_probability``, at most ``max_branches`` per game; deciding them as the game is played
-  is the same draw as scanning the finished game from move 1.  A branch point s keeps its state and the komi
-  ``k' = ⌊α^B_s⌋ + 0.5`` that evens it (α^B_s: the network's α at s, from Black's view), clipped like K.
+  is the same draw as scanning the finished game from move 1.  With ``branch_from_branches`` off only games from
+  the empty board give branch points (the paper's procedure, §II-C and §III-C: a standard game is finished, its
+  positions may branch, then the next game starts from the empty board), so a fresh game is followed by its own
+  0–``max_branches`` branches; on (the default), branches give branch points too.  A branch point s keeps its
+  state and the komi ``k' = ⌊α^B_s⌋ + 0.5`` that evens it (α^B_s: the network's α at s, from Black's view),
+  clipped like K.
 * **When a game ends** (fresh or branch), its candidates join the device's queue of ``queue_size`` pending branches
   (candidates that find no free slot are dropped and counted), then every lane whose game ended takes a pending
   branch if one is left (lowest slot first), else a fresh game (:func:`sai_reset`).  A branch is played out from s at
@@ -76,12 +80,15 @@ class SaiSelfPlayOptions:
       branch_probability: chance that a position becomes a branch point (0 turns branching off).
       max_branches: branch points per game at most.
       queue_size: pending branches one device holds (≥ 1).
+      branch_from_branches: branch games give branch points too (False: only games from the empty board do, the
+        paper's procedure).
     """
 
     lam: float = 0.5
     branch_probability: float = 0.025
     max_branches: int = 3
     queue_size: int = 64
+    branch_from_branches: bool = True
 
     def __post_init__(self):
         check_lambda(self.lam, "method_options.lam")
@@ -275,12 +282,16 @@ def sai_reward(game: GoGame):
 
 
 def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game: SaiGame, states: pgx.State,
-                        black_alpha: jax.Array, moves_in_game: jax.Array, max_branches: int, limit: float) -> SaiGame:
+                        black_alpha: jax.Array, moves_in_game: jax.Array, max_branches: int, limit: float,
+                        branch_from_branches: bool = True) -> SaiGame:
     """Each game's position ``states`` [B] becomes its next branch point with ``probability`` (after the game's first
-    move, at most ``max_branches`` a game), with the komi ``⌊black_alpha⌋ + 0.5`` that evens it."""
+    move, at most ``max_branches`` a game; not in a branch game unless ``branch_from_branches``), with the komi
+    ``⌊black_alpha⌋ + 0.5`` that evens it."""
     slots = sai_game.candidate_komi.shape[1]
     chosen = ((moves_in_game >= 1) & (sai_game.candidates < max_branches)
               & jax.random.bernoulli(key, probability, (moves_in_game.shape[0],)))
+    if not branch_from_branches:
+        chosen = chosen & ~sai_game.is_branch
     slot_mask = chosen[:, None] & (jnp.arange(slots)[None] == sai_game.candidates[:, None])
     states_per_slot = jax.tree.map(lambda leaf: leaf[:, None], states)
     return sai_game.replace(
@@ -308,7 +319,8 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
         alpha = played.decision.frame_extras["alpha"]
         going_on = record_branch_point(branch_key, branch_probability, sai_game, states,
                                        jnp.where(game.black_to_move(states), alpha, -alpha),
-                                       lanes.ply - lanes.first_ply, max_branches, limit)
+                                       lanes.ply - lanes.first_ply, max_branches, limit,
+                                       bool(options.branch_from_branches))
         margin = black_margin(game, played.next_states, sai_game.komi)
         counted = game_over & ~game.ended_by_rule_violation(played.next_states)
 

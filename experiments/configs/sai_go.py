@@ -1,7 +1,10 @@
 """sai-go: SAI training on 7×7 Go (winrate-vs-komi sigmoid head, branching self-play, λ agent).
 
 ``tiny``: a 2-core CPU; ``paper``: the paper's settings for an accelerator (3 blocks × 128, 250 visits, λ = 0.5,
-branching 0.025 × 3).  Ablations: ``method_options.branch_probability=0`` (no branching), ``method_options.lam=0``.
+branching 0.025 × 3 from games started on the empty board only, the paper's l² loss on the winrate ρ).  Ablations:
+``method_options.branch_probability=0`` (no branching), ``method_options.lam=0``; ``method_options.value_loss``
+``paper`` | ``tanh`` (tiny: tanh, Leela Zero's scale, 4× the paper's), ``method_options.branch_from_branches``
+(tiny: True, branches branch too; paper: False).
 """
 
 from zerolab.training.train import default_config
@@ -16,7 +19,8 @@ def get_config(preset: str = "tiny"):
     config.model.beta_scale = 10.0  # β = beta_scale / N² · exp(β*)
     config.model.value_hidden = 64
     config.method = "sai_go.train:make_method"
-    config.method_options = {"lam": 0.5, "branch_probability": 0.025, "max_branches": 3, "queue_size": 64}
+    config.method_options = {"lam": 0.5, "branch_probability": 0.025, "max_branches": 3, "queue_size": 64,
+                             "value_loss": "tanh", "branch_from_branches": True}
     config.search.kind = "muzero"
     config.search.dirichlet_alpha = 0.03 * 361 / 49
     config.search.dirichlet_fraction = 0.25
@@ -52,6 +56,8 @@ def get_config(preset: str = "tiny"):
         config.evaluation.games = 100
         config.evaluation.num_simulations = 250
         config.evaluation.gnugo_levels = [1, 5, 10]
+        config.method_options.value_loss = "paper"
+        config.method_options.branch_from_branches = False
     else:
         raise KeyError(preset)
     return config

@@ -121,8 +121,29 @@ def test_presets_train_sai_go_and_the_evidence_preset_is_three_seeds_of_32_itera
 
     tiny, evidence = load_config("sai-go-komi", "tiny"), load_config("sai-go-komi", "evidence")
     sai = load_config("sai-go", "tiny")
-    for key in ("model", "search", "selfplay", "method_options", "replay", "train"):
+    for key in ("model", "search", "selfplay", "replay", "train"):
         assert tiny[key].to_dict() == sai[key].to_dict() == evidence[key].to_dict(), key
+    # the evidence preset trains with the paper's value loss, otherwise sai-go tiny's self-play
+    assert tiny.method_options.to_dict() == sai.method_options.to_dict() == {
+        **evidence.method_options.to_dict(), "value_loss": "tanh"}
+    assert evidence.method_options.value_loss == "paper"
+    paper = load_config("sai-go", "paper")
+    assert (paper.method_options.value_loss, paper.method_options.branch_from_branches) == ("paper", False)
+    assert (sai.method_options.value_loss, sai.method_options.branch_from_branches) == ("tanh", True)
     assert (tiny.iterations, list(tiny.seeds)) == (sai.iterations, [0])
     assert (evidence.iterations, evidence.checkpoint.keep_period, list(evidence.seeds)) == (32, 4, [0, 1, 2])
     assert evidence.calibration.games == 256 and load_config("sai-go-komi", "paper").model.channels == 128
+
+
+def test_calibration_games_are_played_at_the_training_lambda_unless_set(monkeypatch, go_game):
+    from experiments.sai_go_komi import calibration_lambda
+    from sai_go import calibration as module
+    from zerolab import load_config
+
+    assert calibration_lambda(load_config("sai-go-komi", "tiny")) == 0.5  # calibration.lam None: method_options.lam
+    assert calibration_lambda(load_config("sai-go-komi", "tiny", ["method_options.lam=0.25"])) == 0.25
+    assert calibration_lambda(load_config("sai-go-komi", "tiny", ["calibration.lam=0.0"])) == 0.0
+    seen = []
+    monkeypatch.setattr(module, "make_sai_play_fn", lambda game, network, search, config, options: seen.append(options))
+    module.compiled_selfplay.__wrapped__(go_game, None, 4, 0.5)  # builds the play function, compiles nothing
+    assert (seen[0].lam, seen[0].branch_probability) == (0.5, 0.0)

@@ -11,8 +11,8 @@ import pytest
 from scipy import special
 
 from zerolab import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
-from sai_go.selfplay import (SaiCallSettings, SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn, sai_reset,
-                             sai_start, sample_komi)
+from sai_go.selfplay import (SaiCallSettings, SaiGame, SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn,
+                             record_branch_point, sai_reset, sai_start, sample_komi)
 from sai_go.train import sai_loss
 from tests.sai_go.conftest import fast_jit
 
@@ -144,6 +144,47 @@ def test_the_loss_uses_each_frames_signed_komi():
     np.testing.assert_allclose(metrics["policy_loss"], np.log(3.0), rtol=1e-6)
     with pytest.raises(ValueError, match="signed_komi"):
         sai_loss(output, frames.replace(extras={}))
+
+
+def test_the_papers_value_loss_is_the_squared_error_of_the_winrate_and_tanh_is_four_times_it():
+    """β(α + k̄) = ln 3 gives ρ = σ(ln 3) = 3/4 and tanh(ln 3 / 2) = 2ρ − 1 = 1/2; β(α + k̄) = 0 gives ρ = 1/2.  Paper,
+    ((1 + z)/2 − ρ)²: a win at ρ 3/4 → 1/16, a win at ½ → 1/4, a loss at 3/4 → 9/16, a tie (z = 0) at 3/4 → 1/16;
+    mean 15/64.  The unfinished fifth frame (ρ ≈ 0, z = +1) is left out.  tanh, (z − (2ρ − 1))²: 4× each."""
+    log3 = np.log(3.0)
+    alpha = jnp.array([5.0, 2.0, 5.0, 5.0, -40.0])
+    beta = jnp.array([log3 / 2, 0.3, log3 / 2, log3 / 2, 1.0])
+    komi = jnp.array([-3.0, -2.0, -3.0, -3.0, 0.0])
+    output = NetworkOutput(jnp.zeros((5, 3)), jnp.zeros(5), {"alpha": alpha, "beta": beta})
+    frames = Frames(observation=jnp.zeros((5, 1)), legal_action_mask=jnp.ones((5, 3), bool),
+                    policy_target=jnp.full((5, 3), 1 / 3), value_target=jnp.array([1.0, 1.0, -1.0, 0.0, 1.0]),
+                    value_mask=jnp.array([True, True, True, True, False]), extras={"signed_komi": komi})
+    paper_loss, paper = sai_loss(output, frames, value_loss="paper")
+    tanh_loss, tanh = sai_loss(output, frames, value_loss="tanh")
+    assert float(paper["value_loss"]) == pytest.approx((1 / 16 + 1 / 4 + 9 / 16 + 1 / 16) / 4, abs=1e-6)
+    assert float(tanh["value_loss"]) == pytest.approx((1 / 4 + 1 + 9 / 4 + 1 / 4) / 4, abs=1e-6)
+    assert float(paper_loss) == pytest.approx(np.log(3.0) + 15 / 64, abs=1e-6)
+    assert float(tanh_loss) == pytest.approx(np.log(3.0) + 15 / 16, abs=1e-6)
+    assert float(sai_loss(output, frames)[1]["value_loss"]) == float(tanh["value_loss"])  # the default: tanh
+    with pytest.raises(ValueError, match="value_loss must be one of"):
+        sai_loss(output, frames, value_loss="mse")
+
+
+def test_without_branch_from_branches_only_games_from_the_empty_board_give_branch_points():
+    """Two lanes, probability 1: lane 0 plays a fresh game, lane 1 a branch.  Both record a branch point by default;
+    with ``branch_from_branches=False`` (the paper's procedure) only the fresh game does.  (The rule keeps any pytree
+    of states: a stand-in for pgx's.)"""
+    states = {"board": jnp.array([[1.0, 2.0], [3.0, 4.0]])}
+    game = SaiGame(komi=jnp.array([7.5, 3.5]), is_branch=jnp.array([False, True]),
+                   candidate_states=jax.tree.map(lambda leaf: jnp.repeat(leaf[:, None], 3, axis=1), states),
+                   candidate_komi=jnp.zeros((2, 3)), candidates=jnp.zeros(2, jnp.int32))
+    recorded = {flag: record_branch_point(jax.random.key(1), 1.0, game, states, jnp.array([2.2, -4.7]),
+                                          jnp.array([5, 5]), 3, 49.5, branch_from_branches=flag)
+                for flag in (True, False)}
+    np.testing.assert_array_equal(recorded[True].candidates, [1, 1])
+    np.testing.assert_array_equal(recorded[True].candidate_komi[:, 0], [2.5, -4.5])
+    np.testing.assert_array_equal(recorded[False].candidates, [1, 0])
+    np.testing.assert_array_equal(recorded[False].candidate_states["board"][0, 0], [1.0, 2.0])  # lane 0's position
+    assert SaiSelfPlayOptions().branch_from_branches  # the default: branches branch too (tiny's self-play as before)
 
 
 def test_the_loss_averages_the_value_error_over_finished_games_and_the_policy_over_legal_moves():

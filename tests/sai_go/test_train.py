@@ -74,5 +74,7 @@ def test_bad_sai_settings_fail_by_name():
         Components.from_config(load_config("sai-go", "tiny", ["model.name=resnet"]))
     with pytest.raises(ValueError, match="method_options.branch_probability must be in"):
         Components.from_config(load_config("sai-go", "tiny", ["method_options.branch_probability=1.5"]))
+    with pytest.raises(ValueError, match=r"method_options.value_loss must be one of \('paper', 'tanh'\), got 'l1'"):
+        Components.from_config(load_config("sai-go", "tiny", ["method_options.value_loss=l1"]))
     with pytest.raises(ValueError, match="plays Go only, got game .gardner_chess."):
         Components.from_config(load_config("sai-go", "tiny", ["game.name=gardner_chess"]))
