@@ -78,3 +78,19 @@ def test_bad_sai_settings_fail_by_name():
         Components.from_config(load_config("sai-go", "tiny", ["method_options.value_loss=l1"]))
     with pytest.raises(ValueError, match="plays Go only, got game .gardner_chess."):
         Components.from_config(load_config("sai-go", "tiny", ["game.name=gardner_chess"]))
+
+
+def test_the_presets_method_trains_with_its_value_loss():
+    """One finished frame at ρ = ½ won: the paper's value loss (1 − ½)² = ¼ (the paper preset), tanh's (1 − 0)² = 1
+    (tiny)."""
+    import jax.numpy as jnp
+
+    from zerolab import Frames, NetworkOutput
+
+    output = NetworkOutput(jnp.zeros((1, 2)), jnp.zeros(1), {"alpha": jnp.array([3.0]), "beta": jnp.array([0.5])})
+    frames = Frames(observation=jnp.zeros((1, 1)), legal_action_mask=jnp.ones((1, 2), bool),
+                    policy_target=jnp.full((1, 2), 0.5), value_target=jnp.array([1.0]), value_mask=jnp.array([True]),
+                    extras={"signed_komi": jnp.array([-3.0])})
+    for preset, expected in (("paper", 0.25), ("tiny", 1.0)):
+        method = Components.from_config(load_config("sai-go", preset)).method
+        assert float(method.loss_fn(output, frames)[1]["value_loss"]) == expected, preset
