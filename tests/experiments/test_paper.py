@@ -105,8 +105,9 @@ SHRUNK = ["iterations=1", "selfplay.num_games=2", "selfplay.plies_per_iteration=
           "progress=False"]
 
 
-# sai-go's paper preset plays the tiny one's game (7×7 Go) with the same method and network, only larger: its tiny
-# training tests (tests/sai_go) are its paper path.  quickstart's and alphagateau-finetune's pretraining are Gardner
+# sai-go's paper preset plays the tiny one's game (7×7 Go) with the same method and network, only larger (and the
+# paper's value loss and branching, which tests/sai_go/test_train.py's run sets): its tiny training tests
+# (tests/sai_go) are its paper path.  quickstart's and alphagateau-finetune's pretraining are Gardner
 # AlphaGateau (tests/experiments/test_quickstart.py); the fine-tuning stage is the 8×8 AlphaGateau run above.
 @pytest.mark.parametrize("name, run, overrides", [
     ("contempt-train", "contempt", ["from_scratch=True"]),  # 8×8, MuZero search with contempt's frozen opponent nodes

@@ -22,6 +22,8 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",
         "selfplay.num_games=4", "selfplay.plies_per_iteration=24", "selfplay.max_game_plies=10",
         "train.batch_size=16", "method_options.queue_size=8", "method_options.branch_probability=0.3",
+        # the paper preset's method (tiny's is pinned bit for bit by test_selfplay_reference.py)
+        "method_options.value_loss=paper", "method_options.branch_from_branches=False",
         "iterations=2", "progress=False"]
 
 
