@@ -5,9 +5,9 @@
     python -m contempt_search.uci --checkpoint RUN_OR_STEP_DIR [--simulations N] [--sc-limit N] [--kind K]
     python -m contempt_search.uci --maia [--maia-run DIR] [--simulations N] [--sc-limit N] [--kind K]
 
-UCI options, besides the core's ``Simulations``: ``SearchKind`` (combo ``muzero`` — PUCT, lc0's search — or
-``gumbel``) and ``ScLimit`` (lc0's name; spin 1–1000000000; 1000000000, the default, is plain search: nothing can
-freeze).  Changing either drops the compiled searches; each size compiles again on its first use.  ``--maia`` plays
+UCI options, besides the core's ``Simulations``: ``SearchKind`` (combo ``muzero`` — PUCT, lc0's search, with the
+run's PUCT rule ``search.selection`` — or ``gumbel``, which has no PUCT rule: ``selection`` is then ``mctx``) and
+``ScLimit`` (lc0's name; spin 1–1000000000; 1000000000, the default, is plain search: nothing can freeze).  Changing either drops the compiled searches; each size compiles again on its first use.  ``--maia`` plays
 maia-1900 (converted once into ``--maia-run``, by default ``runs/maia-1900``, with ``zerolab.networks.lc0``).
 """
 
@@ -30,16 +30,22 @@ SEARCH_KINDS = ("muzero", "gumbel")
 DEFAULT_SIMULATIONS = 64
 
 
-def contempt_search_changes(kind: str, sc_limit: int) -> dict:
-    """The search fields for ``kind`` and ``sc_limit`` (``SC_LIMIT_OFF``: the plain search of that kind)."""
+def contempt_search_changes(kind: str, sc_limit: int, selection: str | None = None) -> dict:
+    """The search fields for ``kind`` and ``sc_limit`` (``SC_LIMIT_OFF``: the plain search of that kind).
+
+    ``selection`` is PUCT's rule for ``muzero`` (None keeps the search's own, e.g. a run's ``lc0``); ``gumbel`` has
+    no PUCT rule, so it sets ``mctx`` (lc0's rule needs kind ``muzero``)."""
     if kind not in SEARCH_KINDS:
         raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {kind!r}")
     sc_limit = validate_sc_limit(sc_limit)
     if sc_limit > SC_LIMIT_OFF:
         raise ValueError(f"sc_limit must be an integer from 1 to {SC_LIMIT_OFF}, got {sc_limit!r}")
+    changes = {"kind": kind}
+    if kind == "gumbel" or selection is not None:
+        changes["selection"] = "mctx" if kind == "gumbel" else selection
     if sc_limit == SC_LIMIT_OFF:
-        return {"kind": kind, "rules": "", "rule_options": ()}
-    return {"kind": kind, "rules": CONTEMPT_RULES, "rule_options": {"sc_limit": sc_limit}}
+        return {**changes, "rules": "", "rule_options": ()}
+    return {**changes, "rules": CONTEMPT_RULES, "rule_options": {"sc_limit": sc_limit}}
 
 
 def contempt_options(kind: str, sc_limit: int):
@@ -49,8 +55,11 @@ def contempt_options(kind: str, sc_limit: int):
         current = {"kind": kind, "sc_limit": sc_limit}
 
         def change(**values):
+            if "selection" not in current:  # the loaded PUCT rule, kept through a switch to Gumbel and back
+                engine.check_started()
+                current["selection"] = engine.loaded.search.selection if current["kind"] == "muzero" else None
             updated = {**current, **values}
-            engine.set_search(**contempt_search_changes(updated["kind"], updated["sc_limit"]))
+            engine.set_search(**contempt_search_changes(updated["kind"], updated["sc_limit"], updated["selection"]))
             current.update(updated)
 
         return [

@@ -73,13 +73,19 @@ def choose_settings(config) -> dict[str, dict]:
     return chosen
 
 
-def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
-    """The base network with the setting's rules and temperature schedule; root noise off."""
-    options = {"num_simulations": str(int(config.simulations)), "kind": config.kind, "name": setting["name"],
+def setting_options(setting: dict, config) -> dict[str, str]:
+    """The search settings of a setting (agent options): the experiment's simulations, kind and PUCT rule
+    (``selection``), with the plain rules or contempt's at the setting's N_scl."""
+    options = {"num_simulations": str(int(config.simulations)), "kind": config.kind, "selection": config.selection,
                "rules": PLAIN_RULES}
     if setting["sc_limit"] is not None:
         options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
-    agent = load_search_agent(network, options)
+    return options
+
+
+def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
+    """The base network with the setting's rules and temperature schedule; root noise off."""
+    agent = load_search_agent(network, {**setting_options(setting, config), "name": setting["name"]})
     search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
     return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search,
                        temperature=temperature_schedule(config, setting["temperature"]))
@@ -119,16 +125,14 @@ def plan(config) -> str:
     programs = []
     for arm in ("contempt", "puct"):
         setting = chosen[arm]
-        options = {"num_simulations": str(simulations), "kind": config.kind, "rules": PLAIN_RULES}
-        if setting["sc_limit"] is not None:
-            options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
-        search = dataclasses.replace(planned.search.with_overrides(options), dirichlet_fraction=0.0,
-                                     gumbel_scale=0.0)
+        search = dataclasses.replace(planned.search.with_overrides(setting_options(setting, config)),
+                                     dirichlet_fraction=0.0, gumbel_scale=0.0)
         function = compiled_search(search, planned.game, planned.network,
                                    temperature_schedule(config, setting["temperature"]))
         programs.append(planned.search_program(
             f"{setting['name']} search", function, batch, simulations, plies,
-            f"one move of {batch} games: {search.kind} {simulations} simulations, {setting['temperature']}"))
+            f"one move of {batch} games: {search.kind} ({search.selection}) {simulations} simulations, "
+            f"{setting['temperature']}"))
     step = planned.game.batched_step
     cost = compile_cost("arena step (pgx)", step.lower(abstract_states(planned.game, batch),
                                                        jax.ShapeDtypeStruct((batch,), jax.numpy.int32)))

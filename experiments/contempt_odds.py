@@ -2,10 +2,11 @@
 
 For each search size and each arm (PUCT; search-contempt with N_scl = ``sc_limit``), the network gives ``odds_piece``
 odds to ``opponent``: half the games as White from the odds opening without White's piece, half as Black without
-Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations and search kind, with root noise
-off; only the rules differ.  Each cell is a pairing of :func:`zerolab.evaluation.pairings.play_pairings`
-(``<arm>-<simulations>`` against the engine, with a fresh engine): ``matches.json`` keeps each finished cell (a rerun
-plays only the missing cells), its games are in ``games/<arm>-<simulations>.pgn``.  Each cell's W/D/L (the network's
+Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations, search kind and PUCT rule
+(``selection``: mctx's, or lc0's in the evidence and paper presets), with root noise off; only the rules differ.
+Each cell is a pairing of :func:`zerolab.evaluation.pairings.play_pairings` (``<arm>-<simulations>`` against the
+engine, with a fresh engine): ``matches.json`` keeps each finished cell (a rerun plays only the missing cells), its
+games are in ``games/<arm>-<simulations>.pgn``.  Each cell's W/D/L (the network's
 side) with 95 % Wilson intervals, the engine's fallback moves and contempt's ``sampled_visit_fraction`` go to
 ``summary.json``; ``figures/contempt-odds.png`` plots the win rate against simulations.
 """
@@ -34,11 +35,18 @@ from zerolab.progress import progress_bar
 logger = logging.getLogger(__name__)
 
 
-def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
-    options = {"num_simulations": str(simulations), "kind": config.kind, "name": f"{arm}-{simulations}",
+def arm_options(arm: str, simulations: int, config) -> dict[str, str]:
+    """The search settings of an arm (agent options): the experiment's kind and PUCT rule (``selection``) at
+    ``simulations``, with the plain rules or contempt's at N_scl = ``sc_limit``."""
+    options = {"num_simulations": str(int(simulations)), "kind": config.kind, "selection": config.selection,
                "rules": PLAIN_RULES}
     if arm.startswith("contempt"):
         options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(config.sc_limit)})
+    return options
+
+
+def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
+    options = {**arm_options(arm, simulations, config), "name": f"{arm}-{simulations}"}
     agent = load_search_agent(network, options, game=game)
     search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
     return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search)
@@ -104,15 +112,12 @@ def plan(config) -> str:
     programs = []
     for simulations in config.simulations:
         for arm in arms:
-            options = {"num_simulations": str(int(simulations)), "kind": config.kind, "rules": PLAIN_RULES}
-            if arm.startswith("contempt"):
-                options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(config.sc_limit)})
-            search = dataclasses.replace(planned.search.with_overrides(options), dirichlet_fraction=0.0,
-                                         gumbel_scale=0.0)
+            search = dataclasses.replace(planned.search.with_overrides(arm_options(arm, simulations, config)),
+                                         dirichlet_fraction=0.0, gumbel_scale=0.0)
             function = compiled_search(search, game, planned.network, None)
             programs.append(planned.search_program(
                 f"{arm}-{int(simulations)} search", function, half, int(simulations), 2 * ((plies + 1) // 2),
-                f"one move of {half} games: {search.kind} {int(simulations)} simulations"))
+                f"one move of {half} games: {search.kind} ({search.selection}) {int(simulations)} simulations"))
     step = game.batched_step
     cost = compile_cost("arena step (pgx)", step.lower(abstract_states(game, half),
                                                        jax.ShapeDtypeStruct((half,), jax.numpy.int32)))

@@ -49,10 +49,12 @@ def settings(config) -> list[dict]:
 
 
 def setting_selfplay(config, base_search, setting: dict) -> tuple:
-    """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations and kind, root
-    noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its temperature schedule."""
+    """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations, kind and PUCT
+    rule (``selection``), root noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its
+    temperature schedule."""
     search = dataclasses.replace(base_search, num_simulations=int(config.simulations), kind=config.kind,
-                                 dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES, rule_options=())
+                                 selection=config.selection, dirichlet_fraction=0.0, gumbel_scale=0.0,
+                                 rules=PLAIN_RULES, rule_options=())
     if setting["sc_limit"] is not None:
         search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": setting["sc_limit"]})
     selfplay = SelfPlayConfig(num_games=int(config.games), plies_per_iteration=int(config.max_game_plies),
@@ -140,7 +142,8 @@ def plan(config) -> str:
         play = make_selfplay_fn(planned.game, planned.network, search, selfplay, mesh)
         cost = compile_cost(f"self-play, {group[0]['name']}", play.lower(planned.variables, jax.random.key(0)))
         programs.append(PlannedProgram(cost, len(group), f"{games} games × {plies} plies, {search.kind} "
-                                                         f"{simulations} simulations a move", flops_per_call=flops))
+                                                         f"({search.selection}) {simulations} simulations a move",
+                                       flops_per_call=flops))
     notes = [
         f"{len(rows)} settings, one self-play call each ({', '.join(row['name'] for row in rows)}); each setting is "
         f"its own program (N_scl and τ are constants of it), compiled above once per search kind: the others have the "

@@ -8,8 +8,9 @@ for the same budget than self-play with a high-temperature PUCT?
    the ``contempt_temperature`` schedule (τ1).  Same game, network, seed (so the same initial network), simulations,
    root noise, games, plies, frame window and optimiser; rerunning resumes each;
 2. rates the kept checkpoints of both runs together with Algorithm 2 (:func:`zerolab.evaluation.rating.rate_contestants`) under
-   one plain-PUCT search (``evaluation.num_simulations``, no contempt, the training's root noise, so that games
-   differ), the shared initial network once, then both runs' checkpoints in iteration order;
+   one plain-PUCT search (``evaluation.num_simulations``, the training's PUCT rule ``search.selection``, no
+   contempt, the training's root noise, so that games differ), the shared initial network once, then both runs'
+   checkpoints in iteration order;
 3. plays the two final networks against each other (``final_games``, the same search): a pairing of
    :func:`zerolab.evaluation.pairings.play_pairings` in ``final/`` (its ``matches.json``, its two-player
    ``elo.json``/``elo.txt`` and ``games/final.pgn``; a rerun does not play it again);
@@ -128,7 +129,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
 
     def agent(arm: str, step: int, name: str):
         options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), "kind": "muzero",
-                   "rules": PLAIN_RULES, "name": name}
+                   "selection": config.search.selection, "rules": PLAIN_RULES, "name": name}
         return load_search_agent(runs[arm], options, game=game)
 
     steps = {arm: rated_steps(checkpoint_steps(runs[arm]), int(config.checkpoint.keep_period)) for arm in ARMS}

@@ -7,7 +7,9 @@ capped at 100 plies (the issue's 128 games at 64 simulations take about an hour 
 ``runs/contempt-selfplay``.  ``paper``: 8×8 from a converted maia-1900 run (``network=RUN``), 1000
 simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its two settings at; the default is 1).
 ``evidence``: 400 games in 8 resumable blocks, capped at 256 plies (pgx's own Gardner limit; the tiny preset's 100-ply
-cap ended 11 of 64 games as draws), settings from ``runs/contempt-selfplay-evidence`` (the self-play evidence run).
+cap ended 11 of 64 games as draws), settings from ``runs/contempt-selfplay-evidence-lc0`` (the self-play evidence run
+with lc0's PUCT; the mctx-PUCT run reported in contempt_search/README.md is ``runs/contempt-selfplay-evidence``).
+``selection``: PUCT's rule in both arms, mctx's in the tiny preset, lc0's in the evidence and paper presets.
 ``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
 """
 
@@ -28,6 +30,7 @@ def get_config(preset: str = "tiny"):
         "sc_limit": 0,  # 0 = chosen from selfplay_run
         "simulations": 32,
         "kind": "muzero",
+        "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
         # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
         **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
         "games": 64,
@@ -38,7 +41,8 @@ def get_config(preset: str = "tiny"):
     if preset == "tiny":
         return config
     if preset == "evidence":
-        config.selfplay_run = "runs/contempt-selfplay-evidence"
+        config.selection = "lc0"
+        config.selfplay_run = "runs/contempt-selfplay-evidence-lc0"
         config.games = 400
         config.blocks = 8
         config.max_game_plies = 256
@@ -48,6 +52,7 @@ def get_config(preset: str = "tiny"):
         config.base_config = ""
         config.base_overrides = []
         config.target_ratio = 1.38
+        config.selection = "lc0"
         config.simulations = 1000
         config.games = 400
         config.max_game_plies = 512

@@ -9,6 +9,9 @@ issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 2
 whichever arms play beside it, so one arm can be added to a run later.
 ``evidence``: the tiny settings at 32 / 64 / 128 simulations with 256 games per cell (the network giving odds as
 White in 128, as Black in 128): each cell's win rate to about ± 3 points (1 se).
+``selection``: PUCT's rule in both arms (contempt's nodes not frozen use it too): mctx's in the tiny preset, lc0's
+(the search the paper ran) in the evidence and paper presets.  The evidence cells reported in contempt_search/README.md
+were played with mctx's rule (``selection=mctx`` replays them).
 ``paper``: 8×8 chess, queen odds, 100 / 800 / 20,000 nodes, N_scl 28 (unstated in the paper), against Stockfish at
 Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m zerolab lc0 convert``), given as
 ``network=RUN``.
@@ -29,6 +32,7 @@ def get_config(preset: str = "tiny"):
         "arms": ["puct", "contempt"],  # which arms play (one arm: 'arms=["contempt"]')
         "sc_limit": 5,
         "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
+        "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
         "opponent": "fairy-stockfish:skill=-20",
         "games_per_cell": 32,
         "max_game_plies": 256,
@@ -37,6 +41,7 @@ def get_config(preset: str = "tiny"):
     if preset == "tiny":
         return config
     if preset == "evidence":
+        config.selection = "lc0"
         config.simulations = [32, 64, 128]
         config.games_per_cell = 256
         return config
@@ -46,6 +51,7 @@ def get_config(preset: str = "tiny"):
         config.base_overrides = []
         config.game = "chess:lc0"  # 8×8 chess with lc0's input planes: maia-1900 cannot play pgx's observation
         config.odds_piece = "queen"
+        config.selection = "lc0"
         config.simulations = [100, 800, 20_000]
         config.sc_limit = 28
         config.opponent = "stockfish:elo=1350"

@@ -10,6 +10,9 @@ about 40 minutes on a 2-core CPU, over the 20-minute bound.  ``paper``: 8×8 fro
 games were capped and counted as draws, which hid how decisive the settings are), 128 games per setting, for the
 settings the tiny run left open: search-contempt at N_scl 1, 5 and 10 against PUCT with τ1 and with τ2 (a setting
 takes about 13 minutes on a loaded 2-core CPU).
+``selection``: PUCT's rule in every setting (contempt's nodes not frozen use it too), mctx's in the tiny preset, lc0's
+(the search the paper ran) in the evidence and paper presets; the evidence rows reported in contempt_search/README.md
+were played with mctx's rule (``selection=mctx`` replays them).
 """
 
 import ml_collections
@@ -25,6 +28,7 @@ def get_config(preset: str = "tiny"):
         "base_overrides": ["model.name=resnet"],
         "simulations": 32,
         "kind": "muzero",
+        "selection": "mctx",  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
         "sc_limits": [1, 2, 5, 10, 16],
         "puct_temperatures": ["tau1", "tau2", "0.3", "0.6", "1.0"],  # a schedule's name or a constant τ
         # τ schedules over full moves: (start, delay, decay, end, cutoff), zerolab.selfplay.scan.SelfPlayConfig's fields
@@ -38,6 +42,7 @@ def get_config(preset: str = "tiny"):
     if preset == "tiny":
         return config
     if preset == "evidence":
+        config.selection = "lc0"
         config.network = "runs/contempt-base"
         config.games = 128
         config.max_game_plies = 256
@@ -49,6 +54,7 @@ def get_config(preset: str = "tiny"):
         config.base_config = ""
         config.base_overrides = []
         config.simulations = 1000
+        config.selection = "lc0"
         config.sc_limits = [1, 2, 5, 10, 32]
         config.games = 100
         config.max_game_plies = 512

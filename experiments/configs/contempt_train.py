@@ -9,7 +9,9 @@ self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; pla
 * ``tiny``: Gardner chess from scratch on a 2-core CPU, the quickstart's ResNet (32 channels, 2 blocks), PUCT with
   16 simulations, 6 iterations of 32 games × 96 plies; checkpoints 0, 2, 4, 6 rated.
 * ``paper``: 8×8 from maia-1900 (``init_from=RUN``, converted with ``python -m zerolab lc0 convert``; its game and
-  model are used), 1000 simulations, 30,000 games (60 iterations × 500 games × 512 plies), for accelerators.
+  model are used), 1000 simulations with lc0's PUCT (``search.selection=lc0``: both arms' self-play and the rating
+  matches, whose agents keep the runs' search), 30,000 games (60 iterations × 500 games × 512 plies), for
+  accelerators.
 """
 
 from contempt_search import TEMPERATURE_SCHEDULES
@@ -47,6 +49,7 @@ def get_config(preset: str = "tiny"):
         config.evaluation.max_game_plies = 100
     elif preset == "paper":
         config.from_scratch = False
+        config.search.selection = "lc0"  # lc0's PUCT (the search the paper ran) in both arms and in the ratings
         config.game.name = "chess"
         config.iterations = 60
         config.checkpoint.keep_period = 10

@@ -46,6 +46,33 @@ def test_contempt_odds_arms_name_the_cells_and_reject_unknown_arms():
             arm_names(load_config("contempt-odds", "tiny", [f"arms={arms}"]))
 
 
+@pytest.mark.parametrize("name", ["contempt-odds", "contempt-selfplay", "contempt-match"])
+def test_the_evidence_and_paper_presets_search_with_lc0s_puct_in_both_arms(name):
+    """Tiny presets keep mctx's PUCT; evidence and paper presets give lc0's to the PUCT arm and to contempt's (whose
+    nodes not frozen select with it), as the search settings the experiment builds from a Gumbel base run."""
+    from zerolab.search import SearchConfig
+
+    base = SearchConfig()  # the base network's run searches with Gumbel (the quickstart)
+    for preset, selection in (("tiny", "mctx"), ("evidence", "lc0"), ("paper", "lc0")):
+        config = load_config(name, preset)
+        assert config.selection == selection
+        if name == "contempt-odds":
+            from experiments.contempt_odds import arm_options
+
+            searches = [base.with_overrides(arm_options(arm, 32, config)) for arm in ("puct", "contempt5")]
+        elif name == "contempt-match":
+            from experiments.contempt_match import setting_options
+
+            searches = [base.with_overrides(setting_options({"sc_limit": limit}, config)) for limit in (None, 5)]
+        else:
+            from experiments.contempt_selfplay import setting_selfplay, settings
+
+            searches = [setting_selfplay(config, base, setting)[0] for setting in settings(config)]
+        assert {(search.kind, search.selection) for search in searches} == {("muzero", selection)}
+        assert {search.rules for search in searches} == {"zerolab.search.mcts:project_loop_rules",
+                                                         "contempt_search.rules:contempt_rules"}
+
+
 def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
     from contempt_search.experiment import base_network
 
@@ -66,6 +93,7 @@ def test_the_paper_presets_of_match_and_train_have_the_paper_settings():
     assert train.iterations * train.selfplay.num_games == 30_000
     assert (train.puct_temperature, train.contempt_temperature, train.sc_limit) == ("tau2", "tau1", 5)
     assert not train.from_scratch and load_config("contempt-train", "tiny").from_scratch
+    assert (train.search.selection, load_config("contempt-train", "tiny").search.selection) == ("lc0", "mctx")
 
 
 @pytest.mark.parametrize("preset", ["tiny", "paper"])
@@ -88,6 +116,7 @@ def test_the_two_training_arms_differ_only_in_selfplay(preset, tmp_path):
         for key in [key for key in arm["selfplay"] if key.startswith("temperature")]:
             del arm["selfplay"][key]
     assert puct == contempt
+    assert puct["search"]["selection"] == {"tiny": "mctx", "paper": "lc0"}[preset]  # both arms: they are equal
     if preset == "paper":
         assert puct["game"]["name"] == "chess:lc0" and puct["init_from"] == str(tmp_path)
         with pytest.raises(ValueError, match="needs init_from=RUN"):

@@ -4,6 +4,7 @@ the search the engine compiles and runs, and it refuses bad options with the UCI
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import chess
@@ -71,8 +72,17 @@ def test_bad_sc_limits_are_refused_with_the_range(bad):
 
 
 def test_sc_limit_off_is_the_plain_search():
-    assert contempt_search_changes("gumbel", SC_LIMIT_OFF) == {"kind": "gumbel", "rules": "", "rule_options": ()}
+    assert contempt_search_changes("gumbel", SC_LIMIT_OFF) == {"kind": "gumbel", "selection": "mctx", "rules": "",
+                                                               "rule_options": ()}
     assert contempt_search_changes("muzero", 5)["rule_options"] == {"sc_limit": 5}
+    assert "selection" not in contempt_search_changes("muzero", 5)  # the loaded search's PUCT rule is kept
+    assert contempt_search_changes("muzero", 5, "lc0")["selection"] == "lc0"
+    from zerolab.search import SearchConfig
+
+    lc0 = SearchConfig(kind="muzero", selection="lc0")  # a run searching with lc0's PUCT switches to Gumbel and back
+    gumbel = dataclasses.replace(lc0, **contempt_search_changes("gumbel", 5))
+    assert (gumbel.kind, gumbel.selection) == ("gumbel", "mctx")
+    assert dataclasses.replace(gumbel, **contempt_search_changes("muzero", 5, "lc0")).selection == "lc0"
     with pytest.raises(ValueError, match="search kind"):
         contempt_search_changes("alphabeta", 5)
 

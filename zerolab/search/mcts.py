@@ -1,12 +1,14 @@
 """Search: the project's one doorway to tree search.
 
 ``run_search(config, game, network, variables, key, states)`` evaluates a batch of pgx states with the network,
-searches with Gumbel MuZero or PUCT (MuZero's, with Dirichlet noise at the root) and returns the chosen action, the
-policy target and the root value.  The search runs in the project's loop (:func:`search`) over a tree of legal moves
+searches with Gumbel MuZero or PUCT (with Dirichlet noise at the root) and returns the chosen action, the policy target
+and the root value.  The search runs in the project's loop (:func:`search`) over a tree of legal moves
 (:class:`zerolab.search.tree.Tree`: K slots a node, K the game's most legal actions, where mctx keeps one per action
 of the space) with mctx's selection rules written over slots (:mod:`zerolab.search.selection`): its actions, visit
 counts and policy targets are mctx's, with the same keys (tests/zerolab/test_compact_tree.py compares the two on
-held-out positions).  Node embeddings are the game's compact states (no observation planes, legal masks as bits).
+held-out positions).  PUCT may select with lc0's rule instead (``selection="lc0"``: raw Q, lc0's c(N) and first-play
+urgency; tests/zerolab/test_lc0_selection.py), which only the project's loop runs.  Node embeddings are the game's
+compact states (no observation planes, legal masks as bits).
 ``mctx_loop=True`` runs mctx's own dense search instead, the reference for tests and ``zerolab bench``.
 
 Variants (search-contempt, SAI) change the rules of the search, not its loop.  :class:`SearchRules` is the extension
@@ -59,6 +61,9 @@ from zerolab.search.tree import (
 )
 
 SEARCH_KINDS = ("gumbel", "muzero")
+SELECTIONS = ("mctx", "lc0")
+"""PUCT's rule (``kind="muzero"``): mctx's ``muzero_action_selection`` or lc0's
+(:func:`zerolab.search.selection.lc0_action_selection`)."""
 
 RootActionSelectionFn = Callable[[jax.Array, Tree, chex.Numeric], chex.Numeric]
 """``(key, tree, node_index) -> slot``: the root's rule, over one unbatched :class:`~zerolab.search.tree.Tree`."""
@@ -85,6 +90,13 @@ FIELD_TYPES = {"int": int, "float": float, "str": str}
 class SearchConfig:
     """How to search.  ``kind`` is ``gumbel`` (Gumbel MuZero) or ``muzero`` (PUCT with root Dirichlet noise).
 
+    ``selection`` is PUCT's rule: ``mctx`` (mctx's ``muzero_action_selection``: Q min-max rescaled over the node and
+    its visited children, unvisited children at the minimum, ``pb_c_init``/``pb_c_base``) or ``lc0`` (lc0's classic
+    PUCT: raw Q in [−1, 1], c(N) = ``lc0_cpuct`` + ``lc0_cpuct_factor`` · ln((N + ``lc0_cpuct_base``) /
+    ``lc0_cpuct_base``), U over √(children's visits), unvisited children at the node's value minus
+    ``lc0_fpu_reduction`` · √(visited policy); :func:`zerolab.search.selection.lc0_puct_scores`), the same at the
+    root and below.  ``lc0`` needs ``kind="muzero"`` and the project's loop (not ``mctx_loop=True``).
+
     ``rules`` names a rules factory (``"package.module:factory"``, empty for the standard search) and
     ``rule_options`` its keyword arguments, as a sorted tuple of ``(name, value)`` pairs so that the config stays
     hashable (it is a static argument of jitted searches).
@@ -101,6 +113,13 @@ class SearchConfig:
     dirichlet_fraction: float = 0.25
     pb_c_init: float = 1.25
     pb_c_base: float = 19652.0
+    selection: str = "mctx"
+    # lc0's PUCT (selection="lc0"), lc0's defaults (src/search/classic/params.cc): CPuct, CPuctBase, CPuctFactor,
+    # FpuValue with FpuStrategy=reduction
+    lc0_cpuct: float = 1.745
+    lc0_cpuct_base: float = 38739.0
+    lc0_cpuct_factor: float = 3.894
+    lc0_fpu_reduction: float = 0.330
     # Search variants
     rules: str = ""
     rule_options: tuple[tuple[str, Any], ...] = ()
@@ -108,6 +127,11 @@ class SearchConfig:
     def __post_init__(self):
         if self.kind not in SEARCH_KINDS:
             raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {self.kind!r}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"search selection must be one of {SELECTIONS}, got {self.selection!r}")
+        if self.selection != "mctx" and self.kind != "muzero":
+            raise ValueError(f"search selection={self.selection!r} is a PUCT rule: it needs kind='muzero' "
+                             f"(kind={self.kind!r} selects with its own rule; set selection='mctx')")
         if self.num_simulations < 1:
             raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
         if isinstance(self.rule_options, Mapping) or hasattr(self.rule_options, "to_dict"):
@@ -307,7 +331,7 @@ def selection_functions(config: SearchConfig) -> tuple[RootActionSelectionFn, In
     """The standard ``(root, interior)`` selection functions of ``config.kind`` over a tree's slots.
 
     Gumbel: sequential halving at the root, Gumbel's deterministic interior rule; MuZero: PUCT at both (the root's
-    Dirichlet noise is in the root's priors).  Rules wrap these.
+    Dirichlet noise is in the root's priors), mctx's or lc0's as ``config.selection`` says.  Rules wrap these.
     """
     if config.kind == "gumbel":
         root_selection = functools.partial(
@@ -316,8 +340,13 @@ def selection_functions(config: SearchConfig) -> tuple[RootActionSelectionFn, In
             max_num_considered_actions=config.max_num_considered_actions,
         )
         return root_selection, selection.gumbel_muzero_interior_action_selection
-    interior_selection = functools.partial(
-        selection.muzero_action_selection, pb_c_base=config.pb_c_base, pb_c_init=config.pb_c_init)
+    if config.selection == "lc0":
+        interior_selection = functools.partial(
+            selection.lc0_action_selection, cpuct=config.lc0_cpuct, cpuct_base=config.lc0_cpuct_base,
+            cpuct_factor=config.lc0_cpuct_factor, fpu_reduction=config.lc0_fpu_reduction)
+    else:
+        interior_selection = functools.partial(
+            selection.muzero_action_selection, pb_c_base=config.pb_c_base, pb_c_init=config.pb_c_init)
     return functools.partial(interior_selection, depth=0), interior_selection
 
 
@@ -381,7 +410,11 @@ def search(
 
 
 def check_mctx_loop_rules(config: SearchConfig, rules: SearchRules | None) -> None:
-    """Raises ValueError where ``rules`` replace what the simulations do: mctx's own search cannot run them."""
+    """Raises ValueError where ``rules`` replace what the simulations do, or ``config`` selects with lc0's PUCT:
+    mctx's own search cannot run them."""
+    if config.selection != "mctx":
+        raise ValueError(f"mctx_loop=True runs mctx's own simulations with mctx's PUCT; search.selection="
+                         f"{config.selection!r} runs only in the project's loop: search with mctx_loop=False")
     if rules is not None and rules.changes_simulations and not rules.project_loop:
         raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
                          f"({config.rules!r}): search with mctx_loop=False")
@@ -459,7 +492,8 @@ search_policy = policy
 def mctx_policy(config: SearchConfig, params: Any, key: jax.Array, root: mctx.RootFnOutput,
                 recurrent_fn: RecurrentFn, legal_action_mask: jax.Array) -> PolicyOutput:
     """mctx's own dense search (its policy, loop and ``[B, N, A]`` tree) with the standard rules: the reference that
-    the compact search is tested and benchmarked against."""
+    the compact search is tested and benchmarked against (mctx's PUCT only: ``selection="lc0"`` is refused)."""
+    check_mctx_loop_rules(config, None)
 
     def mctx_recurrent_fn(params, key, action, embedding):
         step, embedding = recurrent_fn(params, key, action, embedding)

@@ -1,5 +1,6 @@
 """The standard selection rules over a :class:`~zerolab.search.tree.Tree`'s slots: Gumbel MuZero's (sequential
-halving at the root, the deterministic rule below) and mctx's PUCT, with their Q transforms.
+halving at the root, the deterministic rule below), mctx's PUCT, with their Q transforms, and lc0's PUCT
+(:func:`lc0_action_selection`: raw Q, a visit-dependent c, first-play urgency).
 
 Each is mctx's function (``mctx._src.action_selection``, ``qtransforms``) written over a node's K slots and returning
 a slot.  The numbers are mctx's: a dense tree's illegal actions have prior logit ``finfo.min`` and no visits, so they
@@ -8,6 +9,9 @@ given to illegal actions, the slot version includes it whenever a node has fewer
 order of float additions over K rather than A slots (a few ulps in a softmax), never which elements are summed.
 PUCT's tie-breaking noise is mctx's own: :func:`slot_uniform` computes ``jax.random.uniform(key, (A,))`` at the
 slots' actions only.
+
+lc0's PUCT has no mctx counterpart to equal: it follows lc0's classic search (its documented parameters and their
+defaults in ``src/search/classic/params.cc``, ``GetFpu`` and ``ComputeCpuct`` in ``search.cc``) on the same slots.
 
 Selection functions have the signature ``(key, tree, node_index, depth) -> slot`` (:data:`SelectionFn`); the root's
 receives ``depth = 0``.
@@ -149,3 +153,45 @@ def gumbel_muzero_interior_action_selection(key: jax.Array, tree: Tree, node_ind
     probs = jax.nn.softmax(tree.children_prior_logits[node_index] + completed_qvalues)
     to_argmax = probs - visit_counts / (1 + jnp.sum(visit_counts, keepdims=True, axis=-1))
     return masked_argmax(to_argmax, tree.children_actions[node_index] != EMPTY_SLOT)
+
+
+def lc0_puct_scores(tree: Tree, node_index: chex.Numeric, *, cpuct: float = 1.745, cpuct_base: float = 38739.0,
+                    cpuct_factor: float = 3.894, fpu_reduction: float = 0.330) -> jax.Array:
+    """[K] lc0's PUCT score ``Q + U`` of a node's slots (lc0's classic search at its default parameters, draw
+    score 0, no moves-left utility).
+
+    * Q: a visited child's raw ``reward + discount · value`` in [−1, 1], from the node's player's view (no rescaling);
+      an unvisited child's first-play urgency ``V − fpu_reduction · √(Σ P of the visited children)``, V the node's
+      searched value from its player's view (lc0's ``GetFpu`` with ``FpuStrategy=reduction``; the root is no
+      exception, as lc0's ``FpuStrategyAtRoot=same``).
+    * U: ``c(N) · P · √max(Σ children visits, 1) / (1 + n)`` with ``c(N) = cpuct + cpuct_factor · ln((N + cpuct_base)
+      / cpuct_base)`` (lc0's ``ComputeCpuct``), N the node's visits (its own expansion plus its children's visits),
+      n the child's visits, P the softmax of the slots' prior logits (empty slots: 0).
+
+    Empty slots get scores too (P = 0, the first-play value); :func:`lc0_action_selection` masks them.
+    """
+    visit_counts = tree.children_visits[node_index]
+    visited = visit_counts > 0
+    prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])
+    dtype = prior_probs.dtype
+    node_visit = tree.node_visits[node_index].astype(dtype)
+    exploration = cpuct + cpuct_factor * jnp.log((node_visit + cpuct_base) / cpuct_base)
+    children_visits = jnp.sum(visit_counts).astype(dtype)
+    policy_score = exploration * prior_probs * jnp.sqrt(jnp.maximum(children_visits, 1.0)) / (1.0 + visit_counts)
+    visited_policy = jnp.sum(jnp.where(visited, prior_probs, 0.0))
+    first_play = tree.node_values[node_index] - fpu_reduction * jnp.sqrt(visited_policy)
+    value_score = jnp.where(visited, tree.qvalues(node_index), first_play)
+    return value_score + policy_score
+
+
+def lc0_action_selection(key: jax.Array, tree: Tree, node_index: chex.Numeric, depth: chex.Numeric, *,
+                         cpuct: float = 1.745, cpuct_base: float = 38739.0, cpuct_factor: float = 3.894,
+                         fpu_reduction: float = 0.330) -> jax.Array:
+    """lc0's PUCT (:func:`lc0_puct_scores`) over the node's occupied slots, at the root and below (lc0's defaults
+    give the root the same parameters).  Deterministic, without mctx's 1e-7 noise (``key`` is unused): of equal
+    scores the first slot wins, i.e. the lowest action id (lc0 keeps the first of equal scores in its edge order,
+    which sorts edges by prior; equal scores with unequal priors need equal-and-opposite Q differences)."""
+    del key, depth
+    scores = lc0_puct_scores(tree, node_index, cpuct=cpuct, cpuct_base=cpuct_base, cpuct_factor=cpuct_factor,
+                             fpu_reduction=fpu_reduction)
+    return masked_argmax(scores, tree.children_actions[node_index] != EMPTY_SLOT)

@@ -89,6 +89,11 @@ def default_config() -> ml_collections.ConfigDict:
                 "dirichlet_fraction": 0.25,
                 "pb_c_init": 1.25,
                 "pb_c_base": 19652.0,
+                "selection": "mctx",  # PUCT's rule: mctx's, or "lc0" (lc0's PUCT with the lc0_* parameters)
+                "lc0_cpuct": 1.745,
+                "lc0_cpuct_base": 38739.0,
+                "lc0_cpuct_factor": 3.894,
+                "lc0_fpu_reduction": 0.330,
                 "rules": "",  # "package.module:factory" of a SearchRules variant; empty: the standard search
                 "rule_options": {},  # keyword arguments of that factory
             },
