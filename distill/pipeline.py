@@ -1,10 +1,12 @@
-"""The whole pipeline as resumable stages, shared by the ``distill*`` experiments.
+"""The pipeline's resumable stages, which the ``distill*`` launchers (``experiments/distill.py``,
+``experiments/common/distill.py``) run in order.
 
 ``prepare_data`` runs generate → annotate → build (or annotate → build on given PGN files) into a data directory;
 ``train_predictor`` trains one predictor in a run directory; ``evaluate_run`` measures a trained predictor on the
 test split against the baselines (and puzzles); ``tournament`` plays the trained engines against each other in
-the ``zerolab`` arena and rates them with ``zerolab.evaluation.elo``.  Each stage skips work a previous run finished, so an
-experiment rerun on the same directory resumes.
+the ``zerolab`` arena and rates them with ``zerolab.evaluation.elo``; ``plan_variants`` plans the training of
+several variants.  Each stage skips work a previous run finished, so an experiment rerun on the same directory
+resumes.
 """
 
 from __future__ import annotations
@@ -29,15 +31,7 @@ from distill.data.build import build
 from distill.data.generate import GenerationSettings, generate
 from distill.data.records import read_all, record_path
 from distill.engine import EngineOptions, NeuralScorer, SearchlessEngine
-from distill.evaluate import (
-    baseline_board_metrics,
-    baseline_summaries,
-    board_groups,
-    board_metrics,
-    compare_policies,
-    predictor_scores,
-    summarize_boards,
-)
+from distill.evaluate import board_metrics, predictor_scores, summarize_boards
 from distill.train import TrainingSettings, load_trained_predictor, train
 
 logger = logging.getLogger(__name__)
@@ -226,68 +220,5 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     return format_programs(title, programs, notes)
 
 
-def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
-                     variants: Mapping[str, Mapping[str, Any]], show_progress: bool = True) -> dict[str, Any]:
-    """Train and evaluate one predictor per variant on the same data, compare them board by board, then rate them in
-    a tournament.
-
-    ``variants`` maps a name to overrides of ``config.train`` (``{"state_value": {"predictor": "state_value"}}``);
-    each trains in ``workdir/<name>``.  Writes ``workdir/config.json`` and returns (and writes to
-    ``workdir/summary.json``) the summary: ``positions``, ``baselines``, per-variant metrics (with the tournament's
-    ``elo`` and ``elo_sigma``), ``comparisons`` (``distill.evaluate.compare_policies`` over the variants and both
-    baselines on the same test boards: every pair's mean per-board difference ± its paired standard error, for all
-    boards and split by whether Stockfish's best move is a capture) and the tournament between the variants named
-    in ``config.tournament.players`` (all when empty).  Every stage resumes: data and training as in
-    :func:`prepare_data` and ``distill.train``, evaluations from ``workdir/<name>/evaluation.json`` and
-    ``workdir/baselines.json`` (kept per checkpoint step and test boards), games from the Elo book.
-    """
-    from zerolab import to_json
-
-    started = time.perf_counter()
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(to_json(config))
-    data = prepare_data(config, data_directory_of(config, workdir), show_progress=show_progress)
-    records = test_records(data, config.evaluate.max_test_positions)
-    boards_key = {"boards": len(records), "fingerprint": records_fingerprint(records)}
-    results: dict[str, dict[str, Any]] = {}
-    per_board: dict[str, Any] = {}
-    for name, overrides in variants.items():
-        settings = training_settings(config, **overrides)
-        training = train_predictor(settings, data, workdir / name, show_progress=show_progress)
-        evaluation = cached(workdir / name / "evaluation.json",
-                            {**boards_key, "step": training["step"], "puzzles": config.puzzles},
-                            lambda name=name: dict(zip(("metrics", "per_board"),
-                                                       evaluate_run(workdir / name, records, config.puzzles))))
-        per_board[name] = evaluation["per_board"]
-        results[name] = {"predictor": settings.predictor, "num_bins": settings.num_bins,
-                         "num_parameters": training["num_parameters"], "training_steps": training["step"],
-                         "train_seconds": training["seconds"], **evaluation["metrics"]}
-    baselines = cached(workdir / "baselines.json", {**boards_key, "seed": config.seed},
-                       lambda: baseline_board_metrics(records, config.seed))
-    per_board.update(baselines)
-    summary: dict[str, Any] = {"positions": data.positions, "dataset": data.description["counts"],
-                               "baselines": baseline_summaries(baselines, config.train.num_bins),
-                               "variants": results,
-                               "comparisons": compare_policies(per_board, board_groups(records))}
-    players = list(config.tournament.players) or list(variants)
-    if config.tournament.games_per_pair > 0 and len(players) > 1:
-        options = EngineOptions(temperature=config.tournament.temperature,
-                                temperature_full_moves=config.tournament.temperature_full_moves,
-                                decisive_engine=config.evaluate.decisive_engine or None)
-        engines = {name: load_engine(workdir / name, dataclasses.replace(options), name=name) for name in players}
-        try:
-            summary["tournament"] = tournament(engines, workdir / "elo.json", config.tournament.games_per_pair,
-                                               config.seed, config.tournament.max_game_plies, show_progress)
-        finally:
-            for engine in engines.values():
-                engine.close()
-        for name, rating in summary["tournament"]["ratings"].items():
-            results[name].update({"elo": rating["elo"], "elo_sigma": rating["sigma"]})
-    summary["seconds"] = {**data.seconds, "total": time.perf_counter() - started}
-    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    return summary
-
-
-__all__ = ["PreparedData", "cached", "compare_variants", "data_directory_of", "evaluate_run", "load_engine",
+__all__ = ["PreparedData", "cached", "data_directory_of", "evaluate_run", "load_engine",
            "prepare_data", "records_fingerprint", "test_records", "tournament", "train_predictor", "training_settings"]

@@ -22,9 +22,8 @@ import re
 import subprocess
 import sys
 
-from zerolab.config import OPTIONAL_PRESETS, PRESETS, ConfigError, load_config
-from zerolab.frontends.cli import add_distributed_arguments, split_overrides, start_distributed
-from zerolab.logs import configure_logging
+from zerolab import OPTIONAL_PRESETS, PRESETS, configure_logging, load_config
+from zerolab.frontends import add_distributed_arguments, split_overrides, start_distributed
 
 
 def available_experiments() -> list[str]:
@@ -81,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         start_distributed(args)
         config = load_config(args.name, args.preset, args.overrides)
-    except (ConfigError, ValueError) as error:
+    except ValueError as error:  # a ConfigError too
         print(f"error: {error}", file=sys.stderr)
         return 2
     runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
@@ -139,9 +138,9 @@ def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: s
     """``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
     programs are not the core's training loop; on one device, unless its ``plan`` takes ``num_devices`` and
     ``device_memory_gib`` for a core training run it plans), else each training run's programs
-    (:func:`zerolab.training.plan.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
+    (:func:`zerolab.training.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
     ``device_memory_gib`` a device), compiled and printed."""
-    from zerolab.training.plan import format_plan, plan_training_run
+    from zerolab.training import format_plan, plan_training_run
 
     try:
         config = load_config(name, preset, overrides)
@@ -164,7 +163,7 @@ def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: s
         for label, run_config in runs.items():
             plan = plan_training_run(run_config, label, num_devices, device_memory_gib)
             print(format_plan(plan, accelerator), flush=True)
-    except (ConfigError, ValueError) as error:
+    except ValueError as error:  # a ConfigError too
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

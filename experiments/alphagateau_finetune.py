@@ -5,7 +5,8 @@
 1. trains AlphaGateau on Gardner chess in ``workdir/gardner`` (``config.pretrain``);
 2. fine-tunes it on 8×8 chess in ``workdir/chess``, starting from the last 5×5 checkpoint's parameters with a fresh
    optimiser (zerolab's ``init_from``; ``config.finetune``); both runs resume when rerun;
-3. rates on 8×8, in this order, with Algorithm 2 and one Elo book (WLS, ±2σ):
+3. rates on 8×8, in this order, with Algorithm 2 and one Elo book (WLS, ±2σ; the "compare runs" recipe,
+   :class:`zerolab.evaluation.RunComparison`):
 
    * ``untrained`` — the 5×5 run's iteration 0, i.e. an untrained AlphaGateau, the reference;
    * ``gardner@k`` — the 5×5 checkpoints (every ``pretrain.checkpoint.keep_period``-th and the last), played on
@@ -16,39 +17,20 @@
 4. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
    8×8 ones — and against cumulative training wall-clock) and ``summary.json``.
 
-The 5×5 networks play 8×8 as zerolab :class:`~zerolab.play.agents.SearchAgent` s built with the 8×8 game and the 5×5
+The 5×5 networks play 8×8 as zerolab :class:`~zerolab.SearchAgent` s built with the 8×8 game and the 5×5
 variables: the graph, not the parameters, carries the board size.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import pathlib
-import time
 from typing import Any
 
-import jax
 import ml_collections
 
-from zerolab.training import train
-from zerolab.frontends.experiment_setup import prepare_experiment, training_config
-from zerolab.games import make_game
-from zerolab.evaluation.plots import new_figure, plot_elo_curves, save_figure
-from zerolab.evaluation.rating import (
-    Contestant,
-    EvaluationConfig,
-    checkpoint_agent,
-    checkpoint_steps,
-    elo_series,
-    rate_contestants,
-    rated_steps,
-    ratings_summary,
-    run_statistics,
-    training_wall_seconds,
-)
-
-logger = logging.getLogger(__name__)
+from zerolab import default_config, make_game
+from zerolab.evaluation import EloPanel, RunComparison
+from zerolab.frontends import prepare_experiment, training_config
 
 PRETRAIN_GAME = "gardner_chess"
 FINETUNE_GAME = "chess"
@@ -63,7 +45,7 @@ def stage_training_config(config: ml_collections.ConfigDict, stage: str, game: s
     sections = {"seed": config.seed, "search": config.search, "progress": config.progress}
     sections.update(config[stage].items())
     return training_config(sections, config.model, game=ml_collections.ConfigDict(
-        {**train.default_config().game.to_dict(), "name": game}), **values)
+        {**default_config().game.to_dict(), "name": game}), **values)
 
 
 def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collections.ConfigDict]:
@@ -74,86 +56,48 @@ def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collecti
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
-    started = time.perf_counter()
-    workdir = prepare_experiment(config, workdir)
-    pretrain_directory, finetune_directory = workdir / "gardner", workdir / "chess"
-
-    logger.info("stage 1: %s in %s", PRETRAIN_GAME, pretrain_directory)
-    train.run(stage_training_config(config, "pretrain", PRETRAIN_GAME), pretrain_directory)
-    pretrain_steps = rated_steps(checkpoint_steps(pretrain_directory), int(config.pretrain.checkpoint.keep_period))
-    last_pretrain_step = pretrain_steps[-1]
-    logger.info("stage 2: %s in %s from %s@%d", FINETUNE_GAME, finetune_directory, pretrain_directory,
-                last_pretrain_step)
-    init_from = str(pretrain_directory / "checkpoints" / str(last_pretrain_step))
-    train.run(stage_training_config(config, "finetune", FINETUNE_GAME, init_from=init_from), finetune_directory)
-    finetune_steps = rated_steps(checkpoint_steps(finetune_directory), int(config.finetune.checkpoint.keep_period))
-    statistics = {"pretrain": run_statistics(pretrain_directory), "finetune": run_statistics(finetune_directory)}
-
-    rating_started = time.perf_counter()
-    game = make_game(FINETUNE_GAME)
-    evaluation = EvaluationConfig.from_config(config.evaluation)
-    pretrain_walls = training_wall_seconds(pretrain_directory)
-    finetune_walls = training_wall_seconds(finetune_directory)
-    pretrain_seconds = pretrain_walls[last_pretrain_step]
-
-    def pretrained(step: int) -> Contestant:
-        name = UNTRAINED if step == 0 else f"gardner@{step}"
-        return Contestant(name, UNTRAINED if step == 0 else PRETRAIN_SERIES, step, pretrain_walls[step],
-                          lambda: checkpoint_agent(pretrain_directory, step, game, evaluation, name))
-
-    def finetuned(step: int) -> Contestant:
-        name = f"chess@{step}"
-        return Contestant(name, FINETUNE_SERIES, last_pretrain_step + step, pretrain_seconds + finetune_walls[step],
-                          lambda: checkpoint_agent(finetune_directory, step, game, evaluation, name))
-
-    contestants = [pretrained(step) for step in pretrain_steps] + [finetuned(step) for step in finetune_steps if step]
-    book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
-                                     seed=int(config.seed) + 1, show_progress=bool(config.progress))
-    rating_seconds = time.perf_counter() - rating_started
-    table = book.format_table()  # rate_contestants wrote elo.txt and figures/elo.png
-    print(table)
+    comparison = RunComparison(config, prepare_experiment(config, workdir), make_game(FINETUNE_GAME))
+    pretrain = comparison.train("gardner", stage_training_config(config, "pretrain", PRETRAIN_GAME))
+    init_from = str(pretrain.directory / "checkpoints" / str(pretrain.last_step))
+    finetune = comparison.train("chess", stage_training_config(config, "finetune", FINETUNE_GAME, init_from=init_from))
+    pretrained = [comparison.contestant(pretrain, step, UNTRAINED if step == 0 else PRETRAIN_SERIES,
+                                        UNTRAINED if step == 0 else None) for step in pretrain.steps]
+    finetuned = [comparison.contestant(finetune, step, FINETUNE_SERIES, iteration_offset=pretrain.last_step,
+                                       wall_offset=pretrain.wall_seconds[pretrain.last_step])
+                 for step in finetune.steps if step]
+    book = comparison.rate(pretrained + finetuned)
+    print(book.format_table())
 
     ratings = book.ratings()
-    before_name = contestants[len(pretrain_steps) - 1].name  # the last 5×5 checkpoint
-    final_name = contestants[-1].name
-    figure, axes = new_figure(columns=2)
-    for column, x, label, scale in ((0, "iteration", "iteration (5×5, then 8×8)", 1.0),
-                                    (1, "wall_seconds", "training wall-clock (minutes, compilation included)", 60.0)):
-        series = elo_series(book, contestants, x)
+    before, final = pretrained[-1], (pretrained + finetuned)[-1]  # the last 5×5 checkpoint, the last one rated
+
+    def stages(x: str) -> dict[str, list]:
         # Each curve starts where its training started: 5×5 from the untrained network, 8×8 from the last 5×5 one.
+        series = comparison.series(x)
         series.setdefault(PRETRAIN_SERIES, []).extend(series.pop(UNTRAINED, []))
-        before = next(c for c in contestants if c.name == before_name)
         if FINETUNE_SERIES in series:
-            series[FINETUNE_SERIES].append((float(getattr(before, x)), *ratings[before_name]))
-        series = {name: [(px / scale, r, s) for px, r, s in points] for name, points in series.items()}
-        plot_elo_curves(axes[0, column], series, label, {"untrained AlphaGateau": ratings[UNTRAINED]})
-        axes[0, column].axvline(getattr(before, x) / scale, color="black", linestyle=":", linewidth=1)
-    axes[0, 0].set_title("8×8 Elo: 5×5 training, then 8×8 fine-tuning")
-    axes[0, 1].set_title(f"8×8 Elo against training time ({jax.devices()[0].platform})")
-    figure_path = save_figure(figure, workdir / "figures" / "alphagateau_finetune.png")
+            series[FINETUNE_SERIES].append((float(getattr(before, x)), *ratings[before.name]))
+        return series
+
+    untrained = {"untrained AlphaGateau": ratings[UNTRAINED]}
+    figure_path = comparison.plot("alphagateau_finetune.png", [
+        EloPanel(stages("iteration"), "iteration (5×5, then 8×8)", "8×8 Elo: 5×5 training, then 8×8 fine-tuning",
+                 untrained, before.iteration),
+        EloPanel.wall_clock(stages("wall_seconds"), "8×8 Elo against training time", untrained, before.wall_seconds)])
 
     fit = book.fit()
-    before_minus_untrained = fit.difference(before_name, UNTRAINED)
-    final_minus_before = fit.difference(final_name, before_name)
-    summary = {
+    before_minus_untrained = fit.difference(before.name, UNTRAINED)
+    final_minus_before = fit.difference(final.name, before.name)
+    return comparison.write_summary({
         "model": config.model.to_dict(),
-        "stages": statistics,
-        "elo": ratings_summary(book),
-        "elo_table": table,
+        "stages": {"pretrain": pretrain.statistics(), "finetune": finetune.statistics()},
         "before_finetuning": {
-            "player": before_name, "rating": ratings[before_name][0], "sigma": ratings[before_name][1],
+            "player": before.name, "rating": ratings[before.name][0], "sigma": ratings[before.name][1],
             "minus_untrained": {"elo": before_minus_untrained[0], "sigma": before_minus_untrained[1]},
         },
         "after_finetuning": {
-            "player": final_name, "rating": ratings[final_name][0], "sigma": ratings[final_name][1],
+            "player": final.name, "rating": ratings[final.name][0], "sigma": ratings[final.name][1],
             "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]},
         },
-        "matches_played_now": matches,
         "evaluation": config.evaluation.to_dict(),
-        "rating_wall_s": rating_seconds,
-        "figure": str(figure_path),
-        "device": f"{jax.devices()[0].platform} × {jax.device_count()}",
-        "wall_s": time.perf_counter() - started,
-    }
-    (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+    }, figure_path)

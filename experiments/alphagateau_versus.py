@@ -5,7 +5,7 @@
 1. trains each network of ``config.models`` in ``workdir/seed-<s>/<model>`` with the core's loop (same training
    keys, ``seed`` = s); rerunning resumes;
 2. plays the two final networks against each other, ``config.match.games`` games with the same search (half with
-   each colour): one pairing of :func:`zerolab.evaluation.pairings.play_pairings` in ``workdir/seed-<s>/``
+   each colour): one pairing of :func:`zerolab.evaluation.play_pairings` in ``workdir/seed-<s>/``
    (``matches.json``, ``elo.json``, ``games/<first>-vs-<second>.pgn``), not played again on a rerun.
 
 ``summary.json``: each seed's W/D/L and both runs' training statistics, the pooled score over every game with its
@@ -27,11 +27,16 @@ import jax
 import ml_collections
 import numpy as np
 
-from zerolab.evaluation.pairings import Pairing, play_pairings
-from zerolab.training import train
-from zerolab.frontends.experiment_setup import prepare_experiment, training_config
-from zerolab.games import make_game
-from zerolab.evaluation.rating import EvaluationConfig, checkpoint_agent, checkpoint_steps, run_statistics
+from zerolab import make_game, train
+from zerolab.evaluation import (
+    EvaluationConfig,
+    Pairing,
+    checkpoint_agent,
+    checkpoint_steps,
+    play_pairings,
+    run_statistics,
+)
+from zerolab.frontends import prepare_experiment, training_config
 
 logger = logging.getLogger(__name__)
 

@@ -35,11 +35,10 @@ from contempt_search.experiment import (
     temperature_schedule,
 )
 from contempt_search.statistics import wdl_percentages
-from zerolab.evaluation.book import EloBook
-from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
-from zerolab.play.agents import AgentPool, SearchAgent, load_search_agent
-from zerolab.play.arena import Match, play_match
-from zerolab.play.results import MatchResult
+from experiments.common.contempt import base_run_config
+from zerolab import SearchAgent
+from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
+from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
 
 logger = logging.getLogger(__name__)
 
@@ -107,10 +106,10 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-match``: the two arms' searches (each SearchAgent's jitted search with
     its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.play.agents import compiled_search
+    from zerolab.play import compiled_search
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
-    planned = experiment_network(config)
+    planned = experiment_network(config, base_run_config(config))
     try:
         chosen, how = choose_settings(config), "chosen as the run would choose them"
     except (FileNotFoundError, ValueError) as error:  # no contempt-selfplay rows yet: the choice is made at run time
@@ -200,7 +199,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     if blocks < 1 or games % (2 * blocks):
         raise ValueError(f"games={games} must split into blocks={blocks} blocks of an even number of games")
     chosen = choose_settings(config)
-    network = base_network(config)
+    network = base_network(config, base_run_config(config))
     _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,
                                max_game_plies=int(config.max_game_plies),
                                play=functools.partial(play_block, network, chosen, config), event="contempt-match")

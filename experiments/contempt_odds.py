@@ -24,13 +24,10 @@ import jax
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, base_network
 from contempt_search.odds import odds_fen
 from contempt_search.statistics import wdl_percentages
-from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
-from zerolab.play.agents import AgentPool, EngineAgent, SearchAgent, load_search_agent
-from zerolab.play.arena import Match, play_games
-from zerolab.play.results import MatchResult
-from zerolab.games import make_game
-from zerolab.evaluation.plots import new_figure, save_figure
-from zerolab.progress import progress_bar
+from experiments.common.contempt import base_run_config
+from zerolab import SearchAgent, make_game, progress_bar
+from zerolab.evaluation import Pairing, PairingRecord, new_figure, play_pairings, save_figure
+from zerolab.play import AgentPool, EngineAgent, Match, MatchResult, load_search_agent, play_games
 
 logger = logging.getLogger(__name__)
 
@@ -100,10 +97,10 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.play.agents import compiled_search
+    from zerolab.play import compiled_search
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
-    planned = experiment_network(config)
+    planned = experiment_network(config, base_run_config(config))
     game = make_game(config.game)
     if game != planned.game:
         raise ValueError(f"game={config.game!r}: the network ({planned.source}) plays {planned.config.game.name!r}")
@@ -145,7 +142,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
                          f"half as Black)")
     arms = arm_names(config)
-    network = base_network(config)
+    network = base_network(config, base_run_config(config))
     game = make_game(config.game)
     key = jax.random.key(int(config.seed))
     settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.simulations

@@ -30,11 +30,11 @@ from contempt_search.experiment import (
     read_rows,
     temperature_settings,
 )
-from zerolab.play.agents import load_search_agent
-from zerolab.devices import make_mesh, replicate
-from zerolab.evaluation.plots import new_figure, save_figure
-from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn
-from zerolab.selfplay.records import complete_games, summarize
+from experiments.common.contempt import base_run_config
+from zerolab import SelfPlayConfig, make_mesh, replicate
+from zerolab.evaluation import new_figure, save_figure
+from zerolab.play import load_search_agent
+from zerolab.selfplay import complete_games, make_selfplay_fn, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def plan(config) -> str:
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab import PlannedProgram, compile_cost, format_programs
 
-    planned = experiment_network(config)
+    planned = experiment_network(config, base_run_config(config))
     rows = settings(config)
     mesh = make_mesh(jax.devices()[:1])
     games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.simulations)
@@ -160,7 +160,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    network = base_network(config)
+    network = base_network(config, base_run_config(config))
     agent = load_search_agent(network, {"name": "base"})
     rows_path = workdir / "settings.jsonl"
     rows = read_rows(rows_path)

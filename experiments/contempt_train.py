@@ -7,12 +7,12 @@ for the same budget than self-play with a high-temperature PUCT?
    self-play: PUCT with the ``puct_temperature`` schedule (τ2) against search-contempt (N_scl = ``sc_limit``) with
    the ``contempt_temperature`` schedule (τ1).  Same game, network, seed (so the same initial network), simulations,
    root noise, games, plies, frame window and optimiser; rerunning resumes each;
-2. rates the kept checkpoints of both runs together with Algorithm 2 (:func:`zerolab.evaluation.rating.rate_contestants`) under
+2. rates the kept checkpoints of both runs together with Algorithm 2 (:class:`zerolab.evaluation.RunComparison`) under
    one plain-PUCT search (``evaluation.num_simulations``, the training's PUCT rule ``search.selection``, no
    contempt, the training's root noise, so that games differ), the shared initial network once, then both runs'
    checkpoints in iteration order;
 3. plays the two final networks against each other (``final_games``, the same search): a pairing of
-   :func:`zerolab.evaluation.pairings.play_pairings` in ``final/`` (its ``matches.json``, its two-player
+   :func:`zerolab.evaluation.play_pairings` in ``final/`` (its ``matches.json``, its two-player
    ``elo.json``/``elo.txt`` and ``games/final.pgn``; a rerun does not play it again);
 4. writes ``elo.json``/``elo.txt`` (the ratings of step 2), ``figures/contempt-train.png`` (Elo against self-play
    games and against training wall-clock) and ``summary.json`` (each run's self-play (w+l)/d per iteration,
@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import pathlib
-import time
-from typing import Any
 
 import jax
 import ml_collections
@@ -38,27 +35,10 @@ import numpy as np
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
 from contempt_search.statistics import decisive_ratio
-from zerolab.training import train
-from zerolab.play.agents import load_search_agent
-from zerolab.evaluation.pairings import Pairing, play_pairings
-from zerolab.frontends.experiment_setup import prepare_experiment, training_config
-from zerolab.games import make_game
-from zerolab.training.metrics import MetricsLog
-from zerolab.evaluation.plots import new_figure, plot_elo_curves, save_figure
-from zerolab.evaluation.rating import (
-    Contestant,
-    EvaluationConfig,
-    checkpoint_steps,
-    elo_series,
-    rate_contestants,
-    rated_steps,
-    ratings_summary,
-    run_statistics,
-    training_wall_seconds,
-)
-from zerolab.training.runs import load_trained_variables
-
-logger = logging.getLogger(__name__)
+from zerolab import make_game
+from zerolab.evaluation import EloPanel, Pairing, RunComparison, interleaved_steps, play_pairings
+from zerolab.frontends import prepare_experiment, training_config
+from zerolab.training import MetricsLog, load_trained_variables
 
 ARMS = ("puct", "contempt")
 #: Sections of an experiment config that are not training keys.
@@ -116,79 +96,46 @@ def same_initial_network(first: pathlib.Path, second: pathlib.Path) -> bool:
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
-    started = time.perf_counter()
-    workdir = prepare_experiment(config, workdir)
-    runs = {arm: workdir / arm for arm in ARMS}
-    for arm in ARMS:
-        logger.info("training %s in %s", arm, runs[arm])
-        train.run(arm_config(config, arm), runs[arm])
-
-    rating_started = time.perf_counter()
-    evaluation = EvaluationConfig.from_config(config.evaluation)
     game = make_game(arm_config(config, "puct").game.name)
-
-    def agent(arm: str, step: int, name: str):
-        options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), "kind": "muzero",
-                   "selection": config.search.selection, "rules": PLAIN_RULES, "name": name}
-        return load_search_agent(runs[arm], options, game=game)
-
-    steps = {arm: rated_steps(checkpoint_steps(runs[arm]), int(config.checkpoint.keep_period)) for arm in ARMS}
-    walls = {arm: training_wall_seconds(runs[arm]) for arm in ARMS}
-    statistics = {arm: selfplay_statistics(runs[arm]) for arm in ARMS}
+    comparison = RunComparison(config, prepare_experiment(config, workdir), game, search_options={
+        "kind": "muzero", "selection": config.search.selection, "rules": PLAIN_RULES})
+    runs = {arm: comparison.train(arm, arm_config(config, arm)) for arm in ARMS}
+    evaluation = comparison.evaluation
+    statistics = {arm: selfplay_statistics(runs[arm].directory) for arm in ARMS}
     games_at = {arm: {0: 0, **{row["iteration"]: row["games"] for row in statistics[arm]}} for arm in ARMS}
-    shared_start = same_initial_network(runs["puct"], runs["contempt"])
-    contestants = []
-    if shared_start:
-        contestants.append(Contestant("initial", "initial", 0, 0.0, lambda: agent("puct", 0, "initial")))
-    for step in sorted(set().union(*steps.values())):
-        for arm in ARMS:
-            if step in steps[arm] and not (shared_start and step == 0):
-                contestants.append(Contestant(f"{arm}@{step}", arm, step, walls[arm].get(step, float("nan")),
-                                              lambda arm=arm, step=step: agent(arm, step, f"{arm}@{step}")))
-    book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
-                                     seed=int(config.seed) + 1, show_progress=bool(config.progress))
-    table = book.format_table()  # rate_contestants wrote elo.txt and figures/elo.png
-    rating_seconds = time.perf_counter() - rating_started
+    shared_start = same_initial_network(runs["puct"].directory, runs["contempt"].directory)
+    initial = [comparison.contestant(runs["puct"], 0, "initial", "initial")] if shared_start else []
+    book = comparison.rate(initial + [comparison.contestant(run, step, run.name) for run, step
+                                      in interleaved_steps(list(runs.values())) if not (shared_start and step == 0)])
 
-    finals = {arm: f"{arm}@{steps[arm][-1]}" for arm in ARMS}
+    finals = {arm: f"{arm}@{runs[arm].last_step}" for arm in ARMS}
     names = {arm: f"final-{finals[arm]}" for arm in ARMS}
     final_book, final_records = play_pairings(
         [Pairing(names["contempt"], names["puct"], int(config.final_games), label="final")],
-        {name: functools.partial(agent, arm, steps[arm][-1], name) for arm, name in names.items()}, game,
-        workdir / "final", max_game_plies=evaluation.max_game_plies, seed=int(config.seed) + 2,
+        {name: functools.partial(comparison.agent, runs[arm], runs[arm].last_step, name)
+         for arm, name in names.items()},
+        game, comparison.workdir / "final", max_game_plies=evaluation.max_game_plies, seed=int(config.seed) + 2,
         show_progress=bool(config.progress), event="contempt-train final networks")
     difference, sigma = final_book.fit().difference(names["contempt"], names["puct"])
     final = {**final_records["final"].summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
 
     ratings = book.ratings()
-    initial = [(0.0, *ratings["initial"])] if shared_start else []
-    by_games = {arm: initial + [(games_at[arm].get(iteration, np.nan), rating, sigma)
-                                for iteration, rating, sigma in points]
-                for arm, points in elo_series(book, contestants, "iteration").items() if arm in ARMS}
-    by_minutes = {arm: initial + [(seconds / 60, rating, sigma) for seconds, rating, sigma in points]
-                  for arm, points in elo_series(book, contestants, "wall_seconds").items() if arm in ARMS}
-    figure, axes = new_figure(columns=2)
-    plot_elo_curves(axes[0, 0], by_games, "self-play games")
-    plot_elo_curves(axes[0, 1], by_minutes, "training wall-clock (minutes, compilation included)")
-    axes[0, 0].set_title(f"{game.name}: Elo against self-play games (plain PUCT, {evaluation.num_simulations} sims)")
-    axes[0, 1].set_title(f"{game.name}: Elo against training time ({jax.devices()[0].platform})")
-    figure_path = save_figure(figure, workdir / "figures" / "contempt-train.png")
+    start = [(0.0, *ratings["initial"])] if shared_start else []
+    by_games = {arm: start + [(games_at[arm].get(iteration, np.nan), rating, sigma)
+                              for iteration, rating, sigma in points]
+                for arm, points in comparison.series("iteration").items() if arm in ARMS}
+    by_seconds = {arm: start + points for arm, points in comparison.series("wall_seconds").items() if arm in ARMS}
+    figure_path = comparison.plot("contempt-train.png", [
+        EloPanel(by_games, "self-play games",
+                 f"{game.name}: Elo against self-play games (plain PUCT, {evaluation.num_simulations} sims)"),
+        EloPanel.wall_clock(by_seconds, f"{game.name}: Elo against training time")])
 
-    summary: dict[str, Any] = {
+    return comparison.write_summary({
         "settings": config.to_dict(),
-        "runs": {arm: {**run_statistics(runs[arm]), "final_checkpoint": finals[arm],
+        "runs": {arm: {**runs[arm].statistics(), "final_checkpoint": finals[arm],
                        "final_rating": ratings[finals[arm]][0], "final_sigma": ratings[finals[arm]][1],
                        "selfplay": statistics[arm]} for arm in ARMS},
         "sampled_visit_fraction": float(np.mean([row["sampled_visit_fraction"] for row in statistics["contempt"]])),
         "shared_initial_network": shared_start,
-        "elo": ratings_summary(book),
-        "elo_table": table,
-        "matches_played_now": matches,
-        "rating_wall_s": rating_seconds,
         "final_match": final,
-        "figure": str(figure_path),
-        "device": f"{jax.devices()[0].platform} × {jax.device_count()}",
-        "wall_s": time.perf_counter() - started,
-    }
-    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    return summary
+    }, figure_path)

@@ -18,7 +18,8 @@ from typing import Any
 
 import ml_collections
 
-from distill.pipeline import compare_variants, plan_variants
+from distill.pipeline import plan_variants
+from experiments.common.distill import compare_variants
 
 
 def plan(config: ml_collections.ConfigDict) -> str:

@@ -32,10 +32,9 @@ import zlib
 import jax
 import numpy as np
 
-from zerolab.evaluation.pairings import Pairing, play_pairings
-from zerolab.play.agents import make_agent
-from zerolab.play.arena import Match, play_match
-from zerolab.games import make_game
+from zerolab import make_game
+from zerolab.evaluation import Pairing, play_pairings
+from zerolab.play import Match, make_agent, play_match
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start
 
@@ -97,7 +96,8 @@ def plan(config) -> str:
 
 def planned_programs(config) -> tuple[list, list[str]]:
     """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.PlannedProgram` with its calls."""
-    from sai_go.plan import agent_search_program, pgx_step_program, run_model
+    from experiments.common.sai_go import run_model
+    from sai_go.plan import agent_search_program, pgx_step_program
 
     model, source = run_model(config.network)
     rows = settings(config)

@@ -36,11 +36,9 @@ import jax
 import ml_collections
 import numpy as np
 
-from zerolab.training import train
-from zerolab.training.checkpoint import Checkpointer
-from zerolab.frontends.experiment_setup import prepare_experiment, training_config
-from zerolab.evaluation.plots import new_figure, save_figure
-from zerolab.evaluation.rating import rated_steps
+from zerolab import Checkpointer, train
+from zerolab.evaluation import new_figure, rated_steps, save_figure
+from zerolab.frontends import prepare_experiment, training_config
 from sai_go.agents import SaiAgent
 from sai_go.calibration import (HeldoutGames, calibration, cluster_mean_se, concatenate, empty_board_value,
                                 first_games, fit_fair_komi, ols_slope, selfplay)

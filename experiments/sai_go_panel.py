@@ -23,14 +23,10 @@ import pathlib
 import jax
 import numpy as np
 
-from zerolab.config import load_config
-from zerolab.evaluation.pairings import Pairing, play_pairings
-from zerolab.evaluation.plots import new_figure, save_figure
-from zerolab.evaluation.rating import checkpoint_steps, rated_steps
-from zerolab.games import make_game
-from zerolab.play.agents import Agent, load_search_agent, make_agent
-from zerolab.training import train
-from zerolab.training.metrics import MetricsLog
+from zerolab import Agent, load_config, make_game, train
+from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
+from zerolab.play import load_search_agent, make_agent
+from zerolab.training import MetricsLog
 from sai_go.agents import SaiAgent
 
 
@@ -62,8 +58,9 @@ def plan(config) -> str:
     (the SAI checkpoints' λ search, the landmark checkpoints' search) and the arena's referee, compiled with abstract
     inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from zerolab import SearchConfig, format_programs
-    from zerolab.training.plan import format_plan, plan_training_run, search_program
-    from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program, run_model
+    from zerolab.training import format_plan, plan_training_run, search_program
+    from experiments.common.sai_go import run_model
+    from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program
 
     sai, sai_source = run_model(config.sai_run)
     landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))

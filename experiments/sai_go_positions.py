@@ -29,10 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab import SearchConfig
-from zerolab.selfplay.records import complete_games
-from zerolab.training.checkpoint import Checkpointer
-from zerolab.evaluation.plots import new_figure, save_figure
+from zerolab import Checkpointer, SearchConfig
+from zerolab.evaluation import new_figure, save_figure
+from zerolab.selfplay import complete_games
 from sai_go.agents import SaiAgent
 from sai_go.calibration import compiled_selfplay, empty_board_value, selfplay
 from sai_go.endgames import ENDGAMES
@@ -124,7 +123,8 @@ def plan(config) -> str:
     """``python -m experiments plan sai-go-positions``: the self-play programs (one per batch of games: the batch is
     static), the endgame searches, the network evaluations and the replays, compiled with abstract inputs."""
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
-    from sai_go.plan import evaluation_flops, evaluation_program, kept_steps, pgx_step_program, run_model
+    from experiments.common.sai_go import run_model
+    from sai_go.plan import evaluation_flops, evaluation_program, kept_steps, pgx_step_program
 
     sections = list(config.sections)
     model, source = run_model(config.network)

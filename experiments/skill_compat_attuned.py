@@ -1,35 +1,56 @@
-"""skill-compat-attuned: train the attuned senior, then evaluate it (see :mod:`skill_compat.attuned_experiment`);
-rerunning on the same directory resumes training and plays only the missing games."""
+"""skill-compat-attuned: fine-tune maia-1900 in a framework with the core's training loop, then play it; rerunning on
+the same directory resumes training and plays only the missing games.
 
-from skill_compat.attuned_experiment import run_attuned_experiment
+1. ``WORKDIR/maia-base``: maia-1900 converted to a zerolab run (step 0), unless ``training.base_run`` names one.
+2. ``WORKDIR/train``: ``zerolab.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
+   (the framework's move rule in the jitted, sharded self-play scan; the frozen junior passed as a jit argument), the
+   Gumbel search of ``training.num_simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
+   momentum ``training.momentum``, as the paper fine-tunes) at ``training.learning_rate``
+   (:func:`skill_compat.attuned.training_config`).  Resumable like any run.
+3. ``WORKDIR/eval``: the framework experiment (:func:`experiments.common.skill_compat.run_framework_experiment`) with
+   the trained run as ``attuned`` against S's team, and attuned against tree's team on the same bitstrings/seeds;
+   plain chess against S.  ``summary.json`` adds the jitted self-play moves/s (iterations after the first, which
+   compiles) beside the host games' (the core's arena).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import time
+
+import ml_collections
+import numpy as np
+
+from experiments.common.skill_compat import run_framework_experiment
+from skill_compat.attuned import training_config
+from skill_compat.experiment import build_cast, markdown_summary, play_matchup, score_row, teams
+from skill_compat.frameworks import bitstrings_for_run
+from zerolab import convert_to_run, train
 
 
 def plan(config, num_devices: int | None = None, device_memory_gib: float | None = None) -> str:
     """``python -m experiments plan skill-compat-attuned``: the training run's programs (the core's plan of the run
-    :func:`skill_compat.attuned_experiment.training_config` builds on a converted maia-1900, on ``num_devices``
+    :func:`skill_compat.attuned.training_config` builds on a converted maia-1900, on ``num_devices``
     emulated devices under ``device_memory_gib`` a device where given: the self-play chunk it would play in, or "does
     not fit"), then the evaluation's framework games' programs and their calls (upper bounds, one device)."""
-    import pathlib
     import tempfile
 
-    from skill_compat.attuned_experiment import training_config
     from skill_compat.plan import framework_programs
     from zerolab import format_programs, to_json
-    from zerolab.frontends.lc0_convert import lc0_run_config
-    from zerolab.networks.lc0.network import architecture_config
-    from zerolab.networks.lc0.maia import resolve_weights_path
-    from zerolab.networks.lc0.weights import read_lc0_weights
-    from zerolab.training.plan import format_plan, plan_training_run
+    from zerolab.frontends import converted_run_config
+    from zerolab.training import format_plan, plan_training_run
 
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
         base_note = f"the base run {config.training.base_run}"
         run_config = training_config(config, pathlib.Path(config.training.base_run))
     else:  # what convert_to_run writes as the base run's config.json (its checkpoint is not needed to plan)
-        path = resolve_weights_path(config.junior.weights or None).absolute()
-        base_note = f"maia-1900 converted to a run ({path.name}; WORKDIR/maia-base does not exist at plan time)"
+        converted = converted_run_config(config.junior.weights or None)
+        base_note = (f"maia-1900 converted to a run ({pathlib.Path(converted.model.weights).name}; WORKDIR/maia-base "
+                     f"does not exist at plan time)")
         with tempfile.TemporaryDirectory() as base:
-            (pathlib.Path(base) / "config.json").write_text(
-                to_json(lc0_run_config(path, architecture_config(read_lc0_weights(path)))))
+            (pathlib.Path(base) / "config.json").write_text(to_json(converted))
             run_config = training_config(config, pathlib.Path(base))
     training = plan_training_run(run_config, f"attuned training ({config.framework.name}, from {base_note})",
                                  num_devices, device_memory_gib)
@@ -43,5 +64,54 @@ def plan(config, num_devices: int | None = None, device_memory_gib: float | None
     return format_plan(training) + "\n\n" + evaluation
 
 
-def run(config, workdir):
-    return run_attuned_experiment(config, workdir)
+def jitted_moves_per_second(train_dir: pathlib.Path) -> float:
+    """Mean ``selfplay_moves_per_s`` of the iterations after the first (the first one compiles)."""
+    path = train_dir / "metrics.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    later = [row["selfplay_moves_per_s"] for row in rows if row["iteration"] > 1]
+    return float(np.mean(later)) if later else math.nan
+
+
+def run(config, workdir: str | pathlib.Path) -> dict:
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    base_run = pathlib.Path(config.training.base_run) if config.training.base_run else workdir / "maia-base"
+    if not (base_run / "config.json").exists():
+        convert_to_run(config.junior.weights or None, base_run)
+    train_dir = workdir / "train"
+    started = time.perf_counter()
+    train.run(training_config(config, base_run), train_dir)
+    training_seconds = time.perf_counter() - started
+
+    evaluation = ml_collections.ConfigDict(config.to_dict())
+    evaluation.attuned.run = str(train_dir)
+    evaluation.seniors = ["attuned"]
+    evaluation.plain_chess.seniors = ["attuned"]
+    del evaluation["training"]
+    summary = run_framework_experiment(evaluation, workdir / "eval")
+    # attuned against tree's team on the same bitstrings / seeds
+    framework, pairings = config.framework.name, int(config.framework.num_bitstrings)
+    max_game_plies = int(config.framework.max_game_plies)
+    bitstrings = bitstrings_for_run(workdir / "eval", int(config.framework.seed), pairings, max_game_plies) \
+        if framework == "stt" else None
+    cast = build_cast(evaluation)
+    try:
+        focal, alter = teams(cast, framework, "attuned", alter="tree")
+        files = play_matchup(cast, workdir / "eval" / "versus_tree" / "attuned", focal, alter, 2 * pairings,
+                             int(config.framework.batch_games), max_game_plies, int(config.framework.seed), bitstrings,
+                             bool(config.progress))
+        summary["versus_tree"] = {"attuned": score_row(files)}
+    finally:
+        cast.close()
+    summary["training"] = {"seconds_this_run": training_seconds,
+                           "jitted_selfplay_moves_per_s": jitted_moves_per_second(train_dir),
+                           "host_moves_per_s_vs_stockfish": summary["matchups"]["attuned"]["host_moves_per_s"]}
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    text = markdown_summary(summary)
+    row = summary["versus_tree"]["attuned"]
+    text += (f"\n## Attuned vs tree's team\n\n| games | W | D | L | win-share | se |\n|---|---|---|---|---|---|\n"
+             f"| {row['games']} | {row['wins']} | {row['draws']} | {row['losses']} | {row['win_share']:.3f} | "
+             f"{row['win_share_se']:.3f} |\n\njitted self-play {summary['training']['jitted_selfplay_moves_per_s']:.1f}"
+             f" moves/s; host games (arena) {summary['training']['host_moves_per_s_vs_stockfish']:.2f} moves/s\n")
+    (workdir / "tables.md").write_text(text)
+    return summary

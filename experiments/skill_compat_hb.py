@@ -1,7 +1,7 @@
 """skill-compat-hb: the focal brains against Stockfish's team in hand and brain (see
-:mod:`skill_compat.experiment`); rerunning on the same directory plays only the missing games."""
+:mod:`experiments.common.skill_compat`); rerunning on the same directory plays only the missing games."""
 
-from skill_compat.experiment import run_framework_experiment
+from experiments.common.skill_compat import run_framework_experiment
 
 
 def plan(config) -> str:

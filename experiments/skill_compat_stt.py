@@ -1,7 +1,7 @@
 """skill-compat-stt: the focal seniors against Stockfish's team in stochastic tag team (see
-:mod:`skill_compat.experiment`); rerunning on the same directory plays only the missing games."""
+:mod:`experiments.common.skill_compat`); rerunning on the same directory plays only the missing games."""
 
-from skill_compat.experiment import run_framework_experiment
+from experiments.common.skill_compat import run_framework_experiment
 
 
 def plan(config) -> str:

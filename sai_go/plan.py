@@ -1,8 +1,9 @@
 """Cost plans of the sai-go evaluation experiments (``python -m experiments plan sai-go-gnugo|sai-go-panel|
 sai-go-positions``): the programs they compile, compiled ahead of time with abstract inputs, and how often they run.
 
-The networks of these experiments come from a trained SAI run that does not exist at plan time: its architecture is
-taken from the config that trains it (``load_config("sai-go", preset)``), its variables are abstract
+The networks of these experiments come from a trained SAI run that may not exist at plan time: its architecture is
+taken from the run config the launcher passes (the run's ``config.json``, or the config that would train it:
+``experiments/common/sai_go.py``), its variables are abstract
 (``jax.eval_shape``), and the searches are the agents' own jitted functions (:func:`sai_go.agents.compiled_agent_search`,
 :func:`sai_go.selfplay.make_sai_play_fn`).  A search's FLOPs are its network evaluations: one evaluation of the batch
 compiled alone, times ``simulations + 1`` (XLA counts the simulation loop's body once).
@@ -11,7 +12,6 @@ compiled alone, times ``simulations + 1`` (XLA counts the simulation loop's body
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 from typing import Any
 
 import jax
@@ -24,9 +24,7 @@ from zerolab import (
     abstract_states,
     apply_network,
     compile_cost,
-    from_json,
     init_variables,
-    load_config,
     make_game,
     make_network,
 )
@@ -50,23 +48,6 @@ class SaiModel:
         search = self.run_config.search
         return SearchConfig(kind="muzero", num_simulations=int(simulations), dirichlet_fraction=0.0,
                             pb_c_init=float(search.pb_c_init), pb_c_base=float(search.pb_c_base))
-
-
-def sai_model(run_name: str = "sai-go", preset: str = "paper", overrides: list[str] = ()) -> SaiModel:
-    run_config = load_config(run_name, preset, list(overrides))
-    return abstract_model(run_config)
-
-
-def run_model(run: str | pathlib.Path, run_name: str = "sai-go", overrides: list[str] = ()) -> tuple[SaiModel, str]:
-    """``(model, where it comes from)``: the run directory's own config when it exists, else the config that trains
-    it: ``run_name`` at the preset its name ends with (``runs/sai-go-paper``: paper; otherwise tiny)."""
-    path = pathlib.Path(run) / "config.json"
-    if path.exists():
-        return abstract_model(from_json(path.read_text())), f"{run}/config.json"
-    preset = "paper" if pathlib.Path(run).name.endswith("paper") else "tiny"
-    return (sai_model(run_name, preset, overrides),
-            f"{run} does not exist at plan time: the network of the {run_name} {preset} preset"
-            + (f" with {list(overrides)}" if overrides else ""))
 
 
 def abstract_model(run_config: Any) -> SaiModel:
@@ -127,4 +108,4 @@ def pgx_step_program(name: str, game, batch: int | None, calls: int, what: str) 
 
 
 __all__ = ["SaiModel", "abstract_model", "agent_search_program", "evaluation_flops", "evaluation_program",
-           "kept_steps", "pgx_step_program", "run_model", "sai_model"]
+           "kept_steps", "pgx_step_program"]

@@ -37,7 +37,7 @@ from distill.evaluate import (
 from distill.model import Transformer, board_token_of_square
 from distill.pipeline import data_directory_of
 from distill.train import load_trained_predictor
-from zerolab.config import from_json
+from zerolab import from_json
 
 
 def capture_breakdown(scorer: NeuralScorer, records: list[dict]) -> dict[str, Any]:

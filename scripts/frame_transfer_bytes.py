@@ -12,12 +12,9 @@ import sys
 import jax
 import numpy as np
 
-from zerolab.devices import local_numpy, make_mesh, replicate
-from zerolab.games import make_game
-from zerolab.networks.network import AlphaZeroResNet, init_variables
-from zerolab.search.mcts import SearchConfig
-from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn
-from zerolab.training.replay import FrameWindow
+from zerolab import AlphaZeroResNet, SearchConfig, SelfPlayConfig, init_variables, make_game, make_mesh, replicate
+from zerolab.selfplay import make_selfplay_fn
+from zerolab.training import FrameWindow
 
 
 def main(game_name: str = "chess", games: int = 16, plies: int = 32, simulations: int = 8) -> None:
@@ -28,10 +25,11 @@ def main(game_name: str = "chess", games: int = 16, plies: int = 32, simulations
                                 SelfPlayConfig(num_games=int(games), plies_per_iteration=int(plies)), mesh)
     packed, _ = selfplay(replicate(init_variables(network, game, jax.random.key(0)), mesh), jax.random.key(1))
     count = packed.value_target.size
-    frames = local_numpy(packed).to_frames()
+    host = jax.device_get(packed)  # one device, one process: the whole batch as numpy
+    frames = host.to_frames()
     dense = (frames.observation.size * 4 + frames.legal_action_mask.size + frames.policy_target.size * 4
              + frames.value_target.size * 4 + frames.value_mask.size) / count
-    on_device = {name: np.asarray(array) for name, array in local_numpy(packed).stored_fields().items()}
+    on_device = {name: np.asarray(array) for name, array in host.stored_fields().items()}
     window = FrameWindow.from_device_frames(packed)
     to_host = {name: array for name, array in window.arrays.items() if not name.startswith("source_")}
     width = window.arrays["policy_indices"].shape[1]

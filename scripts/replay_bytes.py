@@ -6,7 +6,7 @@ storage dtypes (what earlier runs stored), with the share of each stored array.
 
 import sys
 
-from zerolab.training.replay_checkpoints import read_window
+from zerolab.training import read_window
 
 
 def main(run_directory: str) -> None:

@@ -25,7 +25,7 @@ import chess
 import chess.engine
 import chess.pgn
 
-from zerolab.engines.executables import find_engine
+from zerolab import find_engine
 
 SPECIAL_POSITIONS = (
     "r3k2r/pppq1ppp/2np1n2/2b1p1B1/2B1P1b1/2NP1N2/PPPQ1PPP/R3K2R w KQkq - 4 9",  # castling both ways, both sides

@@ -6,6 +6,6 @@ senior and the evaluator), :mod:`~skill_compat.players` (junior, tree, brains: c
 :mod:`~skill_compat.teams` (the frameworks' teams as core team agents, games through the core's arena),
 :mod:`~skill_compat.records` and :mod:`~skill_compat.analysis` (per-move losses, the
 paper's tables), :mod:`~skill_compat.attuned` (move rules for the core's jitted self-play), the experiments' shared
-code (:mod:`~skill_compat.experiment`, :mod:`~skill_compat.attuned_experiment`, :mod:`~skill_compat.configs`) and
+code (:mod:`~skill_compat.experiment`, :mod:`~skill_compat.configs`; their runners are in ``experiments/``) and
 :mod:`~skill_compat.bench`.  See ``skill_compat/README.md``.
 """

@@ -16,18 +16,22 @@ W/D/L head with cross-entropy).  Frames carry ``extra_senior`` (the ply's bit; H
 ``extra_brain_move`` and ``extra_h0``).
 
 ``make_method(config, game, framework="stt", ...)`` is the ``config.method`` factory (the experiment passes the
-config keys ``attuned.policy_target`` and ``attuned.train_on``).  A junior that is an external
+config keys ``attuned.policy_target`` and ``attuned.train_on``); :func:`training_config` is the core training run that
+fine-tunes a base run (maia-1900 converted) with it.  A junior that is an external
 UCI engine cannot run inside the scan; such a setup plays on the host, through the core's arena
 (:func:`skill_compat.teams.play_framework_games`), instead.
 """
 
 from __future__ import annotations
 
+import json
+import pathlib
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import optax
 
 from skill_compat.frameworks import action_piece_types, two_stage_hand
@@ -36,6 +40,7 @@ from zerolab import (
     Method,
     MoveRule,
     PlyDecision,
+    default_config,
     load_lc0_weights,
     masked_logits,
     run_search,
@@ -48,6 +53,8 @@ SearchFn = Callable[[Any, jax.Array, Any], Any]
 POLICY_TARGETS = ("played", "search")
 TRAIN_ON = ("all", "senior")
 FRAMEWORKS = ("stt", "hb")
+#: ``model.name`` of maia-1900 converted to a run (:func:`zerolab.convert_to_run`): the base run's network.
+LC0_NETWORK = "zerolab.networks.lc0.network:make_lc0"
 
 
 def _check(policy_target: str, train_on: str, framework: str = "stt") -> None:
@@ -197,4 +204,33 @@ def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
                   value_mask=jnp.ones(count, bool), extras={"senior": jnp.asarray(seniors)})
 
 
-__all__ = ["SearchFn", "host_frames", "attuned_loss", "default_search", "hb_move_rule", "make_method", "random_bits", "stt_move_rule"]
+def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict:
+    """The core training run's config (its model architecture read from the base run)."""
+    base = json.loads((base_run / "config.json").read_text())
+    run = default_config()
+    run.seed = int(config.seed)
+    run.iterations = int(config.training.iterations)
+    run.game.name = "chess:lc0"
+    run.model = ml_collections.ConfigDict(base["model"])
+    run.search.num_simulations = int(config.training.num_simulations)
+    run.search.max_num_considered_actions = int(config.tree.max_num_considered_actions)
+    run.selfplay.num_games = int(config.training.num_games)
+    run.selfplay.plies_per_iteration = int(config.training.plies_per_iteration)
+    run.selfplay.max_game_plies = int(config.training.max_game_plies)
+    run.method = "skill_compat.attuned:make_method"
+    run.method_options = ml_collections.ConfigDict({
+        "framework": config.framework.name, "policy_target": config.attuned.policy_target,
+        "train_on": config.attuned.train_on, "junior_weights": config.junior.weights})
+    run.train.learning_rate = float(config.training.learning_rate)
+    run.train.batch_size = int(config.training.batch_size)
+    run.train.l2_weight = float(config.training.l2_weight)
+    run.train.optimizer = str(config.training.optimizer)
+    run.train.momentum = float(config.training.momentum)
+    run.train.epochs_per_iteration = float(config.training.epochs_per_iteration)
+    run.init_from = str(base_run)
+    run.progress = bool(config.progress)
+    return run
+
+
+__all__ = ["LC0_NETWORK", "SearchFn", "host_frames", "attuned_loss", "default_search", "hb_move_rule", "make_method",
+           "random_bits", "stt_move_rule", "training_config"]

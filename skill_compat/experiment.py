@@ -1,4 +1,5 @@
-"""What the skill-compat experiments share: building the agents from a config, resumable matchups, summaries.
+"""What the skill-compat experiments share: building the agents from a config, resumable matchups, summaries.  The
+runner that plays a framework's matchups is the launchers' (``experiments/common/skill_compat.py``).
 
 A run directory holds ``bitstrings.json`` (STT), ``matchups/<senior>/`` and ``plain/<senior>/`` (each
 ``games.jsonl`` + ``moves.jsonl``, see :mod:`skill_compat.records`, and ``games.pgn``), ``summary.json`` and
@@ -29,7 +30,7 @@ import jax
 import numpy as np
 
 from skill_compat import analysis
-from skill_compat.frameworks import bitstrings_for_run, game_pairing, result_counts, win_share
+from skill_compat.frameworks import game_pairing, result_counts, win_share
 from skill_compat.oracle import StockfishOracle
 from skill_compat.expectors import HbExpector, SttExpector
 from skill_compat.players import EnginePlayer, MoveBrain, NetworkPlayer
@@ -42,7 +43,6 @@ from zerolab import (
     load_lc0_weights,
     make_game,
     progress_bar,
-    to_json,
 )
 from zerolab.games import write_games
 from zerolab.play import load_search_agent
@@ -226,48 +226,6 @@ def analyse(framework: str, files: MatchupFiles) -> dict[str, dict]:
     return {"table4": analysis.hb_savings(moves), "table7": analysis.hb_interactions(moves)}
 
 
-def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
-    """The skill-compat-stt / -hb experiment (see the module docstring)."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    framework = config.framework.name
-    seniors = check_seniors(framework, config.seniors)
-    if config.attuned.run and "attuned" not in seniors:
-        seniors.append("attuned")
-    plain_seniors = check_seniors(framework, config.plain_chess.seniors)
-    max_game_plies = int(config.framework.max_game_plies)
-    pairings = int(config.framework.num_bitstrings)
-    bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_game_plies) \
-        if framework == "stt" else None
-    (workdir / "config.json").write_text(to_json(config))
-    cast = build_cast(config)
-    started = time.perf_counter()
-    summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}
-    try:
-        for name in seniors:
-            focal, alter = teams(cast, framework, name)
-            begun = time.perf_counter()
-            files = play_matchup(cast, workdir / "matchups" / name, focal, alter, 2 * pairings,
-                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed),
-                                 bitstrings, bool(config.progress))
-            summary["matchups"][name] = {**score_row(files), "seconds_this_run": time.perf_counter() - begun,
-                                         **analyse(framework, files)}
-        for name in plain_seniors:
-            if name in ("hand",) or (framework == "hb" and name == "expector"):
-                continue  # they name piece types, they do not play chess alone
-            focal, alter = teams(cast, framework, name, plain=True)
-            files = play_matchup(cast, workdir / "plain" / name, focal, alter, int(config.plain_chess.games),
-                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed) + 1,
-                                 None, bool(config.progress))
-            summary["plain_chess"][name] = score_row(files)
-    finally:
-        cast.close()
-    summary["seconds_this_run"] = time.perf_counter() - started
-    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
-    (workdir / "tables.md").write_text(markdown_summary(summary))
-    return summary
-
-
 def markdown_summary(summary: dict) -> str:
     lines = [f"# skill-compat ({summary['framework']})", "",
              "| focal senior | games | W | D | L | capped | win-share | se |", "|---|---|---|---|---|---|---|---|"]
@@ -286,5 +244,5 @@ def markdown_summary(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Cast", "FRAMEWORKS", "SENIORS", "build_cast", "check_seniors", "run_framework_experiment",
-           "host_moves_per_second", "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]
+__all__ = ["Cast", "FRAMEWORKS", "SENIORS", "analyse", "build_cast", "check_seniors", "host_moves_per_second",
+           "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]

@@ -5,11 +5,12 @@ The foundation modules (``config``, ``devices``, ``progress``, ``logs``) are und
 those before it (zerolab/README.md, "Layers").
 
 This package is the core's public surface for the method packages (``alphagateau``, ``distill``,
-``contempt_search``, ``sai_go``, ``skill_compat``).  ``__all__`` (at most 60 names) holds the names they share:
-every name that two or more of their modules import, and the foundation's names they use.  Any other public name
-comes from its layer package, where that package's ``__all__`` declares it (``from zerolab.selfplay import
-Lanes``).  A method package imports from these two places only, never from a module inside a layer
-(``zerolab.search.mcts``); ``tests/zerolab/test_layers.py`` holds it to that.
+``contempt_search``, ``sai_go``, ``skill_compat``) and the launchers (``experiments/``, ``scripts/``).  ``__all__``
+(at most 60 names) holds the names the methods share: every name that two or more of their modules import, and the
+foundation's names methods and launchers use.  Any other public name comes from its layer package, where that
+package's ``__all__`` declares it (``from zerolab.selfplay import Lanes``).  A method package or a launcher imports
+from these two places only, never from a module inside a layer (``zerolab.search.mcts``);
+``tests/zerolab/test_layers.py`` holds it to that.
 
 Names resolve lazily (PEP 562, :mod:`zerolab.lazy`): importing one imports only the module that defines it, so a
 JAX-free name (FEN validation, UCI engines, configs, progress bars) does not pull in JAX or pgx.  The ``if
@@ -23,8 +24,8 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.config": ("from_json", "load_config", "to_json"),
-    "zerolab.devices": ("check_divisible", "jit_step", "make_mesh", "replicated", "shard_host_batch"),
+    "zerolab.config": ("OPTIONAL_PRESETS", "PRESETS", "from_json", "load_config", "to_json"),
+    "zerolab.devices": ("check_divisible", "jit_step", "make_mesh", "replicate", "replicated", "shard_host_batch"),
     "zerolab.logs": ("configure_logging",),
     "zerolab.progress": ("progress_bar",),
     "zerolab.games": ("ChessGame", "GameBoards", "GameRecord", "GoGame", "make_game", "validate_fen"),
@@ -42,18 +43,18 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "EngineError", "Frames", "GameBoards", "GameRecord",
-    "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "PlannedProgram", "PlyDecision", "PolicyAgent",
-    "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine", "UCIOption",
-    "abstract_states", "apply_network", "check_divisible", "checkpoint_search", "compile_cost", "configure_logging",
-    "convert_to_run", "default_config", "find_engine", "format_programs", "from_json", "init_variables",
-    "interleaved_best_times", "jit_step", "lanes_to_answer", "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network",
-    "make_play_fn", "masked_logits", "progress_bar", "replicated", "run_search", "serve_search_engine",
-    "shard_host_batch", "to_json", "train", "validate_fen",
+    "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "OPTIONAL_PRESETS", "PRESETS", "PlannedProgram",
+    "PlyDecision", "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
+    "UCIOption", "abstract_states", "apply_network", "check_divisible", "checkpoint_search", "compile_cost",
+    "configure_logging", "convert_to_run", "default_config", "find_engine", "format_programs", "from_json",
+    "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer", "load_config", "load_lc0_weights",
+    "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits", "progress_bar", "replicate",
+    "replicated", "run_search", "serve_search_engine", "shard_host_batch", "to_json", "train", "validate_fen",
 ]
 
 if TYPE_CHECKING:
-    from zerolab.config import from_json, load_config, to_json
-    from zerolab.devices import check_divisible, jit_step, make_mesh, replicated, shard_host_batch
+    from zerolab.config import OPTIONAL_PRESETS, PRESETS, from_json, load_config, to_json
+    from zerolab.devices import check_divisible, jit_step, make_mesh, replicate, replicated, shard_host_batch
     from zerolab.logs import configure_logging
     from zerolab.progress import progress_bar
     from zerolab.games import ChessGame, GameBoards, GameRecord, GoGame, make_game, validate_fen

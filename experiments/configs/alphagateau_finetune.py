@@ -17,7 +17,7 @@ Both presets use the paper's architecture (``model.block``, ``model.heads``, ``m
 
 import ml_collections
 
-from zerolab.training.train import default_config
+from zerolab import default_config
 
 STAGE_KEYS = ("iterations", "selfplay", "replay", "train", "checkpoint")
 

@@ -11,7 +11,7 @@ only ``models.<name>`` differs.  ``evaluation`` sets the rating matches (Algorit
   accelerators.
 """
 
-from zerolab.training.train import default_config
+from zerolab import default_config
 
 ALPHAGATEAU = "alphagateau.network:make_alphagateau"
 

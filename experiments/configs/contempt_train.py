@@ -15,7 +15,7 @@ self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; pla
 """
 
 from contempt_search import TEMPERATURE_SCHEDULES
-from zerolab.training.train import default_config
+from zerolab import default_config
 
 
 def get_config(preset: str = "tiny"):

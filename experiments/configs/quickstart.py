@@ -5,7 +5,7 @@
 AlphaGateau was measured to train better here: see zerolab/README.md).
 """
 
-from zerolab.training.train import default_config
+from zerolab import default_config
 
 
 def get_config(preset: str = "tiny"):

@@ -7,7 +7,7 @@ branching 0.025 × 3 from games started on the empty board only, the paper's l²
 (tiny: True, branches branch too; paper: False).
 """
 
-from zerolab.training.train import default_config
+from zerolab import default_config
 
 
 def get_config(preset: str = "tiny"):

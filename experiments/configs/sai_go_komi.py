@@ -15,7 +15,7 @@ sai-go tiny's.
 
 import ml_collections
 
-from zerolab.config import load_config
+from zerolab import load_config
 
 TRAINING_KEYS = ("iterations", "game", "model", "search", "selfplay", "method", "method_options", "replay", "train",
                  "checkpoint", "progress")

@@ -19,7 +19,7 @@ import time
 
 import jax
 
-from zerolab.frontends.bench import BenchCase, selfplay_program, training_program
+from zerolab.frontends import BenchCase, selfplay_program, training_program
 
 
 def read_perfetto_trace(trace_dir: pathlib.Path) -> dict:

@@ -2,7 +2,7 @@
 
 test_attuned.py checks the STT and HB rules with stand-ins for the senior's search (a real 8×8 search inside the
 scan is the costly part to compile).  Here one tiny iteration runs the way skill-compat-attuned runs it — the run
-config from :func:`skill_compat.attuned_experiment.training_config`, the method loaded by name, the junior read from
+config from :func:`skill_compat.attuned.training_config`, the method loaded by name, the junior read from
 an lc0 weights file — with a synthetic 8-filter lc0 network as the junior (and the learner's architecture) instead of
 maia-1900, 2 games × 2 plies and a 2-simulation Gumbel search without noise.  The replay frames of the start position
 must carry the policy target of ``run_search`` itself at the initial network (``attuned.policy_target=search``), and
@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import pytest
 
-from skill_compat.attuned_experiment import LC0_NETWORK, training_config
+from skill_compat.attuned import LC0_NETWORK, training_config
 from zerolab import load_config, train
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training.runs import Components, load_trained_variables

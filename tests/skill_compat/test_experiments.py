@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from skill_compat.attuned_experiment import training_config
-from skill_compat.experiment import check_seniors, run_framework_experiment
+from experiments.common.skill_compat import run_framework_experiment
+from skill_compat.attuned import training_config
+from skill_compat.experiment import check_seniors
 from zerolab import load_config
 
 

@@ -1,6 +1,7 @@
 """The project's layering rules, read from the source: no import circles, the core's layers import only those below
-them, method packages import only the declared surface (``zerolab`` and the layer packages' ``__all__``), experiments
-import no other experiment.  Then the surface itself, imported: at most 60 names in ``zerolab``, each resolving to the
+them, method packages and launchers (``experiments/``, ``scripts/``) import only the declared surface (``zerolab`` and
+the layer packages' ``__all__``), experiments import no other experiment, method packages import no experiment and
+load no config by name.  Then the surface itself, imported: at most 60 names in ``zerolab``, each resolving to the
 definition its ``if TYPE_CHECKING:`` block names, and the JAX-free names importing no JAX."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ PACKAGES = ("zerolab", "alphagateau", "distill", "contempt_search", "sai_go", "s
 METHOD_PACKAGES = ("alphagateau", "distill", "contempt_search", "sai_go", "skill_compat")
 #: a method package of the tests' own (every hook through a training run); it follows the method packages' rule
 TEST_METHOD_PACKAGE = "tests/zerolab/method_package"
+#: the launchers: the experiments' runners and configs, and the scripts; they follow the method packages' rule too
+LAUNCHER_DIRECTORIES = ("experiments", "scripts")
 CORE_LAYERS = ("games", "networks", "search", "selfplay", "training", "engines", "play", "evaluation", "frontends")
 LAYER_PACKAGES = tuple(f"zerolab.{layer}" for layer in CORE_LAYERS)
 SURFACE_LIMIT = 60
@@ -201,6 +204,17 @@ def test_the_core_imports_no_method_package(import_graph):
     assert offenders == []
 
 
+def test_method_packages_import_no_experiment(import_graph):
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in import_graph.items()
+        if name.split(".")[0] in METHOD_PACKAGES
+        for target in targets
+        if target.split(".")[0] == "experiments"
+    )
+    assert offenders == [], "runners live in experiments/; method packages hold the method, experiments use it"
+
+
 def test_a_cycle_is_found_when_there_is_one():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph, set(graph)) == ["a", "b", "c", "a"]
@@ -296,11 +310,47 @@ def test_method_packages_use_only_the_declared_surface(method_imports):
     assert surface_offenders(method_imports) == []
 
 
+@pytest.fixture(scope="module")
+def launcher_imports() -> dict[str, list[tuple[int, str, str | None]]]:
+    """The core imports of every file of ``experiments/`` (runners, ``common/``, configs, ``__main__``) and
+    ``scripts/``, by path."""
+    return {str(path.relative_to(ROOT)): core_imports(path)
+            for directory in LAUNCHER_DIRECTORIES for path in sorted((ROOT / directory).rglob("*.py"))}
+
+
+def test_launchers_use_only_the_declared_surface(launcher_imports):
+    assert len(launcher_imports) > 40  # every launcher, config and script was read
+    assert {path.split("/")[0] for path in launcher_imports} == set(LAUNCHER_DIRECTORIES)
+    assert surface_offenders(launcher_imports) == []
+
+
+def test_the_surface_rule_fails_a_launcher_that_imports_a_module_inside_a_layer(launcher_imports):
+    mutated = {**launcher_imports, "experiments/quickstart.py": [(1, "zerolab.evaluation.rating", "rated_steps"),
+                                                                 (2, "zerolab.training", "train"),
+                                                                 (3, "zerolab", "config"),
+                                                                 (4, "zerolab.evaluation", "rated_steps")]}
+    assert surface_offenders(mutated) == [
+        "experiments/quickstart.py:1 imports zerolab.evaluation.rating rated_steps (import names from zerolab or a "
+        "layer package, never from a module inside one)",
+        "experiments/quickstart.py:2 imports zerolab.training train (train is in zerolab.__all__: import it from "
+        "zerolab)",
+        "experiments/quickstart.py:3 imports zerolab config (config is not in zerolab.__all__)",
+    ]
+
+
+def test_no_method_loads_a_config_by_name(method_imports):
+    """``load_config(NAME)`` imports ``experiments/configs/NAME.py``: a method module that called it would depend on an
+    experiment's config through a string no import check sees.  Launchers load configs and pass them in."""
+    offenders = sorted(f"{module}:{line}" for module, imports in method_imports.items()
+                       for line, source, name in imports if name == "load_config")
+    assert offenders == []
+
+
 def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(method_imports):
     inside = "import names from zerolab or a layer package, never from a module inside one"
     mutated = {**method_imports, "contempt_search.rules": [(1, "zerolab.search.mcts", "SearchRules"),
                                                            (2, "zerolab.search", "SearchRules"),
-                                                           (3, "zerolab.selfplay", "summarize"),
+                                                           (3, "zerolab.selfplay", "outcome_value_targets"),
                                                            (4, "zerolab.devices", "make_mesh"),
                                                            (5, "zerolab.search", None),
                                                            (6, "zerolab.selfplay", "Lanes"),
@@ -309,7 +359,8 @@ def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(me
         f"contempt_search.rules:1 imports zerolab.search.mcts SearchRules ({inside})",
         "contempt_search.rules:2 imports zerolab.search SearchRules (SearchRules is in zerolab.__all__: import it "
         "from zerolab)",
-        "contempt_search.rules:3 imports zerolab.selfplay summarize (summarize is not in zerolab.selfplay.__all__)",
+        "contempt_search.rules:3 imports zerolab.selfplay outcome_value_targets (outcome_value_targets is not in "
+        "zerolab.selfplay.__all__)",
         f"contempt_search.rules:4 imports zerolab.devices make_mesh ({inside})",
         f"contempt_search.rules:5 imports zerolab.search ({inside})",
     ]
@@ -326,8 +377,9 @@ def test_names_two_method_modules_import_are_in_zerolab(method_imports):
     assert shared == [], "names that two method modules import belong in zerolab.__all__"
 
 
-def test_every_name_of_zerolab_is_used_by_a_method(method_imports):
-    used = {name for imports in method_imports.values() for _, source, name in imports if source == "zerolab"}
+def test_every_name_of_zerolab_is_used_by_a_method_or_a_launcher(method_imports, launcher_imports):
+    used = {name for imports in [*method_imports.values(), *launcher_imports.values()]
+            for _, source, name in imports if source == "zerolab"}
     assert sorted(set(declared("zerolab")) - used) == []
 
 

@@ -1,7 +1,8 @@
-"""Evaluation: Elo ratings, rating a run's checkpoints, plots.
+"""Evaluation: Elo ratings, rating a run's checkpoints, scheduled pairings, plots, and the launchers' shared recipes
+(compare runs: :class:`RunComparison`; train then rate: :func:`train_then_rate`).
 
-Method packages import this layer's names from here (``from zerolab.evaluation import EloBook``), as listed in
-``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
+Method packages and launchers import this layer's names from here (``from zerolab.evaluation import EloBook``), as
+listed in ``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,27 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.evaluation.book": ("EloBook",),
-    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "rate_contestants"),
+    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "checkpoint_agent", "checkpoint_steps",
+                                  "rate_contestants", "rated_steps", "run_statistics"),
+    "zerolab.evaluation.pairings": ("Pairing", "PairingRecord", "play_pairings"),
+    "zerolab.evaluation.plots": ("new_figure", "save_figure"),
+    "zerolab.evaluation.recipes": ("EloPanel", "RatedTraining", "RunComparison", "TrainedRun", "interleaved_steps",
+                                   "train_then_rate"),
 })
 
-__all__ = ["Contestant", "EloBook", "EvaluationConfig", "rate_contestants"]
+__all__ = [
+    "Contestant", "EloBook", "EloPanel", "EvaluationConfig", "Pairing", "PairingRecord", "RatedTraining",
+    "RunComparison", "TrainedRun", "checkpoint_agent", "checkpoint_steps", "interleaved_steps", "new_figure",
+    "play_pairings", "rate_contestants", "rated_steps", "run_statistics", "save_figure", "train_then_rate",
+]
 
 if TYPE_CHECKING:
     from zerolab.evaluation.book import EloBook
-    from zerolab.evaluation.rating import Contestant, EvaluationConfig, rate_contestants
+    from zerolab.evaluation.rating import (
+        Contestant, EvaluationConfig, checkpoint_agent, checkpoint_steps, rate_contestants, rated_steps, run_statistics,
+    )
+    from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
+    from zerolab.evaluation.plots import new_figure, save_figure
+    from zerolab.evaluation.recipes import (
+        EloPanel, RatedTraining, RunComparison, TrainedRun, interleaved_steps, train_then_rate,
+    )

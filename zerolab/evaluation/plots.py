@@ -51,14 +51,16 @@ def plot_ratings(axes, ratings: Mapping[str, tuple[float, float]], title: str = 
         axes.set_title(title, fontsize=9)
 
 
-def plot_training_curves(axes, records: Sequence[Mapping], keys: Sequence[str] = ("loss", "policy_loss", "value_loss")) -> None:
+def plot_training_curves(axes, records: Sequence[Mapping], keys: Sequence[str] = ("loss", "policy_loss", "value_loss"),
+                         ylabel: str = "loss") -> None:
+    """The ``keys`` of a run's ``metrics.jsonl`` records against iteration (a key no record has is left out)."""
     iterations = [r["iteration"] for r in records]
     for key in keys:
         values = [r.get(key) for r in records]
         if any(v is not None for v in values):
             axes.plot(iterations, values, label=key)
     axes.set_xlabel("iteration")
-    axes.set_ylabel("loss")
+    axes.set_ylabel(ylabel)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
 

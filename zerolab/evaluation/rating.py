@@ -140,10 +140,12 @@ def training_wall_seconds(run_directory: str | pathlib.Path) -> dict[int, float]
 
 
 def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, evaluation: EvaluationConfig,
-                     name: str) -> SearchAgent:
+                     name: str, search_options: Mapping[str, str] | None = None) -> SearchAgent:
     """The search agent of checkpoint ``step`` of a run playing ``game`` with ``evaluation.num_simulations``
-    (:func:`zerolab.play.agents.load_search_agent`; the game may differ from the run's own)."""
-    options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), "name": name}
+    (:func:`zerolab.play.agents.load_search_agent`; the game may differ from the run's own); ``search_options``
+    (agent-spec text: ``{"kind": "muzero", "rules": ...}``) change the rest of the run's search."""
+    options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), **(search_options or {}),
+               "name": name}
     return load_search_agent(run_directory, options, game=game)
 
 

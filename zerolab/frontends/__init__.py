@@ -11,25 +11,31 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.frontends.bench": ("interleaved_best_times",),
+    "zerolab.frontends.bench": ("BenchCase", "interleaved_best_times", "selfplay_program", "training_program"),
     "zerolab.frontends.gtp": ("GTPError", "GTPServer"),
-    "zerolab.frontends.lc0_convert": ("convert_to_run",),
+    "zerolab.frontends.lc0_convert": ("convert_to_run", "converted_run_config"),
     "zerolab.frontends.uci": ("UCIServer", "main_loop"),
     "zerolab.frontends.uci_protocol": ("MoveChoice", "SearchBudget", "UCIOption"),
     "zerolab.frontends.loaded_search": ("LoadedSearch", "checkpoint_search", "play_search"),
     "zerolab.frontends.uci_search": ("serve_search_engine",),
+    "zerolab.frontends.cli": ("add_distributed_arguments", "split_overrides", "start_distributed"),
+    "zerolab.frontends.experiment_setup": ("prepare_experiment", "training_config"),
 })
 
 __all__ = [
-    "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget", "UCIOption", "UCIServer",
-    "checkpoint_search", "convert_to_run", "interleaved_best_times", "main_loop", "play_search", "serve_search_engine",
+    "BenchCase", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget", "UCIOption", "UCIServer",
+    "add_distributed_arguments", "checkpoint_search", "convert_to_run", "converted_run_config",
+    "interleaved_best_times", "main_loop", "play_search", "prepare_experiment", "selfplay_program",
+    "serve_search_engine", "split_overrides", "start_distributed", "training_config", "training_program",
 ]
 
 if TYPE_CHECKING:
-    from zerolab.frontends.bench import interleaved_best_times
+    from zerolab.frontends.bench import BenchCase, interleaved_best_times, selfplay_program, training_program
     from zerolab.frontends.gtp import GTPError, GTPServer
-    from zerolab.frontends.lc0_convert import convert_to_run
+    from zerolab.frontends.lc0_convert import convert_to_run, converted_run_config
     from zerolab.frontends.uci import UCIServer, main_loop
     from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
     from zerolab.frontends.loaded_search import LoadedSearch, checkpoint_search, play_search
     from zerolab.frontends.uci_search import serve_search_engine
+    from zerolab.frontends.cli import add_distributed_arguments, split_overrides, start_distributed
+    from zerolab.frontends.experiment_setup import prepare_experiment, training_config

@@ -31,6 +31,13 @@ def lc0_run_config(weights_path: pathlib.Path, architecture: dict[str, int]) -> 
     return config
 
 
+def converted_run_config(weights: str | pathlib.Path | None) -> ml_collections.ConfigDict:
+    """The ``config.json`` :func:`convert_to_run` writes for the lc0 file ``weights`` (None: maia-1900), read from the
+    file's architecture without converting it (plans of runs that start from it)."""
+    path = resolve_weights_path(weights).absolute()
+    return lc0_run_config(path, architecture_config(read_lc0_weights(path)))
+
+
 def convert_to_run(weights: str | pathlib.Path | None, workdir: str | pathlib.Path) -> pathlib.Path:
     """Writes ``workdir`` (a new run directory) holding the lc0 file's network as checkpoint step 0."""
     from zerolab import config as config_lib
@@ -40,9 +47,8 @@ def convert_to_run(weights: str | pathlib.Path | None, workdir: str | pathlib.Pa
     workdir = pathlib.Path(workdir)
     if (workdir / "checkpoints").exists() and any((workdir / "checkpoints").iterdir()):
         raise FileExistsError(f"{workdir} already holds a run (checkpoints/); convert into a new --workdir")
-    path = resolve_weights_path(weights).absolute()
-    lc0 = read_lc0_weights(path)
-    config = lc0_run_config(path, architecture_config(lc0))
+    config = converted_run_config(weights)
+    lc0 = read_lc0_weights(config.model.weights)
     variables = jax.tree.map(jnp.asarray, lc0_variables(lc0))
     optimizer = make_optimizer(config.train)
     state = TrainState(step=jnp.zeros((), jnp.int32), params=variables["params"],
@@ -54,4 +60,4 @@ def convert_to_run(weights: str | pathlib.Path | None, workdir: str | pathlib.Pa
     return workdir
 
 
-__all__ = ["convert_to_run", "lc0_run_config", "LC0_GAME_NAME", "LC0_NETWORK_NAME"]
+__all__ = ["convert_to_run", "converted_run_config", "lc0_run_config", "LC0_GAME_NAME", "LC0_NETWORK_NAME"]

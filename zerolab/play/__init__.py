@@ -11,17 +11,23 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.play.agents": ("Agent", "SearchAgent", "lanes_to_answer", "load_search_agent"),
-    "zerolab.play.arena": ("MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
+    "zerolab.play.agents": ("Agent", "AgentPool", "EngineAgent", "SearchAgent", "compiled_search", "lanes_to_answer",
+                            "load_search_agent", "make_agent"),
+    "zerolab.play.arena": ("Match", "MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
     "zerolab.play.lc0_agents": ("PolicyAgent", "policy_actions", "policy_probabilities"),
+    "zerolab.play.results": ("MatchResult",),
 })
 
 __all__ = [
-    "Agent", "MemberChoice", "PolicyAgent", "SearchAgent", "TeamAgent", "TeamMoves", "lanes_to_answer",
-    "load_search_agent", "play_games", "play_match", "policy_actions", "policy_probabilities",
+    "Agent", "AgentPool", "EngineAgent", "Match", "MatchResult", "MemberChoice", "PolicyAgent", "SearchAgent",
+    "TeamAgent", "TeamMoves", "compiled_search", "lanes_to_answer", "load_search_agent", "make_agent", "play_games",
+    "play_match", "policy_actions", "policy_probabilities",
 ]
 
 if TYPE_CHECKING:
-    from zerolab.play.agents import Agent, SearchAgent, lanes_to_answer, load_search_agent
-    from zerolab.play.arena import MemberChoice, TeamAgent, TeamMoves, play_games, play_match
+    from zerolab.play.agents import (
+        Agent, AgentPool, EngineAgent, SearchAgent, compiled_search, lanes_to_answer, load_search_agent, make_agent,
+    )
+    from zerolab.play.arena import Match, MemberChoice, TeamAgent, TeamMoves, play_games, play_match
     from zerolab.play.lc0_agents import PolicyAgent, policy_actions, policy_probabilities
+    from zerolab.play.results import MatchResult

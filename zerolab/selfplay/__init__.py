@@ -12,20 +12,23 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.selfplay.frames": ("Frames", "PackedFrames"),
-    "zerolab.selfplay.scan": ("GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly",
-                              "PlyDecision", "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens",
-                              "make_play_fn", "restart_games", "search_move_rule", "select_where"),
+    "zerolab.selfplay.scan": ("GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision",
+                              "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens",
+                              "make_play_fn", "make_selfplay_fn", "restart_games", "search_move_rule", "select_where"),
+    "zerolab.selfplay.records": ("complete_games", "summarize"),
 })
 
 __all__ = [
     "Frames", "GameRule", "Lanes", "MoveRule", "PackedFrames", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision",
-    "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens", "make_play_fn", "restart_games",
-    "search_move_rule", "select_where",
+    "PlyRecord", "SelfPlayConfig", "advance_lanes", "complete_games", "initial_states_from_fens", "make_play_fn",
+    "make_selfplay_fn", "restart_games", "search_move_rule", "select_where", "summarize",
 ]
 
 if TYPE_CHECKING:
     from zerolab.selfplay.frames import Frames, PackedFrames
     from zerolab.selfplay.scan import (
         GameRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyDecision, PlyRecord, SelfPlayConfig,
-        advance_lanes, initial_states_from_fens, make_play_fn, restart_games, search_move_rule, select_where,
+        advance_lanes, initial_states_from_fens, make_play_fn, make_selfplay_fn, restart_games, search_move_rule,
+        select_where,
     )
+    from zerolab.selfplay.records import complete_games, summarize

@@ -14,21 +14,29 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.checkpoint": ("Checkpointer", "resolve_checkpoint"),
     "zerolab.training.method": ("Method", "alphazero_loss"),
     "zerolab.training.metrics": ("MetricsLog",),
-    "zerolab.training.plan": ("PlannedProgram", "abstract_states", "compile_cost", "format_programs"),
+    "zerolab.training.plan": ("PlannedProgram", "abstract_states", "compile_cost", "format_plan", "format_programs",
+                              "plan_training_run", "search_program"),
     "zerolab.training.runs": ("load_trained_variables",),
     "zerolab.training.train": ("default_config", "train"),
+    "zerolab.training.replay": ("FrameWindow",),
+    "zerolab.training.replay_checkpoints": ("read_window",),
 })
 
 __all__ = [
-    "Checkpointer", "Method", "MetricsLog", "PlannedProgram", "abstract_states", "alphazero_loss", "compile_cost",
-    "default_config", "format_programs", "load_trained_variables", "resolve_checkpoint", "train",
+    "Checkpointer", "FrameWindow", "Method", "MetricsLog", "PlannedProgram", "abstract_states", "alphazero_loss",
+    "compile_cost", "default_config", "format_plan", "format_programs", "load_trained_variables", "plan_training_run",
+    "read_window", "resolve_checkpoint", "search_program", "train",
 ]
 
 if TYPE_CHECKING:
     from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.metrics import MetricsLog
-    from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab.training.plan import (
+        PlannedProgram, abstract_states, compile_cost, format_plan, format_programs, plan_training_run, search_program,
+    )
     from zerolab.training.runs import load_trained_variables
     from zerolab.training import train
     from zerolab.training.train import default_config
+    from zerolab.training.replay import FrameWindow
+    from zerolab.training.replay_checkpoints import read_window

@@ -1,0 +1,57 @@
+"""The runner the skill-compat launchers share: a framework's matchups against Stockfish's team (skill-compat-stt,
+-hb) and plain chess, played, scored and summarised in a run directory (the attuned experiment runs it for its
+evaluation).  The cast, matchups and summaries are :mod:`skill_compat.experiment`'s; a rerun on the same directory
+plays only the missing games."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+from typing import Any
+
+from skill_compat.experiment import analyse, build_cast, check_seniors, markdown_summary, play_matchup, score_row, teams
+from skill_compat.frameworks import bitstrings_for_run
+from zerolab import to_json
+
+
+def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
+    """The skill-compat-stt / -hb experiment in ``workdir`` (its files: :mod:`skill_compat.experiment`)."""
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    framework = config.framework.name
+    seniors = check_seniors(framework, config.seniors)
+    if config.attuned.run and "attuned" not in seniors:
+        seniors.append("attuned")
+    plain_seniors = check_seniors(framework, config.plain_chess.seniors)
+    max_game_plies = int(config.framework.max_game_plies)
+    pairings = int(config.framework.num_bitstrings)
+    bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_game_plies) \
+        if framework == "stt" else None
+    (workdir / "config.json").write_text(to_json(config))
+    cast = build_cast(config)
+    started = time.perf_counter()
+    summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}
+    try:
+        for name in seniors:
+            focal, alter = teams(cast, framework, name)
+            begun = time.perf_counter()
+            files = play_matchup(cast, workdir / "matchups" / name, focal, alter, 2 * pairings,
+                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed),
+                                 bitstrings, bool(config.progress))
+            summary["matchups"][name] = {**score_row(files), "seconds_this_run": time.perf_counter() - begun,
+                                         **analyse(framework, files)}
+        for name in plain_seniors:
+            if name in ("hand",) or (framework == "hb" and name == "expector"):
+                continue  # they name piece types, they do not play chess alone
+            focal, alter = teams(cast, framework, name, plain=True)
+            files = play_matchup(cast, workdir / "plain" / name, focal, alter, int(config.plain_chess.games),
+                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed) + 1,
+                                 None, bool(config.progress))
+            summary["plain_chess"][name] = score_row(files)
+    finally:
+        cast.close()
+    summary["seconds_this_run"] = time.perf_counter() - started
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    (workdir / "tables.md").write_text(markdown_summary(summary))
+    return summary
