@@ -204,9 +204,16 @@ def test_a_small_tree_fills_every_slot_with_the_first_legal_actions():
         tree = output.tree
         assert tree.children_actions.shape[-1] == slots
         embeddings = jax.tree.map(np.asarray, game.unpack_state(tree.embeddings))
+        # the tree keeps no legal masks (Game.pack_state): a node's are pgx's step of its parent by its action
+        parents, actions = np.maximum(tree.parents, 0), np.maximum(tree.action_from_parent, 0)
+        parent_states = jax.tree.map(lambda leaf: leaf[np.arange(len(parents))[:, None], parents].reshape(
+            (-1,) + leaf.shape[2:]), game.unpack_state(tree.embeddings))
+        legal_masks = np.array(game.batched_step(parent_states, jnp.asarray(actions.reshape(-1))).legal_action_mask)
+        legal_masks = legal_masks.reshape(parents.shape + (-1,))
+        legal_masks[:, 0] = np.asarray(states.legal_action_mask)
         for batch in range(tree.node_visits.shape[0]):
             for node in np.flatnonzero(tree.node_visits[batch] > 0):
-                legal = np.flatnonzero(embeddings.legal_action_mask[batch, node])
+                legal = np.flatnonzero(legal_masks[batch, node])
                 expected = np.full(slots, EMPTY_SLOT)
                 expected[:min(slots, len(legal))] = legal[:slots]
                 np.testing.assert_array_equal(tree.children_actions[batch, node], expected)

@@ -77,20 +77,28 @@ class Game:
 
     # --- the compact form of a state, as the search tree keeps it ----------------------------------------------
     def pack_state(self, states: pgx.State) -> pgx.State:
-        """``states`` (any batch shape) as the search tree stores them: the observation planes dropped (pgx computes
-        them anew at every ``step``) and every boolean array of 16 or more entries (the legal masks) packed 8 to a
-        byte along its last axis.  :meth:`unpack_state` restores a state that ``step`` treats exactly as the
-        original (``tests/zerolab/test_compact_tree.py``)."""
+        """``states`` (any batch shape) as the search tree stores them: without the two arrays ``step`` computes anew
+        — the observation planes and the legal action mask — and with every other boolean array of 16 or more
+        entries packed 8 to a byte along its last axis.
+
+        :meth:`unpack_state` restores a state that ``step`` treats exactly as the original for every action the
+        original allows (``tests/zerolab/test_compact_tree.py``): pgx reads the stored mask only to punish an illegal
+        action, which a search never takes (its slots hold the node's legal actions), and a finished game, whose
+        mask pgx sets to all actions, is restored as it was.  Dropping the mask saves a chess node 584 bytes and the
+        search a pack and an unpack of it at every expansion."""
+        batch_shape = states.current_player.shape
         return jax.tree.map(self._pack_leaf, states, self._state_shapes).replace(
-            observation=jnp.zeros(states.observation.shape[:states.observation.ndim - len(self.observation_shape)]
-                                  + (0,), jnp.uint8))
+            observation=jnp.zeros(batch_shape + (0,), jnp.uint8),
+            legal_action_mask=jnp.zeros(batch_shape + (0,), jnp.bool_))
 
     def unpack_state(self, packed: pgx.State) -> pgx.State:
-        """The inverse of :meth:`pack_state`; the observation comes back as zeros (``step`` recomputes it)."""
+        """The inverse of :meth:`pack_state`: the observation comes back as zeros (``step`` recomputes it) and the
+        legal action mask as all actions (``step`` recomputes it; pgx's own mask of a finished game)."""
         batch_shape = packed.current_player.shape
         state = jax.tree.map(self._unpack_leaf, packed, self._state_shapes)
         return state.replace(observation=jnp.zeros(batch_shape + self.observation_shape,
-                                                   self._state_shapes.observation.dtype))
+                                                   self._state_shapes.observation.dtype),
+                             legal_action_mask=jnp.ones(batch_shape + (self.num_actions,), jnp.bool_))
 
     @staticmethod
     def _packed(shape: jax.ShapeDtypeStruct) -> bool:

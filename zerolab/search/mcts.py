@@ -8,7 +8,7 @@ of the space) with mctx's selection rules written over slots (:mod:`zerolab.sear
 counts and policy targets are mctx's, with the same keys (tests/zerolab/test_compact_tree.py compares the two on
 held-out positions).  PUCT may select with lc0's rule instead (``selection="lc0"``: raw Q, lc0's c(N) and first-play
 urgency; tests/zerolab/test_lc0_selection.py), which only the project's loop runs.  Node embeddings are the game's
-compact states (no observation planes, legal masks as bits).
+compact states (no observation planes, no legal mask: ``step`` recomputes both).
 ``mctx_loop=True`` runs mctx's own dense search instead, the reference for tests and ``zerolab bench``.
 
 Variants (search-contempt, SAI) change the rules of the search, not its loop.  :class:`SearchRules` is the extension
@@ -530,7 +530,7 @@ def evaluate(network: nn.Module, variables: Any, states: pgx.State) -> tuple[jax
 
 def make_recurrent_fn(game: Game, network: nn.Module) -> RecurrentFn:
     """The search's recurrent function for a perfect simulator: the embedding is the game's state, kept in the tree
-    in its compact form (:meth:`zerolab.games.Game.pack_state`: no observation planes, legal masks as bits).
+    in its compact form (:meth:`zerolab.games.Game.pack_state`: no observation planes and no legal mask, which ``step`` recomputes).
 
     Rewards are from the view of the player who moved; the discount is −1 (the next node belongs to the opponent)
     and 0 once the game has ended, where the value is 0 too.
