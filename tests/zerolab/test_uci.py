@@ -144,6 +144,9 @@ def test_parse_go_reports_and_skips_malformed_parameters():
     fields, problems = uci_protocol.parse_go("nodes abc depth 3 searchmoves e2e4 d2d4 movetime -5 bogus wtime".split())
     assert fields == {"depth": 3, "search_moves": ("e2e4", "d2d4")}
     assert len(problems) == 4 and "nodes expects an integer, got 'abc'" in problems[0]
+    fields, problems = uci_protocol.parse_go("wtime -5000 btime 1000".split())  # flagged, kept as an empty clock
+    assert fields == {"white_time": 0.0, "black_time": 1.0}
+    assert problems == ["go wtime is negative (-5000 ms): the clock has run out; moving at once"]
 
 
 def test_parse_position_checks_fen_and_moves():
@@ -194,13 +197,15 @@ def test_handshake_lists_options(harness):
 
 
 def test_go_returns_a_legal_move_for_the_given_position(harness):
-    recorder = Recorder(lambda board: MoveChoice("g8f6", score_centipawns=-20, nodes=50, depth=2,
-                                                 principal_variation=("g8f6", "b1c3", "zz")))
+    recorder = Recorder(lambda board: MoveChoice("g8f6", score_centipawns=-20, nodes=50, depth=2, seldepth=5,
+                                                 principal_variation=("g8f6", "b1c3", "zz"), search_seconds=0.5,
+                                                 note="trained on another board"))
     running = harness(recorder)
     running.send("position startpos moves e2e4 e7e5 g1f3", "go nodes 50")
     lines = running.read_until("bestmove")
-    assert lines[-1] == "bestmove g8f6"
-    assert lines[0].startswith("info depth 2 score cp -20 nodes 50 nps ") and lines[0].endswith("pv g8f6 b1c3")
+    assert lines[-1] == "bestmove g8f6" and lines[0] == "info string trained on another board"
+    assert lines[1].startswith("info depth 2 seldepth 5 score cp -20 nodes 50 nps 100 time ")  # nps: 50 / 0.5 s
+    assert lines[1].endswith("pv g8f6 b1c3")
     board, budget = recorder.calls[0]
     assert [m.uci() for m in board.move_stack] == ["e2e4", "e7e5", "g1f3"] and budget.nodes == 50
     last_legal = Recorder()  # plays the last legal move in UCI order
@@ -224,11 +229,13 @@ def test_bad_commands_get_info_strings_and_the_server_keeps_answering(harness):
         "setoption name Move Overhead value 99999",
         "setoption value 3",
         "debug maybe",
+        "x" * 2_000_000,  # a garbage line is not echoed back whole
     ]
     running.send("position startpos moves d2d4", *bad, "isready")
     lines = running.read_until("readyok")
     assert len(errors(lines)) == len(bad), lines
     assert "no position until the next valid 'position'" in errors(lines)[1]
+    assert "... (cut: 2000115 characters)" in errors(lines)[-1] and max(map(len, lines)) < 400
     running.send("go nodes 1")  # the rejected position is not searched, nor is the one before it
     lines = running.read_until("bestmove")
     assert lines[-1] == "bestmove (none)" and "no position to search" in errors(lines)[0] and not recorder.calls
@@ -375,7 +382,6 @@ def test_mate_scores_reach_python_chess_as_mates(harness):
     "go, turn, expected",
     [
         ("wtime 0 btime 0", chess.WHITE, uci_protocol.MINIMUM_MOVE_TIME),  # a flagged clock still moves
-        ("wtime -300 btime 1000", chess.WHITE, uci_protocol.MINIMUM_MOVE_TIME),  # slightly negative clocks happen
         ("wtime 3000 btime 3000 movestogo 0", chess.WHITE, 3.0 / 30 - 0.05),  # movestogo 0 means unknown
         ("wtime 1000 winc 5000", chess.WHITE, 1.0 - 0.05 - 0.05),  # a big increment never exceeds the clock
         ("winc 1000 binc 1000", chess.WHITE, uci_protocol.DEFAULT_MOVE_TIME),  # increments without clocks
