@@ -479,6 +479,79 @@ def test_a_timed_move_takes_the_largest_compiled_search_that_fits():
     assert [largest_power_of_two(n) for n in (0, 1, 5, 64, 100)] == [0, 1, 4, 64, 64]
 
 
+class ScriptedEngine:
+    """A :class:`zerolab.frontends.uci_search.SearchEngine` whose compilations and searches only take time: a size
+    compiles in ``compile_seconds``, a search of n simulations takes ``0.002 + n * 0.002`` s."""
+
+    def __new__(cls, compiled=(0,), simulations=4, compile_seconds=0.3):
+        from zerolab.frontends.uci_search import SearchEngine, SearchResult
+
+        class Scripted(SearchEngine):
+            def _compile(self, size):
+                time.sleep(compile_seconds)
+                return size
+
+            def _run(self, size, states):
+                self._program(size)
+                seconds = 0.002 + size * 0.002
+                time.sleep(seconds)
+                self.ran.append(size)
+                return SearchResult(size, size % 8, 0.0, np.eye(8, dtype=np.int32)[size % 8] * size, (size % 8,),
+                                    1.0, 1, seconds)
+
+        engine = Scripted(load=None, simulations=simulations)
+        engine._programs = {size: size for size in compiled}
+        engine.fixed_seconds, engine.ran = 0.002, []
+        engine.record_search(4, 0.002 + 4 * 0.002)
+        return engine
+
+
+def test_a_move_waits_for_its_search_to_compile_and_a_timed_move_uses_its_budget():
+    engine = ScriptedEngine(compiled=(0, 1, 2))
+    result, notes = engine.search(budget(nodes=4), None)  # not compiled yet: waits, says so, searches 4
+    assert engine.ran == [4] and result.simulations == 4
+    assert len(notes) == 1 and notes[0].startswith("waited 0.3 s for the 4-simulation search to compile")
+    engine.ran.clear()
+    timed = budget(move_time=0.3)
+    result, notes = engine.search(timed, None)  # searches of 4 again and again, then what still fits
+    used = timed.elapsed()
+    assert 0.7 * 0.3 <= used <= 0.3 + 0.05 and notes == []  # the deadline is 0.9 of it
+    assert engine.ran[0] == 4 and len(engine.ran) > 10 and result.simulations == sum(engine.ran)
+    engine = ScriptedEngine(compiled=(0, 1, 2), simulations=64)  # `Simulations` still compiling: no wait
+    result, notes = engine.search(budget(move_time=0.1), None)
+    assert set(engine.ran) <= {1, 2} and result.simulations >= 2 and "still compiling" in notes[0]
+    engine = ScriptedEngine(compiled=(0,))
+    result, notes = engine.search(budget(move_time=0.001), None)  # nothing fits: the network's policy
+    assert engine.ran == [0] and result.simulations == 0
+
+
+def test_isready_is_answered_while_the_network_loads(monkeypatch):
+    from zerolab.frontends import uci_search
+
+    monkeypatch.setattr(uci_search, "READY_WAIT", 0.2)
+    loading, failed = threading.Event(), []
+
+    def load():
+        loading.wait(10)
+        raise ValueError("no such network")
+
+    engine = uci_search.SearchEngine(load, simulations=4, on_failure=failed.append)
+    warm_up = threading.Thread(target=engine.warm_up, daemon=True)
+    warm_up.start()
+    running = Harness(uci_search.SearchServer(engine, "loading", 4))
+    running.send("uci")
+    assert running.read_until("uciok", timeout=2)[-1] == "uciok"
+    running.send("isready")
+    assert running.read_until("readyok", timeout=2) == ["readyok"]  # while the load still runs
+    loading.set()
+    warm_up.join(5)
+    assert [str(error) for error in failed] == ["no such network"]  # serve_search_engine ends the process here
+    running.send("isready")
+    assert running.read_until("readyok", timeout=2) == [
+        "info string error: the engine failed to start: ValueError: no such network", "readyok"]
+    running.quit()
+
+
 def search_result(simulations, action, visits, value=0.0, variation=None, mean_depth=1.0, max_depth=1):
     from zerolab.frontends.uci_search import SearchResult
 
@@ -651,6 +724,21 @@ def test_launch_check_refuses_what_it_can_see_without_loading(tmp_path):
     for path, step, overrides, error, message in refused:
         with pytest.raises(error, match=message):
             check_checkpoint(path, step, overrides)
+
+
+def test_only_closed_event_loop_errors_of_unreadable_checkpoints_are_dropped(monkeypatch):
+    import types
+
+    from zerolab.frontends.loaded_search import quiet_closed_event_loop_errors
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    quiet_closed_event_loop_errors()
+    quiet_closed_event_loop_errors()  # installed once
+    closed, other = RuntimeError("Event loop is closed"), RuntimeError("something else")
+    for error in (closed, other, ValueError("Event loop is closed")):
+        sys.unraisablehook(types.SimpleNamespace(exc_value=error))
+    assert [unraisable.exc_value for unraisable in reported][:1] == [other] and len(reported) == 2
 
 
 def test_uci_command_refuses_bad_input_at_launch_in_one_line(tmp_path):
