@@ -809,7 +809,7 @@ def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, 
         engine.ping()  # isready within the default 10 s, while the network loads
         assert engine.id["name"] == "zerolab run"
         stockfish.configure({"Skill Level": 0})
-        clock = chess.engine.Limit(white_clock=10, black_clock=10, white_inc=0.1, black_inc=0.1)
+        clock = chess.engine.Limit(white_clock=3, black_clock=3, white_inc=0.1, black_inc=0.1)  # about 0.1 s a move
         for engine_colour in (chess.WHITE, chess.BLACK):
             board = chess.Board()
             while not board.is_game_over(claim_draw=True):

@@ -15,8 +15,9 @@
 * ``gtp --checkpoint DIR [--simulations N] [--komi K]`` (or ``gtp --random``) — a GTP v2 server on stdin/stdout
   over a Go checkpoint's search, pgx refereeing (see :mod:`zerolab.frontends.gtp`).
 * ``uci --checkpoint DIR [--simulations N] [--step S] [search.KEY=VALUE ...]`` — a UCI chess engine on stdin/stdout
-  over a checkpoint's network and search (its rules included), with a time-to-simulations rule and a compile cache
-  (see :mod:`zerolab.frontends.uci_search`).
+  over a checkpoint's network and search (its rules included), searching until a move's time is used, with a
+  per-user compilation cache; bad input (no such checkpoint or step, a Go run, a bad override) is refused before
+  ``uciok`` with exit status 2 (see :mod:`zerolab.frontends.uci_search`).
 * ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop and the
   efficiency (the floor's time — evaluations and game steps alone — over self-play's).
 * ``lc0 describe|eval|convert|bench`` — lc0-format networks such as maia-1900 (see :mod:`zerolab.frontends.lc0_cli`).
