@@ -500,11 +500,14 @@ class SearchEngine:
 
     def choose_move(self, board: chess.Board, budget: SearchBudget) -> MoveChoice:
         """The move for ``board`` under ``budget`` (the :data:`zerolab.frontends.uci.ChooseMove` callback)."""
+        loading = not self._ready.is_set()
         self.check_started()
         state = self.positions.state(board)
         if budget.search_moves:
             state = restricted(self.game, state, budget.search_moves)
         result, notes = self.search(budget, batched(state))
+        if loading:
+            notes.insert(0, f"waited for the network to load (this move's time {budget.elapsed():.1f} s includes it)")
         if not self._noted and self.loaded.note:
             notes.insert(0, self.loaded.note)
             self._noted = True
