@@ -692,23 +692,24 @@ def zerolab_uci(*arguments):
     return [sys.executable, "-m", "zerolab", "uci", *arguments]
 
 
-def metadata_only_run(directory, game="chess", steps=(0, 1)):
-    """A run directory whose checkpoints hold only their metadata (the run config): what the launch check reads."""
+def config_only_run(directory, game="chess", steps=(0, 1)):
+    """A run directory with its ``config.json`` and empty checkpoint step directories: what the launch check reads."""
     from zerolab.config import to_json
-    from zerolab.training import Checkpointer, default_config
+    from zerolab.training import default_config
 
     config = default_config()
     config.game.name = game
-    checkpointer = Checkpointer(directory / "checkpoints")
+    (directory / "checkpoints").mkdir(parents=True)
     for step in steps:
-        checkpointer.save(step, {}, {"config": to_json(config)})
+        (directory / "checkpoints" / str(step)).mkdir()
+    (directory / "config.json").write_text(to_json(config))
     return directory
 
 
 def test_launch_check_refuses_what_it_can_see_without_loading(tmp_path):
     from zerolab.frontends.loaded_search import check_checkpoint
 
-    chess_run, go_run = metadata_only_run(tmp_path / "chess"), metadata_only_run(tmp_path / "go", "go")
+    chess_run, go_run = config_only_run(tmp_path / "chess"), config_only_run(tmp_path / "go", "go")
     assert check_checkpoint(chess_run)["game"]["name"] == "chess"
     assert check_checkpoint(chess_run / "checkpoints" / "0", None, {"kind": "muzero"})["game"]["name"] == "chess"
     refused = [
@@ -716,6 +717,7 @@ def test_launch_check_refuses_what_it_can_see_without_loading(tmp_path):
         (chess_run, 7, {}, FileNotFoundError, "--step 7: no checkpoint step 7 in .*; steps: 0, 1"),
         (tmp_path / "nothing", None, {}, FileNotFoundError, "no such run or checkpoint directory"),
         (tmp_path, None, {}, FileNotFoundError, "neither a run directory"),
+        (config_only_run(tmp_path / "empty", steps=()), None, {}, FileNotFoundError, "no checkpoint in"),
         (chess_run, None, {"num_simulations": "abc"}, ValueError, "num_simulations=abc"),
         (chess_run, None, {"kind": "alphabeta"}, ValueError, "search kind must be one of"),
         (chess_run, None, {"bogus": "1"}, ValueError, "unknown search key 'bogus'"),
@@ -744,7 +746,7 @@ def test_only_closed_event_loop_errors_of_unreadable_checkpoints_are_dropped(mon
 def test_uci_command_refuses_bad_input_at_launch_in_one_line(tmp_path):
     """Refused before ``uciok``: nothing on standard output, one ``error:`` line on standard error, exit status 2
     (each refusal of the launch check, tested above, takes the path of the first case)."""
-    go_run = metadata_only_run(tmp_path / "go", "go")
+    go_run = config_only_run(tmp_path / "go", "go")
     launches = {
         "plays go": ("--checkpoint", str(go_run)),
         "--simulations must be from 1 to": ("--checkpoint", str(go_run), "--simulations", "0"),
@@ -762,7 +764,7 @@ def test_uci_command_refuses_bad_input_at_launch_in_one_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def chess_run(tmp_path_factory):
-    """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block)."""
+    """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block, PUCT search)."""
     from zerolab.training import train
 
     config = train.default_config()
@@ -771,6 +773,7 @@ def chess_run(tmp_path_factory):
     config.iterations = 1
     config.selfplay.num_games, config.selfplay.plies_per_iteration = 2, 2
     config.search.num_simulations, config.search.max_num_considered_actions = 2, 2
+    config.search.kind = "muzero"  # PUCT, played without an override: `uciok` then needs no JAX import
     config.train.batch_size = 4
     config.progress = False
     workdir = tmp_path_factory.mktemp("chess-run") / "run"
@@ -799,11 +802,11 @@ def assert_searched(result, board, nodes):
 def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, stockfish_path):
     """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, with python-chess's
     default time-outs (10 s for the handshake and for ``isready``, asked at once while the engine still loads and
-    compiles), one simulation a move, PUCT search by a search override, under node limits, cutechess-style clocks
+    compiles), one simulation a move, the run's PUCT search, under node limits, cutechess-style clocks
     with increments and move times in turn; every move legal and searched (``assert_searched``): ``nodes 1`` under a
     node limit, any count under a clock or a move time.  Then ``go movetime 500`` uses most of its half second
     (the engine searches again and again until its budget is used, rather than one search of ``Simulations``)."""
-    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1", "search.kind=muzero")
+    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1")
     with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT) as engine, \
             chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
         engine.ping()  # isready within the default 10 s, while the network loads

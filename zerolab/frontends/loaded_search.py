@@ -94,49 +94,54 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
 
 def check_checkpoint(path: str | os.PathLike, step: int | None = None,
                      overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The run config of the checkpoint :func:`checkpoint_search` would load, after the checks it can make without
-    loading the network (see the module docstring); imports neither pgx's games nor the parameters.
+    """The run config (its ``config.json``) of the checkpoint :func:`checkpoint_search` would load, after the checks
+    it can make without loading the network (see the module docstring).
 
-    The config is the one saved with the checkpoint (``step``, else the newest whose metadata can be read).
+    Without ``overrides`` it reads directories and one JSON file and imports nothing, so that ``uciok`` follows at
+    once (a GUI waits 10 s for it, a loaded machine takes that long to import JAX); overrides are checked by
+    :meth:`zerolab.search.mcts.SearchConfig.with_overrides`, which imports JAX and mctx (about 1 s of CPU).
+    Steps are the checkpoint directory's numbered entries (orbax's step directories); which of them can be read is
+    the loader's business (:func:`zerolab.training.runs.load_trained_variables`: the newest readable one).
 
     Raises:
-      FileNotFoundError: no run or checkpoint directory at ``path``, no checkpoint in it, or no step ``step``.
+      FileNotFoundError: no run or checkpoint step directory at ``path`` (as
+        :func:`zerolab.training.checkpoint.resolve_checkpoint` reads it), no checkpoint in it, or no step ``step``.
       ValueError: a run of another game than chess or Gardner chess, or a bad search override.
     """
-    if not pathlib.Path(path).is_dir():  # before the imports: at once
+    path = pathlib.Path(path)
+    if not path.is_dir():
         raise FileNotFoundError(f"--checkpoint {path}: no such run or checkpoint directory")
-    from zerolab.search.mcts import SearchConfig
-    from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
-
-    directory, chosen = resolve_checkpoint(path, step)
-    checkpointer = Checkpointer(directory)
-    steps = checkpointer.steps()
+    if path.name.isdigit() and path.parent.name == "checkpoints":
+        run, directory, chosen = path.parent.parent, path.parent, int(path.name)
+    elif (path / "checkpoints").is_dir():
+        run, directory, chosen = path, path / "checkpoints", step
+    else:
+        raise FileNotFoundError(f"--checkpoint {path} is neither a run directory (with checkpoints/) nor a "
+                                "checkpoint step directory (RUN/checkpoints/STEP)")
+    steps = sorted(int(entry.name) for entry in directory.iterdir() if entry.name.isdigit() and entry.is_dir())
     if not steps:
         raise FileNotFoundError(f"--checkpoint {path}: no checkpoint in {directory}")
     if chosen is not None and chosen not in steps:
         raise FileNotFoundError(f"--step {chosen}: no checkpoint step {chosen} in {directory}; steps: "
                                 f"{', '.join(map(str, steps))} (or leave --step out for the newest)")
-    config = None
-    for candidate in [chosen] if chosen is not None else list(reversed(steps)):
-        try:
-            config = json.loads(checkpointer.read_metadata(candidate)["config"])
-            break
-        except Exception as error:  # noqa: BLE001 - an unreadable checkpoint: the loader takes the one before
-            logger.warning("checkpoint %s cannot be read (%s); trying the previous one", directory / str(candidate),
-                           type(error).__name__)
-    if config is None:
-        raise FileNotFoundError(f"--checkpoint {path}: no readable checkpoint in {directory} (tried steps "
-                                f"{', '.join(map(str, [chosen] if chosen is not None else reversed(steps)))})")
+    try:
+        config = json.loads((run / "config.json").read_text())
+    except (OSError, ValueError) as error:
+        raise FileNotFoundError(f"--checkpoint {path}: the run's config {run / 'config.json'} cannot be read "
+                                f"({type(error).__name__}: {error})") from None
     game = config.get("game", {}).get("name")
     if game not in CHESS_GAMES:
         raise ValueError(f"--checkpoint {path}: the run plays {game}; a UCI engine plays 8x8 chess: give a run of "
                          f"{' or '.join(CHESS_GAMES)}" + (" (Go runs play through python -m zerolab gtp)"
                                                           if game == "go" else ""))
-    try:
-        search = SearchConfig.from_config(config.get("search", {}))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"--checkpoint {path}: its search config cannot be read: {error}") from None
-    play_search(search, None, dict(overrides or {})).make_rules()
+    if overrides:
+        from zerolab.search.mcts import SearchConfig
+
+        try:
+            search = SearchConfig.from_config(config.get("search", {}))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"--checkpoint {path}: its search config cannot be read: {error}") from None
+        play_search(search, None, dict(overrides)).make_rules()
     return config
 
 
