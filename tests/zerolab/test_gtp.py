@@ -88,10 +88,11 @@ def test_out_of_turn_play_inserts_a_pass_and_final_score_counts_area_minus_komi(
     assert "O" in server.handle("showboard")
 
 
-@pytest.mark.parametrize("size", [0, 9])
+@pytest.mark.parametrize("size", ["0", "9", "-1"])
 def test_board_size_the_chooser_cannot_play_is_refused(size):
     server = GTPServer(GoGame(size=7), random_chooser)
-    assert server.handle(f"boardsize {size}").startswith("? unacceptable size")
+    assert server.handle(f"boardsize {size}") == f"? unacceptable size {size}: this engine plays 7\n\n"
+    assert server.handle("boardsize seven") == "? boardsize expects a board size (7), got 'seven'\n\n"
     assert server.handle("genmove b").startswith("= ")
 
 

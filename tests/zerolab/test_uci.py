@@ -144,6 +144,9 @@ def test_parse_go_reports_and_skips_malformed_parameters():
     fields, problems = uci_protocol.parse_go("nodes abc depth 3 searchmoves e2e4 d2d4 movetime -5 bogus wtime".split())
     assert fields == {"depth": 3, "search_moves": ("e2e4", "d2d4")}
     assert len(problems) == 4 and "nodes expects an integer, got 'abc'" in problems[0]
+    fields, problems = uci_protocol.parse_go("wtime -5000 btime 1000".split())  # flagged, kept as an empty clock
+    assert fields == {"white_time": 0.0, "black_time": 1.0}
+    assert problems == ["go wtime is negative (-5000 ms): the clock has run out; moving at once"]
 
 
 def test_parse_position_checks_fen_and_moves():
@@ -194,13 +197,15 @@ def test_handshake_lists_options(harness):
 
 
 def test_go_returns_a_legal_move_for_the_given_position(harness):
-    recorder = Recorder(lambda board: MoveChoice("g8f6", score_centipawns=-20, nodes=50, depth=2,
-                                                 principal_variation=("g8f6", "b1c3", "zz")))
+    recorder = Recorder(lambda board: MoveChoice("g8f6", score_centipawns=-20, nodes=50, depth=2, seldepth=5,
+                                                 principal_variation=("g8f6", "b1c3", "zz"), search_seconds=0.5,
+                                                 note="trained on another board"))
     running = harness(recorder)
     running.send("position startpos moves e2e4 e7e5 g1f3", "go nodes 50")
     lines = running.read_until("bestmove")
-    assert lines[-1] == "bestmove g8f6"
-    assert lines[0].startswith("info depth 2 score cp -20 nodes 50 nps ") and lines[0].endswith("pv g8f6 b1c3")
+    assert lines[-1] == "bestmove g8f6" and lines[0] == "info string trained on another board"
+    assert lines[1].startswith("info depth 2 seldepth 5 score cp -20 nodes 50 nps 100 time ")  # nps: 50 / 0.5 s
+    assert lines[1].endswith("pv g8f6 b1c3")
     board, budget = recorder.calls[0]
     assert [m.uci() for m in board.move_stack] == ["e2e4", "e7e5", "g1f3"] and budget.nodes == 50
     last_legal = Recorder()  # plays the last legal move in UCI order
@@ -224,11 +229,13 @@ def test_bad_commands_get_info_strings_and_the_server_keeps_answering(harness):
         "setoption name Move Overhead value 99999",
         "setoption value 3",
         "debug maybe",
+        "x" * 2_000_000,  # a garbage line is not echoed back whole
     ]
     running.send("position startpos moves d2d4", *bad, "isready")
     lines = running.read_until("readyok")
     assert len(errors(lines)) == len(bad), lines
     assert "no position until the next valid 'position'" in errors(lines)[1]
+    assert "... (cut: 2000115 characters)" in errors(lines)[-1] and max(map(len, lines)) < 400
     running.send("go nodes 1")  # the rejected position is not searched, nor is the one before it
     lines = running.read_until("bestmove")
     assert lines[-1] == "bestmove (none)" and "no position to search" in errors(lines)[0] and not recorder.calls
@@ -375,7 +382,6 @@ def test_mate_scores_reach_python_chess_as_mates(harness):
     "go, turn, expected",
     [
         ("wtime 0 btime 0", chess.WHITE, uci_protocol.MINIMUM_MOVE_TIME),  # a flagged clock still moves
-        ("wtime -300 btime 1000", chess.WHITE, uci_protocol.MINIMUM_MOVE_TIME),  # slightly negative clocks happen
         ("wtime 3000 btime 3000 movestogo 0", chess.WHITE, 3.0 / 30 - 0.05),  # movestogo 0 means unknown
         ("wtime 1000 winc 5000", chess.WHITE, 1.0 - 0.05 - 0.05),  # a big increment never exceeds the clock
         ("winc 1000 binc 1000", chess.WHITE, uci_protocol.DEFAULT_MOVE_TIME),  # increments without clocks
@@ -452,40 +458,151 @@ def budget(**fields):
 
 
 def test_nodes_are_simulations_and_plain_go_uses_the_option():
-    from zerolab.frontends.uci_search import plan_simulations
+    from zerolab.frontends.uci_search import fixed_simulations
 
-    assert plan_simulations(budget(nodes=7), 64, 0.01, 0.001, [0, 64]) == 7
-    assert plan_simulations(budget(), 64, 0.01, 0.001, [0, 64]) == 64
-    assert plan_simulations(budget(infinite=True), 64, 0.01, 0.001, [0, 64]) == 64
-    assert plan_simulations(budget(ponder=True, white_time=0.1), 64, 0.01, 0.001, [0, 64]) == 64
+    assert fixed_simulations(budget(nodes=7), 64) == 7
+    assert fixed_simulations(budget(), 64) == 64
+    assert fixed_simulations(budget(infinite=True), 64) == 64
+    assert fixed_simulations(budget(ponder=True, white_time=0.1), 64) == 64
+    assert fixed_simulations(budget(move_time=0.1), 64) is None  # timed: searches until the budget is used
 
 
-def test_time_maps_to_the_largest_compiled_power_of_two_that_fits():
-    from zerolab.frontends.uci_search import largest_power_of_two, plan_simulations
+def test_a_timed_move_takes_the_largest_compiled_search_that_fits():
+    from zerolab.frontends.uci_search import affordable_simulations, largest_power_of_two
 
     compiled = [0, 1, 2, 4, 8, 16, 32, 48]
-    assert plan_simulations(budget(move_time=10.0), 48, 0.01, 0.001, compiled) == 48  # plenty of time
-    # 0.8 * 0.1 s - 0.01 s fixed = 70 ms at 2 ms per simulation: 35 affordable, 32 played
-    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, compiled) == 32
-    assert plan_simulations(budget(move_time=0.1), 48, 0.01, 0.002, [0, 48]) == 0  # 32 not compiled yet: policy
-    assert plan_simulations(budget(move_time=0.005), 48, 0.01, 0.002, compiled) == 0  # no time: the raw policy
-    clock = budget(white_time=3.0, black_time=3.0)  # the server's rule: 3 s / 30 moves = 0.1 s
-    assert plan_simulations(clock, 48, 0.01, 0.002, compiled) == 32
+    assert affordable_simulations(10.0, 0.01, 0.001, compiled) == 48
+    # 70 ms left, 10 ms fixed, 2 ms a simulation: 30 affordable, 16 is the largest compiled size that fits
+    assert affordable_simulations(0.07, 0.01, 0.002, compiled) == 16
+    assert affordable_simulations(0.07, 0.01, 0.002, [0, 48]) == 0  # nothing smaller compiled yet: the policy
+    assert affordable_simulations(0.005, 0.01, 0.002, compiled) == 0
     assert [largest_power_of_two(n) for n in (0, 1, 5, 64, 100)] == [0, 1, 4, 64, 64]
 
 
-def test_time_per_simulation_follows_the_last_searches():
-    from zerolab.frontends.uci_search import TIMING_WINDOW, SearchEngine
+class ScriptedEngine:
+    """A :class:`zerolab.frontends.uci_search.SearchEngine` whose compilations and searches only take time: a size
+    compiles in ``compile_seconds``, a search of n simulations takes ``0.002 + n * 0.002`` s."""
 
-    engine = SearchEngine(load=None, simulations=8)
-    engine.fixed_seconds = 0.01
-    assert engine.seconds_per_simulation == 1e-3  # before any measurement
-    engine.record_search(8, 0.01 + 8 * 0.004)
-    assert engine.seconds_per_simulation == pytest.approx(0.004)
-    engine.record_search(0, 5.0)  # the raw policy says nothing about simulations
-    for _ in range(TIMING_WINDOW):  # the machine got slower: the estimate follows within the window
-        engine.record_search(4, 0.01 + 4 * 0.010)
-    assert engine.seconds_per_simulation == pytest.approx(0.010)
+    def __new__(cls, compiled=(0,), simulations=4, compile_seconds=0.3):
+        from zerolab.frontends.uci_search import SearchEngine, SearchResult
+
+        class Scripted(SearchEngine):
+            def _compile(self, size):
+                time.sleep(compile_seconds)
+                return size
+
+            def _run(self, size, states):
+                self._program(size)
+                seconds = 0.002 + size * 0.002
+                time.sleep(seconds)
+                self.ran.append(size)
+                return SearchResult(size, size % 8, 0.0, np.eye(8, dtype=np.int32)[size % 8] * size, (size % 8,),
+                                    1.0, 1, seconds)
+
+        engine = Scripted(load=None, simulations=simulations)
+        engine._programs = {size: size for size in compiled}
+        engine.fixed_seconds, engine.ran = 0.002, []
+        engine.record_search(4, 0.002 + 4 * 0.002)
+        return engine
+
+
+def test_a_move_waits_for_its_search_to_compile_and_a_timed_move_uses_its_budget():
+    engine = ScriptedEngine(compiled=(0, 1, 2))
+    result, notes = engine.search(budget(nodes=4), None)  # not compiled yet: waits, says so, searches 4
+    assert engine.ran == [4] and result.simulations == 4
+    assert len(notes) == 1 and notes[0].startswith("waited 0.3 s for the 4-simulation search to compile")
+    engine.ran.clear()
+    timed = budget(move_time=0.3)
+    result, notes = engine.search(timed, None)  # searches of 4 again and again, then what still fits
+    used = timed.elapsed()
+    assert 0.7 * 0.3 <= used <= 0.3 + 0.05 and notes == []  # the deadline is 0.9 of it
+    assert engine.ran[0] == 4 and len(engine.ran) > 10 and result.simulations == sum(engine.ran)
+    engine = ScriptedEngine(compiled=(0, 1, 2), simulations=64)  # `Simulations` still compiling: no wait
+    result, notes = engine.search(budget(move_time=0.1), None)
+    assert set(engine.ran) <= {1, 2} and result.simulations >= 2 and "still compiling" in notes[0]
+    engine = ScriptedEngine(compiled=(0,))
+    result, notes = engine.search(budget(move_time=0.001), None)  # nothing fits: the network's policy
+    assert engine.ran == [0] and result.simulations == 0
+
+
+def test_isready_is_answered_while_the_network_loads(monkeypatch):
+    from zerolab.frontends import uci_search
+
+    monkeypatch.setattr(uci_search, "READY_WAIT", 0.2)
+    loading, failed = threading.Event(), []
+
+    def load():
+        loading.wait(10)
+        raise ValueError("no such network")
+
+    engine = uci_search.SearchEngine(load, simulations=4, on_failure=failed.append)
+    warm_up = threading.Thread(target=engine.warm_up, daemon=True)
+    warm_up.start()
+    running = Harness(uci_search.SearchServer(engine, "loading", 4))
+    running.send("uci")
+    assert running.read_until("uciok", timeout=2)[-1] == "uciok"
+    running.send("isready")
+    assert running.read_until("readyok", timeout=2) == ["readyok"]  # while the load still runs
+    loading.set()
+    warm_up.join(5)
+    assert [str(error) for error in failed] == ["no such network"]  # serve_search_engine ends the process here
+    running.send("isready")
+    assert running.read_until("readyok", timeout=2) == [
+        "info string error: the engine failed to start: ValueError: no such network", "readyok"]
+    running.quit()
+
+
+def search_result(simulations, action, visits, value=0.0, variation=None, mean_depth=1.0, max_depth=1):
+    from zerolab.frontends.uci_search import SearchResult
+
+    counts = np.zeros(8, np.int32)
+    for index, count in visits.items():
+        counts[index] = count
+    return SearchResult(simulations, action, value, counts, tuple(variation or (action,)), mean_depth, max_depth, 0.1)
+
+
+def test_searches_of_one_move_combine_by_their_visit_counts():
+    from zerolab.frontends.uci_search import combined
+
+    alone = search_result(4, 3, {3: 2, 5: 2})
+    assert combined([alone]) is alone  # one search keeps its own choice
+    results = [search_result(8, 3, {3: 5, 5: 3}, value=0.5, variation=(3, 1, 2), max_depth=4),
+               search_result(4, 5, {3: 1, 5: 3}, value=-0.1, mean_depth=2.0),
+               search_result(4, 5, {5: 4}, value=-0.1)]
+    together = combined(results)
+    assert together.action == 5 and together.visit_counts[5] == 10 and together.visit_counts[3] == 6
+    assert together.simulations == 16 and together.value == pytest.approx((0.5 * 8 - 0.1 * 8) / 16)
+    assert together.principal_variation == (5,) and together.max_depth == 4
+    assert together.mean_depth == pytest.approx((8 + 8 + 4) / 16) and together.seconds == pytest.approx(0.3)
+    tied = combined([search_result(8, 3, {3: 4, 5: 4}, variation=(3, 6)), search_result(2, 5, {5: 1, 3: 1})])
+    assert tied.action == 3 and tied.principal_variation == (3, 6)  # a tie goes to the largest search's move
+
+
+def test_tree_summary_follows_the_most_visited_child():
+    """A hand-made tree: root 0 -> (action 7: node 1, action 2: node 2); node 1 -> (action 4: node 3, visited 2;
+    action 5: node 4, visited 1); node 3 -> action 6: node 5.  The played move may be another than the most visited."""
+    import types
+
+    import jax.numpy as jnp
+
+    from zerolab.frontends.uci_search import tree_summary
+
+    unvisited = -1
+    children_actions = np.full((6, 3), -1)
+    children_index = np.full((6, 3), unvisited)
+    children_visits = np.zeros((6, 3), np.int32)
+    for node, slot, action, child, visits in [(0, 0, 2, 2, 1), (0, 1, 7, 1, 4), (1, 0, 4, 3, 2), (1, 1, 5, 4, 1),
+                                               (3, 0, 6, 5, 1)]:
+        children_actions[node, slot], children_index[node, slot], children_visits[node, slot] = action, child, visits
+    tree = types.SimpleNamespace(
+        parents=jnp.array([-1, 0, 0, 1, 1, 3]), children_actions=jnp.array(children_actions),
+        children_index=jnp.array(children_index), children_visits=jnp.array(children_visits),
+        ROOT_INDEX=0, UNVISITED=unvisited)
+    variation, mean_depth, max_depth = tree_summary(tree, 7, 5)
+    assert variation.tolist() == [7, 4, 6, -1, -1] and int(max_depth) == 3
+    assert float(mean_depth) == pytest.approx((1 + 1 + 2 + 2 + 3) / 5)
+    variation, _, _ = tree_summary(tree, 2, 5)  # the played move's node has no children: the variation is that move
+    assert variation.tolist() == [2, -1, -1, -1, -1]
 
 
 def test_value_to_centipawns_is_odd_and_monotone():
@@ -554,22 +671,100 @@ def test_any_agent_behind_the_uci_server_sees_pgx_states_with_history(chess_game
     running.quit()
 
 
+def test_principal_variation_moves_are_read_in_each_position(chess_game):
+    """pgx encodes a move from the mover's side: each move of the variation is named in the position it is played
+    in, and the variation ends with the game."""
+    from zerolab.frontends.uci_search import SearchEngine
+
+    engine = SearchEngine(load=None)
+    engine.game = chess_game
+    state = root = chess_game.from_fen(chess_game.start_fen)
+    actions = []
+    for move in ("e2e4", "e7e5", "g1f3", "b8c6"):
+        actions.append(chess_game.uci_to_action(move, state))
+        state = chess_game.jitted_step(state, np.int32(actions[-1]))
+    assert engine.variation_moves(root, actions) == ("e2e4", "e7e5", "g1f3", "b8c6")
+    mated = chess_game.from_fen("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1")
+    assert engine.variation_moves(mated, [0, 1]) == ()
+
+
 def zerolab_uci(*arguments):
     return [sys.executable, "-m", "zerolab", "uci", *arguments]
 
 
-def test_uci_command_reports_bad_input_before_starting():
-    missing = subprocess.run(zerolab_uci("--checkpoint", "/nonexistent/run"), capture_output=True, text=True,
-                             cwd=REPOSITORY_ROOT, timeout=60)
-    assert missing.returncode == 2 and "/nonexistent/run" in missing.stderr
-    bad = subprocess.run(zerolab_uci("--checkpoint", str(REPOSITORY_ROOT), "kind=muzero"), capture_output=True,
-                         text=True, cwd=REPOSITORY_ROOT, timeout=60)
-    assert bad.returncode == 2 and "search.KEY=VALUE" in bad.stderr
+def config_only_run(directory, game="chess", steps=(0, 1)):
+    """A run directory with its ``config.json`` and empty checkpoint step directories: what the launch check reads."""
+    from zerolab.config import to_json
+    from zerolab.training import default_config
+
+    config = default_config()
+    config.game.name = game
+    (directory / "checkpoints").mkdir(parents=True)
+    for step in steps:
+        (directory / "checkpoints" / str(step)).mkdir()
+    (directory / "config.json").write_text(to_json(config))
+    return directory
+
+
+def test_launch_check_refuses_what_it_can_see_without_loading(tmp_path):
+    from zerolab.frontends.loaded_search import check_checkpoint
+
+    chess_run, go_run = config_only_run(tmp_path / "chess"), config_only_run(tmp_path / "go", "go")
+    assert check_checkpoint(chess_run)["game"]["name"] == "chess"
+    assert check_checkpoint(chess_run / "checkpoints" / "0", None, {"kind": "muzero"})["game"]["name"] == "chess"
+    refused = [
+        (go_run, None, {}, ValueError, "the run plays go; a UCI engine plays 8x8 chess.*zerolab gtp"),
+        (chess_run, 7, {}, FileNotFoundError, "--step 7: no checkpoint step 7 in .*; steps: 0, 1"),
+        (tmp_path / "nothing", None, {}, FileNotFoundError, "no such run or checkpoint directory"),
+        (tmp_path, None, {}, FileNotFoundError, "neither a run directory"),
+        (config_only_run(tmp_path / "empty", steps=()), None, {}, FileNotFoundError, "no checkpoint in"),
+        (chess_run, None, {"num_simulations": "abc"}, ValueError, "num_simulations=abc"),
+        (chess_run, None, {"kind": "alphabeta"}, ValueError, "search kind must be one of"),
+        (chess_run, None, {"bogus": "1"}, ValueError, "unknown search key 'bogus'"),
+        (chess_run, None, {"rules": "no.such.module:factory"}, ValueError, "no.such.module"),
+    ]
+    for path, step, overrides, error, message in refused:
+        with pytest.raises(error, match=message):
+            check_checkpoint(path, step, overrides)
+
+
+def test_only_closed_event_loop_errors_of_unreadable_checkpoints_are_dropped(monkeypatch):
+    import types
+
+    from zerolab.frontends.loaded_search import quiet_closed_event_loop_errors
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    quiet_closed_event_loop_errors()
+    quiet_closed_event_loop_errors()  # installed once
+    closed, other = RuntimeError("Event loop is closed"), RuntimeError("something else")
+    for error in (closed, other, ValueError("Event loop is closed")):
+        sys.unraisablehook(types.SimpleNamespace(exc_value=error))
+    assert [unraisable.exc_value for unraisable in reported][:1] == [other] and len(reported) == 2
+
+
+def test_uci_command_refuses_bad_input_at_launch_in_one_line(tmp_path):
+    """Refused before ``uciok``: nothing on standard output, one ``error:`` line on standard error, exit status 2
+    (each refusal of the launch check, tested above, takes the path of the first case)."""
+    go_run = config_only_run(tmp_path / "go", "go")
+    launches = {
+        "plays go": ("--checkpoint", str(go_run)),
+        "--simulations must be from 1 to": ("--checkpoint", str(go_run), "--simulations", "0"),
+        "/nonexistent/run": ("--checkpoint", "/nonexistent/run"),
+        "search.KEY=VALUE": ("--checkpoint", str(go_run), "kind=muzero"),
+    }
+    processes = {message: subprocess.Popen(zerolab_uci(*arguments), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True, cwd=REPOSITORY_ROOT)
+                 for message, arguments in launches.items()}  # in parallel: each one mostly imports
+    for message, process in processes.items():
+        output, error = process.communicate("uci\nisready\nposition startpos\ngo nodes 1\nquit\n", timeout=120)
+        assert process.returncode == 2 and output == "", (message, output, error)
+        assert error.startswith("error: ") and error.count("\n") == 1 and message in error, (message, error)
 
 
 @pytest.fixture(scope="module")
 def chess_run(tmp_path_factory):
-    """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block)."""
+    """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block, PUCT search)."""
     from zerolab.training import train
 
     config = train.default_config()
@@ -578,6 +773,7 @@ def chess_run(tmp_path_factory):
     config.iterations = 1
     config.selfplay.num_games, config.selfplay.plies_per_iteration = 2, 2
     config.search.num_simulations, config.search.max_num_considered_actions = 2, 2
+    config.search.kind = "muzero"  # PUCT, played without an override: `uciok` then needs no JAX import
     config.train.batch_size = 4
     config.progress = False
     workdir = tmp_path_factory.mktemp("chess-run") / "run"
@@ -586,32 +782,44 @@ def chess_run(tmp_path_factory):
 
 
 def assert_searched(result, board, nodes):
-    """``result`` (a python-chess ``play`` with ``info=INFO_ALL``) came from a search of one of the ``nodes`` counts:
-    its ``info`` line reports them, and no ``info string error`` came first (a failed search, or an engine that did
-    not start, plays a fallback move without an ``info ... nodes`` line)."""
+    """``result`` (a python-chess ``play`` with ``info=INFO_ALL``) came from a search of one of the ``nodes`` counts
+    (any count when None): its ``info`` line reports them with a depth, a selective depth and a legal principal
+    variation starting with the move (python-chess parses the pv on the board), and no ``info string error`` came
+    first (a failed search, or an engine that did not start, plays a fallback move without an ``info ... nodes``
+    line)."""
     assert not result.info.get("string", "").startswith("error"), (board.fen(), result.info)
-    assert result.info.get("nodes") in nodes, (board.fen(), result.info)
+    assert "nodes" in result.info and (nodes is None or result.info["nodes"] in nodes), (board.fen(), result.info)
+    assert 1 <= result.info["depth"] <= result.info["seldepth"], result.info
+    variation = result.info["pv"]
+    assert variation[0] == result.move, result.info
+    line = board.copy()
+    for move in variation:
+        assert move in line.legal_moves, (board.fen(), variation)
+        line.push(move)
 
 
 @pytest.mark.slow
 def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, stockfish_path):
-    """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, one simulation a
-    move, PUCT search by a search override, under node limits, clocks and searchmoves in turn; every move must be
-    legal and searched: ``nodes 1`` under a node limit or a 10 s clock, 1 or 0 (the raw policy, when one simulation
-    does not fit) in 50 ms, and no ``info string error``."""
-    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1", "search.kind=muzero")
-    with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT, timeout=300) as engine, \
+    """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, with python-chess's
+    default time-outs (10 s for the handshake and for ``isready``, asked at once while the engine still loads and
+    compiles), one simulation a move, the run's PUCT search, under node limits, cutechess-style clocks
+    with increments and move times in turn; every move legal and searched (``assert_searched``): ``nodes 1`` under a
+    node limit, any count under a clock or a move time.  Then ``go movetime 500`` uses most of its half second
+    (the engine searches again and again until its budget is used, rather than one search of ``Simulations``)."""
+    command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1")
+    with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT) as engine, \
             chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
+        engine.ping()  # isready within the default 10 s, while the network loads
         assert engine.id["name"] == "zerolab run"
         stockfish.configure({"Skill Level": 0})
+        clock = chess.engine.Limit(white_clock=3, black_clock=3, white_inc=0.1, black_inc=0.1)  # about 0.1 s a move
         for engine_colour in (chess.WHITE, chess.BLACK):
             board = chess.Board()
             while not board.is_game_over(claim_draw=True):
                 if board.turn == engine_colour:
-                    limit = [chess.engine.Limit(nodes=1), chess.engine.Limit(white_clock=10, black_clock=10),
-                             chess.engine.Limit(time=0.05)][board.ply() // 2 % 3]
+                    limit = [chess.engine.Limit(nodes=1), clock, chess.engine.Limit(time=0.05)][board.ply() // 2 % 3]
                     result = engine.play(board, limit, info=chess.engine.INFO_ALL)
-                    assert_searched(result, board, {1} if limit.time is None else {0, 1})
+                    assert_searched(result, board, {1} if limit.nodes else None)
                 else:
                     result = stockfish.play(board, chess.engine.Limit(nodes=1))
                 assert result.move in board.legal_moves, (board.fen(), result.move)
@@ -622,3 +830,6 @@ def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, 
         result = engine.play(board, chess.engine.Limit(nodes=1), root_moves=[only], info=chess.engine.INFO_ALL)
         assert result.move == only
         assert_searched(result, board, {1})
+        result = engine.play(board, chess.engine.Limit(time=0.5), info=chess.engine.INFO_ALL)
+        assert_searched(result, board, None)
+        assert result.info["time"] >= 0.25 and result.info["nodes"] >= 2, result.info

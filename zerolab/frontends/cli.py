@@ -15,8 +15,9 @@
 * ``gtp --checkpoint DIR [--simulations N] [--komi K]`` (or ``gtp --random``) — a GTP v2 server on stdin/stdout
   over a Go checkpoint's search, pgx refereeing (see :mod:`zerolab.frontends.gtp`).
 * ``uci --checkpoint DIR [--simulations N] [--step S] [search.KEY=VALUE ...]`` — a UCI chess engine on stdin/stdout
-  over a checkpoint's network and search (its rules included), with a time-to-simulations rule and a compile cache
-  (see :mod:`zerolab.frontends.uci_search`).
+  over a checkpoint's network and search (its rules included), searching until a move's time is used, with a
+  per-user compilation cache; bad input (no such checkpoint or step, a Go run, a bad override) is refused before
+  ``uciok`` with exit status 2 (see :mod:`zerolab.frontends.uci_search`).
 * ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop and the
   efficiency (the floor's time — evaluations and game steps alone — over self-play's).
 * ``lc0 describe|eval|convert|bench`` — lc0-format networks such as maia-1900 (see :mod:`zerolab.frontends.lc0_cli`).
@@ -30,6 +31,7 @@ import json
 import pathlib
 import sys
 
+from zerolab.frontends.loaded_search import DEFAULT_COMPILATION_CACHE
 from zerolab.logs import configure_logging
 
 
@@ -234,20 +236,23 @@ def command_gtp(args: argparse.Namespace) -> int:
 
 
 def command_uci(args: argparse.Namespace) -> int:
-    """A UCI chess engine on stdin/stdout over a checkpoint's network and search (see :mod:`zerolab.frontends.uci_search`)."""
+    """A UCI chess engine on stdin/stdout over a checkpoint's network and search (see :mod:`zerolab.frontends.uci_search`).
+
+    What can be checked without loading the network is checked before the server starts (an error is one line,
+    exit status 2): the checkpoint and ``--step``, the run's game, ``--simulations``, the search overrides."""
     from zerolab.frontends import loaded_search, uci_search
 
-    if not pathlib.Path(args.checkpoint).is_dir():
-        raise FileNotFoundError(f"uci: --checkpoint {args.checkpoint}: no such run or checkpoint directory")
     overrides = {}
     for item in args.overrides:
         key, _, value = item.partition("=")
         if not key.startswith("search.") or not value:
             raise ValueError(f"uci: override {item!r} must be search.KEY=VALUE (e.g. search.kind=muzero)")
         overrides[key[len("search."):]] = value
-    simulations = args.simulations or loaded_search.run_simulations(args.checkpoint)
-    if not 1 <= simulations <= uci_search.MAXIMUM_SIMULATIONS:
-        raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, got {simulations}")
+    if args.simulations is not None and not 1 <= args.simulations <= uci_search.MAXIMUM_SIMULATIONS:
+        raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, "
+                         f"got {args.simulations}")
+    config = loaded_search.check_checkpoint(args.checkpoint, args.step, overrides)
+    simulations = args.simulations or int(config.get("search", {}).get("num_simulations", 32))
 
     def load() -> loaded_search.LoadedSearch:
         return loaded_search.checkpoint_search(args.checkpoint, args.step, simulations, overrides)
@@ -324,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     uci.add_argument("--simulations", type=int, default=None,
                      help="start of the Simulations option (default: the run's search.num_simulations)")
     uci.add_argument("--seed", type=int, default=0, help="seed of the search keys")
-    uci.add_argument("--compilation-cache", default="", help="directory of JAX's persistent compilation cache")
+    uci.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
+                     help="directory of JAX's persistent compilation cache, so a second start reads the compiled "
+                          "searches back (default: %(default)s; '' for none)")
     uci.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
     uci.set_defaults(handler=command_uci)
     return parser

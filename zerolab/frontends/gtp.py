@@ -188,11 +188,14 @@ class GTPServer:
 
     def command_boardsize(self, arguments):
         (text,) = self._arguments("boardsize", arguments, ("size",))
-        if not text.isdigit():
-            raise GTPError(f"boardsize expects an integer, got {text!r}")
-        if int(text) not in self.board_sizes:
-            raise GTPError(f"unacceptable size {text}: this engine plays {', '.join(map(str, self.board_sizes))}")
-        self.game = GoGame(size=int(text), komi=self.game.komi)
+        supported = ", ".join(map(str, self.board_sizes))
+        try:
+            size = int(text)
+        except ValueError:
+            raise GTPError(f"boardsize expects a board size ({supported}), got {text!r}") from None
+        if size not in self.board_sizes:
+            raise GTPError(f"unacceptable size {text}: this engine plays {supported}")
+        self.game = GoGame(size=size, komi=self.game.komi)
         return self.command_clear_board([])
 
     def command_clear_board(self, arguments):

@@ -4,6 +4,12 @@
 Gardner chess plays 8×8; one whose parameters do not fit is refused) with the run's search under play defaults
 (:data:`PLAY_SEARCH_DEFAULTS`) and the command line's overrides (:func:`play_search`).  JAX, pgx and the network are
 imported inside the functions, so a UCI handshake does not wait for them.
+
+:func:`check_checkpoint` finds, before the server starts and without loading the network, what would make
+:func:`checkpoint_search` fail later: no such run, checkpoint or ``--step``, a run of another game (Go), a bad search
+override.  ``python -m zerolab uci`` refuses those at launch (one ``error:`` line, exit status 2) instead of answering
+``uciok`` and playing fallback moves; what only loading finds (parameters that do not fit 8×8) ends the engine with
+exit status 2 (:func:`zerolab.frontends.uci_search.serve_search_engine`).
 """
 
 from __future__ import annotations
@@ -12,14 +18,21 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping
+import logging
+import pathlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zerolab.games import ChessGame
     from zerolab.search.mcts import SearchConfig
 
+logger = logging.getLogger("zerolab.frontends.loaded_search")
+
 #: Search settings for playing rather than training: no exploration noise at the root.
 PLAY_SEARCH_DEFAULTS = {"gumbel_scale": 0.0, "dirichlet_fraction": 0.0}
+#: Games whose runs play 8×8 chess: chess itself, and Gardner chess with a board-size independent network.
+CHESS_GAMES = ("chess", "gardner_chess")
 
 
 @dataclasses.dataclass
@@ -33,6 +46,7 @@ class LoadedSearch:
     variables: Any
     search: SearchConfig
     description: str
+    note: str = ""  # for the GUI, e.g. that the network was trained on another board
 
 
 def play_search(search: SearchConfig, simulations: int | None, overrides: Mapping[str, str]) -> SearchConfig:
@@ -57,10 +71,13 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
     from zerolab.games import make_game
     from zerolab.networks.network import init_variables
 
+    quiet_closed_event_loop_errors()
     options = {} if step is None else {"step": str(step)}
     agent = load_search_agent(path, options)  # the run's own game: 8×8 chess in any observation (e.g. chess:lc0)
-    game = agent.game
+    game, note = agent.game, ""
     if getattr(game, "board_size", None) != 8:  # trained on another board: the same network built for 8×8 chess
+        note = (f"the network was trained on {game.name} ({game.board_size}x{game.board_size}), not 8x8 chess: "
+                "its scores on 8x8 are extrapolations")
         game = make_game("chess")
         agent = load_search_agent(path, options, game=game)
     expected = jax.eval_shape(lambda: init_variables(agent.network, game, jax.random.key(0)))
@@ -71,35 +88,102 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
             "chess; only board-size independent networks (AlphaGateau) trained on Gardner chess play 8x8"
         )
     search = play_search(agent.search_config, simulations, overrides or {})
-    return LoadedSearch(game, agent.network, agent.variables, search, f"{agent.name} ({type(agent.network).__name__})")
+    return LoadedSearch(game, agent.network, agent.variables, search, f"{agent.name} ({type(agent.network).__name__})",
+                        note)
 
 
-def run_simulations(path: str | os.PathLike, default: int = 32) -> int:
-    """The ``search.num_simulations`` of the run that ``path`` (a run or checkpoint step directory) belongs to, read
-    from its ``config.json`` without loading the checkpoint (``default`` when the file has none)."""
-    import pathlib
+def check_checkpoint(path: str | os.PathLike, step: int | None = None,
+                     overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The run config (its ``config.json``) of the checkpoint :func:`checkpoint_search` would load, after the checks
+    it can make without loading the network (see the module docstring).
 
+    Without ``overrides`` it reads directories and one JSON file and imports nothing, so that ``uciok`` follows at
+    once (a GUI waits 10 s for it, a loaded machine takes that long to import JAX); overrides are checked by
+    :meth:`zerolab.search.mcts.SearchConfig.with_overrides`, which imports JAX and mctx (about 1 s of CPU).
+    Steps are the checkpoint directory's numbered entries (orbax's step directories); which of them can be read is
+    the loader's business (:func:`zerolab.training.runs.load_trained_variables`: the newest readable one).
+
+    Raises:
+      FileNotFoundError: no run or checkpoint step directory at ``path`` (as
+        :func:`zerolab.training.checkpoint.resolve_checkpoint` reads it), no checkpoint in it, or no step ``step``.
+      ValueError: a run of another game than chess or Gardner chess, or a bad search override.
+    """
     path = pathlib.Path(path)
-    run = path if (path / "checkpoints").is_dir() else path.parent.parent
+    if not path.is_dir():
+        raise FileNotFoundError(f"--checkpoint {path}: no such run or checkpoint directory")
+    if path.name.isdigit() and path.parent.name == "checkpoints":
+        run, directory, chosen = path.parent.parent, path.parent, int(path.name)
+    elif (path / "checkpoints").is_dir():
+        run, directory, chosen = path, path / "checkpoints", step
+    else:
+        raise FileNotFoundError(f"--checkpoint {path} is neither a run directory (with checkpoints/) nor a "
+                                "checkpoint step directory (RUN/checkpoints/STEP)")
+    steps = sorted(int(entry.name) for entry in directory.iterdir() if entry.name.isdigit() and entry.is_dir())
+    if not steps:
+        raise FileNotFoundError(f"--checkpoint {path}: no checkpoint in {directory}")
+    if chosen is not None and chosen not in steps:
+        raise FileNotFoundError(f"--step {chosen}: no checkpoint step {chosen} in {directory}; steps: "
+                                f"{', '.join(map(str, steps))} (or leave --step out for the newest)")
     try:
         config = json.loads((run / "config.json").read_text())
-        return int(config["search"]["num_simulations"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return default
+    except (OSError, ValueError) as error:
+        raise FileNotFoundError(f"--checkpoint {path}: the run's config {run / 'config.json'} cannot be read "
+                                f"({type(error).__name__}: {error})") from None
+    game = config.get("game", {}).get("name")
+    if game not in CHESS_GAMES:
+        raise ValueError(f"--checkpoint {path}: the run plays {game}; a UCI engine plays 8x8 chess: give a run of "
+                         f"{' or '.join(CHESS_GAMES)}" + (" (Go runs play through python -m zerolab gtp)"
+                                                          if game == "go" else ""))
+    if overrides:
+        from zerolab.search.mcts import SearchConfig
+
+        try:
+            search = SearchConfig.from_config(config.get("search", {}))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"--checkpoint {path}: its search config cannot be read: {error}") from None
+        play_search(search, None, dict(overrides)).make_rules()
+    return config
+
+
+def quiet_closed_event_loop_errors() -> None:
+    """Drops the ``RuntimeError: Event loop is closed`` that orbax's reads still under way raise (each printed as a
+    traceback, hundreds of them) after one read of an unreadable checkpoint failed; the checkpoint itself is reported
+    in one log line by :meth:`zerolab.training.checkpoint.Checkpointer.restore_newest`.  Every other unraisable
+    exception goes to the hook installed before.  Installed once per process."""
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_event_loop_errors", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, RuntimeError) and str(error) == "Event loop is closed":
+            return
+        previous(unraisable)
+
+    hook.drops_closed_event_loop_errors = True
+    sys.unraisablehook = hook
+
+
+#: Where ``python -m zerolab uci`` keeps its compiled searches by default (per user; the experiments' configs use it).
+DEFAULT_COMPILATION_CACHE = "~/.cache/zerolab/jax-compilation"
 
 
 def with_compilation_cache(load: Callable[[], LoadedSearch], directory: str) -> Callable[[], LoadedSearch]:
-    """``load`` that first points JAX's persistent compilation cache at ``directory``."""
+    """``load`` that first points JAX's persistent compilation cache at ``directory`` (``~`` expanded, created),
+    unless JAX already has one (e.g. from ``JAX_COMPILATION_CACHE_DIR``)."""
 
     def load_with_cache() -> LoadedSearch:
         import jax
 
-        jax.config.update("jax_compilation_cache_dir", directory)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        if not jax.config.jax_compilation_cache_dir:
+            path = os.path.expanduser(directory)
+            os.makedirs(path, exist_ok=True)
+            jax.config.update("jax_compilation_cache_dir", path)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         return load()
 
     return load_with_cache
 
 
-__all__ = ["LoadedSearch", "PLAY_SEARCH_DEFAULTS", "checkpoint_search", "play_search", "run_simulations",
-           "with_compilation_cache"]
+__all__ = ["CHESS_GAMES", "DEFAULT_COMPILATION_CACHE", "LoadedSearch", "PLAY_SEARCH_DEFAULTS", "check_checkpoint",
+           "checkpoint_search", "play_search", "quiet_closed_event_loop_errors", "with_compilation_cache"]

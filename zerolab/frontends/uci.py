@@ -70,6 +70,14 @@ from zerolab.frontends.uci_protocol import (
 )
 
 QUIT_JOIN_TIMEOUT = 5.0  # seconds a running search gets to finish after `quit`
+MAXIMUM_MESSAGE = 300  # characters of an `info string error` message; longer ones are cut, saying so
+
+
+def shortened(message: str, limit: int = MAXIMUM_MESSAGE) -> str:
+    """``message``, or its first ``limit`` characters and a note of how long it was."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... (cut: {len(message)} characters)"
 
 
 # --- the server ------------------------------------------------------------------------------------------------------
@@ -182,7 +190,9 @@ class UCIServer:
                 self._output = None
 
     def send_error(self, message: str) -> None:
-        self.send("info string error: " + " ".join(str(message).split()))
+        """One ``info string error: ...`` line, on one line and at most :data:`MAXIMUM_MESSAGE` characters (a GUI's
+        garbage line is not echoed back whole)."""
+        self.send("info string error: " + shortened(" ".join(str(message).split())))
 
     @property
     def searching(self) -> bool:
@@ -323,6 +333,8 @@ class UCIServer:
             self.send_error(f"choose_move returned {move.uci()!r}, not one of the searchmoves "
                             f"{' '.join(budget.search_moves)}; playing a fallback move")
             return fallback_move(board, budget.search_moves)
+        if choice.note:
+            self.send("info string " + shortened(" ".join(choice.note.split())))
         line = info_line(choice, board, budget.elapsed())
         if line:
             self.send(line)

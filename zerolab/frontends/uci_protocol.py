@@ -94,8 +94,12 @@ class MoveChoice:
       score_centipawns: evaluation from the mover's side, in centipawns.
       mate_in: moves to mate (negative when being mated); printed instead of the centipawn score.
       nodes: nodes (simulations) searched.
-      depth: search depth.
+      depth: search depth (an MCTS engine: the mean depth of its simulations, as lc0 reports it).
+      seldepth: the deepest line searched.
       principal_variation: the expected line, starting with ``move``.
+      search_seconds: the time spent searching, when it differs from the time since ``go`` (e.g. a compilation
+        waited for): ``nps`` is ``nodes / search_seconds`` then.
+      note: a remark for the GUI, sent as ``info string`` before the ``info`` line.
     """
 
     move: str | chess.Move
@@ -103,7 +107,10 @@ class MoveChoice:
     mate_in: int | None = None
     nodes: int | None = None
     depth: int | None = None
+    seldepth: int | None = None
     principal_variation: tuple[str, ...] = ()
+    search_seconds: float | None = None
+    note: str = ""
 
     @property
     def uci(self) -> str:
@@ -262,8 +269,10 @@ def parse_go(arguments: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
             except ValueError:
                 problems.append(f"go {token} expects an integer, got {text!r}; ignored")
                 continue
-            negative_allowed = token in ("wtime", "btime", "mate")  # a clock may run slightly negative
-            if value < 0 and not negative_allowed:
+            if value < 0 and token in ("wtime", "btime"):  # a flagged clock: kept (as 0), so the move comes at once
+                problems.append(f"go {token} is negative ({value} ms): the clock has run out; moving at once")
+                value = 0
+            elif value < 0 and token != "mate":  # `go mate N` is passed on as given
                 problems.append(f"go {token} must not be negative, got {value}; ignored")
                 continue
             fields[GO_INTEGER_PARAMETERS[token]] = value / 1000.0 if token in GO_MILLISECOND_PARAMETERS else value
@@ -362,13 +371,16 @@ def info_line(choice: MoveChoice, board: chess.Board, elapsed: float) -> str | N
     parts = []
     if choice.depth is not None:
         parts.append(f"depth {int(choice.depth)}")
+    if choice.seldepth is not None:
+        parts.append(f"seldepth {int(choice.seldepth)}")
     if choice.mate_in is not None:
         parts.append(f"score mate {int(choice.mate_in)}")
     elif choice.score_centipawns is not None:
         parts.append(f"score cp {int(round(choice.score_centipawns))}")
     if choice.nodes is not None:
+        searched = elapsed if choice.search_seconds is None else choice.search_seconds
         parts.append(f"nodes {int(choice.nodes)}")
-        parts.append(f"nps {int(choice.nodes / elapsed) if elapsed > 0 else 0}")
+        parts.append(f"nps {int(choice.nodes / searched) if searched > 0 else 0}")
     if not parts and not choice.principal_variation:
         return None
     parts.append(f"time {int(elapsed * 1000)}")

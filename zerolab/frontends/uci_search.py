@@ -19,34 +19,47 @@ value as its type, a rule option as a Python literal when it parses, else as tex
 python-chess, becomes a pgx state stepped by pgx from the root FEN, so the network sees pgx's own history planes
 and repetition counts, exactly as in self-play; consecutive positions of one game step only the new moves.
 
-**Compile cache.**  mctx's loop length is static, so every simulation count is its own program: each is compiled
-ahead of time once and kept (``--compilation-cache DIR`` also keeps them on disk, in JAX's persistent cache, for
-the next start).
+**Start-up** (measured in ``zerolab/README.md``).  ``python -m zerolab uci`` first checks what it can without
+loading the network (:func:`zerolab.frontends.loaded_search.check_checkpoint`: the checkpoint and ``--step``, the run's
+game, the search overrides) and refuses a mistake with one ``error:`` line, exit status 2, before any ``uciok``.
+Then JAX, pgx and the network load in a warm-up thread while the GUI handshakes: ``uci`` is answered at once;
+``isready`` waits up to :data:`READY_WAIT` seconds for the network to load (so a GUI that waits for ``readyok`` before
+starting the clock usually gets a loaded engine) and answers ``readyok`` in any case, well inside a client's 10 s
+time-out.  If loading fails after all (e.g. a network whose parameters do not fit 8×8), the engine writes
+``info string error: ...`` and ``error: ...`` on standard error and exits with status 2: it never plays fallback moves
+for a network it does not have.
 
-**From ``go`` to simulations** (:func:`plan_simulations`):
+**Compilation.**  mctx's loop length is static, so every simulation count is its own program, compiled once and kept;
+on disk too, in JAX's persistent compilation cache (``--compilation-cache DIR``, by default
+:data:`zerolab.frontends.loaded_search.DEFAULT_COMPILATION_CACHE`, per user), so a second start reads them back.
+The warm-up compiles the policy (0 simulations), then the ``Simulations`` search, then the smaller power-of-two sizes.
+A ``go`` that needs a search not compiled yet **waits** for it and says so in an ``info string`` (the time waited is
+not counted in ``nps``).
+
+**From ``go`` to simulations**:
 
 * ``go nodes N``: exactly N simulations (``nodes`` counts simulations), compiled on first use;
-* ``go movetime T`` or a clock (``wtime``/``btime`` …): the server's time rule gives a per-move budget ``T``
-  (:func:`zerolab.frontends.uci_protocol.time_for_move`); the engine affords ``n = (0.8·T_left − fixed) / per_simulation``
-  simulations, where ``fixed`` (one network call and the position set-up) and ``per_simulation`` are measured at
-  start-up, and ``per_simulation`` is updated after every timed search of a compiled size (the mean of the last
-  :data:`TIMING_WINDOW` measurements, :meth:`SearchEngine.record_search`).  It plays ``Simulations`` when ``n``
-  reaches it, else the largest power of two ≤ ``n`` that is already compiled, else the raw policy (the network's
-  most likely legal move, 0 simulations).  Smaller power-of-two sizes are compiled in the background after
-  start-up, so that short time controls find them ready;
 * plain ``go``, ``go infinite``, ``go ponder``: ``Simulations`` simulations (``infinite``/``ponder`` then hold the
-  ``bestmove`` until ``stop``/``ponderhit``, as the server does).
+  ``bestmove`` until ``stop``/``ponderhit``, as the server does);
+* ``go movetime T`` or a clock (``wtime``/``btime`` …): the server's time rule gives a per-move budget
+  (:func:`zerolab.frontends.uci_protocol.time_for_move`, after ``Move Overhead``) and the engine **searches until
+  :data:`TIME_SAFETY` of it is used**: again and again, each time the largest compiled search that still fits
+  (:func:`affordable_simulations`: a search costs ``fixed + n · per_simulation``, both measured, ``per_simulation``
+  the mean of the last :data:`TIMING_WINDOW` searches), and combines the searches by adding their root visit counts
+  (:func:`combined`, root parallelisation); when no search fits (or none is compiled yet), the raw policy (the
+  network's most likely legal move, 0 simulations).  A timed move waits for the network, never for a compilation.
 
 ``go searchmoves ...`` limits the search to those moves.  A jitted search cannot be interrupted: ``stop`` ends
-``infinite`` waits, not a search under way.  The ``info`` line gives the root value as centipawns (lc0's map,
-:func:`value_to_centipawns`).
+``infinite`` waits and the repeated searches of a timed move, not a search under way.
+
+**The ``info`` line** (:func:`tree_summary`, read from the search tree): ``depth`` is the mean depth of the tree's
+nodes (each simulation adds one: lc0's "average depth"), ``seldepth`` the deepest node, ``pv`` the move played then
+the most visited child at each node, ``score cp`` the root's searched value as centipawns (lc0's map,
+:func:`value_to_centipawns`).  A network trained on another board (AlphaGateau on Gardner chess) says so in an
+``info string`` with its first move: its scores on 8×8 are extrapolations.
 
 **Any agent** (a team, an external engine, a searchless predictor): :func:`agent_server` puts it behind the same
 server through :class:`AgentMoveChooser` (no time rule: the agent decides its own effort).
-
-**Start-up.** JAX, pgx and the network are loaded in a warm-up thread, so ``uci`` is answered at once; ``isready``
-(and the first ``go``) wait until the network is loaded and the ``Simulations`` search is compiled.  If loading
-fails, ``isready`` answers with an ``info string error`` first and every ``go`` plays the server's fallback move.
 """
 
 from __future__ import annotations
@@ -74,15 +87,19 @@ if TYPE_CHECKING:  # imported where used: the UCI handshake does not wait the se
 
     from zerolab.games.board import StateTracker
     from zerolab.games import ChessGame
-    from zerolab.search.mcts import SearchConfig
 
 logger = logging.getLogger("zerolab.frontends.uci_search")
 
 ENGINE_AUTHOR = "zerolab"
 MAXIMUM_SIMULATIONS = 100_000
-TIME_SAFETY = 0.8  # share of the remaining move time that searching may use
+TIME_SAFETY = 0.9  # share of the move's time budget that the searches may fill
 TIMING_WINDOW = 8  # searches averaged in the per-simulation time
 QUIT_TIMEOUT = 5.0  # seconds ``quit`` waits for a compilation under way
+READY_WAIT = 5.0  # seconds ``isready`` waits for the network to load before answering anyway
+PRINCIPAL_VARIATION_LENGTH = 32  # most moves of a principal variation read from the tree
+FAILED_START_STATUS = 2  # exit status of ``serve_search_engine`` when the network cannot be loaded
+
+
 # --- the time rule --------------------------------------------------------------------------------------------------
 
 
@@ -97,32 +114,20 @@ def is_timed(budget: SearchBudget) -> bool:
     return clock and not (budget.infinite or budget.ponder) and budget.time_budget is not None
 
 
-def plan_simulations(
-    budget: SearchBudget,
-    configured: int,
-    fixed_seconds: float,
-    seconds_per_simulation: float,
-    compiled: Sequence[int],
-) -> int:
-    """Simulations for one move; 0 means the raw policy (see the module docstring for the rule).
-
-    Args:
-      budget: what ``go`` asked for, with the server's per-move ``time_budget``.
-      configured: the ``Simulations`` option.
-      fixed_seconds: measured cost of a move without simulations.
-      seconds_per_simulation: measured cost of one simulation.
-      compiled: simulation counts whose search is compiled and ready.
-    """
+def fixed_simulations(budget: SearchBudget, configured: int) -> int | None:
+    """The simulations of a move that is not timed: ``go nodes N`` searches N, plain ``go`` / ``infinite`` /
+    ``ponder`` the ``Simulations`` option; None for a timed move (:func:`affordable_simulations` then)."""
     if budget.nodes is not None:
         return min(max(int(budget.nodes), 0), MAXIMUM_SIMULATIONS)
-    if not is_timed(budget):
-        return configured
-    available = TIME_SAFETY * budget.time_left() - fixed_seconds
-    affordable = math.floor(available / seconds_per_simulation) if available > 0 else 0
-    if affordable >= configured:
-        return configured
-    candidates = [size for size in compiled if 0 < size <= affordable and size == largest_power_of_two(size)]
-    return max(candidates, default=0)
+    return None if is_timed(budget) else configured
+
+
+def affordable_simulations(seconds_left: float, fixed_seconds: float, seconds_per_simulation: float,
+                           compiled: Sequence[int]) -> int:
+    """The largest compiled search (simulations > 0) that fits ``seconds_left`` — one costs ``fixed_seconds`` and
+    ``seconds_per_simulation`` per simulation — or 0 when none fits."""
+    fits = [size for size in compiled if 0 < size and fixed_seconds + size * seconds_per_simulation <= seconds_left]
+    return max(fits, default=0)
 
 
 def value_to_centipawns(value: float) -> int:
@@ -151,6 +156,92 @@ def batched(state: pgx.State) -> pgx.State:
     return jax.tree.map(lambda leaf: leaf[None], state)
 
 
+# --- what one search found, and several searches together ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """One search of one position, on the host.
+
+    Attributes:
+      simulations: its simulations (0: the network's policy alone).
+      action: the move it chose (pgx action).
+      value: the root's searched value, to the side to move.
+      visit_counts: [A] the root's visit counts.
+      principal_variation: actions from the root, the chosen one first, then the most visited child at each node.
+      mean_depth: the mean depth of the tree's nodes (each simulation adds one node: its leaf).
+      max_depth: the deepest node.
+      seconds: the time the search took (its compilation excluded).
+    """
+
+    simulations: int
+    action: int
+    value: float
+    visit_counts: np.ndarray
+    principal_variation: tuple[int, ...]
+    mean_depth: float
+    max_depth: int
+    seconds: float
+
+
+def combined(results: Sequence[SearchResult]) -> SearchResult:
+    """Several searches of one position as one (root parallelisation): the visit counts added, the move the most
+    visited in all (ties: the move of the largest search), the value weighted by simulations, the principal variation
+    of the largest search that chose that move, the depths of all nodes."""
+    if len(results) == 1:
+        return results[0]
+    largest = sorted(results, key=lambda result: -result.simulations)
+    visits = np.sum([result.visit_counts for result in results], axis=0)
+    best = visits.max()
+    action = next((result.action for result in largest if visits[result.action] == best), int(np.argmax(visits)))
+    simulations = sum(result.simulations for result in results)
+    weights = [max(result.simulations, 1) for result in results]
+    choosing = [result for result in largest if result.action == action]
+    return SearchResult(
+        simulations=simulations,
+        action=int(action),
+        value=float(np.average([result.value for result in results], weights=weights)),
+        visit_counts=visits,
+        principal_variation=choosing[0].principal_variation if choosing else (int(action),),
+        mean_depth=float(np.average([result.mean_depth for result in results], weights=weights)),
+        max_depth=max(result.max_depth for result in results),
+        seconds=sum(result.seconds for result in results),
+    )
+
+
+def tree_summary(tree: Any, action: Any, length: int) -> tuple[Any, Any, Any]:
+    """``(principal variation [length] (-1 padded), mean node depth, max node depth)`` of one unbatched search tree
+    (:class:`zerolab.search.tree.Tree`), jittable: the variation starts with ``action`` and follows the most visited
+    child; a node's depth is its parent's plus one."""
+    import jax
+    import jax.numpy as jnp
+
+    nodes = tree.parents.shape[0]
+
+    def depth_of(index, depths):
+        parent = tree.parents[index]
+        return depths.at[index].set(jnp.where(parent >= 0, depths[jnp.maximum(parent, 0)] + 1, 0))
+
+    depths = jax.lax.fori_loop(1, nodes, depth_of, jnp.zeros(nodes, jnp.int32))
+    in_tree = tree.parents >= 0
+    mean_depth = jnp.sum(jnp.where(in_tree, depths, 0)) / jnp.maximum(jnp.sum(in_tree), 1)
+    root_slot = jnp.argmax(tree.children_actions[tree.ROOT_INDEX] == action)
+    start = tree.children_index[tree.ROOT_INDEX, root_slot]
+
+    def follow(index, carry):
+        node, variation = carry
+        inside = node != tree.UNVISITED
+        visits = tree.children_visits[jnp.maximum(node, 0)]
+        slot = jnp.argmax(visits)
+        going_on = inside & (visits[slot] > 0)
+        variation = variation.at[index].set(jnp.where(going_on, tree.children_actions[jnp.maximum(node, 0), slot], -1))
+        return jnp.where(going_on, tree.children_index[jnp.maximum(node, 0), slot], tree.UNVISITED), variation
+
+    variation = jnp.full(length, -1, jnp.int32).at[0].set(action)
+    _, variation = jax.lax.fori_loop(1, length, follow, (start, variation))
+    return variation, mean_depth, jnp.max(depths)
+
+
 # --- the engine ----------------------------------------------------------------------------------------------------
 
 
@@ -162,29 +253,36 @@ class SearchEngine:
         the (slow) loading is done.
       simulations: the ``Simulations`` value (default: the loaded search's ``num_simulations``).
       seed: seed of the search keys.
+      on_failure: called with the error when loading fails (``serve_search_engine`` ends the process with it).
     """
 
-    def __init__(self, load: Callable[[], LoadedSearch], simulations: int | None = None, seed: int = 0):
+    def __init__(self, load: Callable[[], LoadedSearch], simulations: int | None = None, seed: int = 0,
+                 on_failure: Callable[[BaseException], None] | None = None):
         self.load = load
         self.loaded: LoadedSearch | None = None
         self.game: ChessGame | None = None
         self.positions: StateTracker | None = None
         self.simulations = None if simulations is None else int(simulations)
         self.seed = int(seed)
+        self.on_failure = on_failure
         self.key = None
         self.fixed_seconds = 0.0
         self.simulation_seconds: collections.deque[float] = collections.deque(maxlen=TIMING_WINDOW)
+        self.compile_seconds: dict[int, float] = {}  # each compiled size's compilation time
         self._programs: dict[int, Callable] = {}
         self._compiling: dict[int, threading.Event] = {}  # sizes being compiled, set when done
         self._lock = threading.RLock()  # guards _programs, _compiling and the timings
         self._ready = threading.Event()
         self._closing = threading.Event()
+        self._key_lock = threading.Lock()
+        self._noted = False  # the loaded search's note was sent
         self.error: BaseException | None = None  # why the warm-up failed, if it did
         self._example: pgx.State | None = None
 
     # --- compilation and timing ---------------------------------------------------------------------------------
     def _program(self, simulations: int) -> Callable:
-        """The compiled ``(variables, key, states) -> (action [1], value [1])`` for ``simulations`` (0: policy)."""
+        """The compiled search for ``simulations`` (0: the policy), compiled on first use (another thread compiling
+        the same size is waited for)."""
         with self._lock:
             if simulations in self._programs:
                 return self._programs[simulations]
@@ -195,16 +293,20 @@ class SearchEngine:
             underway.wait()
             return self._program(simulations)
         try:
+            started = time.perf_counter()
             program = self._compile(simulations)
             with self._lock:
                 self._programs[simulations] = program
+                self.compile_seconds[simulations] = time.perf_counter() - started
+            logger.info("compiled the %d-simulation search in %.1f s", simulations, self.compile_seconds[simulations])
             return program
         finally:
             with self._lock:
                 self._compiling.pop(simulations).set()
 
     def _compile(self, simulations: int) -> Callable:
-        """Compiles the move choice for ``simulations`` ahead of time, for a batch of one state."""
+        """Compiles ``(variables, key, states) -> (action, value, visit counts [A], principal variation, mean depth,
+        max depth)`` for a batch of one state, ahead of time."""
         import jax
         import jax.numpy as jnp
 
@@ -215,23 +317,34 @@ class SearchEngine:
             def choose(variables, key, states):
                 del key
                 logits, value = evaluate(network, variables, states)
-                return jnp.argmax(logits, axis=-1), value
+                action = jnp.argmax(logits, axis=-1)
+                return (action, value, jnp.zeros(game.num_actions, jnp.int32), action.astype(jnp.int32),
+                        jnp.zeros(()), jnp.zeros((), jnp.int32))
         else:
             config = dataclasses.replace(self.loaded.search, num_simulations=simulations)
+            length = min(simulations, PRINCIPAL_VARIATION_LENGTH)
 
             def choose(variables, key, states):
-                output = run_search(config, game, network, variables, key, states)
-                return output.action, output.root_value
+                output = run_search(config, game, network, variables, key, states, keep_tree=True)
+                tree = jax.tree.map(lambda leaf: leaf[0], output.tree)
+                variation, mean_depth, max_depth = tree_summary(tree, output.action[0], length)
+                return (output.action, output.root_value, output.visit_counts[0].astype(jnp.int32), variation,
+                        mean_depth, max_depth)
         return jax.jit(choose).lower(self.loaded.variables, self.key, self._example).compile()
 
     def compiled_sizes(self) -> list[int]:
         with self._lock:
             return sorted(self._programs)
 
+    def is_compiled(self, simulations: int) -> bool:
+        with self._lock:
+            return simulations in self._programs
+
     def warm_up(self, background_sizes: bool = True) -> None:
-        """Loads the network, compiles pgx's step, the policy and the ``Simulations`` search, measures their cost and
-        marks the engine ready; then compiles the smaller power-of-two sizes (for time controls) unless
-        ``background_sizes`` is off.  A failure is kept in :attr:`error` (and logged) and still marks it ready."""
+        """Loads the network, compiles pgx's step and the policy and measures a move's fixed cost, then marks the
+        engine ready (``isready`` and every ``go`` wait for this); then compiles and times the ``Simulations``
+        search and, unless ``background_sizes`` is off, the smaller power-of-two sizes (for time controls).  A
+        failure is kept in :attr:`error` (logged, passed to ``on_failure``) and still marks it ready."""
         try:
             import jax
 
@@ -249,13 +362,17 @@ class SearchEngine:
             board.push_uci("e2e4")
             self.positions.state(board)  # compiles pgx's step
             self.positions.reset()
-            self._measure()
+            self._run(0, self._example)  # compiles
+            self.fixed_seconds = self._run(0, self._example).seconds
         except Exception as error:  # noqa: BLE001 - reported to the GUI by the server
             logger.error("the engine failed to start: %s: %s", type(error).__name__, error)
             self.error = error
-            return
-        finally:
             self._ready.set()
+            if self.on_failure is not None:
+                self.on_failure(error)
+            return
+        self._ready.set()
+        self._measure(self.simulations)
         if background_sizes:
             size = largest_power_of_two(self.simulations - 1)
             while size >= 1 and not self._closing.is_set():
@@ -266,20 +383,13 @@ class SearchEngine:
         """Stops the background compilation after the size under way."""
         self._closing.set()
 
-    def _measure(self) -> None:
-        for simulations in (0, self.simulations):
-            self._run(simulations, self._example)  # compiles
-        started = time.perf_counter()
-        self._run(0, self._example)
-        fixed = time.perf_counter() - started
-        started = time.perf_counter()
-        self._run(self.simulations, self._example)
-        searched = time.perf_counter() - started
-        with self._lock:
-            self.fixed_seconds = fixed
-            self.simulation_seconds.clear()
-        self.record_search(self.simulations, searched)
-        logger.info("%d simulations: %.3f s per move, of which %.3f s fixed", self.simulations, searched, fixed)
+    def _measure(self, simulations: int) -> None:
+        """Compiles the ``simulations`` search (if new) and adds one timed run to the per-simulation estimate."""
+        self._run(simulations, self._example)
+        result = self._run(simulations, self._example)
+        self.record_search(simulations, result.seconds)
+        logger.info("%d simulations: %.3f s per move, of which %.3f s fixed", simulations, result.seconds,
+                    self.fixed_seconds)
 
     def record_search(self, simulations: int, seconds: float) -> None:
         """Adds one search's measured time to the per-simulation estimate (the mean of the last few)."""
@@ -288,8 +398,8 @@ class SearchEngine:
         with self._lock:
             self.simulation_seconds.append(max(seconds - self.fixed_seconds, 1e-6) / simulations)
 
-    def wait_until_ready(self) -> None:
-        self._ready.wait()
+    def wait_until_ready(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
 
     @property
     def seconds_per_simulation(self) -> float:
@@ -305,26 +415,40 @@ class SearchEngine:
         with self._lock:
             self.loaded = dataclasses.replace(self.loaded, search=search)
             self._programs = {size: program for size, program in self._programs.items() if size == 0}
+            self.simulation_seconds.clear()
         logger.info("search is now %s", search)
-        self._measure()
+        self._measure(self.simulations)
 
     def set_simulations(self, simulations: int) -> None:
-        """The ``Simulations`` option: compiles that search (if new) and re-measures the cost per simulation."""
-        self.check_started()
+        """The ``Simulations`` option: that search is compiled and timed in the background (a plain ``go`` before it
+        is ready waits for it); the protocol loop does not wait."""
         self.simulations = int(simulations)
-        self._measure()
+
+        def prepare() -> None:
+            if self.wait_until_ready() and self.error is None:
+                self._measure(int(simulations))
+
+        threading.Thread(target=prepare, name="compile-simulations", daemon=True).start()
 
     def new_game(self) -> None:
         if self.positions is not None:
             self.positions.reset()
 
     # --- moves ----------------------------------------------------------------------------------------------------
-    def _run(self, simulations: int, states: pgx.State) -> tuple[int, float]:
+    def _run(self, simulations: int, states: pgx.State) -> SearchResult:
+        """One search (compiled first if needed: not counted in ``seconds``)."""
         import jax
 
-        self.key, key = jax.random.split(self.key)
-        action, value = self._program(simulations)(self.loaded.variables, key, states)
-        return int(action[0]), float(value[0])
+        program = self._program(simulations)
+        with self._key_lock:
+            self.key, key = jax.random.split(self.key)
+        started = time.perf_counter()
+        action, value, visits, variation, mean_depth, max_depth = jax.device_get(
+            program(self.loaded.variables, key, states))
+        seconds = time.perf_counter() - started
+        variation = tuple(int(step) for step in np.atleast_1d(variation) if step >= 0)
+        return SearchResult(simulations, int(action[0]), float(value[0]), np.asarray(visits), variation,
+                            float(mean_depth), int(max_depth), seconds)
 
     def check_started(self) -> None:
         """Waits for the warm-up; raises RuntimeError if it failed."""
@@ -332,26 +456,71 @@ class SearchEngine:
         if self.error is not None:
             raise RuntimeError(f"the engine failed to start: {type(self.error).__name__}: {self.error}")
 
+    def search(self, budget: SearchBudget, states: pgx.State) -> tuple[SearchResult, list[str]]:
+        """The searches of one move (see the module docstring) and notes for the GUI about compilations."""
+        notes = []
+        simulations = fixed_simulations(budget, self.simulations)
+        if simulations is not None:
+            if not self.is_compiled(simulations):
+                started = time.perf_counter()
+                self._program(simulations)
+                notes.append(f"waited {time.perf_counter() - started:.1f} s for the {simulations}-simulation search "
+                             "to compile (first use; not counted in nps)")
+            result = self._run(simulations, states)
+            self.record_search(simulations, result.seconds)
+            return result, notes
+        deadline = budget.started_at + TIME_SAFETY * budget.time_budget
+        results = []
+        while not budget.stop_event.is_set():
+            size = affordable_simulations(deadline - time.monotonic(), self.fixed_seconds,
+                                          self.seconds_per_simulation, self.compiled_sizes())
+            if size == 0:
+                break
+            results.append(self._run(size, states))
+            self.record_search(size, results[-1].seconds)
+        if not results:
+            results.append(self._run(0, states))
+        if not self.is_compiled(self.simulations):
+            notes.append(f"the {self.simulations}-simulation search is still compiling; this move used the searches "
+                         f"compiled so far ({', '.join(map(str, self.compiled_sizes()))} simulations)")
+        return combined(results), notes
+
+    def variation_moves(self, state: pgx.State, actions: Sequence[int]) -> tuple[str, ...]:
+        """The UCI moves of a principal variation of pgx actions from ``state`` (cut where the game ends)."""
+        moves = []
+        for action in actions:
+            if bool(state.terminated):
+                break
+            try:
+                moves.append(self.game.action_to_uci(action, state))
+            except ValueError:
+                break
+            state = self.game.jitted_step(state, np.int32(action))  # the type StateTracker compiled it for
+        return tuple(moves)
+
     def choose_move(self, board: chess.Board, budget: SearchBudget) -> MoveChoice:
         """The move for ``board`` under ``budget`` (the :data:`zerolab.frontends.uci.ChooseMove` callback)."""
+        loading = not self._ready.is_set()
         self.check_started()
         state = self.positions.state(board)
         if budget.search_moves:
             state = restricted(self.game, state, budget.search_moves)
-        simulations = plan_simulations(budget, self.simulations, self.fixed_seconds, self.seconds_per_simulation,
-                                       self.compiled_sizes())
-        was_compiled = simulations in self.compiled_sizes()
-        started = time.perf_counter()
-        action, value = self._run(simulations, batched(state))
-        if was_compiled:  # a first use includes its compilation, which says nothing of the search's speed
-            self.record_search(simulations, time.perf_counter() - started)
-        move = self.game.action_to_uci(action, state)
-        return MoveChoice(move, score_centipawns=value_to_centipawns(value), nodes=simulations,
-                          depth=1 if simulations == 0 else None, principal_variation=(move,))
+        result, notes = self.search(budget, batched(state))
+        if loading:
+            notes.insert(0, f"waited for the network to load (this move's time {budget.elapsed():.1f} s includes it)")
+        if not self._noted and self.loaded.note:
+            notes.insert(0, self.loaded.note)
+            self._noted = True
+        move = self.game.action_to_uci(result.action, state)
+        variation = self.variation_moves(state, result.principal_variation) or (move,)
+        return MoveChoice(move, score_centipawns=value_to_centipawns(result.value), nodes=result.simulations,
+                          depth=max(int(round(result.mean_depth)), 1), seldepth=max(result.max_depth, 1),
+                          principal_variation=variation, search_seconds=result.seconds, note="; ".join(notes))
 
 
 class SearchServer(UCIServer):
-    """The UCI server of a :class:`SearchEngine`: a ``Simulations`` option, and ``isready`` waits for the warm-up."""
+    """The UCI server of a :class:`SearchEngine`: a ``Simulations`` option; ``isready`` waits up to
+    :data:`READY_WAIT` seconds for the network to load, then answers (a ``go`` waits for what it needs)."""
 
     def __init__(self, engine: SearchEngine, name: str, simulations: int, options: Sequence[UCIOption] = ()):
         option = UCIOption("Simulations", "spin", simulations, 1, MAXIMUM_SIMULATIONS, on_change=engine.set_simulations)
@@ -360,11 +529,8 @@ class SearchServer(UCIServer):
         self.engine = engine
 
     def handle(self, line: str) -> bool:
-        if line.split()[:1] == ["isready"]:
-            try:
-                self.engine.check_started()
-            except RuntimeError as error:
-                self.send_error(str(error))
+        if line.split()[:1] == ["isready"] and self.engine.wait_until_ready(READY_WAIT) and self.engine.error:
+            self.send_error(f"the engine failed to start: {type(self.engine.error).__name__}: {self.engine.error}")
         return super().handle(line)
 
 
@@ -419,13 +585,29 @@ def serve_search_engine(load: Callable[[], LoadedSearch], name: str, simulations
                         compilation_cache: str = "", options: SearchOptionsFn | None = None) -> int:
     """Runs a :class:`SearchEngine` on standard input and output; loading and compiling happen while the GUI
     handshakes.  ``simulations`` is the ``Simulations`` option's start (it replaces the loaded search's count);
-    ``options`` adds UCI options built for the engine."""
+    ``options`` adds UCI options built for the engine.  ``compilation_cache``: JAX's persistent compilation cache
+    directory (``~`` expanded; empty: none).
+
+    When loading fails (what the launcher could not check before: e.g. a network that does not fit 8×8), the
+    engine does not play fallback moves: it writes ``info string error: ...`` and ``error: ...`` on standard error
+    and the process ends with exit status :data:`FAILED_START_STATUS`."""
     if compilation_cache:
         load = with_compilation_cache(load, compilation_cache)
-    engine = SearchEngine(load, simulations, seed)
+    server: SearchServer | None = None
+
+    def stop_on_failure(error: BaseException) -> None:
+        message = f"the engine failed to start: {type(error).__name__}: {error}"
+        if server is not None:
+            server.send_error(message)
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(FAILED_START_STATUS)  # the protocol loop is blocked reading standard input
+
+    engine = SearchEngine(load, simulations, seed, on_failure=stop_on_failure)
+    server = SearchServer(engine, name, simulations, options(engine) if options is not None else ())
     warm_up = threading.Thread(target=engine.warm_up, name="warm-up", daemon=True)
     warm_up.start()
-    main_loop(SearchServer(engine, name, simulations, options(engine) if options is not None else ()))
+    main_loop(server)
     engine.close()
     warm_up.join(QUIT_TIMEOUT)
     if warm_up.is_alive():  # still compiling: leaving the interpreter under a running XLA compilation aborts it
@@ -440,8 +622,13 @@ __all__ = [
     "SearchOptionsFn",
     "SearchServer",
     "agent_server",
+    "FAILED_START_STATUS",
+    "SearchResult",
+    "affordable_simulations",
+    "combined",
+    "fixed_simulations",
     "largest_power_of_two",
-    "plan_simulations",
+    "tree_summary",
     "serve_search_engine",
     "value_to_centipawns",
 ]
