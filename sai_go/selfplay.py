@@ -28,8 +28,9 @@ rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candi
 
 Frames carry ``extras``: ``signed_komi`` (k̄ at the frame), ``komi``, ``alpha`` (the network's α there, mover's view)
 and ``branch`` (the frame belongs to a branch game).  The records' ``summary`` holds per-ply statistics (mean β at the
-searched roots) and per-call totals broadcast over ``[T, B]`` (branches started and dropped, the mean absolute error of
-the score estimate α^B − k against the final margin of counted games, the fresh games' komi mean and spread).
+searched roots) and per-call totals broadcast over ``[T, B]`` (branches started and dropped, fresh and branch games
+finished, the mean absolute error of the score estimate α^B − k against the final margin of counted games, the fresh
+games' komi mean and spread).
 
 Random streams (bit for bit those of SAI's own scan before it moved onto the core's): the call's key gives the empty
 board's evaluation stream 1 and the first games stream 3; a ply's key gives the branch draws stream 3 and the fresh
@@ -144,10 +145,12 @@ class SaiCallSettings:
     Attributes:
       branch_probability: replaces ``SaiSelfPlayOptions.branch_probability`` (None: the options').
       fresh_komi: the komi of every fresh game (a scalar; NaN or None: sampled).
+      branch_from_branches: replaces ``SaiSelfPlayOptions.branch_from_branches`` (a bool; None: the options').
     """
 
     branch_probability: Any = None
     fresh_komi: Any = None
+    branch_from_branches: Any = None
 
 
 @flax.struct.dataclass
@@ -283,14 +286,16 @@ def sai_reward(game: GoGame):
 
 def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game: SaiGame, states: pgx.State,
                         black_alpha: jax.Array, moves_in_game: jax.Array, max_branches: int, limit: float,
-                        branch_from_branches: bool = True) -> SaiGame:
+                        branch_from_branches: bool | jax.Array = True) -> SaiGame:
     """Each game's position ``states`` [B] becomes its next branch point with ``probability`` (after the game's first
     move, at most ``max_branches`` a game; not in a branch game unless ``branch_from_branches``), with the komi
     ``⌊black_alpha⌋ + 0.5`` that evens it."""
     slots = sai_game.candidate_komi.shape[1]
     chosen = ((moves_in_game >= 1) & (sai_game.candidates < max_branches)
               & jax.random.bernoulli(key, probability, (moves_in_game.shape[0],)))
-    if not branch_from_branches:
+    if isinstance(branch_from_branches, jax.Array):  # traced: one program for both
+        chosen = chosen & (branch_from_branches | ~sai_game.is_branch)
+    elif not branch_from_branches:
         chosen = chosen & ~sai_game.is_branch
     slot_mask = chosen[:, None] & (jnp.arange(slots)[None] == sai_game.candidates[:, None])
     states_per_slot = jax.tree.map(lambda leaf: leaf[:, None], states)
@@ -317,10 +322,13 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
             branch_probability = options.branch_probability
 
         alpha = played.decision.frame_extras["alpha"]
+        branch_from_branches = shared.settings.branch_from_branches
+        if branch_from_branches is None:
+            branch_from_branches = bool(options.branch_from_branches)
         going_on = record_branch_point(branch_key, branch_probability, sai_game, states,
                                        jnp.where(game.black_to_move(states), alpha, -alpha),
                                        lanes.ply - lanes.first_ply, max_branches, limit,
-                                       bool(options.branch_from_branches))
+                                       branch_from_branches)
         margin = black_margin(game, played.next_states, sai_game.komi)
         counted = game_over & ~game.ended_by_rule_violation(played.next_states)
 
@@ -343,6 +351,8 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
                                    game.plies_played(new_states), next_game)
         statistics = {"branches_started": taken.sum(), "branches_pushed": pushed, "branches_dropped": dropped,
                       "fresh_started": fresh_started.sum(),
+                      "fresh_finished": (game_over & ~sai_game.is_branch).sum(),
+                      "branch_finished": (game_over & sai_game.is_branch).sum(),
                       "fresh_komi_sum": jnp.where(fresh_started, fresh_komi, 0.0).sum(),
                       "fresh_komi_square_sum": jnp.where(fresh_started, fresh_komi ** 2, 0.0).sum(),
                       "margin": margin, "counted": counted}
@@ -368,6 +378,8 @@ def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left
         "branches_dropped": per_ply["branches_dropped"].sum(),
         "branches_left_pending": left_pending,
         "fresh_games_started": started,
+        "fresh_games_finished": per_ply["fresh_finished"].sum(),
+        "branch_games_finished": per_ply["branch_finished"].sum(),
         "fresh_komi_mean": komi_mean,
         "fresh_komi_std": jnp.sqrt(jnp.maximum(komi_square_sum / started - komi_mean ** 2, 0.0)),
         "score_estimate_mae": error.sum() / jnp.maximum(usable.sum(), 1),
@@ -396,20 +408,23 @@ def sai_game_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions)
 def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConfig, config: SelfPlayConfig,
                      options: SaiSelfPlayOptions):
     """One device's SAI self-play ``play(variables, key, num_games, frozen=None, branch_probability=None,
-    fresh_komi=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and game rules.
+    fresh_komi=None, branch_from_branches=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and
+    game rules.
 
-    ``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar; NaN: sample) replaces the
-    sampled komi of fresh games (both may be traced)."""
+    ``branch_probability`` and ``branch_from_branches`` override the options' for this call; ``fresh_komi`` (a
+    scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced)."""
     game_rule = sai_game_rule(game, network, options)
     core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam), config,
                                      game_rule=game_rule)
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
-             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None):
+             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None,
+             branch_from_branches: jax.Array | bool | None = None):
         del frozen_variables
         settings = None
-        if branch_probability is not None or fresh_komi is not None:
-            settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi)
+        if branch_probability is not None or fresh_komi is not None or branch_from_branches is not None:
+            settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi,
+                                       branch_from_branches=branch_from_branches)
         return core_play(variables, key, num_games, settings)
 
     return play

@@ -37,13 +37,14 @@ SEARCH = SearchConfig(kind="muzero", num_simulations=2, dirichlet_alpha=0.22)
 
 @pytest.fixture(scope="module")
 def branching_play(go_game, tiny_network):
-    """Self-play with branch probability 0 and 1 (traced: one compilation)."""
+    """Self-play with branch probability 0 and 1, and at 1 with branch points from empty-board games only (key
+    "paper"; probability and flag traced: one compilation)."""
     network, variables = tiny_network
     options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.025, max_branches=3, queue_size=8)
     play = fast_jit(make_sai_play_fn(go_game, network, SEARCH, PLAY_CONFIG, options), static_argnums=2)
-    played = {probability: jax.device_get(play(variables, jax.random.key(4), 2, None, probability))
-              for probability in (0.0, 1.0)}
-    return {probability: (packed.to_frames(), records) for probability, (packed, records) in played.items()}
+    played = {name: jax.device_get(play(variables, jax.random.key(4), 2, None, probability, None, jnp.array(flag)))
+              for name, probability, flag in ((0.0, 0.0, True), (1.0, 1.0, True), ("paper", 1.0, False))}
+    return {name: (packed.to_frames(), records) for name, (packed, records) in played.items()}
 
 
 def test_no_branches_without_branch_probability(branching_play):
@@ -185,6 +186,36 @@ def test_without_branch_from_branches_only_games_from_the_empty_board_give_branc
     np.testing.assert_array_equal(recorded[False].candidates, [1, 0])
     np.testing.assert_array_equal(recorded[False].candidate_states["board"][0, 0], [1.0, 2.0])  # lane 0's position
     assert SaiSelfPlayOptions().branch_from_branches  # the default: branches branch too (tiny's self-play as before)
+
+
+def finished_games(frames, records) -> tuple[int, int]:
+    """(fresh games, branch games) that ended in a call, read from its frames and records."""
+    over, branch = np.asarray(records.game_over), np.asarray(frames.extras["branch"])
+    return int((over & ~branch).sum()), int((over & branch).sum())
+
+
+def test_fresh_and_branch_games_of_a_call_follow_the_papers_proportion(branching_play):
+    """Over one call (2 lanes × 24 plies, 8-ply cap, every position after a game's first move a branch point, 3 a
+    game at most): with ``branch_from_branches=False`` each finished fresh game hands in exactly its 3 branch points
+    and branch games none, so the call plays the 2 first (fresh) games and then their 6 branches, no other fresh
+    game (the paper: a standard game, then its branches); with branches branching, branch games hand in 3 each and the
+    queue of 8 overflows.  The per-call counts agree with the frames'."""
+    summaries = {}
+    for name, (frames, records) in (("paper", branching_play["paper"]), ("branching", branching_play[1.0])):
+        summary = {key: float(values[0, 0]) for key, values in records.summary.items()}
+        fresh, branches = finished_games(frames, records)
+        assert (summary["fresh_games_finished"], summary["branch_games_finished"]) == (fresh, branches)
+        assert fresh + branches == int(np.asarray(records.game_over).sum())
+        summaries[name] = summary
+    paper = summaries["paper"]
+    assert paper["fresh_games_finished"] == 2 and paper["fresh_games_started"] == 2
+    assert paper["branches_pushed"] + paper["branches_dropped"] == 3 * paper["fresh_games_finished"] == 6
+    assert paper["branches_started"] == 6 and paper["branches_left_pending"] == 0
+    assert paper["branch_games_finished"] >= 3  # the rest are cut by the call's end
+    branching = summaries["branching"]
+    finished = branching["fresh_games_finished"] + branching["branch_games_finished"]
+    assert branching["branches_pushed"] + branching["branches_dropped"] == 3 * finished > 6
+    assert branching["branches_dropped"] > 0
 
 
 def test_the_loss_averages_the_value_error_over_finished_games_and_the_policy_over_legal_moves():
