@@ -7,7 +7,8 @@ komi above the fair one, the games' fair komi rises and α_∅ follows.  :func:`
 game of a self-play call, the passes of each colour and the passer's own predicted winrate at each pass
 (σ(β_s(α_s + k̄_s)), the network's at the searched position); :func:`pass_summary` groups them.
 
-``python -m sai_go.passes RUN_DIR --steps 16 24 32 [--games 256 --simulations 16 --lam 0 --seed 2]`` replays the
+``python -m sai_go.passes RUN_DIR --steps 16 24 32 --seed 2 [--games 256 --simulations 16 --lam 0 --pass-rule
+free]`` replays the
 calibration cells of ``RUN_DIR`` (a sai-go-komi ``seed-<s>`` directory) with their own keys
 (:func:`experiments.sai_go_komi.cell_key` is the same fold of ``jax.random.key(calibration seed)``) and prints one
 :func:`pass_summary` per step as JSON.
@@ -123,12 +124,12 @@ def pass_summary(passes: GamePasses, fair_komi: float) -> dict:
 
 
 def measure(run_directory: pathlib.Path, step: int, games: int, simulations: int, lam: float, seed: int,
-            calibration_seed: int = 1234) -> dict:
+            calibration_seed: int = 1234, pass_rule: str = "free") -> dict:
     """The calibration cell of ``run_directory`` at ``step`` replayed with its own key, as :func:`pass_summary`."""
     agent = SaiAgent.from_checkpoint(run_directory, step, lam=lam, num_simulations=simulations)
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(calibration_seed), seed), step)
-    frames, records = selfplay(agent, games, key)
+    frames, records = selfplay(agent, games, key, pass_rule=pass_rule)
     passes = game_passes(records.action, records.game_over, frames.value_target, frames.value_mask,
                          frames.extras["alpha"], records.summary["mean_beta"], frames.extras["komi"],
                          agent.game.pass_action)
@@ -143,10 +144,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--simulations", type=int, default=16)
     parser.add_argument("--lam", type=float, default=0.0)
     parser.add_argument("--seed", type=int, required=True, help="the run's training seed (the cell key's fold)")
+    parser.add_argument("--pass-rule", default="free", help="the self-play pass rule (free | no_losing_pass)")
     args = parser.parse_args(argv)
     for step in args.steps:
-        print(json.dumps(measure(args.run_directory, step, args.games, args.simulations, args.lam, args.seed)),
-              flush=True)
+        print(json.dumps(measure(args.run_directory, step, args.games, args.simulations, args.lam, args.seed,
+                                 pass_rule=args.pass_rule)), flush=True)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,10 @@ from sai_go.search import check_lambda, evaluate, sai_search
 from sai_go.value import signed_komi
 
 
+#: The pass rules of self-play (``method_options.pass_rule``): see :class:`SaiSelfPlayOptions`.
+PASS_RULES = ("free", "no_losing_pass")
+
+
 @dataclasses.dataclass(frozen=True)
 class SaiSelfPlayOptions:
     """SAI's self-play settings (``method_options`` of an SAI run).
@@ -83,6 +87,8 @@ class SaiSelfPlayOptions:
       queue_size: pending branches one device holds (≥ 1).
       branch_from_branches: branch games give branch points too (False: only games from the empty board do, the
         paper's procedure).
+      pass_rule: ``free`` (the search's move, pass or not) or ``no_losing_pass`` (Leela Zero's engine without
+        ``--dumbpass``: no pass that leaves the mover behind by the board's area count; :func:`avoid_losing_pass`).
     """
 
     lam: float = 0.5
@@ -90,6 +96,7 @@ class SaiSelfPlayOptions:
     max_branches: int = 3
     queue_size: int = 64
     branch_from_branches: bool = True
+    pass_rule: str = "free"
 
     def __post_init__(self):
         check_lambda(self.lam, "method_options.lam")
@@ -99,6 +106,8 @@ class SaiSelfPlayOptions:
             raise ValueError(f"method_options.max_branches must be >= 0, got {self.max_branches}")
         if self.queue_size < 1:
             raise ValueError(f"method_options.queue_size must be >= 1, got {self.queue_size}")
+        if self.pass_rule not in PASS_RULES:
+            raise ValueError(f"method_options.pass_rule must be one of {PASS_RULES}, got {self.pass_rule!r}")
 
 
 def komi_limit(game: GoGame) -> float:
@@ -211,18 +220,61 @@ def _final_margin_by_frame(margin: jax.Array, game_over: jax.Array) -> tuple[jax
     return value, known
 
 
-def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float) -> MoveRule:
-    """SAI's per-ply move rule: the λ search at each game's komi (:class:`SaiGame` carry, unchanged by the move)."""
+def own_eye_points(colours: jax.Array, black_to_move: jax.Array, size: int) -> jax.Array:
+    """[B, N²] bool: empty points whose on-board orthogonal neighbours are all the mover's stones (``colours``
+    [B, N²]: +1 Black, −1 White, 0 empty, row by row)."""
+    board = colours.reshape((-1, size, size))
+    own = jnp.pad(board == jnp.where(black_to_move, 1, -1)[:, None, None], ((0, 0), (1, 1), (1, 1)),
+                  constant_values=True)
+    surrounded = own[:, :-2, 1:-1] & own[:, 2:, 1:-1] & own[:, 1:-1, :-2] & own[:, 1:-1, 2:]
+    return ((board == 0) & surrounded).reshape((-1, size * size))
+
+
+def avoid_losing_pass(game: GoGame, states: pgx.State, komi: jax.Array, visit_counts: jax.Array,
+                      prior_logits: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Leela Zero's pass check (its engine without ``--dumbpass``) on a batch ``[B]``: where passing would leave the
+    mover behind by the area count of the board as it stands (Tromp–Taylor at the game's ``komi``: margin < 0) and
+    a legal move exists that is neither a pass nor a fill of the mover's own eye (:func:`own_eye_points`), the pass
+    is not played: ``(action, visit_counts)`` with the pass's weight removed (the weights the temperature schedule
+    samples from) and a pass ``action`` replaced by the most visited such move (ties and unvisited moves by the
+    prior); where every other weight is 0, that move gets weight 1."""
+    pass_action = game.pass_action
+    black_to_move = game.black_to_move(states)
+    margin = black_margin(game, states, komi)
+    mover_margin = jnp.where(black_to_move, margin, -margin)
+    eyes = own_eye_points(game.stone_colours(states), black_to_move, game.size)
+    others = states.legal_action_mask.at[:, pass_action].set(False).at[:, :pass_action].set(
+        states.legal_action_mask[:, :pass_action] & ~eyes)
+    blocked = (mover_margin < 0) & others.any(axis=-1)
+    score = jnp.where(others, visit_counts + 0.5 * jax.nn.softmax(prior_logits.astype(jnp.float32), axis=-1), -1.0)
+    fallback = jnp.argmax(score, axis=-1).astype(action.dtype)
+    weights = visit_counts.at[:, pass_action].set(0)
+    weights = weights + (weights.sum(axis=-1, keepdims=True) == 0) * jax.nn.one_hot(fallback, weights.shape[-1],
+                                                                                     dtype=weights.dtype)
+    return (jnp.where(blocked & (action == pass_action), fallback, action),
+            jnp.where(blocked[:, None], weights, visit_counts))
+
+
+def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float,
+                  pass_rule: str = "free") -> MoveRule:
+    """SAI's per-ply move rule: the λ search at each game's komi (:class:`SaiGame` carry, unchanged by the move), the
+    move kept or, under ``pass_rule="no_losing_pass"``, a losing pass replaced (:func:`avoid_losing_pass`)."""
+    if pass_rule not in PASS_RULES:
+        raise ValueError(f"method_options.pass_rule must be one of {PASS_RULES}, got {pass_rule!r}")
 
     def act(variables: PlayVariables, key: jax.Array, states: pgx.State, ply: jax.Array, sai_game: SaiGame
             ) -> PlyDecision:
         del ply
         searched = sai_search(search_config, game, network, variables.learner, key, states, sai_game.komi, lam)
+        action, visit_counts = searched.action, searched.visit_counts
+        if pass_rule == "no_losing_pass":
+            action, visit_counts = avoid_losing_pass(game, states, sai_game.komi, visit_counts,
+                                                     searched.root_prior_logits, action)
         return PlyDecision(
-            action=searched.action,
+            action=action,
             policy_target=searched.policy_target,
             carry=sai_game,
-            visit_counts=searched.visit_counts,
+            visit_counts=visit_counts,
             frame_extras={"signed_komi": signed_komi(sai_game.komi, searched.black_to_move), "komi": sai_game.komi,
                           "alpha": searched.alpha, "branch": sai_game.is_branch},
             summary={"mean_beta": searched.beta, "score_estimate": searched.score_estimate},
@@ -414,7 +466,8 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
     ``branch_probability`` and ``branch_from_branches`` override the options' for this call; ``fresh_komi`` (a
     scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced)."""
     game_rule = sai_game_rule(game, network, options)
-    core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam), config,
+    core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam,
+                                                     options.pass_rule), config,
                                      game_rule=game_rule)
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,

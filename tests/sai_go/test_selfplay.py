@@ -276,3 +276,51 @@ def test_alpha_and_beta_are_recovered_from_outcomes_at_varied_komi():
     (params, _), _ = fast_jit(lambda p: jax.lax.scan(update, (p, optimizer.init(p)), None, length=1500))(params)
     assert abs(float(params[0]) - true_alpha) < 0.3
     assert abs(scale * float(np.exp(params[1])) / true_beta - 1) < 0.15
+
+
+def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go_game):
+    """``no_losing_pass`` (Leela Zero's engine without --dumbpass).  Lanes: Black to move on the empty board at komi
+    9.5 (Black behind by 9.5: no pass), at −9.5 (ahead: the pass stays), at 9.5 with every visit on the pass (the
+    prior's best other move takes weight 1); White to move after Black's first stone (Black's area is the whole
+    board, 49) at komi 9.5 (White behind: no pass) and at 60 (White ahead by 11: the pass stays)."""
+    from sai_go.selfplay import avoid_losing_pass
+
+    empty = go_game.batched_init(jax.random.split(jax.random.key(0), 3))
+    after_one = jax.vmap(go_game.step)(go_game.batched_init(jax.random.split(jax.random.key(1), 2)),
+                                       jnp.array([24, 24]))
+    states = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), empty, after_one)
+    komi = jnp.array([9.5, -9.5, 9.5, 9.5, 60.0])
+    pass_action = go_game.pass_action
+    visits = np.zeros((5, go_game.num_actions), np.float32)
+    visits[:, pass_action] = 10.0
+    visits[[0, 1, 3, 4], 5] = visits[[0, 1, 3, 4], 7] = 3.0
+    visits[2, pass_action] = 16.0
+    prior = np.zeros((5, go_game.num_actions), np.float32)
+    prior[:, 7] = 1.0  # breaks the tie between 5 and 7, and picks 7 where nothing else was visited
+    action, weights = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
+                                        jnp.full(5, pass_action, jnp.int32))
+    np.testing.assert_array_equal(action, [7, pass_action, 7, 7, pass_action])
+    weights = np.asarray(weights)
+    np.testing.assert_array_equal(weights[[1, 4]], visits[[1, 4]])  # the pass kept where it does not lose
+    assert (weights[[0, 2, 3], pass_action] == 0).all()
+    np.testing.assert_array_equal(weights[2], np.eye(go_game.num_actions)[7])
+    assert weights[0, 5] == weights[0, 7] == 3.0
+    # A move that is not a pass is kept whatever the count.
+    kept, _ = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
+                                jnp.full(5, 5, jnp.int32))
+    np.testing.assert_array_equal(kept, [5] * 5)
+    with pytest.raises(ValueError, match="pass_rule must be one of"):
+        SaiSelfPlayOptions(pass_rule="never")
+
+
+def test_own_eyes_are_empty_points_surrounded_by_the_movers_stones():
+    """3×3 (rows from the top): Black stones on the four edge midpoints, a White stone in the bottom-left corner: the
+    centre and the three empty corners are Black's eyes (edges count as Black's); none is White's."""
+    from sai_go.selfplay import own_eye_points
+
+    colours = jnp.array([[0, 1, 0,
+                          1, 0, 1,
+                          -1, 1, 0]])
+    np.testing.assert_array_equal(own_eye_points(colours, jnp.array([True]), 3),
+                                  [[True, False, True, False, True, False, False, False, True]])
+    assert not own_eye_points(colours, jnp.array([False]), 3).any()
