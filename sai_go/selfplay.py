@@ -73,7 +73,7 @@ from sai_go.value import signed_komi
 
 
 #: The pass rules of self-play (``method_options.pass_rule``): see :class:`SaiSelfPlayOptions`.
-PASS_RULES = ("free", "no_losing_pass")
+PASS_RULES = ("free", "no_losing_pass", "no_early_pass")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,8 +87,9 @@ class SaiSelfPlayOptions:
       queue_size: pending branches one device holds (≥ 1).
       branch_from_branches: branch games give branch points too (False: only games from the empty board do, the
         paper's procedure).
-      pass_rule: ``free`` (the search's move, pass or not) or ``no_losing_pass`` (Leela Zero's engine without
-        ``--dumbpass``: no pass that leaves the mover behind by the board's area count; :func:`avoid_losing_pass`).
+      pass_rule: ``free`` (the search's move, pass or not), ``no_losing_pass`` (Leela Zero's engine without
+        ``--dumbpass``: no pass that leaves the mover behind by the board's area count) or ``no_early_pass`` (no
+        pass while a legal move fills no own eye, as Monte Carlo Go playouts): :func:`avoid_losing_pass`.
     """
 
     lam: float = 0.5
@@ -231,11 +232,12 @@ def own_eye_points(colours: jax.Array, black_to_move: jax.Array, size: int) -> j
 
 
 def avoid_losing_pass(game: GoGame, states: pgx.State, komi: jax.Array, visit_counts: jax.Array,
-                      prior_logits: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+                      prior_logits: jax.Array, action: jax.Array, only_when_behind: bool = True
+                      ) -> tuple[jax.Array, jax.Array]:
     """Leela Zero's pass check (its engine without ``--dumbpass``) on a batch ``[B]``: where passing would leave the
-    mover behind by the area count of the board as it stands (Tromp–Taylor at the game's ``komi``: margin < 0) and
-    a legal move exists that is neither a pass nor a fill of the mover's own eye (:func:`own_eye_points`), the pass
-    is not played: ``(action, visit_counts)`` with the pass's weight removed (the weights the temperature schedule
+    mover behind by the area count of the board as it stands (Tromp–Taylor at the game's ``komi``: margin < 0;
+    with ``only_when_behind=False`` whatever the count) and a legal move exists that is neither a pass nor a fill
+    of the mover's own eye (:func:`own_eye_points`), the pass is not played: ``(action, visit_counts)`` with the pass's weight removed (the weights the temperature schedule
     samples from) and a pass ``action`` replaced by the most visited such move (ties and unvisited moves by the
     prior); where every other weight is 0, that move gets weight 1."""
     pass_action = game.pass_action
@@ -245,7 +247,7 @@ def avoid_losing_pass(game: GoGame, states: pgx.State, komi: jax.Array, visit_co
     eyes = own_eye_points(game.stone_colours(states), black_to_move, game.size)
     others = states.legal_action_mask.at[:, pass_action].set(False).at[:, :pass_action].set(
         states.legal_action_mask[:, :pass_action] & ~eyes)
-    blocked = (mover_margin < 0) & others.any(axis=-1)
+    blocked = ((mover_margin < 0) | (not only_when_behind)) & others.any(axis=-1)
     score = jnp.where(others, visit_counts + 0.5 * jax.nn.softmax(prior_logits.astype(jnp.float32), axis=-1), -1.0)
     fallback = jnp.argmax(score, axis=-1).astype(action.dtype)
     weights = visit_counts.at[:, pass_action].set(0)
@@ -258,7 +260,8 @@ def avoid_losing_pass(game: GoGame, states: pgx.State, komi: jax.Array, visit_co
 def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float,
                   pass_rule: str = "free") -> MoveRule:
     """SAI's per-ply move rule: the λ search at each game's komi (:class:`SaiGame` carry, unchanged by the move), the
-    move kept or, under ``pass_rule="no_losing_pass"``, a losing pass replaced (:func:`avoid_losing_pass`)."""
+    move kept or, under ``pass_rule`` ``no_losing_pass`` / ``no_early_pass``, a losing / any pass replaced while a
+    move that fills no own eye is legal (:func:`avoid_losing_pass`)."""
     if pass_rule not in PASS_RULES:
         raise ValueError(f"method_options.pass_rule must be one of {PASS_RULES}, got {pass_rule!r}")
 
@@ -267,9 +270,10 @@ def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig,
         del ply
         searched = sai_search(search_config, game, network, variables.learner, key, states, sai_game.komi, lam)
         action, visit_counts = searched.action, searched.visit_counts
-        if pass_rule == "no_losing_pass":
+        if pass_rule != "free":
             action, visit_counts = avoid_losing_pass(game, states, sai_game.komi, visit_counts,
-                                                     searched.root_prior_logits, action)
+                                                     searched.root_prior_logits, action,
+                                                     only_when_behind=pass_rule == "no_losing_pass")
         return PlyDecision(
             action=action,
             policy_target=searched.policy_target,

@@ -279,7 +279,7 @@ def test_alpha_and_beta_are_recovered_from_outcomes_at_varied_komi():
 
 
 def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go_game):
-    """``no_losing_pass`` (Leela Zero's engine without --dumbpass).  Lanes: Black to move on the empty board at komi
+    """``no_losing_pass`` (Leela Zero's engine without --dumbpass), then ``no_early_pass``.  Lanes: Black to move on the empty board at komi
     9.5 (Black behind by 9.5: no pass), at −9.5 (ahead: the pass stays), at 9.5 with every visit on the pass (the
     prior's best other move takes weight 1); White to move after Black's first stone (Black's area is the whole
     board, 49) at komi 9.5 (White behind: no pass) and at 60 (White ahead by 11: the pass stays)."""
@@ -305,6 +305,11 @@ def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go
     assert (weights[[0, 2, 3], pass_action] == 0).all()
     np.testing.assert_array_equal(weights[2], np.eye(go_game.num_actions)[7])
     assert weights[0, 5] == weights[0, 7] == 3.0
+    # no_early_pass: no pass at all while a move that fills no own eye is legal, whatever the count.
+    early, early_weights = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
+                                             jnp.full(5, pass_action, jnp.int32), only_when_behind=False)
+    np.testing.assert_array_equal(early, [7] * 5)
+    assert (np.asarray(early_weights)[:, pass_action] == 0).all()
     # A move that is not a pass is kept whatever the count.
     kept, _ = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
                                 jnp.full(5, 5, jnp.int32))
