@@ -121,14 +121,19 @@ def test_presets_train_sai_go_and_the_evidence_preset_is_three_seeds_of_32_itera
 
     tiny, evidence = load_config("sai-go-komi", "tiny"), load_config("sai-go-komi", "evidence")
     sai = load_config("sai-go", "tiny")
-    for key in ("model", "search", "selfplay", "replay", "train"):
+    for key in ("model", "search", "replay", "train"):
         assert tiny[key].to_dict() == sai[key].to_dict() == evidence[key].to_dict(), key
+    assert tiny.selfplay.to_dict() == sai.selfplay.to_dict() == {
+        **evidence.selfplay.to_dict(), "num_games": 64, "plies_per_iteration": 128}
+    assert (evidence.selfplay.num_games, evidence.selfplay.plies_per_iteration) == (32, 512)
     # the evidence preset trains with the paper's value loss, branch points from empty-board games only and no
-    # losing pass, otherwise sai-go tiny's self-play
+    # early pass, otherwise sai-go tiny's self-play
     assert tiny.method_options.to_dict() == sai.method_options.to_dict() == {
-        **evidence.method_options.to_dict(), "value_loss": "tanh", "branch_from_branches": True, "pass_rule": "free"}
+        **evidence.method_options.to_dict(), "value_loss": "tanh", "branch_from_branches": True, "pass_rule": "free",
+        "queue_size": 64}
     assert (evidence.method_options.value_loss, evidence.method_options.branch_from_branches,
-            evidence.method_options.pass_rule) == ("paper", False, "no_losing_pass")
+            evidence.method_options.pass_rule, evidence.method_options.queue_size) == ("paper", False,
+                                                                                   "no_early_pass", 128)
     paper = load_config("sai-go", "paper")
     assert (paper.method_options.value_loss, paper.method_options.branch_from_branches) == ("paper", False)
     assert (sai.method_options.value_loss, sai.method_options.branch_from_branches) == ("tanh", True)
