@@ -285,10 +285,11 @@ def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go
     board, 49) at komi 9.5 (White behind: no pass) and at 60 (White ahead by 11: the pass stays)."""
     from sai_go.selfplay import avoid_losing_pass
 
-    empty = go_game.batched_init(jax.random.split(jax.random.key(0), 3))
-    after_one = jax.vmap(go_game.step)(go_game.batched_init(jax.random.split(jax.random.key(1), 2)),
-                                       jnp.array([24, 24]))
-    states = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), empty, after_one)
+    # one batch of 5 (the game's shared compiled rules): lanes 3 and 4 play Black's stone at the centre (24)
+    started = go_game.batched_init(jax.random.split(jax.random.key(0), 5))
+    stepped = go_game.batched_step(started, jnp.full(5, 24, jnp.int32))
+    states = jax.tree.map(lambda a, b: jnp.where(
+        (jnp.arange(5) >= 3).reshape((-1,) + (1,) * (a.ndim - 1)), b, a), started, stepped)
     komi = jnp.array([9.5, -9.5, 9.5, 9.5, 60.0])
     pass_action = go_game.pass_action
     visits = np.zeros((5, go_game.num_actions), np.float32)
