@@ -58,3 +58,12 @@ def test_the_summary_splits_games_by_komi_against_the_fair_komi():
     assert summary["black_wins_when_white_passed_early"][0] == 1.0
     assert summary["black_wins_when_white_did_not"][0] == 0.0
     assert summary["komi_when_white_passed_early"][0] == pytest.approx(2.5)
+
+
+def test_the_papers_expected_branches_are_a_capped_binomial_mean():
+    from sai_go.branch_proportion import expected_branches
+
+    draws = np.minimum(3, np.random.default_rng(0).binomial(67, 0.025, 400_000))
+    assert expected_branches(68) == pytest.approx(draws.mean(), abs=0.006)
+    assert expected_branches(1) == 0.0 and expected_branches(2) == pytest.approx(0.025)
+    assert expected_branches(10_000) == pytest.approx(3.0)
