@@ -7,7 +7,8 @@ predict games at their komi? (``experiments/configs/sai_go_komi.py``; statistics
    loop: rerunning resumes);
 2. for each seed and checkpoint 0, every ``checkpoint.keep_period``-th and the last (a *cell*): the network's α_∅, β_∅ at the empty board and
    ``calibration.games`` held-out self-play games from the empty board at komi drawn as in training, at λ
-   ``calibration.lam`` (None: the training λ, ``method_options.lam``) (:func:`sai_go.calibration.selfplay`), kept in
+   ``calibration.lam`` (None: the training λ, ``method_options.lam``) and the training's
+   ``method_options.pass_rule`` (:func:`sai_go.calibration.selfplay`), kept in
    ``workdir/seed-<s>/calibration/step-<n>.npz``; a rerun measures only the missing cells (or those measured with
    other settings; a cell stored without λ was measured at λ 0), and a cell's keys depend on (seed, step) alone, so
    a lost cell is replayed identically;
@@ -72,7 +73,7 @@ def measure_cell(run_directory: pathlib.Path, step: int, settings: dict, key: ja
     agent = SaiAgent.from_checkpoint(run_directory, step, lam=float(settings["lam"]),
                                      num_simulations=int(settings["simulations"]))
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
-    frames, records = selfplay(agent, int(settings["games"]), key)
+    frames, records = selfplay(agent, int(settings["games"]), key, pass_rule=str(settings["pass_rule"]))
     games = first_games(records.game_over, frames.value_target, frames.value_mask, frames.extras["alpha"],
                         records.summary["mean_beta"], frames.extras["signed_komi"], frames.extras["komi"])
     return {"alpha": alpha, "beta": beta, **dataclasses.asdict(games)}
@@ -84,7 +85,8 @@ def load_or_measure_cell(run_directory: pathlib.Path, step: int, settings: dict,
     path = run_directory / "calibration" / f"step-{step:04d}.npz"
     if path.exists():
         with np.load(path) as stored:
-            if {"lam": 0.0, **json.loads(str(stored["settings"]))} == settings:  # cells before λ: λ 0
+            # cells stored before λ and the pass rule: λ 0, free passes
+            if {"lam": 0.0, "pass_rule": "free", **json.loads(str(stored["settings"]))} == settings:
                 return {name: stored[name] for name in stored.files if name != "settings"}
     started = time.perf_counter()
     cell = measure_cell(run_directory, step, settings, key)
@@ -195,7 +197,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = prepare_experiment(config, workdir)
     settings = {"games": int(config.calibration.games), "simulations": int(config.calibration.simulations),
-                "lam": calibration_lambda(config)}
+                "lam": calibration_lambda(config), "pass_rule": str(config.method_options.get("pass_rule", "free"))}
     cells: dict[int, dict[int, dict]] = {}  # step -> seed -> cell
     for seed in (int(seed) for seed in config.seeds):
         directory = workdir / f"seed-{seed}"

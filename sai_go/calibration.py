@@ -35,23 +35,24 @@ from sai_go.value import signed_komi, winrate
 
 
 @functools.lru_cache(maxsize=4)
-def compiled_selfplay(game, network, num_simulations: int, lam: float = 0.0):
-    """Self-play from the empty board, one game per lane (at most 2·N² plies), no branches, at ``lam``; jitted once
-    per λ (the komi of fresh games is an argument: NaN samples it as in training)."""
+def compiled_selfplay(game, network, num_simulations: int, lam: float = 0.0, pass_rule: str = "free"):
+    """Self-play from the empty board, one game per lane (at most 2·N² plies), no branches, at ``lam`` under
+    ``pass_rule`` (:class:`~sai_go.selfplay.SaiSelfPlayOptions`); jitted once per λ and rule (the komi of fresh
+    games is an argument: NaN samples it as in training)."""
     config = SelfPlayConfig(num_games=1, plies_per_iteration=game.max_game_plies, max_game_plies=game.max_game_plies,
                             temperature_plies=8)
     search = SearchConfig(kind="muzero", num_simulations=num_simulations, dirichlet_alpha=0.03 * 361 / 49)
-    options = SaiSelfPlayOptions(lam=float(lam), branch_probability=0.0)
+    options = SaiSelfPlayOptions(lam=float(lam), branch_probability=0.0, pass_rule=pass_rule)
     play = make_sai_play_fn(game, network, search, config, options)
     return jax.jit(lambda variables, key, komi, num_games: play(variables, key, num_games, None, None, komi),
                    static_argnums=3)
 
 
-def selfplay(agent, num_games: int, key, fresh_komi=None):
+def selfplay(agent, num_games: int, key, fresh_komi=None, pass_rule: str = "free"):
     """Frames and records (numpy) of ``num_games`` self-play games of ``agent``'s network (an
     :class:`~sai_go.agents.SaiAgent`; its ``search.num_simulations`` and ``lam``) from the empty board
-    (``fresh_komi``: None samples each game's komi as in training)."""
-    play = compiled_selfplay(agent.game, agent.network, agent.search.num_simulations, float(agent.lam))
+    (``fresh_komi``: None samples each game's komi as in training), under the self-play ``pass_rule``."""
+    play = compiled_selfplay(agent.game, agent.network, agent.search.num_simulations, float(agent.lam), pass_rule)
     return jax.device_get(play(agent.variables, key, jnp.float32(np.nan if fresh_komi is None else fresh_komi),
                                num_games))
 

@@ -28,8 +28,9 @@ rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candi
 
 Frames carry ``extras``: ``signed_komi`` (k̄ at the frame), ``komi``, ``alpha`` (the network's α there, mover's view)
 and ``branch`` (the frame belongs to a branch game).  The records' ``summary`` holds per-ply statistics (mean β at the
-searched roots) and per-call totals broadcast over ``[T, B]`` (branches started and dropped, the mean absolute error of
-the score estimate α^B − k against the final margin of counted games, the fresh games' komi mean and spread).
+searched roots) and per-call totals broadcast over ``[T, B]`` (branches started and dropped, fresh and branch games
+finished, the mean absolute error of the score estimate α^B − k against the final margin of counted games, the fresh
+games' komi mean and spread).
 
 Random streams (bit for bit those of SAI's own scan before it moved onto the core's): the call's key gives the empty
 board's evaluation stream 1 and the first games stream 3; a ply's key gives the branch draws stream 3 and the fresh
@@ -71,6 +72,10 @@ from sai_go.search import check_lambda, evaluate, sai_search
 from sai_go.value import signed_komi
 
 
+#: The pass rules of self-play (``method_options.pass_rule``): see :class:`SaiSelfPlayOptions`.
+PASS_RULES = ("free", "no_losing_pass", "no_early_pass")
+
+
 @dataclasses.dataclass(frozen=True)
 class SaiSelfPlayOptions:
     """SAI's self-play settings (``method_options`` of an SAI run).
@@ -82,6 +87,9 @@ class SaiSelfPlayOptions:
       queue_size: pending branches one device holds (≥ 1).
       branch_from_branches: branch games give branch points too (False: only games from the empty board do, the
         paper's procedure).
+      pass_rule: ``free`` (the search's move, pass or not), ``no_losing_pass`` (Leela Zero's engine without
+        ``--dumbpass``: no pass that leaves the mover behind by the board's area count) or ``no_early_pass`` (no
+        pass while a legal move fills no own eye, as Monte Carlo Go playouts): :func:`avoid_losing_pass`.
     """
 
     lam: float = 0.5
@@ -89,6 +97,7 @@ class SaiSelfPlayOptions:
     max_branches: int = 3
     queue_size: int = 64
     branch_from_branches: bool = True
+    pass_rule: str = "free"
 
     def __post_init__(self):
         check_lambda(self.lam, "method_options.lam")
@@ -98,6 +107,8 @@ class SaiSelfPlayOptions:
             raise ValueError(f"method_options.max_branches must be >= 0, got {self.max_branches}")
         if self.queue_size < 1:
             raise ValueError(f"method_options.queue_size must be >= 1, got {self.queue_size}")
+        if self.pass_rule not in PASS_RULES:
+            raise ValueError(f"method_options.pass_rule must be one of {PASS_RULES}, got {self.pass_rule!r}")
 
 
 def komi_limit(game: GoGame) -> float:
@@ -144,10 +155,12 @@ class SaiCallSettings:
     Attributes:
       branch_probability: replaces ``SaiSelfPlayOptions.branch_probability`` (None: the options').
       fresh_komi: the komi of every fresh game (a scalar; NaN or None: sampled).
+      branch_from_branches: replaces ``SaiSelfPlayOptions.branch_from_branches`` (a bool; None: the options').
     """
 
     branch_probability: Any = None
     fresh_komi: Any = None
+    branch_from_branches: Any = None
 
 
 @flax.struct.dataclass
@@ -208,18 +221,64 @@ def _final_margin_by_frame(margin: jax.Array, game_over: jax.Array) -> tuple[jax
     return value, known
 
 
-def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float) -> MoveRule:
-    """SAI's per-ply move rule: the λ search at each game's komi (:class:`SaiGame` carry, unchanged by the move)."""
+def own_eye_points(colours: jax.Array, black_to_move: jax.Array, size: int) -> jax.Array:
+    """[B, N²] bool: empty points whose on-board orthogonal neighbours are all the mover's stones (``colours``
+    [B, N²]: +1 Black, −1 White, 0 empty, row by row)."""
+    board = colours.reshape((-1, size, size))
+    own = jnp.pad(board == jnp.where(black_to_move, 1, -1)[:, None, None], ((0, 0), (1, 1), (1, 1)),
+                  constant_values=True)
+    surrounded = own[:, :-2, 1:-1] & own[:, 2:, 1:-1] & own[:, 1:-1, :-2] & own[:, 1:-1, 2:]
+    return ((board == 0) & surrounded).reshape((-1, size * size))
+
+
+def avoid_losing_pass(game: GoGame, states: pgx.State, komi: jax.Array, visit_counts: jax.Array,
+                      prior_logits: jax.Array, action: jax.Array, only_when_behind: bool = True
+                      ) -> tuple[jax.Array, jax.Array]:
+    """Leela Zero's pass check (its engine without ``--dumbpass``) on a batch ``[B]``: where passing would leave the
+    mover behind by the area count of the board as it stands (Tromp–Taylor at the game's ``komi``: margin < 0;
+    with ``only_when_behind=False`` whatever the count) and a legal move exists that is neither a pass nor a fill
+    of the mover's own eye (:func:`own_eye_points`), the pass is not played: ``(action, visit_counts)`` with the pass's weight removed (the weights the temperature schedule
+    samples from) and a pass ``action`` replaced by the most visited such move (ties and unvisited moves by the
+    prior); where every other weight is 0, that move gets weight 1."""
+    pass_action = game.pass_action
+    black_to_move = game.black_to_move(states)
+    margin = black_margin(game, states, komi)
+    mover_margin = jnp.where(black_to_move, margin, -margin)
+    eyes = own_eye_points(game.stone_colours(states), black_to_move, game.size)
+    others = states.legal_action_mask.at[:, pass_action].set(False).at[:, :pass_action].set(
+        states.legal_action_mask[:, :pass_action] & ~eyes)
+    blocked = ((mover_margin < 0) | (not only_when_behind)) & others.any(axis=-1)
+    score = jnp.where(others, visit_counts + 0.5 * jax.nn.softmax(prior_logits.astype(jnp.float32), axis=-1), -1.0)
+    fallback = jnp.argmax(score, axis=-1).astype(action.dtype)
+    weights = visit_counts.at[:, pass_action].set(0)
+    weights = weights + (weights.sum(axis=-1, keepdims=True) == 0) * jax.nn.one_hot(fallback, weights.shape[-1],
+                                                                                     dtype=weights.dtype)
+    return (jnp.where(blocked & (action == pass_action), fallback, action),
+            jnp.where(blocked[:, None], weights, visit_counts))
+
+
+def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float,
+                  pass_rule: str = "free") -> MoveRule:
+    """SAI's per-ply move rule: the λ search at each game's komi (:class:`SaiGame` carry, unchanged by the move), the
+    move kept or, under ``pass_rule`` ``no_losing_pass`` / ``no_early_pass``, a losing / any pass replaced while a
+    move that fills no own eye is legal (:func:`avoid_losing_pass`)."""
+    if pass_rule not in PASS_RULES:
+        raise ValueError(f"method_options.pass_rule must be one of {PASS_RULES}, got {pass_rule!r}")
 
     def act(variables: PlayVariables, key: jax.Array, states: pgx.State, ply: jax.Array, sai_game: SaiGame
             ) -> PlyDecision:
         del ply
         searched = sai_search(search_config, game, network, variables.learner, key, states, sai_game.komi, lam)
+        action, visit_counts = searched.action, searched.visit_counts
+        if pass_rule != "free":
+            action, visit_counts = avoid_losing_pass(game, states, sai_game.komi, visit_counts,
+                                                     searched.root_prior_logits, action,
+                                                     only_when_behind=pass_rule == "no_losing_pass")
         return PlyDecision(
-            action=searched.action,
+            action=action,
             policy_target=searched.policy_target,
             carry=sai_game,
-            visit_counts=searched.visit_counts,
+            visit_counts=visit_counts,
             frame_extras={"signed_komi": signed_komi(sai_game.komi, searched.black_to_move), "komi": sai_game.komi,
                           "alpha": searched.alpha, "branch": sai_game.is_branch},
             summary={"mean_beta": searched.beta, "score_estimate": searched.score_estimate},
@@ -283,14 +342,16 @@ def sai_reward(game: GoGame):
 
 def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game: SaiGame, states: pgx.State,
                         black_alpha: jax.Array, moves_in_game: jax.Array, max_branches: int, limit: float,
-                        branch_from_branches: bool = True) -> SaiGame:
+                        branch_from_branches: bool | jax.Array = True) -> SaiGame:
     """Each game's position ``states`` [B] becomes its next branch point with ``probability`` (after the game's first
     move, at most ``max_branches`` a game; not in a branch game unless ``branch_from_branches``), with the komi
     ``⌊black_alpha⌋ + 0.5`` that evens it."""
     slots = sai_game.candidate_komi.shape[1]
     chosen = ((moves_in_game >= 1) & (sai_game.candidates < max_branches)
               & jax.random.bernoulli(key, probability, (moves_in_game.shape[0],)))
-    if not branch_from_branches:
+    if isinstance(branch_from_branches, jax.Array):  # traced: one program for both
+        chosen = chosen & (branch_from_branches | ~sai_game.is_branch)
+    elif not branch_from_branches:
         chosen = chosen & ~sai_game.is_branch
     slot_mask = chosen[:, None] & (jnp.arange(slots)[None] == sai_game.candidates[:, None])
     states_per_slot = jax.tree.map(lambda leaf: leaf[:, None], states)
@@ -317,10 +378,13 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
             branch_probability = options.branch_probability
 
         alpha = played.decision.frame_extras["alpha"]
+        branch_from_branches = shared.settings.branch_from_branches
+        if branch_from_branches is None:
+            branch_from_branches = bool(options.branch_from_branches)
         going_on = record_branch_point(branch_key, branch_probability, sai_game, states,
                                        jnp.where(game.black_to_move(states), alpha, -alpha),
                                        lanes.ply - lanes.first_ply, max_branches, limit,
-                                       bool(options.branch_from_branches))
+                                       branch_from_branches)
         margin = black_margin(game, played.next_states, sai_game.komi)
         counted = game_over & ~game.ended_by_rule_violation(played.next_states)
 
@@ -343,6 +407,8 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
                                    game.plies_played(new_states), next_game)
         statistics = {"branches_started": taken.sum(), "branches_pushed": pushed, "branches_dropped": dropped,
                       "fresh_started": fresh_started.sum(),
+                      "fresh_finished": (game_over & ~sai_game.is_branch).sum(),
+                      "branch_finished": (game_over & sai_game.is_branch).sum(),
                       "fresh_komi_sum": jnp.where(fresh_started, fresh_komi, 0.0).sum(),
                       "fresh_komi_square_sum": jnp.where(fresh_started, fresh_komi ** 2, 0.0).sum(),
                       "margin": margin, "counted": counted}
@@ -368,6 +434,8 @@ def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left
         "branches_dropped": per_ply["branches_dropped"].sum(),
         "branches_left_pending": left_pending,
         "fresh_games_started": started,
+        "fresh_games_finished": per_ply["fresh_finished"].sum(),
+        "branch_games_finished": per_ply["branch_finished"].sum(),
         "fresh_komi_mean": komi_mean,
         "fresh_komi_std": jnp.sqrt(jnp.maximum(komi_square_sum / started - komi_mean ** 2, 0.0)),
         "score_estimate_mae": error.sum() / jnp.maximum(usable.sum(), 1),
@@ -396,20 +464,24 @@ def sai_game_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions)
 def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConfig, config: SelfPlayConfig,
                      options: SaiSelfPlayOptions):
     """One device's SAI self-play ``play(variables, key, num_games, frozen=None, branch_probability=None,
-    fresh_komi=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and game rules.
+    fresh_komi=None, branch_from_branches=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and
+    game rules.
 
-    ``branch_probability`` overrides the options' for this call; ``fresh_komi`` (a scalar; NaN: sample) replaces the
-    sampled komi of fresh games (both may be traced)."""
+    ``branch_probability`` and ``branch_from_branches`` override the options' for this call; ``fresh_komi`` (a
+    scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced)."""
     game_rule = sai_game_rule(game, network, options)
-    core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam), config,
+    core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam,
+                                                     options.pass_rule), config,
                                      game_rule=game_rule)
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
-             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None):
+             branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None,
+             branch_from_branches: jax.Array | bool | None = None):
         del frozen_variables
         settings = None
-        if branch_probability is not None or fresh_komi is not None:
-            settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi)
+        if branch_probability is not None or fresh_komi is not None or branch_from_branches is not None:
+            settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi,
+                                       branch_from_branches=branch_from_branches)
         return core_play(variables, key, num_games, settings)
 
     return play

@@ -1,7 +1,7 @@
 """SAI's training method for the core loop: the komi-aware loss, and SAI's move and game rules on the core's self-play.
 
 ``method = "sai_go.train:make_method"`` with ``method_options`` (``value_loss``, and ``lam``,
-``branch_probability``, ``max_branches``, ``queue_size``, ``branch_from_branches``:
+``branch_probability``, ``max_branches``, ``queue_size``, ``branch_from_branches``, ``pass_rule``:
 :class:`~sai_go.selfplay.SaiSelfPlayOptions`) and ``model.name = "sai_go.network:make_sai_network"``.  The core runs
 everything else — replay window (the frames' komi travels as ``extra_signed_komi``), checkpoints, resume, metrics.
 
@@ -77,6 +77,6 @@ def make_method(config: Any, game: GoGame, value_loss: str = "tanh", **options) 
     return Method(
         loss_fn=functools.partial(sai_loss, value_loss=value_loss),
         move_rule=lambda components: sai_move_rule(components.game, components.network, components.search,
-                                                   selfplay_options.lam),
+                                                   selfplay_options.lam, selfplay_options.pass_rule),
         game_rule=lambda components: sai_game_rule(components.game, components.network, selfplay_options),
     )

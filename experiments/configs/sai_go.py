@@ -4,7 +4,8 @@
 branching 0.025 × 3 from games started on the empty board only, the paper's l² loss on the winrate ρ).  Ablations:
 ``method_options.branch_probability=0`` (no branching), ``method_options.lam=0``; ``method_options.value_loss``
 ``paper`` | ``tanh`` (tiny: tanh, Leela Zero's scale, 4× the paper's), ``method_options.branch_from_branches``
-(tiny: True, branches branch too; paper: False).
+(tiny: True, branches branch too; paper: False), ``method_options.pass_rule`` ``free`` | ``no_losing_pass`` (Leela
+Zero's engine check: no pass that loses by the board count; both presets: free).
 """
 
 from zerolab import default_config
@@ -20,7 +21,7 @@ def get_config(preset: str = "tiny"):
     config.model.value_hidden = 64
     config.method = "sai_go.train:make_method"
     config.method_options = {"lam": 0.5, "branch_probability": 0.025, "max_branches": 3, "queue_size": 64,
-                             "value_loss": "tanh", "branch_from_branches": True}
+                             "value_loss": "tanh", "branch_from_branches": True, "pass_rule": "free"}
     config.search.kind = "muzero"
     config.search.dirichlet_alpha = 0.03 * 361 / 49
     config.search.dirichlet_fraction = 0.25

@@ -4,11 +4,14 @@ The training keys are sai-go's (one source: ``load_config("sai-go", ...)``), tra
 ``calibration`` sets the held-out self-play of checkpoint 0, every ``checkpoint.keep_period``-th and the last
 (``games`` games from the empty board, komi drawn as in training, ``simulations`` PUCT simulations a move, at λ
 ``lam`` — None: the training λ, ``method_options.lam``, 0.5 — no branches) and the reliability ``bins``.  The
-evidence and paper presets train with the paper's value loss (``method_options.value_loss=paper``); tiny keeps
-sai-go tiny's.
+evidence and paper presets train with the paper's value loss (``method_options.value_loss=paper``) and branch
+points from empty-board games only (``method_options.branch_from_branches=False``: each fresh game followed by its
+own branches, the paper's proportion); the evidence preset also plays with ``method_options.pass_rule=no_early_pass``
+(no pass while a legal move fills no own eye; the held-out games too) in calls of 32 lanes × 512 plies with a queue of
+128 (games then last ≈ 96 plies); tiny keeps sai-go tiny's.
 
 * ``tiny``: sai-go tiny (8 iterations; checkpoints 0, 2, 4, 6, 8 measured), one seed, 64 games a checkpoint;
-* ``evidence``: sai-go tiny's network and self-play for 32 iterations (checkpoints every 4), three seeds, 256
+* ``evidence``: sai-go tiny's network and search for 32 iterations (checkpoints every 4), three seeds, 256
   held-out games at each of checkpoints 0, 4, …, 32 (27 cells; time measured under load: sai_go/README.md);
 * ``paper``: sai-go paper (200 iterations, 3 × 128, 250 simulations), one seed, 1024 games at 250 simulations.
 """
@@ -35,6 +38,13 @@ def get_config(preset: str = "tiny"):
         config.checkpoint.keep_period = 4
         config.calibration.games = 256
         config.method_options.value_loss = "paper"
+        config.method_options.branch_from_branches = False  # the paper's proportion of fresh games and branches
+        # seed 2's drift: White passed early, ahead on the board count, and lost (sai_go/README.md)
+        config.method_options.pass_rule = "no_early_pass"
+        # games without early passes last ≈ 96 plies: longer calls, so that branches finish inside them
+        config.selfplay.num_games = 32
+        config.selfplay.plies_per_iteration = 512
+        config.method_options.queue_size = 128
     elif preset == "paper":
         config.calibration.games = 1024
         config.calibration.simulations = 250

@@ -121,12 +121,19 @@ def test_presets_train_sai_go_and_the_evidence_preset_is_three_seeds_of_32_itera
 
     tiny, evidence = load_config("sai-go-komi", "tiny"), load_config("sai-go-komi", "evidence")
     sai = load_config("sai-go", "tiny")
-    for key in ("model", "search", "selfplay", "replay", "train"):
+    for key in ("model", "search", "replay", "train"):
         assert tiny[key].to_dict() == sai[key].to_dict() == evidence[key].to_dict(), key
-    # the evidence preset trains with the paper's value loss, otherwise sai-go tiny's self-play
+    assert tiny.selfplay.to_dict() == sai.selfplay.to_dict() == {
+        **evidence.selfplay.to_dict(), "num_games": 64, "plies_per_iteration": 128}
+    assert (evidence.selfplay.num_games, evidence.selfplay.plies_per_iteration) == (32, 512)
+    # the evidence preset trains with the paper's value loss, branch points from empty-board games only and no
+    # early pass, otherwise sai-go tiny's self-play
     assert tiny.method_options.to_dict() == sai.method_options.to_dict() == {
-        **evidence.method_options.to_dict(), "value_loss": "tanh"}
-    assert evidence.method_options.value_loss == "paper"
+        **evidence.method_options.to_dict(), "value_loss": "tanh", "branch_from_branches": True, "pass_rule": "free",
+        "queue_size": 64}
+    assert (evidence.method_options.value_loss, evidence.method_options.branch_from_branches,
+            evidence.method_options.pass_rule, evidence.method_options.queue_size) == ("paper", False,
+                                                                                   "no_early_pass", 128)
     paper = load_config("sai-go", "paper")
     assert (paper.method_options.value_loss, paper.method_options.branch_from_branches) == ("paper", False)
     assert (sai.method_options.value_loss, sai.method_options.branch_from_branches) == ("tanh", True)
@@ -146,4 +153,6 @@ def test_calibration_games_are_played_at_the_training_lambda_unless_set(monkeypa
     seen = []
     monkeypatch.setattr(module, "make_sai_play_fn", lambda game, network, search, config, options: seen.append(options))
     module.compiled_selfplay.__wrapped__(go_game, None, 4, 0.5)  # builds the play function, compiles nothing
-    assert (seen[0].lam, seen[0].branch_probability) == (0.5, 0.0)
+    module.compiled_selfplay.__wrapped__(go_game, None, 4, 0.5, "no_losing_pass")
+    assert (seen[0].lam, seen[0].branch_probability, seen[0].pass_rule) == (0.5, 0.0, "free")
+    assert seen[1].pass_rule == "no_losing_pass"

@@ -37,13 +37,14 @@ SEARCH = SearchConfig(kind="muzero", num_simulations=2, dirichlet_alpha=0.22)
 
 @pytest.fixture(scope="module")
 def branching_play(go_game, tiny_network):
-    """Self-play with branch probability 0 and 1 (traced: one compilation)."""
+    """Self-play with branch probability 0 and 1, and at 1 with branch points from empty-board games only (key
+    "paper"; probability and flag traced: one compilation)."""
     network, variables = tiny_network
     options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.025, max_branches=3, queue_size=8)
     play = fast_jit(make_sai_play_fn(go_game, network, SEARCH, PLAY_CONFIG, options), static_argnums=2)
-    played = {probability: jax.device_get(play(variables, jax.random.key(4), 2, None, probability))
-              for probability in (0.0, 1.0)}
-    return {probability: (packed.to_frames(), records) for probability, (packed, records) in played.items()}
+    played = {name: jax.device_get(play(variables, jax.random.key(4), 2, None, probability, None, jnp.array(flag)))
+              for name, probability, flag in ((0.0, 0.0, True), (1.0, 1.0, True), ("paper", 1.0, False))}
+    return {name: (packed.to_frames(), records) for name, (packed, records) in played.items()}
 
 
 def test_no_branches_without_branch_probability(branching_play):
@@ -187,6 +188,36 @@ def test_without_branch_from_branches_only_games_from_the_empty_board_give_branc
     assert SaiSelfPlayOptions().branch_from_branches  # the default: branches branch too (tiny's self-play as before)
 
 
+def finished_games(frames, records) -> tuple[int, int]:
+    """(fresh games, branch games) that ended in a call, read from its frames and records."""
+    over, branch = np.asarray(records.game_over), np.asarray(frames.extras["branch"])
+    return int((over & ~branch).sum()), int((over & branch).sum())
+
+
+def test_fresh_and_branch_games_of_a_call_follow_the_papers_proportion(branching_play):
+    """Over one call (2 lanes × 24 plies, 8-ply cap, every position after a game's first move a branch point, 3 a
+    game at most): with ``branch_from_branches=False`` each finished fresh game hands in exactly its 3 branch points
+    and branch games none, so the call plays the 2 first (fresh) games and then their 6 branches, no other fresh
+    game (the paper: a standard game, then its branches); with branches branching, branch games hand in 3 each and the
+    queue of 8 overflows.  The per-call counts agree with the frames'."""
+    summaries = {}
+    for name, (frames, records) in (("paper", branching_play["paper"]), ("branching", branching_play[1.0])):
+        summary = {key: float(values[0, 0]) for key, values in records.summary.items()}
+        fresh, branches = finished_games(frames, records)
+        assert (summary["fresh_games_finished"], summary["branch_games_finished"]) == (fresh, branches)
+        assert fresh + branches == int(np.asarray(records.game_over).sum())
+        summaries[name] = summary
+    paper = summaries["paper"]
+    assert paper["fresh_games_finished"] == 2 and paper["fresh_games_started"] == 2
+    assert paper["branches_pushed"] + paper["branches_dropped"] == 3 * paper["fresh_games_finished"] == 6
+    assert paper["branches_started"] == 6 and paper["branches_left_pending"] == 0
+    assert paper["branch_games_finished"] >= 3  # the rest are cut by the call's end
+    branching = summaries["branching"]
+    finished = branching["fresh_games_finished"] + branching["branch_games_finished"]
+    assert branching["branches_pushed"] + branching["branches_dropped"] == 3 * finished > 6
+    assert branching["branches_dropped"] > 0
+
+
 def test_the_loss_averages_the_value_error_over_finished_games_and_the_policy_over_legal_moves():
     """The paper's loss in numpy: cross entropy of the search's policy against the network's softmax over the legal
     moves (an illegal move holds the highest logit), averaged over every frame, plus the squared error of
@@ -245,3 +276,57 @@ def test_alpha_and_beta_are_recovered_from_outcomes_at_varied_komi():
     (params, _), _ = fast_jit(lambda p: jax.lax.scan(update, (p, optimizer.init(p)), None, length=1500))(params)
     assert abs(float(params[0]) - true_alpha) < 0.3
     assert abs(scale * float(np.exp(params[1])) / true_beta - 1) < 0.15
+
+
+def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go_game):
+    """``no_losing_pass`` (Leela Zero's engine without --dumbpass), then ``no_early_pass``.  Lanes: Black to move on the empty board at komi
+    9.5 (Black behind by 9.5: no pass), at −9.5 (ahead: the pass stays), at 9.5 with every visit on the pass (the
+    prior's best other move takes weight 1); White to move after Black's first stone (Black's area is the whole
+    board, 49) at komi 9.5 (White behind: no pass) and at 60 (White ahead by 11: the pass stays)."""
+    from sai_go.selfplay import avoid_losing_pass
+
+    # one batch of 5 (the game's shared compiled rules): lanes 3 and 4 play Black's stone at the centre (24)
+    started = go_game.batched_init(jax.random.split(jax.random.key(0), 5))
+    stepped = go_game.batched_step(started, jnp.full(5, 24, jnp.int32))
+    states = jax.tree.map(lambda a, b: jnp.where(
+        (jnp.arange(5) >= 3).reshape((-1,) + (1,) * (a.ndim - 1)), b, a), started, stepped)
+    komi = jnp.array([9.5, -9.5, 9.5, 9.5, 60.0])
+    pass_action = go_game.pass_action
+    visits = np.zeros((5, go_game.num_actions), np.float32)
+    visits[:, pass_action] = 10.0
+    visits[[0, 1, 3, 4], 5] = visits[[0, 1, 3, 4], 7] = 3.0
+    visits[2, pass_action] = 16.0
+    prior = np.zeros((5, go_game.num_actions), np.float32)
+    prior[:, 7] = 1.0  # breaks the tie between 5 and 7, and picks 7 where nothing else was visited
+    action, weights = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
+                                        jnp.full(5, pass_action, jnp.int32))
+    np.testing.assert_array_equal(action, [7, pass_action, 7, 7, pass_action])
+    weights = np.asarray(weights)
+    np.testing.assert_array_equal(weights[[1, 4]], visits[[1, 4]])  # the pass kept where it does not lose
+    assert (weights[[0, 2, 3], pass_action] == 0).all()
+    np.testing.assert_array_equal(weights[2], np.eye(go_game.num_actions)[7])
+    assert weights[0, 5] == weights[0, 7] == 3.0
+    # no_early_pass: no pass at all while a move that fills no own eye is legal, whatever the count.
+    early, early_weights = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
+                                             jnp.full(5, pass_action, jnp.int32), only_when_behind=False)
+    np.testing.assert_array_equal(early, [7] * 5)
+    assert (np.asarray(early_weights)[:, pass_action] == 0).all()
+    # A move that is not a pass is kept whatever the count.
+    kept, _ = avoid_losing_pass(go_game, states, komi, jnp.asarray(visits), jnp.asarray(prior),
+                                jnp.full(5, 5, jnp.int32))
+    np.testing.assert_array_equal(kept, [5] * 5)
+    with pytest.raises(ValueError, match="pass_rule must be one of"):
+        SaiSelfPlayOptions(pass_rule="never")
+
+
+def test_own_eyes_are_empty_points_surrounded_by_the_movers_stones():
+    """3×3 (rows from the top): Black stones on the four edge midpoints, a White stone in the bottom-left corner: the
+    centre and the three empty corners are Black's eyes (edges count as Black's); none is White's."""
+    from sai_go.selfplay import own_eye_points
+
+    colours = jnp.array([[0, 1, 0,
+                          1, 0, 1,
+                          -1, 1, 0]])
+    np.testing.assert_array_equal(own_eye_points(colours, jnp.array([True]), 3),
+                                  [[True, False, True, False, True, False, False, False, True]])
+    assert not own_eye_points(colours, jnp.array([False]), 3).any()

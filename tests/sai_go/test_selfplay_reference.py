@@ -5,6 +5,8 @@ what SAI's own self-play scan produced before it became the core's scan plus SAI
 at commit bc9e941 (SAI's own scan); the scenario is :func:`reference_run` below.  The one output that changed on
 purpose is the records' position hash (SAI's copy of the core's hash used another projection): it is stored as each
 position's class, the index of its first equal position, which both hashes give alike.
+Two per-call counts added later (``fresh_games_finished``, ``branch_games_finished``) were appended to the stored
+files by a script that first checked every pinned array and number unchanged.
 
 The scenario makes every hook matter: four lanes of 32 plies with a 10-ply cap (three games a lane, counted at their
 komi), branch probability 0.5 with a queue of 4 (branches started, pushed, dropped), the first four plies drawn from
