@@ -9,7 +9,7 @@ simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its t
 ``evidence``: search-contempt N_scl 5 (τ1) against the PUCT temperature whose self-play (w+l)/d is nearest
 contempt N_scl 5's own (``equal_decisiveness``: the paper's pairing), both from the short self-play measurements in
 ``runs/contempt-selfplay-tau-lc0`` (``python -m experiments run contempt-selfplay --preset evidence --workdir
-runs/contempt-selfplay-tau-lc0 "sc_limits=[5]" 'puct_temperatures=["tau2","2.0","4.0","8.0"]' games=64``, constant
+runs/contempt-selfplay-tau-lc0 "sc_limits=[5]" 'puct_temperatures=["2.0","4.0","tau2"]' games=64``, constant
 τ above 1 included: the τ2 schedule reached only 0.20 against contempt's 1.25 in the first evidence run); 400 games in 8
 resumable blocks, capped at 256 plies (pgx's own Gardner limit; the tiny preset's 100-ply cap ended 11 of 64 games as
 draws).  The first evidence match (contempt N_scl 1 against PUCT τ2, mctx's PUCT) is in contempt_search/README.md.
