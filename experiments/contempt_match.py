@@ -2,7 +2,8 @@
 
 From a contempt-selfplay run's settings (``selfplay_run``/settings.jsonl), the PUCT setting and the search-contempt
 setting (τ1) whose (w+l)/d is nearest ``target_ratio`` on a log scale are chosen (``puct_temperature`` and
-``sc_limit`` pick them by hand instead).  The two then play each other at equal simulations with the same network and
+``sc_limit`` pick them by hand instead); with ``equal_decisiveness`` the PUCT setting is the one nearest the chosen
+contempt setting's own (w+l)/d (:func:`choose_settings`).  The two then play each other at equal simulations with the same network and
 search kind, root noise off, each keeping its own temperature schedule (moves sampled from the root visits, counted
 from each game's start: :class:`zerolab.play.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
 settings with their self-play ratios, W/D/L from search-contempt's side with 95 % Wilson intervals, the Elo
@@ -43,32 +44,47 @@ from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_
 logger = logging.getLogger(__name__)
 
 
+def selfplay_row_fields(row: dict) -> dict:
+    """What a chosen setting keeps of its contempt-selfplay row: its (w+l)/d with interval and sampled fraction."""
+    return {"selfplay_ratio": row["ratio"], "selfplay_ratio_interval": row["ratio_interval"],
+            "selfplay_sampled_visit_fraction": row.get("sampled_visit_fraction")}
+
+
 def choose_settings(config) -> dict[str, dict]:
-    """``{"puct": {temperature, ...}, "contempt": {sc_limit, temperature: "tau1", ...}}``: by hand when
-    ``puct_temperature`` / ``sc_limit`` are set, else the contempt-selfplay rows nearest ``target_ratio``."""
+    """``{"contempt": {sc_limit, temperature: "tau1", ...}, "puct": {temperature, ...}}``: by hand when
+    ``sc_limit`` / ``puct_temperature`` are set, else the contempt-selfplay rows nearest ``target_ratio``.  With
+    ``equal_decisiveness`` the PUCT setting's target is the chosen contempt setting's own self-play (w+l)/d instead (the
+    paper's pairing: both settings equally decisive), read from its row."""
     rows = read_rows(pathlib.Path(config.selfplay_run) / "settings.jsonl") if config.selfplay_run else []
     chosen = {}
-    if config.puct_temperature:
-        chosen["puct"] = {"name": f"puct-{config.puct_temperature}", "sc_limit": None,
-                          "temperature": str(config.puct_temperature), "chosen_by": "config"}
     if int(config.sc_limit) > 0:
         chosen["contempt"] = {"name": f"contempt{int(config.sc_limit)}-tau1", "sc_limit": int(config.sc_limit),
                               "temperature": "tau1", "chosen_by": "config"}
-    for arm, wanted in (("puct", lambda row: row["sc_limit"] is None),
-                        ("contempt", lambda row: row["sc_limit"] is not None and row["temperature"] == "tau1")):
-        if arm in chosen:
-            continue
-        candidates = [row for row in rows if wanted(row)]
-        if not candidates:
-            raise FileNotFoundError(
-                f"selfplay_run={config.selfplay_run!r} holds no {arm} setting in settings.jsonl: run "
-                f"`python -m experiments run contempt-selfplay --workdir {config.selfplay_run or 'DIR'}` first, or give "
-                f"{'puct_temperature' if arm == 'puct' else 'sc_limit'}")
-        row = nearest_setting(candidates, float(config.target_ratio))
-        chosen[arm] = {"name": row["name"], "sc_limit": row["sc_limit"], "temperature": row["temperature"],
-                       "chosen_by": f"(w+l)/d nearest {float(config.target_ratio)}",
-                       "selfplay_ratio": row["ratio"], "selfplay_ratio_interval": row["ratio_interval"],
-                       "selfplay_sampled_visit_fraction": row.get("sampled_visit_fraction")}
+    if config.puct_temperature:
+        chosen["puct"] = {"name": f"puct-{config.puct_temperature}", "sc_limit": None,
+                          "temperature": str(config.puct_temperature), "chosen_by": "config"}
+    wanted = {"contempt": lambda row: row["sc_limit"] is not None and row["temperature"] == "tau1",
+              "puct": lambda row: row["sc_limit"] is None}
+    target, target_text = float(config.target_ratio), f"(w+l)/d nearest {float(config.target_ratio)}"
+    for arm in ("contempt", "puct"):
+        if arm not in chosen:
+            candidates = [row for row in rows if wanted[arm](row)]
+            if not candidates:
+                raise FileNotFoundError(
+                    f"selfplay_run={config.selfplay_run!r} holds no {arm} setting in settings.jsonl: run "
+                    f"`python -m experiments run contempt-selfplay --workdir {config.selfplay_run or 'DIR'}` first, "
+                    f"or give {'puct_temperature' if arm == 'puct' else 'sc_limit'}")
+            row = nearest_setting(candidates, target)
+            chosen[arm] = {"name": row["name"], "sc_limit": row["sc_limit"], "temperature": row["temperature"],
+                           "chosen_by": target_text, **selfplay_row_fields(row)}
+        if arm == "contempt" and bool(config.equal_decisiveness):
+            name = chosen["contempt"]["name"]
+            row = next((row for row in rows if row["name"] == name), None)
+            if row is None:
+                raise FileNotFoundError(f"equal_decisiveness: selfplay_run={config.selfplay_run!r} has no row "
+                                        f"{name!r} in settings.jsonl, whose (w+l)/d the PUCT setting must match")
+            chosen["contempt"].update(selfplay_row_fields(row))
+            target, target_text = float(row["ratio"]), f"(w+l)/d nearest {name}'s {float(row['ratio']):.3g}"
     return chosen
 
 

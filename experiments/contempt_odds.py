@@ -4,8 +4,12 @@ For each search size and each arm (PUCT; search-contempt with N_scl = ``sc_limit
 odds to ``opponent``: half the games as White from the odds opening without White's piece, half as Black without
 Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations, search kind and PUCT rule
 (``selection``: mctx's, or lc0's in the evidence and paper presets), with root noise off; only the rules differ.
+The opponent is a UCI engine spec, or ``self:simulations=N,temperature=T``: the same network searching N simulations
+with plain PUCT (the experiment's kind and ``selection``, root noise off), its move drawn from its root visits
+∝ N(a)^(1/T) (:func:`self_opponent_settings`).  At T = 1 and N = N_scl that is the opponent search-contempt models:
+an opponent node freezes its first N_scl selections and then draws from them.
 Each cell is a pairing of :func:`zerolab.evaluation.pairings.play_pairings` (``<arm>-<simulations>`` against the
-engine, with a fresh engine): ``matches.json`` keeps each finished cell (a rerun plays only the missing cells), its
+opponent, with a fresh opponent): ``matches.json`` keeps each finished cell (a rerun plays only the missing cells), its
 games are in ``games/<arm>-<simulations>.pgn``.  Each cell's W/D/L (the network's
 side) with 95 % Wilson intervals, the engine's fallback moves and contempt's ``sampled_visit_fraction`` go to
 ``summary.json``; ``figures/contempt-odds.png`` plots the win rate against simulations.
@@ -21,13 +25,13 @@ import time
 
 import jax
 
-from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, base_network
+from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, base_network, temperature_schedule
 from contempt_search.odds import odds_fen
 from contempt_search.statistics import wdl_percentages
 from experiments.common.contempt import base_run_config
-from zerolab import SearchAgent, make_game, progress_bar
+from zerolab import Agent, SearchAgent, make_game, progress_bar
 from zerolab.evaluation import Pairing, PairingRecord, new_figure, play_pairings, save_figure
-from zerolab.play import AgentPool, EngineAgent, Match, MatchResult, load_search_agent, play_games
+from zerolab.play import AgentPool, EngineAgent, Match, MatchResult, load_search_agent, play_games, split_spec
 
 logger = logging.getLogger(__name__)
 
@@ -42,20 +46,58 @@ def arm_options(arm: str, simulations: int, config) -> dict[str, str]:
     return options
 
 
-def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config) -> SearchAgent:
-    options = {**arm_options(arm, simulations, config), "name": f"{arm}-{simulations}"}
+def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config, name: str = "",
+              temperature: str = "") -> SearchAgent:
+    """The arm's search on the network, root noise off; named ``<arm>-<simulations>`` unless ``name`` is given.
+    ``temperature`` (a constant τ as text; empty: none) samples its moves ∝ visits^(1/τ) instead of playing the
+    search's choice."""
+    options = {**arm_options(arm, simulations, config), "name": name or f"{arm}-{simulations}"}
     agent = load_search_agent(network, options, game=game)
     search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
-    return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search)
+    schedule = temperature_schedule(config, temperature) if temperature else None
+    return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search, temperature=schedule)
 
 
-def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Array) -> Match:
-    """The agent gives odds as White in half the games and as Black in the other half, against a fresh engine: the
-    match from the agent's side, with the agent's arm, simulations and search statistics as its extras."""
-    half = int(config.games_per_cell) // 2
-    opponent = EngineAgent(opponent_spec, game, seed=int(config.seed))
+SELF_OPPONENT = "self"
+SELF_OPPONENT_KEYS = ("simulations", "temperature")
+
+
+def self_opponent_settings(spec: str) -> tuple[int, str] | None:
+    """``(simulations, temperature)`` of a ``self:simulations=N,temperature=T`` opponent spec (T a positive
+    constant, default 1); None for any other spec (a UCI engine's)."""
+    head, options = split_spec(spec)
+    if head != SELF_OPPONENT:
+        return None
+    unknown = sorted(set(options) - set(SELF_OPPONENT_KEYS))
+    if unknown or "simulations" not in options:
+        raise ValueError(f"opponent={spec!r}: expected 'self:simulations=N[,temperature=T]' (keys "
+                         f"{list(SELF_OPPONENT_KEYS)}, simulations required), got keys {sorted(options)}")
     try:
-        with progress_bar(f"{agent.name} vs {opponent_spec}", 2 * half, unit="game",
+        simulations, temperature = int(options["simulations"]), float(options.get("temperature", "1"))
+    except ValueError:
+        raise ValueError(f"opponent={spec!r}: simulations must be an integer and temperature a number") from None
+    if simulations < 1 or not temperature > 0:
+        raise ValueError(f"opponent={spec!r}: expected simulations >= 1 and temperature > 0")
+    return simulations, repr(temperature)
+
+
+def opponent_agent(spec: str, network: pathlib.Path, game, config) -> Agent:
+    """The cell's opponent: a fresh UCI engine, or for ``self:...`` the network itself with plain PUCT
+    (:func:`self_opponent_settings`), named ``spec``."""
+    settings = self_opponent_settings(spec)
+    if settings is None:
+        return EngineAgent(spec, game, seed=int(config.seed))
+    simulations, temperature = settings
+    return arm_agent(network, game, "puct", simulations, config, name=spec, temperature=temperature)
+
+
+def play_cell(game, agent: SearchAgent, opponent: Agent, config, key: jax.Array) -> Match:
+    """The agent gives odds as White in half the games and as Black in the other half, against ``opponent`` (closed
+    at the end): the match from the agent's side, with the agent's arm, simulations and search statistics as its
+    extras."""
+    half = int(config.games_per_cell) // 2
+    try:
+        with progress_bar(f"{agent.name} vs {opponent.name}", 2 * half, unit="game",
                           enabled=bool(config.progress)) as bar:
             as_white = play_games(game, agent, opponent, half, jax.random.fold_in(key, 0), int(config.max_game_plies),
                                   bar, [odds_fen(game.name, config.odds_piece, "white")] * half)
@@ -68,7 +110,7 @@ def play_cell(game, agent: SearchAgent, opponent_spec: str, config, key: jax.Arr
     extras = {"arm": agent.name.rsplit("-", 1)[0], "simulations": agent.search_config.num_simulations,
               "search_statistics": agent.search_statistics()}
     return Match(MatchResult(agent.name, opponent.name, wins=wins, draws=draws, losses=losses), as_white + as_black,
-                 {opponent.name: opponent.fallback_moves}, extras)
+                 {opponent.name: getattr(opponent, "fallback_moves", 0)}, extras)
 
 
 def cell_row(record: PairingRecord) -> dict:
@@ -125,7 +167,7 @@ def plan(config) -> str:
         f"{config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network moves on "
         f"every other ply: ≤ {2 * ((plies + 1) // 2)} searches a cell (upper bounds: every game lasting {plies} plies)",
         f"network: {planned.source}",
-        f"not planned (not a JAX program): {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves; the odds "
+        f"not planned: the opponent {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves; the odds "
         f"start positions are built on the host",
     ]
     notes += memory_notes(programs)
@@ -142,6 +184,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
                          f"half as Black)")
     arms = arm_names(config)
+    self_opponent_settings(config.opponent)  # a bad self:... spec fails here, before any network or game
     network = base_network(config, base_run_config(config))
     game = make_game(config.game)
     key = jax.random.key(int(config.seed))
@@ -152,7 +195,8 @@ def run(config, workdir: pathlib.Path) -> dict:
 
     def play(pairing: Pairing, key: jax.Array, pool: AgentPool) -> Match:
         arm, simulations = settings[pairing.name]
-        return play_cell(game, arm_agent(network, game, arm, simulations, config), config.opponent, config, key)
+        return play_cell(game, arm_agent(network, game, arm, simulations, config),
+                         opponent_agent(config.opponent, network, game, config), config, key)
 
     _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=int(config.max_game_plies), play=play,
                                event="contempt-odds")

@@ -6,9 +6,13 @@ keeping its temperature schedule.
 capped at 100 plies (the issue's 128 games at 64 simulations take about an hour on a 2-core CPU); settings from
 ``runs/contempt-selfplay``.  ``paper``: 8×8 from a converted maia-1900 run (``network=RUN``), 1000
 simulations, 400 games, ``target_ratio`` 1.38 (the ratio the paper matched its two settings at; the default is 1).
-``evidence``: 400 games in 8 resumable blocks, capped at 256 plies (pgx's own Gardner limit; the tiny preset's 100-ply
-cap ended 11 of 64 games as draws), settings from ``runs/contempt-selfplay-evidence-lc0`` (the self-play evidence run
-with lc0's PUCT; the mctx-PUCT run reported in contempt_search/README.md is ``runs/contempt-selfplay-evidence``).
+``evidence``: search-contempt N_scl 5 (τ1) against the PUCT temperature whose self-play (w+l)/d is nearest
+contempt N_scl 5's own (``equal_decisiveness``: the paper's pairing), both from the short self-play measurements in
+``runs/contempt-selfplay-tau-lc0`` (``python -m experiments run contempt-selfplay --preset evidence --workdir
+runs/contempt-selfplay-tau-lc0 "sc_limits=[5]" 'puct_temperatures=["2.0","4.0","tau2"]' games=64``, constant
+τ above 1 included: the τ2 schedule reached only 0.20 against contempt's 1.25 in the first evidence run); 400 games in 8
+resumable blocks, capped at 256 plies (pgx's own Gardner limit; the tiny preset's 100-ply cap ended 11 of 64 games as
+draws).  The first evidence match (contempt N_scl 1 against PUCT τ2, mctx's PUCT) is in contempt_search/README.md.
 ``selection``: PUCT's rule in both arms, mctx's in the tiny preset, lc0's in the evidence and paper presets.
 ``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
 """
@@ -26,6 +30,7 @@ def get_config(preset: str = "tiny"):
         "base_overrides": ["model.name=resnet"],
         "selfplay_run": "runs/contempt-selfplay",  # a contempt-selfplay run directory (its settings.jsonl)
         "target_ratio": 1.0,
+        "equal_decisiveness": False,  # True: PUCT's setting is the one nearest the chosen contempt setting's (w+l)/d
         "puct_temperature": "",  # "" = chosen from selfplay_run
         "sc_limit": 0,  # 0 = chosen from selfplay_run
         "simulations": 32,
@@ -42,7 +47,9 @@ def get_config(preset: str = "tiny"):
         return config
     if preset == "evidence":
         config.selection = "lc0"
-        config.selfplay_run = "runs/contempt-selfplay-evidence-lc0"
+        config.selfplay_run = "runs/contempt-selfplay-tau-lc0"
+        config.sc_limit = 5
+        config.equal_decisiveness = True
         config.games = 400
         config.blocks = 8
         config.max_game_plies = 256

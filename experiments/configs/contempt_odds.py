@@ -7,11 +7,18 @@ issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 2
 ``simulations=[16,64,256] games_per_cell=64``).
 ``arms`` picks the arms that play (``puct``, ``contempt``; both by default): a cell keeps its name and key
 whichever arms play beside it, so one arm can be added to a run later.
-``evidence``: the tiny settings at 32 / 64 / 128 simulations with 256 games per cell (the network giving odds as
-White in 128, as Black in 128): each cell's win rate to about ± 3 points (1 se).
+``evidence``: knight odds against Fairy-Stockfish at skill −4, the opponent calibrated so that plain PUCT (lc0's rule,
+64 simulations) scores 30–50 % (32 games: 11 W 7 D 14 L, score 0.45; skill −20, the tiny preset's opponent, left no
+room: 29/3/0; the calibration runs are in contempt_search/README.md), 64 and 128 simulations, 256 games per cell (the
+network giving odds as White in 128, as Black in 128): each cell's score to about ± 0.03 (1 se).  The first evidence
+run (knight odds, skill −20, 32 / 64 / 128 simulations, mctx's PUCT) is replayed by ``opponent=fairy-stockfish:skill=-20
+"simulations=[32,64,128]" selection=mctx``.
+The sharper check, the evidence preset against the opponent search-contempt models (``--preset evidence
+opponent=self:simulations=5,temperature=1``, its own work directory): the same network searching N_scl = 5
+simulations with plain PUCT, its move drawn ∝ its root visits, which is what a frozen opponent node of contempt at N_scl
+5 plays (its first 5 selections, then draws from them).
 ``selection``: PUCT's rule in both arms (contempt's nodes not frozen use it too): mctx's in the tiny preset, lc0's
-(the search the paper ran) in the evidence and paper presets.  The evidence cells reported in contempt_search/README.md
-were played with mctx's rule (``selection=mctx`` replays them).
+(the search the paper ran) in the evidence and paper presets.
 ``paper``: 8×8 chess, queen odds, 100 / 800 / 20,000 nodes, N_scl 28 (unstated in the paper), against Stockfish at
 Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m zerolab lc0 convert``), given as
 ``network=RUN``.
@@ -33,7 +40,7 @@ def get_config(preset: str = "tiny"):
         "sc_limit": 5,
         "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
         "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
-        "opponent": "fairy-stockfish:skill=-20",
+        "opponent": "fairy-stockfish:skill=-20",  # a UCI engine spec, or self:simulations=N,temperature=T
         "games_per_cell": 32,
         "max_game_plies": 256,
         "progress": True,
@@ -42,8 +49,9 @@ def get_config(preset: str = "tiny"):
         return config
     if preset == "evidence":
         config.selection = "lc0"
-        config.simulations = [32, 64, 128]
+        config.simulations = [64, 128]
         config.games_per_cell = 256
+        config.opponent = "fairy-stockfish:skill=-4"
         return config
     if preset == "paper":
         config.network = ""  # a converted maia-1900 run: network=RUN

@@ -36,6 +36,18 @@ def test_contempt_odds_configs_build(preset):
     assert config.kind == "muzero"
 
 
+def test_the_contempt_odds_evidence_preset_plays_the_calibrated_opponent_and_tiny_stays_small():
+    from experiments.contempt_odds import self_opponent_settings
+
+    evidence = load_config("contempt-odds", "evidence")
+    assert (evidence.odds_piece, evidence.opponent, list(evidence.simulations), evidence.games_per_cell) == (
+        "knight", "fairy-stockfish:skill=-4", [64, 128], 256)
+    tiny = load_config("contempt-odds", "tiny")
+    assert (tiny.opponent, list(tiny.simulations), tiny.games_per_cell) == ("fairy-stockfish:skill=-20", [8, 32, 128], 32)
+    sharper = load_config("contempt-odds", "evidence", ["opponent=self:simulations=5,temperature=1"])
+    assert self_opponent_settings(sharper.opponent) == (sharper.sc_limit, "1.0")  # the opponent N_scl 5 models
+
+
 def test_contempt_odds_arms_name_the_cells_and_reject_unknown_arms():
     from experiments.contempt_odds import arm_names
 
@@ -81,6 +93,13 @@ def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
             base_network(load_config(name, "paper"))
         with pytest.raises(FileNotFoundError, match="no checkpoint there"):
             base_network(load_config(name, "paper", [f"network={tmp_path}"]))
+
+
+def test_the_evidence_match_pairs_contempt5_with_the_equally_decisive_puct_setting():
+    evidence = load_config("contempt-match", "evidence")
+    assert (evidence.sc_limit, evidence.equal_decisiveness, evidence.games, evidence.selection) == (5, True, 400, "lc0")
+    assert evidence.selfplay_run == "runs/contempt-selfplay-tau-lc0" and not evidence.puct_temperature
+    assert not load_config("contempt-match", "tiny").equal_decisiveness
 
 
 def test_the_paper_presets_of_match_and_train_have_the_paper_settings():
@@ -132,7 +151,8 @@ def test_match_settings_are_the_selfplay_rows_nearest_the_target_ratio(tmp_path)
             {"name": "contempt10-tau1", "sc_limit": 10, "temperature": "tau1", "ratio": 0.3},
             {"name": "puct-tau1", "sc_limit": None, "temperature": "tau1", "ratio": 0.0},
             {"name": "puct-tau2", "sc_limit": None, "temperature": "tau2", "ratio": 0.8},
-            {"name": "puct-1.0", "sc_limit": None, "temperature": "1.0", "ratio": 1.2}]
+            {"name": "puct-1.0", "sc_limit": None, "temperature": "1.0", "ratio": 1.2},
+            {"name": "puct-3.0", "sc_limit": None, "temperature": "3.0", "ratio": 2.2}]
     assert nearest_setting(rows[:3], 1.0)["name"] == "contempt5-tau1"  # |log 2.5| < |log 0.3|; ∞ is farthest
     assert nearest_setting(rows[3:], 1.0)["name"] == "puct-1.0"
     assert nearest_setting(rows[3:], 0.7)["name"] == "puct-tau2"
@@ -147,3 +167,15 @@ def test_match_settings_are_the_selfplay_rows_nearest_the_target_ratio(tmp_path)
     assert (chosen["puct"]["temperature"], chosen["contempt"]["sc_limit"]) == ("tau2", 2)
     with pytest.raises(FileNotFoundError, match="run contempt-selfplay"):
         choose_settings(load_config("contempt-match", "tiny", [f"selfplay_run={tmp_path / 'none'}"]))
+    # equal decisiveness: PUCT's target is the contempt setting's own (w+l)/d, not target_ratio
+    for overrides, expected in ((["sc_limit=5"], ("contempt5-tau1", "puct-3.0")),  # 2.2 nearest 2.5
+                                (["sc_limit=10"], ("contempt10-tau1", "puct-tau2")),  # 0.8 nearest 0.3
+                                ([], ("contempt5-tau1", "puct-3.0"))):  # contempt chosen by target_ratio 1 first
+        chosen = choose_settings(load_config("contempt-match", "tiny", [f"selfplay_run={tmp_path}",
+                                                                         "equal_decisiveness=True", *overrides]))
+        assert (chosen["contempt"]["name"], chosen["puct"]["name"]) == expected
+        assert chosen["contempt"]["selfplay_ratio"] == {"contempt5-tau1": 2.5, "contempt10-tau1": 0.3}[expected[0]]
+        assert chosen["puct"]["chosen_by"].startswith(f"(w+l)/d nearest {expected[0]}'s")
+    with pytest.raises(FileNotFoundError, match="no row 'contempt2-tau1'"):
+        choose_settings(load_config("contempt-match", "tiny", [f"selfplay_run={tmp_path}", "equal_decisiveness=True",
+                                                                "sc_limit=2"]))

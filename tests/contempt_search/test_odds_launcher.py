@@ -11,6 +11,8 @@ import types
 import jax
 import pytest
 
+from zerolab.search import SearchConfig
+
 from experiments.__main__ import main
 from zerolab.training import train
 from zerolab.config import load_config
@@ -73,16 +75,59 @@ def test_a_cell_scores_its_games_from_the_networks_side_with_either_colour(gardn
         def close(self):
             pass
 
-    def engine(spec, game, seed):
-        assert spec == "fairy-stockfish:skill=-20"
-        return Engine("engine", game, ENGINE_MOVES["white"], ENGINE_MOVES["black"])
-
-    monkeypatch.setattr(contempt_odds, "EngineAgent", engine)
     config = types.SimpleNamespace(games_per_cell=2, seed=0, progress=False, max_game_plies=12, odds_piece="knight")
     network = Network("puct-4", gardner_game, NETWORK_MOVES["white"], NETWORK_MOVES["black"])
-    match = contempt_odds.play_cell(gardner_game, network, "fairy-stockfish:skill=-20", config, jax.random.key(0))
+    engine = Engine("engine", gardner_game, ENGINE_MOVES["white"], ENGINE_MOVES["black"])
+    match = contempt_odds.play_cell(gardner_game, network, engine, config, jax.random.key(0))
     as_white, as_black = match.games
     assert (as_white.first_player, as_white.first_player_score, len(as_white.moves)) == ("puct-4", 1.0, 7)
     assert (as_black.first_player, as_black.first_player_score, len(as_black.moves)) == ("engine", 0.0, 6)
     result = match.result
     assert (result.players, result.wins, result.draws, result.losses) == (("puct-4", "engine"), 2, 0, 0)
+
+
+def test_self_opponent_specs_parse_and_bad_ones_are_refused():
+    from experiments.contempt_odds import self_opponent_settings
+
+    assert self_opponent_settings("fairy-stockfish:skill=-20") is None  # an engine spec: not the network
+    assert self_opponent_settings("self:simulations=5") == (5, "1.0")
+    assert self_opponent_settings("self:simulations=4,temperature=0.5") == (4, "0.5")
+    for spec in ("self", "self:simulations=0", "self:simulations=5,temperature=0", "self:simulations=five",
+                 "self:simulations=5,tau=1"):
+        with pytest.raises(ValueError, match="opponent="):
+            self_opponent_settings(spec)
+
+
+def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(gardner_game, monkeypatch):
+    """``self:simulations=5,temperature=1`` is the cell's own network searching 5 simulations with the plain rules
+    and the experiment's PUCT rule, root noise off, every move drawn ∝ visits (τ 1 at every ply): the opponent that
+    search-contempt's frozen nodes model at N_scl 5.  An engine spec still gives the engine."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from contempt_search.experiment import PLAIN_RULES
+    from experiments import contempt_odds
+    from zerolab.play.agents import SearchAgent
+    from zerolab.selfplay.scan import move_temperature
+
+    base = SearchConfig(dirichlet_fraction=0.25)  # the run's own search, noise on
+
+    def load(path, options, game):
+        assert path == "RUN" and game is gardner_game
+        return SearchAgent(options["name"], game, "network", "variables", base.with_overrides(
+            {key: value for key, value in options.items() if key != "name"}))
+
+    monkeypatch.setattr(contempt_odds, "load_search_agent", load)
+    monkeypatch.setattr(contempt_odds, "EngineAgent", lambda spec, game, seed: ("engine", spec, seed))
+    config = types.SimpleNamespace(kind="muzero", selection="lc0", seed=3, sc_limit=5)
+    spec = "self:simulations=5,temperature=1"
+    opponent = contempt_odds.opponent_agent(spec, "RUN", gardner_game, config)
+    search = opponent.search_config
+    assert opponent.name == spec and (opponent.network, opponent.variables) == ("network", "variables")
+    assert (search.num_simulations, search.kind, search.selection, search.rules) == (5, "muzero", "lc0", PLAIN_RULES)
+    assert search.dirichlet_fraction == 0.0
+    assert np.allclose(move_temperature(jnp.arange(0, 300, 7), opponent.temperature), 1.0)
+    assert contempt_odds.opponent_agent("fairy-stockfish:skill=0", "RUN", gardner_game, config) == (
+        "engine", "fairy-stockfish:skill=0", 3)
+    arm = contempt_odds.arm_agent("RUN", gardner_game, "contempt5", 64, config)
+    assert arm.temperature is None and arm.search_config.rules != PLAIN_RULES  # the arms still play their choice

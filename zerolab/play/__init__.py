@@ -12,7 +12,7 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.play.agents": ("Agent", "AgentPool", "EngineAgent", "SearchAgent", "compiled_search", "lanes_to_answer",
-                            "load_search_agent", "make_agent"),
+                            "load_search_agent", "make_agent", "split_spec"),
     "zerolab.play.arena": ("Match", "MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
     "zerolab.play.lc0_agents": ("PolicyAgent", "policy_actions", "policy_probabilities"),
     "zerolab.play.results": ("MatchResult",),
@@ -21,7 +21,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 __all__ = [
     "Agent", "AgentPool", "EngineAgent", "Match", "MatchResult", "MemberChoice", "PolicyAgent", "SearchAgent",
     "TeamAgent", "TeamMoves", "compiled_search", "lanes_to_answer", "load_search_agent", "make_agent", "play_games",
-    "play_match", "policy_actions", "policy_probabilities",
+    "play_match", "policy_actions", "policy_probabilities", "split_spec",
 ]
 
 if TYPE_CHECKING:
