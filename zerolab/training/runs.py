@@ -147,7 +147,9 @@ class RunCheckpoints:
 
     A step is complete when both are written; restoring picks the newest step readable in both.  Both keep the
     newest ``keep`` steps, so a run whose newest checkpoints cannot be read falls back at most ``keep - 1`` steps
-    (to the oldest of those ``keep``).  The train states of every ``keep_period``-th step are kept as well, for
+    (to the oldest of those ``keep``).  A window whose index reads but one of whose chunks does not (a chunk is
+    read by every window its frames survive in) still offers its readable frames: :meth:`restore` takes the step
+    that keeps the most self-play work (:class:`ResumePoint`), logging the frames lost.  The train states of every ``keep_period``-th step are kept as well, for
     rating, but without their (large) replay window they are not points a run resumes from.  When no complete step
     can be read, :meth:`restore` stops with :class:`~zerolab.training.checkpoint.UnreadableCheckpointError` rather than start
     the run again over its own history.

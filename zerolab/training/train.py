@@ -7,7 +7,9 @@ rules (``search.rules``) and the method (``method``: loss, value targets, initia
 own self-play; :mod:`zerolab.training.method`).  Evaluation runs after training, from the checkpoints
 (:mod:`zerolab.evaluation`).  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
 replay window, random state and counters are restored, and ``metrics.jsonl`` is reconciled so that each completed
-iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.
+iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.  A rerun whose config
+differs from the one the directory records is refused before anything changes, unless the changes are safe on
+resume or allowed (:mod:`zerolab.training.run_directory`).
 
 Checkpoint step ``k`` holds the state after ``k`` iterations; step 0 is the initial network, kept for evaluation
 along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.keep`` ones.
