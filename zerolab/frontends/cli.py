@@ -84,13 +84,13 @@ def add_allow_config_change_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def command_train(args: argparse.Namespace) -> int:
+    start_distributed(args)
     from zerolab.config import load_config
+    from zerolab.training import train
     from zerolab.training.run_directory import check_run_directory, file_system_error
 
     config = load_config(args.config, args.preset, args.overrides)
     check_run_directory(args.workdir, "--workdir")
-    start_distributed(args)
-    from zerolab.training import train
 
     try:
         state = train.run(config, args.workdir, allow_config_change=args.allow_config_change)
