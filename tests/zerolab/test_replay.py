@@ -499,7 +499,7 @@ def test_a_run_resumes_from_an_older_whole_window_when_the_unreadable_chunk_hold
         tmp_path, caplog):
     """Step 2 took 6 new frames, and its chunk holds them with the 4 survivors of step 1's (rewritten: less than
     half of chunk 1 was left).  That chunk unreadable, step 2 keeps 16 - 10 = 6 frames of work and step 1, whole,
-    10: the run resumes from step 1 with its whole window; no frames-lost warning."""
+    10: the run resumes from step 1 with its whole window, and says why not from step 2."""
     checkpoints = save_fifo_steps(tmp_path, [10, 6])
     chunks = tmp_path / "replay" / "process-0"
     assert np.load(chunks / "frames-2.npz")["value_target"].shape == (10,)  # the survivors rewritten with the new
@@ -508,6 +508,8 @@ def test_a_run_resumes_from_an_older_whole_window_when_the_unreadable_chunk_hold
         restored = checkpoints.restore(tiny_train_state(0))
     assert (restored.iteration, ids(restored.window)) == (1, list(range(10)))
     assert "frames lost" not in caplog.text
+    assert ("not resuming from step 2: its replay window lost 10 frames with the unreadable "
+            f"{chunks / 'frames-2.npz'}") in caplog.text and "more than the 6 frames played since step 1" in caplog.text
 
 
 def test_a_save_killed_mid_write_leaves_the_previous_step_and_the_resume_collects_its_leftovers(tmp_path,

@@ -154,8 +154,7 @@ def test_writes_that_fail_without_a_file_name_get_the_path(tmp_path):
     assert raised.value.filename == str(tmp_path / "checkpoints" / "9") and raised.value.__cause__ is tensorstore
     with pytest.raises(KeyError), writing(tmp_path):
         raise KeyError("not a file-system failure")
-    message = file_system_error(RuntimeError("wrapped").with_traceback(None), tmp_path)
-    assert message is None
+    assert file_system_error(RuntimeError("not a file-system failure"), tmp_path) is None
     try:
         try:
             with writing(tmp_path / "replay" / "frames-4.npz.tmp"):

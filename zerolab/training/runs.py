@@ -190,10 +190,14 @@ class RunCheckpoints:
         """The run state to resume from (:func:`resume_candidates` says which step); None for a new run (no train
         state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no step has both a
         readable train state and a readable window index."""
-        best = None
+        best, passed = None, []
         for candidate, state, replay in self.resume_candidates(template):
             if best is None or candidate.kept_frames > best[0].kept_frames:
+                if best is not None:
+                    passed.append((best[0], best[2]))
                 best = candidate, state, replay
+            else:
+                passed.append((candidate, replay))
             if not candidate.lost_frames:
                 break
         if best is not None:
@@ -201,9 +205,14 @@ class RunCheckpoints:
             if candidate.lost_frames:
                 logger.warning(
                     "resuming from step %d with the readable part of its replay window: %d frames lost with the "
-                    "unreadable %s; %d of the %d frames played so far are kept (more than an older step with a whole "
-                    "window keeps)", candidate.step, candidate.lost_frames, ", ".join(replay.lost.chunks),
-                    candidate.kept_frames, candidate.frames_seen)
+                    "unreadable %s; %d of the %d frames played so far are kept (no kept step keeps more)",
+                    candidate.step, candidate.lost_frames, ", ".join(replay.lost.chunks), candidate.kept_frames,
+                    candidate.frames_seen)
+            for newer, newer_replay in (item for item in passed if item[0].step > candidate.step):
+                logger.warning(
+                    "not resuming from step %d: its replay window lost %d frames with the unreadable %s, more than the "
+                    "%d frames played since step %d, whose window is whole", newer.step, newer.lost_frames,
+                    ", ".join(newer_replay.lost.chunks), newer.frames_seen - candidate.frames_seen, candidate.step)
             return self._run_state(state, replay)
         state_steps = self.states.steps()
         if state_steps:
