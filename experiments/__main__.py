@@ -23,7 +23,14 @@ import subprocess
 import sys
 
 from zerolab import OPTIONAL_PRESETS, PRESETS, configure_logging, load_config
-from zerolab.frontends import add_distributed_arguments, split_overrides, start_distributed
+from zerolab.frontends import add_allow_config_change_argument, add_distributed_arguments, split_overrides, start_distributed
+from zerolab.training import (
+    RunDirectoryError,
+    check_run_config,
+    check_run_directory,
+    config_changes_allowed,
+    file_system_error,
+)
 
 
 def available_experiments() -> list[str]:
@@ -45,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--preset", default="tiny", choices=PRESETS + OPTIONAL_PRESETS)
     run.add_argument("--workdir", default=None, help="run directory (default runs/NAME); rerunning resumes")
     run.add_argument("overrides", nargs="*", help="config overrides key=value")
+    add_allow_config_change_argument(run)
     add_distributed_arguments(run)
     plan = commands.add_parser("plan", help="compile an experiment's training programs and print what they cost")
     plan.add_argument("name", help="experiment name (see `python -m experiments list`)")
@@ -77,17 +85,42 @@ def main(argv: list[str] | None = None) -> int:
                 return status
         return plan_experiment(args.name, args.preset, args.overrides, args.accelerator, args.devices,
                                args.device_memory_gib)
+    workdir = pathlib.Path(args.workdir or pathlib.Path("runs") / args.name)
     try:
         start_distributed(args)
         config = load_config(args.name, args.preset, args.overrides)
-    except ValueError as error:  # a ConfigError too
+        check_run_directory(workdir, "--workdir")
+        record = check_run_config(workdir, config, args.allow_config_change)
+    except ValueError as error:  # a ConfigError, a RunDirectoryError too
         print(f"error: {error}", file=sys.stderr)
         return 2
     runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
-    workdir = pathlib.Path(args.workdir or pathlib.Path("runs") / args.name)
-    summary = runner.run(config, workdir)
+    try:
+        with config_changes_allowed(args.allow_config_change):
+            if is_first_process():
+                workdir.mkdir(parents=True, exist_ok=True)
+                record.write()
+            summary = runner.run(config, workdir)
+    except RunDirectoryError as error:  # one of the experiment's training runs records other settings
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - a file-system failure mid-run is reported in one line
+        message = file_system_error(error, workdir)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
+
+
+def is_first_process() -> bool:
+    """Whether this process writes the experiment's record: the only one, or process 0 of several."""
+    if "jax" not in sys.modules:
+        return True
+    import jax
+
+    return jax.process_index() == 0
 
 
 TRAINING_SECTIONS = ("model", "search", "selfplay", "replay", "train")

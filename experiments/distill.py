@@ -28,8 +28,8 @@ from distill.pipeline import (
     train_predictor,
     training_settings,
 )
-from zerolab import to_json
-from zerolab.training import MetricsLog
+
+from zerolab.training import MetricsLog, record_run_config
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(to_json(config))
+    record_run_config(workdir, config)
 
     data = prepare_data(config, data_directory_of(config, workdir), show_progress=config.progress)
     settings = training_settings(config)

@@ -26,7 +26,7 @@ from distill.pipeline import (
     train_predictor,
     training_settings,
 )
-from zerolab import to_json
+from zerolab.training import record_run_config
 
 
 def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
@@ -47,7 +47,7 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(to_json(config))
+    record_run_config(workdir, config)
     data = prepare_data(config, data_directory_of(config, workdir), show_progress=show_progress)
     records = test_records(data, config.evaluate.max_test_positions)
     boards_key = {"boards": len(records), "fingerprint": records_fingerprint(records)}

@@ -12,7 +12,7 @@ from typing import Any
 
 from skill_compat.experiment import analyse, build_cast, check_seniors, markdown_summary, play_matchup, score_row, teams
 from skill_compat.frameworks import bitstrings_for_run
-from zerolab import to_json
+from zerolab.training import record_run_config
 
 
 def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
@@ -28,7 +28,7 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
     pairings = int(config.framework.num_bitstrings)
     bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_game_plies) \
         if framework == "stt" else None
-    (workdir / "config.json").write_text(to_json(config))
+    record_run_config(workdir, config)
     cast = build_cast(config)
     started = time.perf_counter()
     summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}

@@ -456,6 +456,62 @@ def test_a_corrupt_chunk_is_named_and_the_run_falls_back_to_a_step_without_it(tm
     assert step == 1 and len(restored.window) == 16
 
 
+def save_fifo_steps(workdir, new_frames_per_step: list[int], window_size: int = 10) -> RunCheckpoints:
+    """Steps 1, 2, ... of a FIFO window of ``window_size`` frames taking ``new_frames_per_step[i]`` new frames at step
+    i + 1 (frame ids count up from 0; ``frames_seen`` is their running total)."""
+    checkpoints = RunCheckpoints(workdir, keep=3, keep_period=10)
+    rng, window, seen = np.random.default_rng(0), FrameWindow.empty(), 0
+    for step, count in enumerate(new_frames_per_step, 1):
+        window = update_window(window, make_frames(count, seen), window_size, rng, "fifo")
+        seen += count
+        checkpoints.save(RunState(step, seen, tiny_train_state(step), window, rng, {"iteration": step}),
+                         ml_collections.ConfigDict({"seed": 0}))
+    return checkpoints
+
+
+def test_an_unreadable_chunk_loses_only_its_frames_when_the_readable_part_keeps_more_work(tmp_path, caplog):
+    """Step 2's window reads chunk 1 (8 old frames) and chunk 2 (its 2 new ones).  Chunk 1 unreadable: both kept
+    steps lose it, and the newest train state resumes with the 2 frames it can read (kept work: 12 frames played,
+    8 lost = 4, against step 1's 10 - 10 = 0).  Chunk 2 unreadable: step 2 keeps 12 - 2 = 10 frames of work,
+    step 1 (whole) 10: the newer one goes on."""
+    from zerolab.training.replay_checkpoints import ProcessReplay
+
+    checkpoints = save_fifo_steps(tmp_path, [10, 2])
+    chunks = tmp_path / "replay" / "process-0"
+    assert sorted(path.name for path in chunks.glob("frames-*.npz")) == ["frames-1.npz", "frames-2.npz"]
+    (chunks / "frames-1.npz").write_bytes(b"truncated")
+    with pytest.raises(ValueError, match="frames-1.npz cannot be read"):
+        ProcessReplay(chunks, keep=3).load(2)
+    with caplog.at_level(logging.WARNING):
+        restored = checkpoints.restore(tiny_train_state(0))
+    assert (restored.iteration, restored.frames_seen, ids(restored.window)) == (2, 12, [10, 11])
+    assert restored.window.arrays["source_chunk"].tolist() == [2, 2]  # where the kept frames are on disk
+    assert "resuming from step 2 with the readable part of its replay window: 8 frames lost" in caplog.text
+    assert str(chunks / "frames-1.npz") in caplog.text
+
+    checkpoints = save_fifo_steps(tmp_path / "other", [10, 2])
+    (tmp_path / "other" / "replay" / "process-0" / "frames-2.npz").write_bytes(b"truncated")
+    restored = checkpoints.restore(tiny_train_state(0))
+    assert (restored.iteration, ids(restored.window)) == (2, list(range(2, 10)))  # equal work: the newer step
+
+
+def test_a_run_resumes_from_an_older_whole_window_when_the_unreadable_chunk_holds_more_than_was_played_since(
+        tmp_path, caplog):
+    """Step 2 took 6 new frames, and its chunk holds them with the 4 survivors of step 1's (rewritten: less than
+    half of chunk 1 was left).  That chunk unreadable, step 2 keeps 16 - 10 = 6 frames of work and step 1, whole,
+    10: the run resumes from step 1 with its whole window, and says why not from step 2."""
+    checkpoints = save_fifo_steps(tmp_path, [10, 6])
+    chunks = tmp_path / "replay" / "process-0"
+    assert np.load(chunks / "frames-2.npz")["value_target"].shape == (10,)  # the survivors rewritten with the new
+    (chunks / "frames-2.npz").write_bytes(b"truncated")
+    with caplog.at_level(logging.WARNING):
+        restored = checkpoints.restore(tiny_train_state(0))
+    assert (restored.iteration, ids(restored.window)) == (1, list(range(10)))
+    assert "frames lost" not in caplog.text
+    assert ("not resuming from step 2: its replay window lost 10 frames with the unreadable "
+            f"{chunks / 'frames-2.npz'}") in caplog.text and "more than the 6 frames played since step 1" in caplog.text
+
+
 def test_a_save_killed_mid_write_leaves_the_previous_step_and_the_resume_collects_its_leftovers(tmp_path,
                                                                                                 monkeypatch):
     """Killed while writing step 2's chunk, then (another time) its index: no file of step 2 under its final name

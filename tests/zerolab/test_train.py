@@ -23,6 +23,7 @@ import pytest
 from zerolab.training import runs
 from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
+from zerolab.training.run_directory import ConfigConflictError
 from zerolab.config import load_config
 from zerolab.training.replay_checkpoints import ReplayCheckpoints, read_window
 
@@ -187,9 +188,111 @@ def test_the_command_line_reports_unreadable_checkpoints_without_a_traceback(run
 
 def test_resuming_with_another_model_names_the_differing_keys(run_copy):
     config = tiny_config("model.channels=16", "iterations=9")
+    for allowed in (False, True):  # the checkpoints' shapes depend on the model: no flag changes it
+        with pytest.raises(ConfigConflictError, match="model.channels 8 → 16.*use another --workdir"):
+            train.run(config, run_copy, allow_config_change=allowed)
+    assert iterations_logged(run_copy) == [1, 2, 3]
+    (run_copy / "config.json").unlink()  # a run directory without its record: the checkpoints' config is checked
     with pytest.raises(runs.IncompatibleCheckpointError, match="model.channels: checkpoint 8 vs config 16"):
         train.run(config, run_copy)
+
+
+def run_files(workdir):
+    """Every file of a run directory and its bytes."""
+    return {path.relative_to(workdir): path.read_bytes() for path in sorted(workdir.rglob("*")) if path.is_file()}
+
+
+def test_a_rerun_with_other_settings_is_refused_in_one_line_before_anything_changes(run_copy, capsys):
+    """The issue's ``experiments run quickstart --workdir runs/qs iterations=1`` on a longer run, then the same through
+    ``zerolab train``: one error line with each differing key, exit status 2, no file changed."""
+    import experiments.__main__ as experiments_main
+    from zerolab.frontends import cli
+
+    before = run_files(run_copy)
+    status = experiments_main.main(["run", "quickstart", "--workdir", str(run_copy), *TINY_RUN, "iterations=1",
+                                    "selfplay.num_games=8"])
+    error = capsys.readouterr().err
+    assert status == 2 and error.count("\n") == 1 and "Traceback" not in error
+    assert error.startswith(f"error: {run_copy} holds a run made with other settings (iterations 3 → 1; "
+                            f"selfplay.num_games 4 → 8; recorded in {run_copy / 'config.json'})")
+    assert "pass --allow-config-change to change them" in error
+    status = cli.main(["train", "--config", "quickstart", "--workdir", str(run_copy), *TINY_RUN, "seed=5"])
+    error = capsys.readouterr().err
+    assert status == 2 and error.startswith(f"error: {run_copy} holds a run made with other settings (seed 0 → 5;")
+    assert run_files(run_copy) == before
+
+
+def test_an_allowed_change_is_recorded_with_the_previous_config_kept(run_copy, caplog):
+    first = (run_copy / "config.json").read_text()
+    with caplog.at_level(logging.WARNING):
+        train.run(tiny_config(f"iterations={TRAINED_ITERATIONS}", "train.learning_rate=0.002"), run_copy,
+                  allow_config_change=True)
+    assert "train.learning_rate 0.001 → 0.002" in caplog.text
+    assert (run_copy / "config.previous-1.json").read_text() == first
+    assert json.loads((run_copy / "config.json").read_text())["train"]["learning_rate"] == 0.002
     assert iterations_logged(run_copy) == [1, 2, 3]
+
+
+def test_a_truncated_chunk_every_kept_window_reads_resumes_from_the_newest_train_state(trained_run, run_copy,
+                                                                                        caplog):
+    """Chunk 1 (iteration 1's 32 frames) is read by the windows of steps 1, 2 and 3: truncated, no kept window is
+    whole.  The run goes on from train state 3 with the 64 frames it can read (64 of the 96 played kept, more than
+    step 1 or 2 would keep), says what it lost, and trains iteration 4 on them and the new frames."""
+    chunk = run_copy / "replay" / "process-0" / "frames-1.npz"
+    chunk.write_bytes(chunk.read_bytes()[:100])
+    with caplog.at_level(logging.INFO):
+        train.run(tiny_config(f"iterations={TRAINED_ITERATIONS + 1}"), run_copy)
+    assert ("resuming from step 3 with the readable part of its replay window: 32 frames lost with the unreadable "
+            f"{chunk}") in caplog.text
+    assert "64 of the 96 frames played so far are kept (no kept step keeps more)" in caplog.text
+    records = metrics_records(run_copy)
+    assert [r["iteration"] for r in records] == [1, 2, 3, 4]
+    assert records[:3] == metrics_records(trained_run)
+    assert (records[3]["frames"], records[3]["window_size"]) == (128, 64 + 32)
+    assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
+
+
+def test_a_file_where_the_run_directory_or_one_of_its_directories_should_be_is_named(run_copy, tmp_path, capsys):
+    from zerolab.frontends import cli
+
+    (tmp_path / "a-file").write_text("x")
+    status = cli.main(["train", "--config", "quickstart", "--workdir", str(tmp_path / "a-file"), *TINY_RUN])
+    assert status == 2 and capsys.readouterr().err == f"error: --workdir {tmp_path / 'a-file'} is a file, not a directory\n"
+    shutil.rmtree(run_copy / "games", ignore_errors=True)
+    (run_copy / "games").write_text("x")
+    before = run_files(run_copy)
+    status = cli.main(["train", "--config", "quickstart", "--workdir", str(run_copy), *TINY_RUN, "iterations=4"])
+    error = capsys.readouterr().err
+    assert status == 2 and error == f"error: {run_copy / 'games'} is a file where the run keeps a directory; move it aside\n"
+    assert run_files(run_copy) == before
+
+
+def test_a_full_disk_mid_run_is_one_line_naming_the_file_and_the_run_resumes_from_what_was_saved(
+        trained_run, run_copy, capsys, monkeypatch):
+    """Iteration 4's replay chunk cannot be written (``write`` fails with ENOSPC, as on a full disk, naming no
+    file): one error line naming the chunk, exit status 1; steps 1-3 and their records are intact, and a rerun
+    with room trains iteration 4."""
+    import errno
+
+    from zerolab.frontends import cli
+
+    savez = np.savez
+
+    def full_disk(stream, *args, **arrays):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full_disk)
+    status = cli.main(["train", "--config", "quickstart", "--workdir", str(run_copy), *TINY_RUN, "iterations=4"])
+    error = capsys.readouterr().err
+    chunk = run_copy / "replay" / "process-0" / "frames-4.npz.tmp"
+    assert status == 1 and error == (f"error: writing {chunk} failed: No space left on device (ENOSPC); the "
+                                     f"checkpoints saved before are kept, and a rerun on {run_copy} resumes from the "
+                                     f"newest complete one\n")
+    assert iterations_logged(run_copy) == [1, 2, 3]
+    monkeypatch.setattr(np, "savez", savez)
+    train.run(tiny_config("iterations=4"), run_copy)
+    assert iterations_logged(run_copy) == [1, 2, 3, 4]
+    assert metrics_records(run_copy)[:3] == metrics_records(trained_run)
 
 
 @pytest.mark.slow

@@ -73,13 +73,33 @@ def start_distributed(args: argparse.Namespace) -> None:
         logging.getLogger().setLevel(logging.WARNING)
 
 
+def add_allow_config_change_argument(parser: argparse.ArgumentParser) -> None:
+    """``--allow-config-change``: a rerun may change the settings its run directory records (see
+    :mod:`zerolab.training.run_directory`)."""
+    parser.add_argument("--allow-config-change", action="store_true",
+                        help="let a rerun on an existing --workdir change settings its config.json records (the old "
+                             "one is kept as config.previous-N.json); without it only a larger iterations and "
+                             "progress, compilation_cache or selfplay.device_memory_gib may change; game.* and "
+                             "model.* never do")
+
+
 def command_train(args: argparse.Namespace) -> int:
     start_distributed(args)
-    from zerolab.training import train
     from zerolab.config import load_config
+    from zerolab.training import train
+    from zerolab.training.run_directory import check_run_directory, file_system_error
 
     config = load_config(args.config, args.preset, args.overrides)
-    state = train.run(config, args.workdir)
+    check_run_directory(args.workdir, "--workdir")
+
+    try:
+        state = train.run(config, args.workdir, allow_config_change=args.allow_config_change)
+    except Exception as error:  # noqa: BLE001 - a file-system failure mid-run is reported in one line
+        message = file_system_error(error, args.workdir)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 1
     print(json.dumps({"workdir": str(args.workdir), "iteration": state.iteration, "frames": state.frames_seen}))
     return 0
 
@@ -272,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--workdir", required=True, type=pathlib.Path)
     train.add_argument("--preset", default="tiny")
     train.add_argument("overrides", nargs="*", help="key=value config overrides")
+    add_allow_config_change_argument(train)
     add_distributed_arguments(train)
     train.set_defaults(handler=command_train)
 

@@ -3,7 +3,6 @@ JAX's persistent compilation cache."""
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 from collections.abc import Mapping
@@ -13,15 +12,15 @@ import jax
 import ml_collections
 
 from zerolab.training import train
+from zerolab.training.run_directory import record_run_config
 
 
 def prepare_experiment(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> pathlib.Path:
-    """The experiment's run directory, created, with its ``config.json`` written and JAX's compilation cache set
-    from ``config.compilation_cache`` (:func:`use_compilation_cache`)."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    """The experiment's run directory, created, with its ``config.json`` recorded (:func:`~zerolab.training.
+    run_directory.record_run_config`: a rerun with other settings is refused) and JAX's compilation cache set from
+    ``config.compilation_cache`` (:func:`use_compilation_cache`)."""
+    workdir = record_run_config(workdir, config).workdir
     use_compilation_cache(config.compilation_cache)
-    (workdir / "config.json").write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True, default=str))
     return workdir
 
 

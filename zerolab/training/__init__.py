@@ -20,12 +20,17 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.train": ("default_config", "train"),
     "zerolab.training.replay": ("FrameWindow",),
     "zerolab.training.replay_checkpoints": ("read_window",),
+    "zerolab.training.run_directory": ("ConfigConflictError", "RunDirectoryError", "check_run_config",
+                                       "check_run_directory", "config_changes_allowed", "file_system_error",
+                                       "record_run_config"),
 })
 
 __all__ = [
-    "Checkpointer", "FrameWindow", "Method", "MetricsLog", "PlannedProgram", "abstract_states", "alphazero_loss",
-    "compile_cost", "default_config", "format_plan", "format_programs", "load_trained_variables", "plan_training_run",
-    "read_window", "resolve_checkpoint", "search_program", "train",
+    "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",
+    "RunDirectoryError", "abstract_states", "alphazero_loss", "check_run_config", "check_run_directory",
+    "compile_cost", "config_changes_allowed", "default_config", "file_system_error", "format_plan", "format_programs",
+    "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
+    "search_program", "train",
 ]
 
 if TYPE_CHECKING:
@@ -40,3 +45,7 @@ if TYPE_CHECKING:
     from zerolab.training.train import default_config
     from zerolab.training.replay import FrameWindow
     from zerolab.training.replay_checkpoints import read_window
+    from zerolab.training.run_directory import (
+        ConfigConflictError, RunDirectoryError, check_run_config, check_run_directory, config_changes_allowed,
+        file_system_error, record_run_config,
+    )

@@ -9,6 +9,8 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
+from zerolab.training.run_directory import writing
+
 
 def _jsonable(value: Any) -> Any:
     if hasattr(value, "item") and getattr(value, "size", 2) == 1:
@@ -50,7 +52,8 @@ class MetricsLog:
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         temporary = self.path.with_suffix(".jsonl.tmp")
-        temporary.write_text("".join(json.dumps(r) + "\n" for r in records))
+        with writing(temporary):
+            temporary.write_text("".join(json.dumps(r) + "\n" for r in records))
         os.replace(temporary, self.path)
 
     def reconcile(self, last_iteration: int, last_record: Mapping[str, Any] | None) -> None:
@@ -67,7 +70,7 @@ class MetricsLog:
 
     def append(self, record: Mapping[str, Any]) -> None:
         record = _jsonable(dict(record))
-        with open(self.path, "a") as stream:
+        with writing(self.path), open(self.path, "a") as stream:
             stream.write(json.dumps(record) + "\n")
             stream.flush()
             os.fsync(stream.fileno())

@@ -37,6 +37,7 @@ import jax
 import numpy as np
 
 from zerolab.training.checkpoint import Checkpointer
+from zerolab.training.run_directory import writing
 from zerolab.training.replay import (
     SOURCE_FIELDS,
     FrameCodec,
@@ -91,18 +92,31 @@ def numpy_rng_share(states: list[dict | None], step: int, process_index: int, pr
     return rng
 
 
+@dataclasses.dataclass(frozen=True)
+class LostFrames:
+    """Frames of a saved window that could not be read back: how many, and the unreadable chunks (path and error)."""
+
+    count: int = 0
+    chunks: tuple[str, ...] = ()
+
+    def plus(self, count: int, chunk: str) -> LostFrames:
+        return LostFrames(self.count + count, self.chunks + (chunk,))
+
+
 @dataclasses.dataclass
 class RestoredReplay:
-    """A step's replay for this process: its window and its numpy generator (None: the train-state checkpoint's)."""
+    """A step's replay for this process: its window, its numpy generator (None: the train-state checkpoint's) and
+    the frames of the saved window that are not in it (unreadable chunks, when restored keeping the readable part)."""
 
     window: FrameWindow
     numpy_rng: np.random.Generator | None
+    lost: LostFrames = LostFrames()
 
 
 def _write_npz(path: pathlib.Path, arrays: dict[str, np.ndarray], metadata: dict) -> None:
     """``arrays`` and ``metadata`` (JSON) as an uncompressed archive at ``path``, written to a temporary file first."""
     temporary = path.with_name(f"{path.name}.tmp")
-    with open(temporary, "wb") as stream:
+    with writing(temporary), open(temporary, "wb") as stream:
         np.savez(stream, **arrays, **{METADATA_KEY: np.asarray(json.dumps(metadata))})
     os.replace(temporary, path)
 
@@ -200,29 +214,43 @@ class ProcessReplay:
         self.prune()
         return self.index_path(step)
 
-    def load(self, step: int) -> tuple[FrameWindow, dict]:
-        """Step ``step``'s window, exactly as it was saved (sources included), and its metadata."""
+    def load(self, step: int, keep_readable: bool = False) -> tuple[FrameWindow, dict, LostFrames]:
+        """Step ``step``'s window, exactly as it was saved (sources included), its metadata, and the frames lost.
+
+        A chunk that cannot be read raises ``ValueError`` naming it; with ``keep_readable`` its frames are left out
+        instead (the window keeps its other frames, in order) and counted in the returned :class:`LostFrames`.
+        """
         if not self.index_path(step).exists():
             arrays, metadata = _read_npz(self.legacy_path(step))
-            return _dense_window(arrays), metadata
+            return _dense_window(arrays), metadata, LostFrames()
         sources, metadata = _read_npz(self.index_path(step))
         if metadata["codec"] is None:
-            return FrameWindow.empty(), metadata
+            return FrameWindow.empty(), metadata, LostFrames()
         codec = FrameCodec.from_json(metadata["codec"])
         chunk, row = sources["source_chunk"], sources["source_row"]
-        parts, positions = [], []
+        parts, positions, lost = [], [], LostFrames()
         for number in np.unique(chunk):
-            arrays, chunk_metadata = _read_npz(self.chunk_path(int(number)))
             at = np.flatnonzero(chunk == number)
-            arrays = {name: array[row[at]] for name, array in arrays.items()}
+            try:
+                arrays, chunk_metadata = _read_npz(self.chunk_path(int(number)))
+                arrays = {name: array[row[at]] for name, array in arrays.items()}
+            except (ValueError, IndexError, OSError) as error:
+                if not keep_readable:
+                    raise
+                lost = lost.plus(len(at), f"{self.chunk_path(int(number))} ({type(error).__name__}: {error})")
+                continue
             parts.append(FrameCodec.from_json(chunk_metadata["codec"]).recode(arrays, codec))
             positions.append(at)
+        if not parts:
+            return FrameWindow.empty(), metadata, lost
         stored = concatenate_stored(parts)
-        order = np.argsort(np.concatenate(positions), kind="stable")
+        kept = np.concatenate(positions)
+        order = np.argsort(kept, kind="stable")
         arrays = {name: array[order] for name, array in stored.items()}
         arrays = with_policy_width(arrays, policy_width(arrays))
-        arrays.update({"source_chunk": chunk, "source_row": row})
-        return FrameWindow(arrays, codec), metadata
+        kept = kept[order]
+        arrays.update({"source_chunk": chunk[kept], "source_row": row[kept]})
+        return FrameWindow(arrays, codec), metadata, lost
 
     def prune(self) -> None:
         """Keeps the newest ``keep`` steps (either layout) and the chunks their indices read."""
@@ -302,8 +330,12 @@ class ReplayCheckpoints:
                 return step, restored
         return None
 
-    def restore(self, step: int) -> RestoredReplay | None:
-        """This process's share of ``step``'s windows, or None (reported) when they cannot all be read."""
+    def restore(self, step: int, keep_readable: bool = False) -> RestoredReplay | None:
+        """This process's share of ``step``'s windows, or None (reported) when they cannot all be read.
+
+        With ``keep_readable``, a window whose index reads but some of whose chunks do not comes back with the frames
+        of its readable chunks (the others counted in :attr:`RestoredReplay.lost`) rather than as None.
+        """
         process_index, process_count = jax.process_index(), jax.process_count()
         if step in self.single.steps():
             restored = self.single.restore_newest([step], {"window": None})
@@ -315,13 +347,14 @@ class ReplayCheckpoints:
                 window = FrameWindow.from_fields(fields) if fields else FrameWindow.empty()
             return RestoredReplay(window, numpy_rng_share([None], step, process_index, process_count))
         try:
-            return self._restore_processes(step, process_index, process_count)
+            return self._restore_processes(step, process_index, process_count, keep_readable)
         except Exception as error:  # noqa: BLE001 - any failure to read means: use the previous step
             logger.warning("replay windows of step %d in %s cannot be read (%s: %s); trying the previous step",
                            step, self.directory, type(error).__name__, error)
             return None
 
-    def _restore_processes(self, step: int, process_index: int, process_count: int) -> RestoredReplay:
+    def _restore_processes(self, step: int, process_index: int, process_count: int,
+                           keep_readable: bool = False) -> RestoredReplay:
         """``step``'s window for this process: its own when as many processes wrote the step as run now; otherwise
         its share of every writer's frames (after checking that every writer's window is there)."""
         writers = int(self.process_replay(0).metadata(step)["process_count"])
@@ -330,13 +363,14 @@ class ReplayCheckpoints:
             raise FileNotFoundError(f"step {step} was written by {writers} processes; the windows of processes "
                                     f"{missing} are missing")
         if writers == process_count:
-            window, metadata = self.process_replay(process_index).load(step)
-            return RestoredReplay(window, numpy_rng_share([metadata["numpy_rng"]], step, 0, 1))
-        loaded = [self.process_replay(index).load(step) for index in range(writers)]
-        fields = window_share([window.fields() for window, _ in loaded], process_index, process_count)
+            window, metadata, lost = self.process_replay(process_index).load(step, keep_readable)
+            return RestoredReplay(window, numpy_rng_share([metadata["numpy_rng"]], step, 0, 1), lost)
+        loaded = [self.process_replay(index).load(step, keep_readable) for index in range(writers)]
+        fields = window_share([window.fields() for window, _, _ in loaded], process_index, process_count)
         window = FrameWindow.from_fields(fields) if fields else FrameWindow.empty()
-        states = [metadata["numpy_rng"] for _, metadata in loaded]
-        return RestoredReplay(window, numpy_rng_share(states, step, process_index, process_count))
+        states = [metadata["numpy_rng"] for _, metadata, _ in loaded]
+        lost = LostFrames(sum(item.count for _, _, item in loaded), sum((item.chunks for _, _, item in loaded), ()))
+        return RestoredReplay(window, numpy_rng_share(states, step, process_index, process_count), lost)
 
 
 def read_window(run_directory: str | pathlib.Path, step: int | None = None) -> tuple[int, FrameWindow]:

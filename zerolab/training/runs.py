@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 import flax.linen as nn
@@ -32,14 +33,13 @@ from zerolab.games import Game, make_game
 from zerolab.networks.network import init_variables, make_network
 from zerolab.training.replay import FrameWindow
 from zerolab.training.replay_checkpoints import ReplayCheckpoints
+from zerolab.training.run_directory import SHAPE_DEFINING_PREFIXES, writing
 from zerolab.training.method import ALPHAZERO, Method, make_method
 from zerolab.search.mcts import SearchConfig, SearchRules
 from zerolab.selfplay.scan import SelfPlayConfig
 
 logger = logging.getLogger(__name__)
 
-# Config keys that fix the shapes of what a checkpoint holds; resuming with other values is refused.
-SHAPE_DEFINING_PREFIXES = ("game.", "model.")
 
 
 class IncompatibleCheckpointError(RuntimeError):
@@ -115,6 +115,21 @@ class Components:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class ResumePoint:
+    """A step a run may resume from: the frames its run had played (``frames_seen``) and the frames of its replay
+    window that cannot be read back (``lost_frames``, in unreadable chunks)."""
+
+    step: int
+    frames_seen: int
+    lost_frames: int
+
+    @property
+    def kept_frames(self) -> int:
+        """The self-play work this point keeps: the frames played up to it, less those of its window it lost."""
+        return self.frames_seen - self.lost_frames
+
+
 @dataclasses.dataclass
 class RunState:
     """Everything a run carries from one iteration to the next (and through a checkpoint)."""
@@ -132,7 +147,9 @@ class RunCheckpoints:
 
     A step is complete when both are written; restoring picks the newest step readable in both.  Both keep the
     newest ``keep`` steps, so a run whose newest checkpoints cannot be read falls back at most ``keep - 1`` steps
-    (to the oldest of those ``keep``).  The train states of every ``keep_period``-th step are kept as well, for
+    (to the oldest of those ``keep``).  A window whose index reads but one of whose chunks does not (a chunk is
+    read by every window its frames survive in) still offers its readable frames: :meth:`restore` takes the step
+    that keeps the most self-play work (:class:`ResumePoint`), logging the frames lost.  The train states of every ``keep_period``-th step are kept as well, for
     rating, but without their (large) replay window they are not points a run resumes from.  When no complete step
     can be read, :meth:`restore` stops with :class:`~zerolab.training.checkpoint.UnreadableCheckpointError` rather than start
     the run again over its own history.
@@ -155,7 +172,8 @@ class RunCheckpoints:
             "metrics": run.last_record,
         }
         self.replay.save(run.iteration, run.window, run.numpy_rng)
-        self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
+        with writing(self.states.directory / str(run.iteration)):
+            self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
 
     def discard_after(self, step: int) -> None:
         """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
@@ -169,13 +187,32 @@ class RunCheckpoints:
         return sorted(set(self.states.steps()) & set(self.replay.steps()))
 
     def restore(self, template: TrainState) -> RunState | None:
-        """The newest step whose train state and replay window are both readable; None for a new run (no train
-        state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no complete step reads."""
-        for step in reversed(self.complete_steps()):
-            state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
-            replay = self.replay.restore(step) if state is not None else None
-            if state is None or replay is None:
-                continue
+        """The run state to resume from (:func:`resume_candidates` says which step); None for a new run (no train
+        state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no step has both a
+        readable train state and a readable window index."""
+        best, passed = None, []
+        for candidate, state, replay in self.resume_candidates(template):
+            if best is None or candidate.kept_frames > best[0].kept_frames:
+                if best is not None:
+                    passed.append((best[0], best[2]))
+                best = candidate, state, replay
+            else:
+                passed.append((candidate, replay))
+            if not candidate.lost_frames:
+                break
+        if best is not None:
+            candidate, state, replay = best
+            if candidate.lost_frames:
+                logger.warning(
+                    "resuming from step %d with the readable part of its replay window: %d frames lost with the "
+                    "unreadable %s; %d of the %d frames played so far are kept (no kept step keeps more)",
+                    candidate.step, candidate.lost_frames, ", ".join(replay.lost.chunks), candidate.kept_frames,
+                    candidate.frames_seen)
+            for newer, newer_replay in (item for item in passed if item[0].step > candidate.step):
+                logger.warning(
+                    "not resuming from step %d: its replay window lost %d frames with the unreadable %s, more than the "
+                    "%d frames played since step %d, whose window is whole", newer.step, newer.lost_frames,
+                    ", ".join(newer_replay.lost.chunks), newer.frames_seen - candidate.frames_seen, candidate.step)
             return self._run_state(state, replay)
         state_steps = self.states.steps()
         if state_steps:
@@ -188,6 +225,31 @@ class RunCheckpoints:
                 f"work directory aside to start again, or repair the checkpoints"
             )
         return None
+
+    def resume_candidates(self, template: TrainState) -> Iterator[tuple[ResumePoint, Any, Any]]:
+        """``(point, train state, replay)`` of the steps a run may resume from, newest first: each step with a
+        readable train state and a readable window index, its window restored with its readable chunks.
+
+        Stops at the first step older than one whose window is whole, and at the first step whose frames played
+        are no more than a newer candidate keeps (an older step cannot keep more): :meth:`restore` takes the one
+        that keeps the most frames (:attr:`ResumePoint.kept_frames`), the newest of equals.
+        """
+        most_kept = None
+        for step in reversed(self.complete_steps()):
+            state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
+            if state is None:
+                continue
+            frames_seen = int(state.metadata["frames_seen"])
+            if most_kept is not None and frames_seen <= most_kept:
+                return
+            replay = self.replay.restore(step, keep_readable=True)
+            if replay is None:
+                continue
+            point = ResumePoint(step, frames_seen, replay.lost.count)
+            most_kept = point.kept_frames if most_kept is None else max(most_kept, point.kept_frames)
+            yield point, state, replay
+            if not point.lost_frames:
+                return
 
     @staticmethod
     def _run_state(state, replay) -> RunState:

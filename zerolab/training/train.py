@@ -7,7 +7,9 @@ rules (``search.rules``) and the method (``method``: loss, value targets, initia
 own self-play; :mod:`zerolab.training.method`).  Evaluation runs after training, from the checkpoints
 (:mod:`zerolab.evaluation`).  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
 replay window, random state and counters are restored, and ``metrics.jsonl`` is reconciled so that each completed
-iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.
+iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.  A rerun whose config
+differs from the one the directory records is refused before anything changes, unless the changes are safe on
+resume or allowed (:mod:`zerolab.training.run_directory`).
 
 Checkpoint step ``k`` holds the state after ``k`` iterations; step 0 is the initial network, kept for evaluation
 along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.keep`` ones.
@@ -33,7 +35,6 @@ import numpy as np
 import optax
 from jax.sharding import Mesh
 
-from zerolab import config as config_lib
 from zerolab.devices import (
     batch_sharded,
     is_main_process,
@@ -54,6 +55,7 @@ from zerolab.networks.network import NetworkInputs, apply_network, count_paramet
 from zerolab.games.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
 from zerolab.training.replay import FrameWindow, update_window
+from zerolab.training.run_directory import check_run_config, check_run_directory, writing
 from zerolab.training.runs import (
     Components,
     RunCheckpoints,
@@ -294,11 +296,20 @@ def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max
         write_games(game, games, path, event)
 
 
-def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> RunState:
-    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
+        allow_config_change: bool | None = None) -> RunState:
+    """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there.
+
+    Before anything in ``workdir`` changes, the directory is checked (:func:`~zerolab.training.run_directory.
+    check_run_directory`: not a file, writable, room left) and ``config`` against the config it records
+    (:func:`~zerolab.training.run_directory.check_run_config`: a rerun with other settings is refused unless they
+    are safe on resume or ``allow_config_change``; None: as :func:`~zerolab.training.run_directory.
+    config_changes_allowed` says).
+    """
+    workdir = check_run_directory(pathlib.Path(workdir), "run directory")
+    config_record = check_run_config(workdir, config, allow_config_change)
     components = Components.from_config(config)
+    workdir.mkdir(parents=True, exist_ok=True)
     mesh = make_mesh()
     optimizer = make_optimizer(config.train)
     checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
@@ -326,7 +337,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> RunSt
             metrics_log.reconcile(run_state.iteration, run_state.last_record)
         logger.info("resuming %s at iteration %d", workdir, run_state.iteration)
     if main_process:
-        (workdir / "config.json").write_text(config_lib.to_json(config))
+        with writing(workdir / "config.json"):
+            config_record.write()
 
     selfplay_fn = make_run_selfplay_fn(components, mesh)
     # Self-play records replay from the start position; a method's own initial states, game rule or self-play have
@@ -352,9 +364,10 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> RunSt
             previous_wall_seconds = record["wall_s"]
             run_state.last_record = record
             if main_process:
-                write_selfplay_games(components.game, last_records[0],
-                                     workdir / "games" / f"selfplay-{iteration}.pgn",
-                                     pgn_games, f"self-play iteration {iteration}")
+                games_path = workdir / "games" / f"selfplay-{iteration}.pgn"
+                with writing(games_path):
+                    write_selfplay_games(components.game, last_records[0], games_path, pgn_games,
+                                         f"self-play iteration {iteration}")
             save_started = time.perf_counter()
             checkpoints.save(run_state, config)
             logger.info("iteration %d: checkpoint saved in %.1f s", iteration, time.perf_counter() - save_started)
