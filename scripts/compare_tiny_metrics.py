@@ -1,11 +1,14 @@
 """Runs every launcher's ``tiny`` preset in two source trees and compares what the runs wrote, exactly.
 
-``python scripts/compare_tiny_metrics.py --before TREE --after TREE [--root DIR] [--labels BEFORE AFTER] [NAME ...]``
+``python scripts/compare_tiny_metrics.py --before TREE --after TREE [--root DIR] [--labels BEFORE AFTER]
+[--override NAME:KEY=VALUE ...] [NAME ...]``
 
 Each launcher (``python -m experiments list`` of the ``--after`` tree, or the NAMEs given) runs one at a time, in each
 tree, as ``python -m experiments run NAME --preset tiny --workdir ROOT/LABEL/NAME`` (the tree as working
 directory and ``PYTHONPATH``).  A run already finished under ``ROOT`` (its ``exit_status`` file) is not run again, so
-an interrupted comparison resumes and a tree's runs serve several comparisons (label each tree by its commit).  The two workdirs are then compared file by file:
+an interrupted comparison resumes and a tree's runs serve several comparisons (label each tree by its commit; a
+run resumed or reused must have been made with the same overrides).  ``--override NAME:KEY=VALUE`` adds a config
+override to launcher NAME's runs in both trees (a smaller run on a loaded machine, e.g. ``quickstart:iterations=2``).  The two workdirs are then compared file by file:
 
 * JSON and JSON-lines files (``metrics.jsonl``, ``summary.json``, ``matches.json``, ``elo.json``, ...): every value
   equal, floats bit for bit, after dropping what measures the machine rather than the run (keys ending in ``_s``,
@@ -45,7 +48,8 @@ def experiment_names(tree: pathlib.Path, python: str) -> list[str]:
     return output.split()
 
 
-def run_tiny(tree: pathlib.Path, name: str, workdir: pathlib.Path, python: str, timeout: float) -> int:
+def run_tiny(tree: pathlib.Path, name: str, workdir: pathlib.Path, python: str, timeout: float,
+             overrides: list[str]) -> int:
     """Runs ``name``'s tiny preset from ``tree`` into ``workdir`` (once: a finished run's exit status is reused)."""
     status_file = workdir / "exit_status"
     if status_file.exists():
@@ -55,7 +59,7 @@ def run_tiny(tree: pathlib.Path, name: str, workdir: pathlib.Path, python: str, 
     with open(workdir / "run.log", "w") as log:
         try:
             status = subprocess.run(["nice", "-n", "10", python, "-m", "experiments", "run", name, "--preset", "tiny",
-                                     "--workdir", str(workdir)], cwd=tree, stdout=log, stderr=subprocess.STDOUT,
+                                     "--workdir", str(workdir), *overrides], cwd=tree, stdout=log, stderr=subprocess.STDOUT,
                                     env={**os.environ, "PYTHONPATH": str(tree)}, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             status = 124
@@ -129,6 +133,17 @@ def compare_workdirs(before: pathlib.Path, after: pathlib.Path) -> tuple[list[st
     return found, config
 
 
+def launcher_overrides(items: list[str]) -> dict[str, list[str]]:
+    """``['quickstart:iterations=2', ...]`` → ``{'quickstart': ['iterations=2'], ...}``."""
+    overrides: dict[str, list[str]] = {}
+    for item in items:
+        name, separator, override = item.partition(":")
+        if not separator or "=" not in override:
+            raise SystemExit(f"--override {item!r}: expected NAME:KEY=VALUE")
+        overrides.setdefault(name, []).append(override)
+    return overrides
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, type=pathlib.Path, help="the source tree before the change")
@@ -140,16 +155,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="the interpreter the launchers run with")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a run may take")
     parser.add_argument("--shown", type=int, default=8, help="differences shown a launcher")
+    parser.add_argument("--override", action="append", default=[], metavar="NAME:KEY=VALUE",
+                        help="a config override of launcher NAME's runs, in both trees (repeatable)")
     parser.add_argument("names", nargs="*", help="launchers to compare (default: every one the after tree lists)")
     args = parser.parse_args(argv)
     before_tree, after_tree = args.before.resolve(), args.after.resolve()
     names = args.names or experiment_names(after_tree, args.python)
     root, (before_label, after_label) = args.root.resolve(), args.labels
+    overrides = launcher_overrides(args.override)
     failed = False
     for name in names:
         before, after = root / before_label / name, root / after_label / name
-        statuses = [run_tiny(before_tree, name, before, args.python, args.timeout),
-                    run_tiny(after_tree, name, after, args.python, args.timeout)]
+        statuses = [run_tiny(tree, name, workdir, args.python, args.timeout, overrides.get(name, []))
+                    for tree, workdir in ((before_tree, before), (after_tree, after))]
         if any(statuses):
             print(f"{name}: not run (exit status before {statuses[0]}, after {statuses[1]})", flush=True)
             failed = True

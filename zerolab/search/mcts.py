@@ -196,17 +196,34 @@ class SearchConfig:
                 f"an option of the rules)")
 
     def make_rules(self) -> SearchRules | None:
-        """The rules named by ``rules`` built with ``rule_options``; None for the standard search."""
+        """The rules named by ``rules`` built with ``rule_options``; None for the standard search.  Built once for
+        each config (:func:`built_rules`), so a run's components, its agents and its searches share one rules object
+        (and the programs compiled for it)."""
         if not self.rules:
             return None
-        factory = load_factory(self.rules, "search.rules")
         try:
-            rules = factory(self, **dict(self.rule_options))
-        except TypeError as error:  # an option the factory does not take, or a missing one
-            raise ValueError(f"search.rules={self.rules!r} with options {dict(self.rule_options)}: {error}") from None
-        if not isinstance(rules, SearchRules):
-            raise TypeError(f"search.rules={self.rules!r} returned {type(rules).__name__}, expected SearchRules")
-        return rules
+            hash(self)
+        except TypeError:  # rule options of unhashable values: built each time
+            return build_rules(self)
+        return built_rules(self)
+
+
+@functools.lru_cache(maxsize=64)
+def built_rules(config: SearchConfig) -> SearchRules:
+    """:func:`build_rules`, once for each config."""
+    return build_rules(config)
+
+
+def build_rules(config: SearchConfig) -> SearchRules:
+    """The rules ``config.rules`` names, built with ``config.rule_options``; a ValueError names a bad option."""
+    factory = load_factory(config.rules, "search.rules")
+    try:
+        rules = factory(config, **dict(config.rule_options))
+    except TypeError as error:  # an option the factory does not take, or a missing one
+        raise ValueError(f"search.rules={config.rules!r} with options {dict(config.rule_options)}: {error}") from None
+    if not isinstance(rules, SearchRules):
+        raise TypeError(f"search.rules={config.rules!r} returned {type(rules).__name__}, expected SearchRules")
+    return rules
 
 
 @flax.struct.dataclass
