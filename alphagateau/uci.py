@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from zerolab import checkpoint_search, serve_search_engine
-from zerolab.frontends import LoadedSearch, play_search
+from zerolab.frontends import LoadedSearch, play_search, search_overrides
 
 ENGINE_NAME = "AlphaGateau (zerolab)"
 DEFAULT_SIMULATIONS = 64
@@ -57,9 +57,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     if not 1 <= arguments.simulations <= MAXIMUM_SIMULATIONS:
         parser.error(f"--simulations must be from 1 to {MAXIMUM_SIMULATIONS}")
-    bad = [item for item in arguments.overrides if not item.startswith("search.") or "=" not in item]
-    if bad:
-        parser.error(f"overrides must be search.KEY=VALUE, got {' '.join(bad)}")
+    try:
+        arguments.search_overrides = search_overrides(arguments.overrides, "alphagateau-uci")
+    except ValueError as error:
+        parser.error(str(error))
     return arguments
 
 
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.checkpoint and not pathlib.Path(arguments.checkpoint).exists():
         print(f"error: --checkpoint {arguments.checkpoint}: no such directory", file=sys.stderr)
         return 2
-    overrides = dict(item[len("search."):].split("=", 1) for item in arguments.overrides)
+    overrides = dict(arguments.search_overrides)
     overrides.setdefault("gumbel_scale", str(arguments.gumbel_scale))
     if arguments.random_init:
         def load() -> LoadedSearch:

@@ -225,8 +225,8 @@ def train(settings: TrainingSettings, dataset_directory: str | pathlib.Path, wor
     metrics_log = MetricsLog(workdir)
     last_record: dict[str, Any] | None = None
     check_newest_model(checkpointer, model_config, settings)  # before restoring: a mismatch is no unreadable step
-    restored = checkpointer.restore_latest(
-        {"params": state.params, "ema_params": state.ema_params, "opt_state": state.opt_state})
+    restored = checkpointer.restore_newest(
+        None, {"params": state.params, "ema_params": state.ema_params, "opt_state": state.opt_state})
     if restored is None and checkpointer.steps():
         raise RuntimeError(f"no checkpoint in {checkpointer.directory} can be read (steps {checkpointer.steps()}); "
                            "move the directory away to start again")
@@ -299,7 +299,7 @@ def check_newest_model(checkpointer: Checkpointer, model_config: TransformerConf
     for step in reversed(checkpointer.steps()):
         try:
             metadata = checkpointer.read_metadata(step)
-        except Exception:  # noqa: BLE001 - unreadable metadata: restore_latest reports it and passes the step
+        except Exception:  # noqa: BLE001 - unreadable metadata: restore_newest reports it and passes the step
             continue
         check_same_model(metadata, model_config, settings, checkpointer.directory / str(step))
         return

@@ -5,13 +5,23 @@ returns a ``ConfigDict``; presets are at least ``tiny`` (a 2-core CPU) and ``pap
 configs have ``evidence`` (their README's ± se runs).  The
 returned config is locked: an override of a key that does not exist stops with an error that lists the valid keys,
 and a value that does not fit the field's type stops with an error naming the key, the value and the type.
+
+A config is read once, at the entry, into typed values by three readers here, which every layer uses:
+
+* :func:`section_dataclass` — a config section (or ``{key: text}`` given on a command line) as a frozen dataclass
+  (``SearchConfig``, ``SelfPlayConfig``, ``EvaluationConfig``): unknown keys and values of the wrong type are errors
+  naming the section, the key and what was expected (:func:`field_value`);
+* :func:`load_factory` — the plugin a ``"package.module:factory"`` names (networks, methods, search rules);
+* :func:`split_spec` — an agent or engine spec ``head:key=value,key=value`` (checkpoint agents, UCI and GTP engines).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import json
+from collections.abc import Callable
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -73,6 +83,105 @@ def parse_value(text: str) -> Any:
         if lowered in ("true", "false"):
             return lowered == "true"
         return text
+
+
+FIELD_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
+"""Field annotations :func:`field_value` converts to; any other annotation takes the value as it is (text: a Python
+literal, :func:`parse_value`)."""
+
+
+def annotation_name(annotation: Any) -> str:
+    """A field's annotation as text (``int``, ``float | None``), whether or not its module postpones annotations."""
+    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+
+
+def field_value(annotation: Any, value: Any) -> Any:
+    """``value`` as a dataclass field annotated ``annotation`` (``int``, ``float``, ``str``, ``bool``, ``X | None``).
+
+    Text (a command line's, an agent spec's) is read: ``int("3")``, ``float("1e-3")``, ``true``/``false`` for
+    ``bool``, ``none`` for ``X | None``; other annotations take a Python literal, else the string.  Values that are
+    not text keep their type, an integer for a ``float`` field becoming a float and an integral float for an ``int``
+    field an int.  Raises ValueError saying what was expected.
+    """
+    annotation = annotation_name(annotation)
+    optional = annotation.endswith(" | None")
+    base = annotation[: -len(" | None")] if optional else annotation
+    if optional and (value is None or (isinstance(value, str) and value.strip().lower() == "none")):
+        return None
+    expected = FIELD_TYPES.get(base)
+    if expected is None:
+        return parse_value(value) if isinstance(value, str) else value
+    if isinstance(value, str) and expected is not str:
+        text = value.strip()
+        if expected is bool:
+            if text.lower() not in ("true", "false"):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return text.lower() == "true"
+        try:
+            return expected(text)
+        except ValueError:
+            raise ValueError(f"expected {annotation}, got {value!r}") from None
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ValueError(f"expected {annotation}, got {value!r}")
+    return value
+
+
+def section_dataclass(cls: type, section: Any, name: str) -> Any:
+    """``cls(**section)`` for a frozen dataclass ``cls`` from a config section ``name`` (a ConfigDict, a mapping or
+    ``{key: text}``), each value read by :func:`field_value`; keys absent keep their defaults (configs of older
+    runs).  Raises ValueError naming an unknown key and the valid ones, or a value and the type expected."""
+    values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown {name} keys {unknown}; valid keys: {sorted(fields)}")
+    converted = {}
+    for key, value in values.items():
+        try:
+            converted[key] = field_value(fields[key].type, value)
+        except ValueError:
+            raise ValueError(f"{name}.{key} must be {annotation_name(fields[key].type)}, got {value!r}") from None
+    return cls(**converted)
+
+
+def load_factory(path: str, key: str) -> Callable:
+    """The callable ``"package.module:name"`` names (config key ``key``: ``model.name``, ``method``,
+    ``search.rules``), or a ValueError saying what is wrong: the one plugin loader."""
+    module_name, separator, attribute = path.partition(":")
+    if not separator or not module_name or not attribute:
+        raise ValueError(f"{key}={path!r} must name a callable as 'package.module:name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise ValueError(f"{key}={path!r}: cannot import {module_name} ({error})") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ValueError(f"{key}={path!r}: module {module_name} has no callable {attribute}")
+    return factory
+
+
+def split_spec(spec: str, what: str = "agent spec") -> tuple[str, dict[str, str]]:
+    """``'head:a=1,b=2'`` → ``('head', {'a': '1', 'b': '2'})``: the one reading of agent and engine specs.
+
+    The head ends at the first ``:`` (a path cannot hold one); keys and values are stripped, values are text (the
+    caller types them) and cannot hold ``,``.  Raises ValueError (``what`` names the spec in it) for an item that is
+    not ``key=value`` or a key given twice.
+    """
+    head, _, text = spec.partition(":")
+    options: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = item.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise ValueError(f"{what} {spec!r}: {item!r} is not key=value")
+        if key in options:
+            raise ValueError(f"{what} {spec!r}: {key!r} is given twice")
+        options[key] = value.strip()
+    return head.strip(), options
 
 
 def apply_overrides(config: ConfigDict, overrides: Iterable[str]) -> ConfigDict:

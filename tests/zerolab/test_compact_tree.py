@@ -149,7 +149,7 @@ def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_
 
     @jax.jit
     def policies(key):
-        run = lambda **options: search_lib.policy(config, None, key, root, toy_recurrent_fn, legal, **options)  # noqa: E731
+        run = lambda **options: search_lib.search_policy(config, None, key, root, toy_recurrent_fn, legal, **options)  # noqa: E731
         return run(mctx_loop=True), run(num_slots=TOY_SLOTS), run(mctx_loop=True, rules=named)
 
     dense, compact, named_dense = jax.device_get(policies(jax.random.key(6)))

@@ -1,9 +1,13 @@
 """Config loading, overrides and their errors."""
 
+import dataclasses
+
 import pytest
 
-from zerolab.frontends.cli import main
-from zerolab.config import ConfigError, apply_overrides, differing_keys, load_config
+from zerolab.frontends.cli import main, search_overrides
+from zerolab.config import (
+    ConfigError, apply_overrides, differing_keys, field_value, load_config, load_factory, section_dataclass, split_spec,
+)
 
 
 def test_overrides_apply_with_types():
@@ -47,3 +51,57 @@ def test_cli_train_with_unknown_key_exits_with_the_valid_keys(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "unknown config key 'selfplay.num_gamez'" in error and "selfplay.num_games" in error
     assert not (tmp_path / "run").exists()  # nothing was started
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    count: int = 1
+    scale: float = 1.0
+    name: str = "a"
+    flag: bool = False
+    depth: int | None = None
+    options: tuple = ()
+
+
+def test_one_field_reader_types_config_values_and_text():
+    section = section_dataclass(Section, {"count": 3.0, "scale": 2, "depth": None, "options": {"x": 1}}, "part")
+    assert section == Section(count=3, scale=2.0, options={"x": 1})
+    assert isinstance(section.count, int) and isinstance(section.scale, float)
+    text = {"count": "4", "scale": "1e-3", "name": "b", "flag": "True", "depth": "none", "options": "[1, 2]"}
+    assert section_dataclass(Section, text, "part") == Section(4, 1e-3, "b", True, None, [1, 2])
+    assert field_value("int | None", "7") == 7
+    with pytest.raises(ValueError, match=r"unknown part keys \['cuont'\]; valid keys: \['count', 'depth'"):
+        section_dataclass(Section, {"cuont": 1}, "part")
+    for key, value in (("count", "many"), ("count", 2.5), ("flag", "yes"), ("name", 3), ("count", True)):
+        expected = {"count": "int", "flag": "bool", "name": "str"}[key]
+        with pytest.raises(ValueError, match=f"part.{key} must be {expected}, got"):
+            section_dataclass(Section, {key: value}, "part")
+
+
+def test_one_plugin_loader_names_the_key_and_what_is_wrong():
+    assert load_factory("zerolab.config:split_spec", "method") is split_spec
+    with pytest.raises(ValueError, match="model.name='nowhere.net:f': cannot import nowhere.net"):
+        load_factory("nowhere.net:f", "model.name")
+    with pytest.raises(ValueError, match="method='zerolab.config' must name a callable as 'package.module:name'"):
+        load_factory("zerolab.config", "method")
+    with pytest.raises(ValueError, match="module zerolab.config has no callable PRESETS"):
+        load_factory("zerolab.config:PRESETS", "search.rules")
+
+
+def test_one_spec_reader_for_agents_and_engines():
+    assert split_spec(" runs/a : step=3 , name = x ,") == ("runs/a", {"step": "3", "name": "x"})
+    assert split_spec("stockfish") == ("stockfish", {})
+    assert split_spec("/e:option.Move Overhead=0,rules=") == ("/e", {"option.Move Overhead": "0", "rules": ""})
+    with pytest.raises(ValueError, match="engine spec 'gnugo:level': 'level' is not key=value"):
+        split_spec("gnugo:level", "engine spec")
+    with pytest.raises(ValueError, match="agent spec 'a:step=1,step=2': 'step' is given twice"):
+        split_spec("a:step=1,step=2")
+
+
+def test_search_overrides_are_read_once_from_a_command_line():
+    assert search_overrides(["search.kind=muzero", "search.rule_options.lam=0.5"], "uci") == {
+        "kind": "muzero", "rule_options.lam": "0.5"}
+    assert search_overrides(["num_simulations=8"], "--search", prefix="") == {"num_simulations": "8"}
+    for item in ("kind=muzero", "search.=3", "search.kind="):
+        with pytest.raises(ValueError, match=f"uci: override '{item}' must be search.KEY=VALUE"):
+            search_overrides([item], "uci")

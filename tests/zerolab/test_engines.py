@@ -81,7 +81,7 @@ def test_spec_limits_default_to_a_small_node_count():
         ("stockfish:strength=3", r"unknown field 'strength'.*valid fields: skill .*elo .*nodes .*movetime"),
         ("stockfish:nodes=many", "nodes must be node limit per move, a positive integer, got 'many'"),
         ("stockfish:movetime=-1", "movetime must be"),
-        ("stockfish:nodes", "is not 'field=value'"),
+        ("stockfish:nodes", "is not key=value"),
         ("stockfish:nodes=1,nodes=2", "given twice"),
         ("stockfish:skill=3,elo=1500", "both skill and elo"),
         (":nodes=3", "no engine name"),

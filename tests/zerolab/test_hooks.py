@@ -111,6 +111,28 @@ def test_a_config_without_the_new_keys_builds_the_alphazero_defaults():
     assert components.search == SearchConfig.from_config(config.search)
 
 
+def test_components_are_built_once_and_the_standard_selfplay_plays_their_rules(monkeypatch):
+    """A run's rules and optimiser are built once from its config (the same objects wherever they are asked for),
+    and the standard self-play is built with the components' rules, not rules built again from the search config."""
+    from zerolab.training import train as train_lib
+    from zerolab.training.runs import TrainConfig, make_optimizer
+
+    config = load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=8", "model.num_blocks=1",
+                                                f"search.rules={PACKAGE}.rules:counting_rules"])
+    components = Components.from_config(config)
+    assert components.rules is not None and components.rules is components.search.make_rules()
+    assert components.optimizer is make_optimizer(TrainConfig.from_config(config.train))
+    assert (components.train.batch_size, components.replay.window_size) == (config.train.batch_size,
+                                                                             config.replay.window_size)
+    built = {}
+    monkeypatch.setattr(train_lib, "make_selfplay_fn", lambda *arguments, rules=None, **options: built.update(
+        arguments=arguments, rules=rules))
+    train_lib.standard_selfplay_fn.cache_clear()
+    train_lib.make_run_selfplay_fn(components, mesh=None)
+    train_lib.standard_selfplay_fn.cache_clear()
+    assert built["rules"] is components.rules and built["arguments"][2] == components.search
+
+
 def test_alphazero_loss_is_policy_cross_entropy_plus_masked_value_error():
     logits = jnp.array([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0]])
     legal = jnp.array([[True, True, False], [True, True, True]])

@@ -173,7 +173,7 @@ def test_the_project_loop_runs_lc0s_puct_and_contempt_over_it_and_mctx_loop_refu
     @jax.jit
     def policies(key):
         def run(config, rules=None):
-            return search_lib.policy(config, None, key, root, toy_recurrent_fn, legal, rules=rules)
+            return search_lib.search_policy(config, None, key, root, toy_recurrent_fn, legal, rules=rules)
 
         return run(lc0), run(lc0, contempt_rules(lc0, sc_limit=12)), run(plain)
 
@@ -183,4 +183,4 @@ def test_the_project_loop_runs_lc0s_puct_and_contempt_over_it_and_mctx_loop_refu
         np.testing.assert_array_equal(getattr(searched.search_tree, name), getattr(contempt.search_tree, name), name)
     assert not np.array_equal(searched.search_tree.children_visits, mctx_puct.search_tree.children_visits)
     with pytest.raises(ValueError, match="selection='lc0' runs only in the project's loop"):
-        search_lib.policy(lc0, None, jax.random.key(0), root, toy_recurrent_fn, legal, mctx_loop=True)
+        search_lib.search_policy(lc0, None, jax.random.key(0), root, toy_recurrent_fn, legal, mctx_loop=True)

@@ -12,7 +12,7 @@ import pytest
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.devices import make_mesh
 from zerolab.training.replay import FrameWindow, frames_to_arrays, update_window
-from zerolab.training.runs import RunCheckpoints, RunState, TrainState
+from zerolab.training.runs import RunCheckpoints, RunState, TrainConfig, TrainState
 from zerolab.selfplay.frames import Frames
 from zerolab.training.train import train_on_window
 
@@ -78,8 +78,8 @@ def batches_drawn(window: FrameWindow, batch_size: int, epochs: float, seed: int
         seen.append(np.asarray(batch.value_target).astype(int).tolist())
         return state, {"loss": 0.0}
 
-    config = ml_collections.ConfigDict({"train": {"batch_size": batch_size, "epochs_per_iteration": epochs}})
-    _, metrics, samples = train_on_window(recording_step, None, window, config, make_mesh(jax.devices()[:1]),
+    train = TrainConfig(batch_size=batch_size, epochs_per_iteration=epochs)
+    _, metrics, samples = train_on_window(recording_step, None, window, train, make_mesh(jax.devices()[:1]),
                                           np.random.default_rng(seed))
     assert samples == len(seen) * batch_size and metrics == {"loss": 0.0}
     return seen
@@ -121,8 +121,8 @@ def test_metrics_are_read_back_while_training_with_a_bounded_number_of_updates_i
         in_flight.append(state - len(read))
         return state + 1, {"loss": DeviceValue(state)}
 
-    config = ml_collections.ConfigDict({"train": {"batch_size": 8, "epochs_per_iteration": 1.0}})
-    state, metrics, samples = train_on_window(step, 0, window_of(50), config, make_mesh(jax.devices()[:1]),
+    train = TrainConfig(batch_size=8, epochs_per_iteration=1.0)
+    state, metrics, samples = train_on_window(step, 0, window_of(50), train, make_mesh(jax.devices()[:1]),
                                               np.random.default_rng(0))
     assert TRAINING_LOOKAHEAD == 2 and (state, samples) == (7, 56)  # ceil(50 / 8) updates
     assert in_flight == [0, 1, 2, 2, 2, 2, 2] and read == list(range(7))
@@ -359,8 +359,8 @@ def recorded_batches(window, batch_size: int) -> list[Frames]:
         seen.append(jax.tree.map(np.asarray, batch))
         return state, {"loss": 0.0}
 
-    config = ml_collections.ConfigDict({"train": {"batch_size": batch_size, "epochs_per_iteration": 1.0}})
-    train_on_window(recording_step, None, window, config, make_mesh(jax.devices()[:1]), np.random.default_rng(5))
+    train = TrainConfig(batch_size=batch_size, epochs_per_iteration=1.0)
+    train_on_window(recording_step, None, window, train, make_mesh(jax.devices()[:1]), np.random.default_rng(5))
     return seen
 
 

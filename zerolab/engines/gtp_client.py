@@ -18,6 +18,7 @@ import subprocess
 import threading
 from typing import Sequence
 
+from zerolab.config import split_spec
 from zerolab.engines.executables import find_engine
 
 DEFAULT_MOVE_TIMEOUT = 30.0  # seconds a command may take before the engine counts as hung
@@ -52,13 +53,11 @@ class GTPEngineOptions:
     @classmethod
     def parse(cls, spec: str, board_size: int = 7, komi: float = 7.5) -> GTPEngineOptions:
         """``gnugo``, ``gnugo:level=5,timeout=10`` → options; unknown keys or bad values raise ``ValueError``."""
-        engine, _, text = spec.partition(":")
+        engine, items = split_spec(spec, "GTP engine spec")
         values: dict = {}
-        for item in filter(None, text.split(",")):
-            key, separator, value = item.partition("=")
-            key = key.strip()
-            if not separator or key not in cls.FIELDS:
-                raise ValueError(f"GTP engine spec {spec!r}: unknown option {item!r}; expected key=value with key "
+        for key, value in items.items():
+            if key not in cls.FIELDS:
+                raise ValueError(f"GTP engine spec {spec!r}: unknown option {key!r}; expected key=value with key "
                                  f"one of {', '.join(f'{name} ({meaning})' for name, meaning in cls.FIELDS.items())}")
             try:
                 values[key] = int(value) if key in ("level", "seed") else float(value)

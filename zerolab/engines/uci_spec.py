@@ -14,6 +14,8 @@ from typing import Any
 
 import chess.engine
 
+from zerolab.config import split_spec
+
 DEFAULT_NODES = 2000  # a small default search: a Stockfish move in a few milliseconds
 DEFAULT_TIMEOUT = 30.0  # seconds allowed beyond the search limit before an engine counts as hung
 
@@ -76,25 +78,24 @@ class EngineSpec:
     def parse(cls, text: str | EngineSpec) -> EngineSpec:
         """Parse ``engine[:field=value,field=value,...]`` (fields in :data:`SPEC_FIELDS`); an EngineSpec passes.
 
-        The engine part ends at the first ``:`` (so an engine path cannot contain one); values cannot contain ``,``.
+        The engine part ends at the first ``:`` (so an engine path cannot contain one); values cannot contain ``,``
+        (:func:`zerolab.config.split_spec`, the one reading of agent and engine specs).
         """
         if isinstance(text, EngineSpec):
             return text
         if not isinstance(text, str) or not text.strip():
             raise EngineSpecError(f"engine spec must be a non-empty string such as 'stockfish:elo=1350', got {text!r}")
-        engine, _, fields_text = text.strip().partition(":")
-        engine = engine.strip()
+        try:
+            engine, items = split_spec(text.strip(), "engine spec")
+        except ValueError as error:
+            raise EngineSpecError(f"{error}; fields: {_describe_fields()}") from None
         if not engine:
             raise EngineSpecError(f"engine spec {text!r} has no engine name before ':'")
         values: dict[str, Any] = {}
         options: list[tuple[str, str]] = []
-        for item in filter(None, (part.strip() for part in fields_text.split(","))):
-            key, equals, value = item.partition("=")
-            key, value = key.strip(), value.strip()
-            if not equals or not value:
-                raise EngineSpecError(
-                    f"engine spec {text!r}: {item!r} is not 'field=value'; fields: {_describe_fields()}"
-                )
+        for key, value in items.items():
+            if not value:
+                raise EngineSpecError(f"engine spec {text!r}: {key!r} has no value; fields: {_describe_fields()}")
             if key.startswith("option."):
                 option_name = key[len("option.") :].strip()
                 if not option_name:
@@ -105,8 +106,6 @@ class EngineSpec:
                 raise EngineSpecError(
                     f"engine spec {text!r}: unknown field {key!r}; valid fields: {_describe_fields()}"
                 )
-            if key in values:
-                raise EngineSpecError(f"engine spec {text!r}: field {key!r} is given twice")
             values[key] = _parse_field(text, key, value)
         try:
             return cls(

@@ -27,6 +27,7 @@ from typing import Any
 
 import jax
 
+from zerolab.config import section_dataclass
 from zerolab.play.agents import Agent, AgentPool, SearchAgent, load_search_agent
 from zerolab.play.arena import play_match, write_pgn
 from zerolab.training.checkpoint import Checkpointer
@@ -81,20 +82,9 @@ class EvaluationConfig:
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | Any) -> EvaluationConfig:
-        """From a ConfigDict (or mapping) section; an unknown key is an error naming it and the valid keys."""
-        values = dict(section.to_dict() if hasattr(section, "to_dict") else section)
-        fields = {field.name: field.type for field in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - set(fields))
-        if unknown:
-            raise ValueError(f"unknown evaluation keys {unknown}; valid keys: {sorted(fields)}")
-        converters = {"str": str, "int": int}
-        converted = {}
-        for name, value in values.items():
-            try:
-                converted[name] = converters[fields[name]](value)
-            except (TypeError, ValueError):
-                raise ValueError(f"evaluation.{name} must be {fields[name]}, got {value!r}") from None
-        return cls(**converted)
+        """From a ConfigDict (or mapping) section; an unknown key is an error naming it and the valid keys
+        (:func:`zerolab.config.section_dataclass`)."""
+        return section_dataclass(cls, section, "evaluation")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,15 +18,17 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.frontends.uci_protocol": ("MoveChoice", "SearchBudget", "UCIOption"),
     "zerolab.frontends.loaded_search": ("LoadedSearch", "checkpoint_search", "play_search"),
     "zerolab.frontends.uci_search": ("serve_search_engine",),
-    "zerolab.frontends.cli": ("add_allow_config_change_argument", "add_distributed_arguments", "split_overrides", "start_distributed"),
+    "zerolab.frontends.cli": ("add_allow_config_change_argument", "add_distributed_arguments", "search_overrides",
+                              "split_overrides", "start_distributed"),
     "zerolab.frontends.experiment_setup": ("prepare_experiment", "training_config"),
 })
 
 __all__ = [
     "BenchCase", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget", "UCIOption", "UCIServer",
-    "add_allow_config_change_argument", "add_distributed_arguments", "checkpoint_search", "convert_to_run", "converted_run_config",
-    "interleaved_best_times", "main_loop", "play_search", "prepare_experiment", "selfplay_program",
-    "serve_search_engine", "split_overrides", "start_distributed", "training_config", "training_program",
+    "add_allow_config_change_argument", "add_distributed_arguments", "checkpoint_search", "convert_to_run",
+    "converted_run_config", "interleaved_best_times", "main_loop", "play_search", "prepare_experiment",
+    "search_overrides", "selfplay_program", "serve_search_engine", "split_overrides", "start_distributed",
+    "training_config", "training_program",
 ]
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from zerolab.frontends.loaded_search import LoadedSearch, checkpoint_search, play_search
     from zerolab.frontends.uci_search import serve_search_engine
     from zerolab.frontends.cli import (
-        add_allow_config_change_argument, add_distributed_arguments, split_overrides, start_distributed,
+        add_allow_config_change_argument, add_distributed_arguments, search_overrides, split_overrides,
+        start_distributed,
     )
     from zerolab.frontends.experiment_setup import prepare_experiment, training_config

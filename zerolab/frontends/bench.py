@@ -38,7 +38,8 @@ from zerolab.networks.network import NetworkInputs, apply_network, count_paramet
 from zerolab.search.mcts import SearchConfig, evaluate
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn, standard_initial_states
-from zerolab.training.train import init_train_state, make_optimizer, make_train_step
+from zerolab.training.runs import TrainConfig, init_train_state, make_optimizer
+from zerolab.training.train import make_train_step
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +333,7 @@ def training_program(case: BenchCase, updates: int = 10) -> Callable[[], object]
     """``updates`` training steps of the case's network on one random batch of ``train_batch_size`` frames."""
     game = make_game(case.game)
     network = make_network(case.model_config(), game)
-    optimizer = make_optimizer(type("TrainConfig", (), {"learning_rate": 1e-3}))
+    optimizer = make_optimizer(TrainConfig(learning_rate=1e-3))
     mesh = make_mesh()
     step = make_train_step(network, optimizer, mesh, 0.0)
     rng = np.random.default_rng(0)

@@ -30,6 +30,7 @@ import dataclasses
 import json
 import pathlib
 import sys
+from collections.abc import Iterable
 
 from zerolab.frontends.loaded_search import DEFAULT_COMPILATION_CACHE
 from zerolab.logs import configure_logging
@@ -40,6 +41,23 @@ def split_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, e
     if unexpected:
         parser.error(f"unrecognized arguments: {' '.join(unexpected)}")
     return list(getattr(args, "overrides", []) or []) + extra
+
+
+SEARCH_PREFIX = "search."
+
+
+def search_overrides(items: Iterable[str], command: str, prefix: str = SEARCH_PREFIX) -> dict[str, str]:
+    """``['search.kind=muzero', ...]`` → ``{'kind': 'muzero', ...}``: a command line's search overrides, read once
+    (``zerolab uci``, ``alphagateau.uci``; ``bench --search`` without the prefix), typed later by
+    :meth:`zerolab.search.SearchConfig.with_overrides`.  Raises ValueError naming ``command`` and an item that is not
+    ``PREFIX KEY=VALUE``."""
+    overrides = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if not key.startswith(prefix) or len(key) == len(prefix) or not value:
+            raise ValueError(f"{command}: override {item!r} must be {prefix}KEY=VALUE (e.g. {prefix}kind=muzero)")
+        overrides[key[len(prefix):]] = value
+    return overrides
 
 
 def add_distributed_arguments(parser: argparse.ArgumentParser) -> None:
@@ -193,21 +211,16 @@ def command_legal_moves(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def search_overrides(items: list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` items as ``{KEY: VALUE}``, checked by applying them to a default search
-    (:meth:`zerolab.search.mcts.SearchConfig.with_overrides`: SearchConfig fields and ``rule_options.NAME``)."""
+def checked_search_overrides(items: list[str]) -> dict[str, str]:
+    """``bench --search KEY=VALUE`` items as ``{KEY: VALUE}`` (:func:`search_overrides`), checked by applying them to
+    a default search (:meth:`zerolab.search.mcts.SearchConfig.with_overrides`: fields and ``rule_options.NAME``)."""
     from zerolab.search.mcts import SearchConfig
 
-    overrides = {}
-    for item in items:
-        key, separator, text = item.partition("=")
-        if not separator:
-            raise SystemExit(f"--search {item!r}: expected KEY=VALUE")
-        overrides[key] = text
     try:
+        overrides = search_overrides(items, "--search", prefix="")
         SearchConfig().with_overrides(overrides)
     except ValueError as error:
-        raise SystemExit(f"--search: {error}") from None
+        raise SystemExit(str(error)) from None
     return overrides
 
 
@@ -226,7 +239,7 @@ def command_bench(args: argparse.Namespace) -> int:
         sizes["floor"] = False
     cases = tuple(dataclasses.replace(case, **sizes) for case in cases)
     if args.search:
-        search = search_overrides(args.search)
+        search = checked_search_overrides(args.search)
         cases = tuple(dataclasses.replace(case, search=tuple(search.items())) for case in cases)
     bench.run_benchmarks(cases, repeats=args.repeats, benches=tuple(args.only or ("selfplay", "train")))
     return 0
@@ -262,12 +275,7 @@ def command_uci(args: argparse.Namespace) -> int:
     exit status 2): the checkpoint and ``--step``, the run's game, ``--simulations``, the search overrides."""
     from zerolab.frontends import loaded_search, uci_search
 
-    overrides = {}
-    for item in args.overrides:
-        key, _, value = item.partition("=")
-        if not key.startswith("search.") or not value:
-            raise ValueError(f"uci: override {item!r} must be search.KEY=VALUE (e.g. search.kind=muzero)")
-        overrides[key[len("search."):]] = value
+    overrides = search_overrides(args.overrides, "uci")
     if args.simulations is not None and not 1 <= args.simulations <= uci_search.MAXIMUM_SIMULATIONS:
         raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, "
                          f"got {args.simulations}")

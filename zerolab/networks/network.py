@@ -16,7 +16,6 @@ them.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -26,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import pgx
 
+from zerolab.config import load_factory
 from zerolab.games import Game
 
 
@@ -158,11 +158,7 @@ def make_network(model_config: Any, game: Game) -> nn.Module:
         return BUILTIN_NETWORKS[name](model_config, game)
     if ":" not in name:
         raise ValueError(f"unknown network {name!r}: use one of {sorted(BUILTIN_NETWORKS)} or 'module:factory'")
-    module_name, factory_name = name.split(":", 1)
-    factory = getattr(importlib.import_module(module_name), factory_name, None)
-    if factory is None:
-        raise ValueError(f"network factory {name!r}: module {module_name} has no {factory_name}")
-    return factory(model_config, game)
+    return load_factory(name, "model.name")(model_config, game)
 
 
 def example_inputs(game: Game, batch_size: int = 1) -> NetworkInputs:

@@ -33,11 +33,12 @@ import jax
 import numpy as np
 import pgx
 
+from zerolab.config import split_spec
 from zerolab.games import ChessGame, Game
 from zerolab.games.base import plies_played
 from zerolab.networks.network import make_network
 from zerolab.training.runs import Components, load_trained_variables
-from zerolab.search.mcts import SearchConfig, run_search
+from zerolab.search.mcts import run_search
 from zerolab.selfplay.scan import SelfPlayConfig, choose_actions
 
 logger = logging.getLogger(__name__)
@@ -145,18 +146,6 @@ class AgentPool:
 
     def __exit__(self, *exception) -> None:
         self.close()
-
-
-def split_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """``'path:a=1,b=2'`` → ``('path', {'a': '1', 'b': '2'})``."""
-    head, _, options = spec.partition(":")
-    parsed = {}
-    for item in filter(None, options.split(",")):
-        if "=" not in item:
-            raise ValueError(f"agent spec {spec!r}: option {item!r} is not key=value")
-        key, value = item.split("=", 1)
-        parsed[key.strip()] = value.strip()
-    return head, parsed
 
 
 @functools.lru_cache(maxsize=32)

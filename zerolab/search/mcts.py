@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import difflib
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -51,7 +50,7 @@ import pgx
 # tests/zerolab/test_compact_tree.py guard this use.
 from mctx._src import seq_halving
 
-from zerolab.config import parse_value
+from zerolab.config import field_value, load_factory, parse_value, section_dataclass
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network
 from zerolab.search import selection
@@ -83,7 +82,6 @@ RULE_OPTION_PREFIX = "rule_options."
 """``rule_options.NAME=VALUE`` sets one option of the search rules in :meth:`SearchConfig.with_overrides`."""
 FORMER_SEARCH_KEYS = {"simulations": "num_simulations", "considered": "max_num_considered_actions"}
 """Keys that agent specs once used, named with their field in the error that rejects them (they are not accepted)."""
-FIELD_TYPES = {"int": int, "float": float, "str": str}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,13 +140,9 @@ class SearchConfig:
 
     @classmethod
     def from_config(cls, config: Any) -> SearchConfig:
-        """From a ConfigDict (or mapping) with any subset of this dataclass's fields."""
-        values = dict(config.items()) if hasattr(config, "items") else dict(config)
-        known = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown search keys {unknown}; valid keys: {sorted(known)}")
-        return cls(**values)
+        """From a ConfigDict (or mapping) with any subset of this dataclass's fields
+        (:func:`zerolab.config.section_dataclass`)."""
+        return section_dataclass(cls, config, "search")
 
     def with_overrides(self, overrides: Mapping[str, str], *, what: str = "search key",
                        other_keys: Iterable[str] = ()) -> SearchConfig:
@@ -157,8 +151,8 @@ class SearchConfig:
 
         ``KEY`` is a field name (``num_simulations``, ``max_num_considered_actions``, ``kind``, ``gumbel_scale``,
         ``rules``, ... every field) or ``rule_options.NAME`` for one option of the rules.  TEXT becomes the field's
-        type (``int``, ``float``, ``str``; ``true``/``false`` for ``bool``); other fields and rule options take a
-        Python literal, else the string (:func:`zerolab.config.parse_value`).  Naming other ``rules`` than this
+        type (:func:`zerolab.config.field_value`: ``int``, ``float``, ``str``; ``true``/``false`` for ``bool``); other
+        fields and rule options take a Python literal, else the string (:func:`zerolab.config.parse_value`).  Naming other ``rules`` than this
         config's drops this config's rule options (they were its rules'), unless ``rule_options`` is given too.
         Raises ValueError naming an unknown key, the valid keys and, for a former or misspelt key, the key meant;
         ``what`` is what the message calls a key (``"agent option"``) and ``other_keys`` are the caller's own keys,
@@ -174,7 +168,7 @@ class SearchConfig:
             if key not in fields:
                 raise ValueError(self._unknown_key_message(key, overrides, what, other_keys))
             try:
-                changes[key] = self._field_value(fields[key], text)
+                changes[key] = field_value(fields[key].type, text)
             except ValueError as error:
                 raise ValueError(f"{what} {key}={text}: {error}") from None
         rules = changes.get("rules", self.rules)
@@ -184,16 +178,6 @@ class SearchConfig:
         elif rule_options:
             changes["rule_options"] = {**dict(changes["rule_options"] or {}), **rule_options}
         return dataclasses.replace(self, **changes)
-
-    @staticmethod
-    def _field_value(field: dataclasses.Field, text: str) -> Any:
-        if field.type == "bool":
-            if text.strip().lower() not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return text.strip().lower() == "true"
-        if field.type in FIELD_TYPES:
-            return FIELD_TYPES[field.type](text)
-        return parse_value(text)
 
     def _unknown_key_message(self, key: str, overrides: Mapping[str, str], what: str, other_keys: Iterable[str]) -> str:
         valid = sorted({*(field.name for field in dataclasses.fields(self)), *other_keys})
@@ -212,32 +196,34 @@ class SearchConfig:
                 f"an option of the rules)")
 
     def make_rules(self) -> SearchRules | None:
-        """The rules named by ``rules`` built with ``rule_options``; None for the standard search."""
+        """The rules named by ``rules`` built with ``rule_options``; None for the standard search.  Built once for
+        each config (:func:`built_rules`), so a run's components, its agents and its searches share one rules object
+        (and the programs compiled for it)."""
         if not self.rules:
             return None
-        factory = load_factory(self.rules, "search.rules")
         try:
-            rules = factory(self, **dict(self.rule_options))
-        except TypeError as error:  # an option the factory does not take, or a missing one
-            raise ValueError(f"search.rules={self.rules!r} with options {dict(self.rule_options)}: {error}") from None
-        if not isinstance(rules, SearchRules):
-            raise TypeError(f"search.rules={self.rules!r} returned {type(rules).__name__}, expected SearchRules")
-        return rules
+            hash(self)
+        except TypeError:  # rule options of unhashable values: built each time
+            return build_rules(self)
+        return built_rules(self)
 
 
-def load_factory(path: str, key: str) -> Callable:
-    """The callable named by ``"package.module:name"`` (config key ``key``), or a ValueError saying what is wrong."""
-    module_name, separator, attribute = path.partition(":")
-    if not separator or not module_name or not attribute:
-        raise ValueError(f"{key}={path!r} must name a callable as 'package.module:name'")
+@functools.lru_cache(maxsize=64)
+def built_rules(config: SearchConfig) -> SearchRules:
+    """:func:`build_rules`, once for each config."""
+    return build_rules(config)
+
+
+def build_rules(config: SearchConfig) -> SearchRules:
+    """The rules ``config.rules`` names, built with ``config.rule_options``; a ValueError names a bad option."""
+    factory = load_factory(config.rules, "search.rules")
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        raise ValueError(f"{key}={path!r}: cannot import {module_name} ({error})") from None
-    factory = getattr(module, attribute, None)
-    if not callable(factory):
-        raise ValueError(f"{key}={path!r}: module {module_name} has no callable {attribute}")
-    return factory
+        rules = factory(config, **dict(config.rule_options))
+    except TypeError as error:  # an option the factory does not take, or a missing one
+        raise ValueError(f"search.rules={config.rules!r} with options {dict(config.rule_options)}: {error}") from None
+    if not isinstance(rules, SearchRules):
+        raise TypeError(f"search.rules={config.rules!r} returned {type(rules).__name__}, expected SearchRules")
+    return rules
 
 
 @flax.struct.dataclass
@@ -420,7 +406,7 @@ def check_mctx_loop_rules(config: SearchConfig, rules: SearchRules | None) -> No
                          f"({config.rules!r}): search with mctx_loop=False")
 
 
-def policy(
+def search_policy(
     config: SearchConfig,
     params: Any,
     key: jax.Array,
@@ -482,11 +468,6 @@ def policy(
     action = jax.random.categorical(key, logits - jnp.max(logits, axis=-1, keepdims=True))
     return PolicyOutput(action=action, action_weights=action_weights, visit_counts=visit_counts,
                         root_prior_logits=root_prior_logits(tree), search_tree=tree)
-
-
-#: :func:`policy` under its public name (``zerolab.search.search_policy``): for methods whose search has its own root
-#: and recurrent functions (SAI's per-node α, β and komi) but runs through the project's rules and loop.
-search_policy = policy
 
 
 def mctx_policy(config: SearchConfig, params: Any, key: jax.Array, root: mctx.RootFnOutput,
@@ -578,7 +559,7 @@ def run_search(
         check_mctx_loop_rules(config, rules)  # before anything is evaluated
     logits, value = evaluate(network, variables, states)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=game.pack_state(states))
-    output = policy(config, variables, key, root, make_recurrent_fn(game, network), states.legal_action_mask,
+    output = search_policy(config, variables, key, root, make_recurrent_fn(game, network), states.legal_action_mask,
                     rules=rules, num_slots=game.max_legal_actions if num_slots is None else num_slots,
                     mctx_loop=mctx_loop)
     summary = {}

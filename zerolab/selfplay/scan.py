@@ -50,6 +50,7 @@ import numpy as np
 import pgx
 from jax.sharding import Mesh, PartitionSpec
 
+from zerolab.config import section_dataclass
 from zerolab.devices import DATA_AXIS, GIB, check_divisible, device_memory_budget, program_memory, replicate
 from zerolab.games import Game
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
@@ -108,13 +109,9 @@ class SelfPlayConfig:
 
     @classmethod
     def from_config(cls, config: Any) -> SelfPlayConfig:
-        """From a ConfigDict (or mapping); keys absent from it keep their defaults (configs of older runs)."""
-        values = config.to_dict() if hasattr(config, "to_dict") else dict(config)
-        known = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown selfplay keys {unknown}; valid keys: {sorted(known)}")
-        return cls(**values)
+        """From a ConfigDict (or mapping); keys absent from it keep their defaults (configs of older runs;
+        :func:`zerolab.config.section_dataclass`)."""
+        return section_dataclass(cls, config, "selfplay")
 
 
 

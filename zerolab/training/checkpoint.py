@@ -125,10 +125,6 @@ class Checkpointer:
                                self.directory / str(step), type(error).__name__, error)
         return None
 
-    def restore_latest(self, templates: Mapping[str, Any | None]) -> Restored | None:
-        """The newest readable checkpoint, or None when there is none (see :meth:`restore_newest`)."""
-        return self.restore_newest(None, templates)
-
     def discard_after(self, step: int) -> list[int]:
         """Deletes the checkpoints newer than ``step`` (left behind when a run resumes from ``step`` because they
         could not be read), so that the resumed run can save those steps again; returns the deleted steps."""

@@ -31,7 +31,8 @@ import optax
 
 from zerolab.games import Game
 from zerolab.networks.network import NetworkOutput
-from zerolab.search.mcts import load_factory, masked_logits
+from zerolab.config import load_factory
+from zerolab.search.mcts import masked_logits
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.scan import (
     GameRule,

@@ -45,7 +45,7 @@ from zerolab.networks.network import NetworkInputs, apply_network, count_paramet
 from zerolab.selfplay.chunks import ChunkChoice, SelfPlayDoesNotFit, choose_chunk_games
 from zerolab.selfplay.frames import Frames, PackedFrames, frame_codec
 from zerolab.training.replay import POLICY_ARRAYS, STORAGE_DTYPES, FrameCodec, FrameWindow
-from zerolab.training.runs import Components, init_train_state, make_optimizer
+from zerolab.training.runs import Components, init_train_state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,7 +306,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     started = time.perf_counter()
     components = Components.from_config(config)
     mesh = plan_mesh(num_devices)
-    optimizer = make_optimizer(config.train)
+    optimizer = components.optimizer
     state = jax.eval_shape(lambda key: init_train_state(components.network, components.game, optimizer, key),
                            jax.random.key(0))
     variables = {"params": state.params, "batch_stats": state.batch_stats}
@@ -339,9 +339,8 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
                       for name, dtype in STORAGE_DTYPES.items()},
                    extras={name: jax.ShapeDtypeStruct((batch_size,) + tuple(leaf.shape[2:]), leaf.dtype)
                            for name, leaf in frames.extras.items()})  # the window's dense frames, as training reads them
-    train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
-                                     float(config.train.l2_weight), components.method.loss_fn,
-                                     str(config.train.get("optimizer", "adam")), float(config.train.get("momentum", 0.9)))
+    train_step = standard_train_step(components.network, optimizer, mesh, components.train.l2_weight,
+                                     components.method.loss_fn)
     training = compile_cost("training step", train_step.lower(state, batch))
 
     plies = int(config.selfplay.plies_per_iteration)
@@ -424,7 +423,7 @@ def reference_flops_per_item(rate: MeasuredRate) -> float:
         config.model = ConfigDict({"name": rate.model, width_key: rate.width, "num_blocks": rate.blocks})
         components = Components.from_config(config)
         state = jax.eval_shape(lambda key: init_train_state(components.network, components.game,
-                                                            make_optimizer(config.train), key), jax.random.key(0))
+                                                            components.optimizer, key), jax.random.key(0))
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         game = components.game
         observation = jax.ShapeDtypeStruct((rate.batch,) + tuple(game.observation_shape), jnp.float32)

@@ -34,12 +34,14 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zerolab.config import section_dataclass
 from zerolab.devices import local_parts
 from zerolab.selfplay.frames import (  # the stored layout, stated once in the self-play layer that first stores frames
     EXTRA_PREFIX,
@@ -251,6 +253,24 @@ def frames_to_arrays(frames: Frames) -> dict[str, np.ndarray]:
     flat = frames.flatten() if np.ndim(frames.value_target) == 2 else frames
     return {name: np.asarray(value).astype(STORAGE_DTYPES[name]) if name in STORAGE_DTYPES else np.asarray(value)
             for name, value in frame_fields(flat).items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    """A run's ``replay`` section: the window's size in frames and how old frames make room for new ones
+    (``sample``: a uniform sample of the old window; ``fifo``: the newest)."""
+
+    window_size: int = 100_000
+    mode: str = "sample"
+
+    def __post_init__(self):
+        if self.mode not in REPLAY_MODES:
+            raise ValueError(f"replay.mode must be one of {REPLAY_MODES}, got {self.mode!r}")
+
+    @classmethod
+    def from_config(cls, config: Any) -> ReplayConfig:
+        """From a ConfigDict (or mapping) section (:func:`zerolab.config.section_dataclass`)."""
+        return section_dataclass(cls, config, "replay")
 
 
 def update_window(

@@ -14,6 +14,7 @@ every existing checkpoint was written with, which is why they are kept.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import pathlib
 from collections.abc import Iterator
@@ -28,10 +29,11 @@ import numpy as np
 import optax
 
 from zerolab import config as config_lib
+from zerolab.config import section_dataclass
 from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
 from zerolab.games import Game, make_game
 from zerolab.networks.network import init_variables, make_network
-from zerolab.training.replay import FrameWindow
+from zerolab.training.replay import FrameWindow, ReplayConfig
 from zerolab.training.replay_checkpoints import ReplayCheckpoints
 from zerolab.training.run_directory import SHAPE_DEFINING_PREFIXES, writing
 from zerolab.training.method import ALPHAZERO, Method, make_method
@@ -63,16 +65,42 @@ class TrainState:
 OPTIMIZERS = ("adam", "sgd_nesterov")
 
 
-def make_optimizer(train_config: Any) -> optax.GradientTransformation:
-    """The optimiser of ``train_config`` (``learning_rate``; ``optimizer``, default ``adam``; ``momentum`` for
-    ``sgd_nesterov``, default 0.9).  Configs written before ``optimizer`` existed get Adam, as they were trained."""
-    learning_rate = float(train_config.learning_rate)
-    name = getattr(train_config, "optimizer", "adam")
-    if name == "adam":
-        return optax.adam(learning_rate)
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """A run's ``train`` section: the optimiser (``optimizer``, ``learning_rate``, ``momentum`` for
+    ``sgd_nesterov``), the L2 weight, the batch size and the epochs over the window an iteration.  Configs written
+    before ``optimizer`` existed get Adam, as they were trained."""
+
+    learning_rate: float = 1e-3
+    batch_size: int = 256
+    epochs_per_iteration: float = 1.0
+    l2_weight: float = 0.0
+    optimizer: str = "adam"
+    momentum: float = 0.9
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"train.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+
+    @classmethod
+    def from_config(cls, config: Any) -> TrainConfig:
+        """From a ConfigDict (or mapping) section (:func:`zerolab.config.section_dataclass`)."""
+        return section_dataclass(cls, config, "train")
+
+
+def make_optimizer(train: TrainConfig | Any) -> optax.GradientTransformation:
+    """The optimiser of ``train`` (a :class:`TrainConfig`, or a ``train`` section read into one), built once for each
+    setting: runs, plans and checkpoint templates of one setting share it (and so its compiled train step)."""
+    train = train if isinstance(train, TrainConfig) else TrainConfig.from_config(train)
+    return built_optimizer(train.optimizer, train.learning_rate, train.momentum)
+
+
+@functools.lru_cache(maxsize=16)
+def built_optimizer(name: str, learning_rate: float, momentum: float) -> optax.GradientTransformation:
+    """The optax transformation ``name`` (one of :data:`OPTIMIZERS`)."""
     if name == "sgd_nesterov":
-        return optax.sgd(learning_rate, momentum=float(getattr(train_config, "momentum", 0.9)), nesterov=True)
-    raise ValueError(f"train.optimizer must be one of {OPTIMIZERS}, got {name!r}")
+        return optax.sgd(learning_rate, momentum=momentum, nesterov=True)
+    return optax.adam(learning_rate)
 
 
 def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTransformation, key: jax.Array) -> TrainState:
@@ -87,11 +115,12 @@ def init_train_state(network: nn.Module, game: Game, optimizer: optax.GradientTr
 
 @dataclasses.dataclass
 class Components:
-    """What a run is built from, made from its config: the game, the network, the search and its rules, the
-    self-play sizes and the training method.
+    """What a run is built from, made once from its config at the entry and passed on as values: the game, the
+    network, the search and its rules, the self-play sizes, the training method, the replay window and training
+    settings (and so the optimiser, :attr:`optimizer`).
 
-    Configs of runs written before a key existed (``search.rules``, ``method``, the temperature schedule) load with
-    that key's default, so old run directories keep working.
+    Configs of runs written before a key existed (``search.rules``, ``method``, the temperature schedule,
+    ``train.optimizer``) load with that key's default, so old run directories keep working.
     """
 
     game: Game
@@ -100,6 +129,8 @@ class Components:
     selfplay: SelfPlayConfig
     rules: SearchRules | None = None
     method: Method = ALPHAZERO
+    replay: ReplayConfig = ReplayConfig()
+    train: TrainConfig = TrainConfig()
 
     @classmethod
     def from_config(cls, config: Any) -> Components:
@@ -112,7 +143,14 @@ class Components:
             selfplay=SelfPlayConfig.from_config(config.selfplay),
             rules=search.make_rules(),
             method=make_method(config, game),
+            replay=ReplayConfig.from_config(config.get("replay", {})),
+            train=TrainConfig.from_config(config.get("train", {})),
         )
+
+    @property
+    def optimizer(self) -> optax.GradientTransformation:
+        """The run's optimiser (:func:`make_optimizer`: one object for each setting)."""
+        return make_optimizer(self.train)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,7 +353,7 @@ def load_trained_variables(path: str | pathlib.Path, step: int | None = None) ->
     def templates(metadata: dict) -> dict:
         run_config = config_lib.from_json(metadata["config"])
         components = Components.from_config(run_config)
-        return {"train_state": train_state_template(components, make_optimizer(run_config.train))}
+        return {"train_state": train_state_template(components, components.optimizer)}
 
     restored = checkpointer.restore_newest(candidates, templates)
     if restored is None:

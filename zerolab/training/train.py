@@ -56,15 +56,16 @@ from zerolab.games.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
 from zerolab.training.replay import FrameWindow, update_window
 from zerolab.training.run_directory import check_run_config, check_run_directory, writing
+from zerolab.search.mcts import SearchRules
 from zerolab.training.runs import (
     Components,
     RunCheckpoints,
     RunState,
+    TrainConfig,
     TrainState,
     check_compatible,
     init_train_state,
     initialise_from,
-    make_optimizer,
 )
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.scan import PlyRecord, make_selfplay_fn
@@ -167,19 +168,19 @@ def make_train_step(network: nn.Module, optimizer: optax.GradientTransformation,
 
 
 def train_on_window(
-    train_step: Callable, train_state: TrainState, window: FrameWindow, config: Any, mesh: Mesh,
+    train_step: Callable, train_state: TrainState, window: FrameWindow, train: TrainConfig, mesh: Mesh,
     rng: np.random.Generator,
 ) -> tuple[TrainState, dict, int]:
-    """``epochs_per_iteration`` epochs of minibatches drawn without replacement from the window.
+    """``train.epochs_per_iteration`` epochs of minibatches drawn without replacement from the window.
 
     Returns the new state, the metrics averaged over the updates and the number of frames trained on (all processes'
     together).  On several processes each trains from its own window: it supplies ``train.batch_size /
     process_count`` frames of every global minibatch of ``train.batch_size``, and the number of updates counts the
     frames of all windows, so every process makes the same number of (collective) updates.
     """
-    batch_size = int(config.train.batch_size)
+    batch_size = train.batch_size
     local_size = local_batch_size("train.batch_size", batch_size, mesh)
-    num_updates = max(1, math.ceil(config.train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
+    num_updates = max(1, math.ceil(train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
     order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * local_size / len(window)) + 1)])
     totals: dict[str, float] = {}
     pending: collections.deque = collections.deque()  # metrics of dispatched updates, read back in order
@@ -206,10 +207,11 @@ def train_on_window(
     return train_state, {name: total / num_updates for name, total in totals.items()}, num_updates * batch_size
 
 
-def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, config: Any, mesh: Mesh,
+def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, components: Components, mesh: Mesh,
                   selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar
                   ) -> tuple[dict, RunState, TrainState, PlyRecord]:
-    """Self-play, window update and training of one iteration: its metrics record, the new states, the ply records."""
+    """Self-play, window update and training of one iteration (sizes from ``components``: self-play, replay,
+    train): its metrics record, the new states, the ply records."""
     started = time.perf_counter()
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
     frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
@@ -222,15 +224,15 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     selfplay_seconds = time.perf_counter() - started
     num_frames = sum_over_processes(len(new_frames))  # all processes' frames (a collective)
     logger.info("iteration %d: self-play played %d plies of %d games, %d frames, in %.1f s", iteration,
-                plies, config.selfplay.num_games, num_frames, selfplay_seconds)
+                plies, components.selfplay.num_games, num_frames, selfplay_seconds)
     window_started = time.perf_counter()
-    window = update_window(run_state.window, new_frames, int(config.replay.window_size), run_state.numpy_rng,
-                           config.replay.mode)
+    window = update_window(run_state.window, new_frames, components.replay.window_size, run_state.numpy_rng,
+                           components.replay.mode)
     logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
                 len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
     bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
     train_started = time.perf_counter()
-    train_state, train_metrics, samples = train_on_window(train_step, train_state, window, config, mesh,
+    train_state, train_metrics, samples = train_on_window(train_step, train_state, window, components.train, mesh,
                                                           run_state.numpy_rng)
     train_seconds = time.perf_counter() - train_started
     record = {
@@ -260,29 +262,30 @@ def device_memory_record() -> dict:
 def make_run_selfplay_fn(components: Components, mesh: Mesh) -> Callable:
     """The run's jitted, sharded self-play ``(variables, key) -> (frames, records)``, from its method's parts.
 
-    With AlphaZero's parts the function is shared by every run of the process with the same game, network, search
-    and sizes (:func:`standard_selfplay_fn`), so an in-process resume does not trace and compile it again.
+    With AlphaZero's parts the function is shared by every run of the process with the same game, network, search,
+    rules and sizes (:func:`standard_selfplay_fn`; a config's rules are built once, :meth:`SearchConfig.make_rules`),
+    so an in-process resume does not trace and compile it again.
     """
     if components.method is ALPHAZERO:
-        return standard_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh)
+        return standard_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh,
+                                    components.rules)
     play_fn, frozen_variables = components.method.selfplay_parts(components)
     return make_selfplay_fn(components.game, components.network, components.search, components.selfplay, mesh,
                             play_fn=play_fn, frozen_variables=frozen_variables)
 
 
 @functools.lru_cache(maxsize=8)
-def standard_selfplay_fn(game: Game, network: nn.Module, search: Any, selfplay: Any, mesh: Mesh) -> Callable:
-    """:func:`make_selfplay_fn` with the default parts, one per (game, network, search, sizes, mesh)."""
-    return make_selfplay_fn(game, network, search, selfplay, mesh)
+def standard_selfplay_fn(game: Game, network: nn.Module, search: Any, selfplay: Any, mesh: Mesh,
+                         rules: SearchRules | None = None) -> Callable:
+    """:func:`make_selfplay_fn` with the default parts, one per (game, network, search, sizes, mesh, rules)."""
+    return make_selfplay_fn(game, network, search, selfplay, mesh, rules=rules)
 
 
 @functools.lru_cache(maxsize=8)
-def standard_train_step(network: nn.Module, learning_rate: float, mesh: Mesh, l2_weight: float,
-                        method_loss: LossFn, optimizer: str = "adam", momentum: float = 0.9) -> Callable:
-    """:func:`make_train_step` with the project's optimiser (:func:`make_optimizer`), one per set of arguments."""
-    transformation = make_optimizer(ml_collections.ConfigDict(
-        {"learning_rate": learning_rate, "optimizer": optimizer, "momentum": momentum}))
-    return make_train_step(network, transformation, mesh, l2_weight, method_loss)
+def standard_train_step(network: nn.Module, optimizer: optax.GradientTransformation, mesh: Mesh, l2_weight: float,
+                        method_loss: LossFn) -> Callable:
+    """:func:`make_train_step`, one per set of arguments (:func:`make_optimizer` gives one optimiser a setting)."""
+    return make_train_step(network, optimizer, mesh, l2_weight, method_loss)
 
 
 def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
@@ -311,7 +314,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     components = Components.from_config(config)
     workdir.mkdir(parents=True, exist_ok=True)
     mesh = make_mesh()
-    optimizer = make_optimizer(config.train)
+    optimizer = components.optimizer
     checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
     metrics_log = MetricsLog(workdir)
     main_process = is_main_process()  # on several processes, process 0 alone writes metrics, config and games
@@ -346,10 +349,9 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     method = components.method
     standard_games = method.initial_states_fn is None and method.game_rule is None and method.selfplay is None
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
-    train_step = standard_train_step(components.network, float(config.train.learning_rate), mesh,
-                                     float(config.train.l2_weight), components.method.loss_fn,
-                                     str(config.train.get("optimizer", "adam")), float(config.train.get("momentum", 0.9)))
-    local_batch_size("train.batch_size", int(config.train.batch_size), mesh)  # a bad size stops before self-play
+    train_step = standard_train_step(components.network, optimizer, mesh, components.train.l2_weight,
+                                     components.method.loss_fn)
+    local_batch_size("train.batch_size", components.train.batch_size, mesh)  # a bad size stops before self-play
     train_state = replicate(run_state.train_state, mesh)
 
     previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))
@@ -358,7 +360,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
             bar.set_rate(f"iteration {iteration}: self-play")
             record, run_state, train_state, *last_records = run_iteration(
-                iteration, run_state, train_state, config, mesh, selfplay_fn, train_step, base_key, bar
+                iteration, run_state, train_state, components, mesh, selfplay_fn, train_step, base_key, bar
             )
             record["wall_s"] = previous_wall_seconds + record["iteration_s"]
             previous_wall_seconds = record["wall_s"]
