@@ -4,7 +4,7 @@ opponent, at several search sizes.
 ``tiny``: Gardner chess, knight odds, the quickstart's ResNet trained once into ``network`` (when that directory holds
 no checkpoint yet), 8 / 32 / 128 simulations, N_scl 5, against Fairy-Stockfish at skill −20, 32 games per cell (the
 issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 20-minute bound: those settings are
-``simulations=[16,64,256] games_per_cell=64``).
+``num_simulations=[16,64,256] games_per_cell=64``).
 ``arms`` picks the arms that play (``puct``, ``contempt``; both by default): a cell keeps its name and key
 whichever arms play beside it, so one arm can be added to a run later.
 ``evidence``: the tiny settings at 32 / 64 / 128 simulations with 256 games per cell (the network giving odds as
@@ -28,7 +28,7 @@ def get_config(preset: str = "tiny"):
         "base_overrides": ["model.name=resnet"],
         "game": "gardner_chess",
         "odds_piece": "knight",
-        "simulations": [8, 32, 128],
+        "num_simulations": [8, 32, 128],
         "arms": ["puct", "contempt"],  # which arms play (one arm: 'arms=["contempt"]')
         "sc_limit": 5,
         "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
@@ -42,7 +42,7 @@ def get_config(preset: str = "tiny"):
         return config
     if preset == "evidence":
         config.selection = "lc0"
-        config.simulations = [32, 64, 128]
+        config.num_simulations = [32, 64, 128]
         config.games_per_cell = 256
         return config
     if preset == "paper":
@@ -52,7 +52,7 @@ def get_config(preset: str = "tiny"):
         config.game = "chess:lc0"  # 8×8 chess with lc0's input planes: maia-1900 cannot play pgx's observation
         config.odds_piece = "queen"
         config.selection = "lc0"
-        config.simulations = [100, 800, 20_000]
+        config.num_simulations = [100, 800, 20_000]
         config.sc_limit = 28
         config.opponent = "stockfish:elo=1350"
         config.games_per_cell = 200
