@@ -91,7 +91,7 @@ def choose_settings(config) -> dict[str, dict]:
 def setting_options(setting: dict, config) -> dict[str, str]:
     """The search settings of a setting (agent options): the experiment's simulations, kind and PUCT rule
     (``selection``), with the plain rules or contempt's at the setting's N_scl."""
-    options = {"num_simulations": str(int(config.simulations)), "kind": config.kind, "selection": config.selection,
+    options = {"num_simulations": str(int(config.num_simulations)), "kind": config.kind, "selection": config.selection,
                "rules": PLAIN_RULES}
     if setting["sc_limit"] is not None:
         options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
@@ -135,7 +135,7 @@ def plan(config) -> str:
         how = (f"chosen at run time from contempt-selfplay's rows ({error.__class__.__name__}: none at plan time); "
                f"planned as PUCT τ1 and contempt N_scl {chosen['contempt']['sc_limit']} τ1: any other choice compiles "
                f"the same shapes (τ and N_scl are constants of the program)")
-    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.simulations)
+    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
     batch = games // 2  # play_match: two lock-step batches, one with each arm moving first
     programs = []
     for arm in ("contempt", "puct"):

@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 def arm_options(arm: str, simulations: int, config) -> dict[str, str]:
     """The search settings of an arm (agent options): the experiment's kind and PUCT rule (``selection``) at
-    ``simulations``, with the plain rules or contempt's at N_scl = ``sc_limit``."""
+    ``num_simulations``, with the plain rules or contempt's at N_scl = ``sc_limit``."""
     options = {"num_simulations": str(int(simulations)), "kind": config.kind, "selection": config.selection,
                "rules": PLAIN_RULES}
     if arm.startswith("contempt"):
@@ -149,7 +149,7 @@ def plan(config) -> str:
     half, plies = int(config.games_per_cell) // 2, int(config.max_game_plies)
     arms = arm_names(config)
     programs = []
-    for simulations in config.simulations:
+    for simulations in config.num_simulations:
         for arm in arms:
             search = dataclasses.replace(planned.search.with_overrides(arm_options(arm, simulations, config)),
                                          dirichlet_fraction=0.0, gumbel_scale=0.0)
@@ -160,10 +160,10 @@ def plan(config) -> str:
     step = game.batched_step
     cost = compile_cost("arena step (pgx)", step.lower(abstract_states(game, half),
                                                        jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
-    cells = len(config.simulations) * len(arms)
+    cells = len(config.num_simulations) * len(arms)
     programs.append(PlannedProgram(cost, cells * 2 * plies, f"one ply of {half} games"))
     notes = [
-        f"{cells} cells = {len(config.simulations)} search sizes × {len(arms)} arms; each {2 * half} games giving "
+        f"{cells} cells = {len(config.num_simulations)} search sizes × {len(arms)} arms; each {2 * half} games giving "
         f"{config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network moves on "
         f"every other ply: ≤ {2 * ((plies + 1) // 2)} searches a cell (upper bounds: every game lasting {plies} plies)",
         f"network: {planned.source}",
@@ -188,7 +188,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     network = base_network(config, base_run_config(config))
     game = make_game(config.game)
     key = jax.random.key(int(config.seed))
-    settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.simulations
+    settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.num_simulations
                 for arm in arms}
     pairings = [Pairing(label, config.opponent, games, key=jax.random.fold_in(key, simulations), label=label)
                 for label, (arm, simulations) in settings.items()]

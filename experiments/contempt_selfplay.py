@@ -52,7 +52,7 @@ def setting_selfplay(config, base_search, setting: dict) -> tuple:
     """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations, kind and PUCT
     rule (``selection``), root noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its
     temperature schedule."""
-    search = dataclasses.replace(base_search, num_simulations=int(config.simulations), kind=config.kind,
+    search = dataclasses.replace(base_search, num_simulations=int(config.num_simulations), kind=config.kind,
                                  selection=config.selection, dirichlet_fraction=0.0, gumbel_scale=0.0,
                                  rules=PLAIN_RULES, rule_options=())
     if setting["sc_limit"] is not None:
@@ -131,7 +131,7 @@ def plan(config) -> str:
     planned = experiment_network(config, base_run_config(config))
     rows = settings(config)
     mesh = make_mesh(jax.devices()[:1])
-    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.simulations)
+    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
     flops = planned.evaluation_flops(games) * (simulations + 1) * plies
     programs = []
     for kind, group in (("search-contempt", [row for row in rows if row["sc_limit"] is not None]),

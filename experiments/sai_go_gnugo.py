@@ -1,7 +1,7 @@
 """sai-go-gnugo: an SAI network at several λ against GNU Go levels, both colours at one komi, with margins; and, as
 extensions the paper could not assess on 7×7, games at other komi and handicap games.
 
-For each (λ, level) the network (PUCT, no root noise, ``simulations`` per move, its first ``temperature_plies`` plies
+For each (λ, level) the network (PUCT, no root noise, ``num_simulations`` per move, its first ``temperature_plies`` plies
 drawn from the visits) plays ``games`` games, half as Black; pgx referees at ``komi``.  Each game is replayed to
 count its Tromp–Taylor margin for SAI (area margin at the game's komi, from SAI's side).
 
@@ -108,9 +108,9 @@ def planned_programs(config) -> tuple[list, list[str]]:
     batch = games // 2  # play_match: two lock-step batches, one with each colour moving first
     game = model.game(float(config.komi))
     programs = [
-        agent_search_program("SAI λ search", model, game, int(config.simulations), int(config.temperature_plies),
+        agent_search_program("SAI λ search", model, game, int(config.num_simulations), int(config.temperature_plies),
                              batch, matches * plies,
-                             f"one move of {batch} games: {int(config.simulations)} simulations, λ backup, safe move"),
+                             f"one move of {batch} games: {int(config.num_simulations)} simulations, λ backup, safe move"),
         pgx_step_program("arena step (pgx)", game, batch, matches * 2 * plies, f"one ply of {batch} games"),
         pgx_step_program("margin replay step (pgx)", game, None, matches * games * (plies + start_moves),
                          "one move of one game, replayed to count its margin"),
@@ -170,7 +170,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     step = None if int(config.step) < 0 else int(config.step)
-    base = SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.simulations))
+    base = SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.num_simulations))
     if base.game.size != 7:
         raise ValueError(f"network={config.network!r} plays {base.game.size}x{base.game.size}, not 7x7")
     pairings, agents, rows = schedule(config, base)
@@ -188,7 +188,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                                play=play)
     table = {record.extras["row"]: {k: v for k, v in record.extras.items() if k != "row"}
              for record in records.values()}
-    summary = {"network": str(config.network), "komi": float(config.komi), "simulations": int(config.simulations),
+    summary = {"network": str(config.network), "komi": float(config.komi), "simulations": int(config.num_simulations),
                "note": "rows marked extension (other komi, handicap) go beyond the paper, which could not assess "
                        "handicap or margins against weaker opponents on 7x7",
                "rows": {name: {k: v for k, v in row.items() if not k.endswith("margins")}

@@ -196,7 +196,7 @@ def plot(summary: dict, path: pathlib.Path) -> str:
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = prepare_experiment(config, workdir)
-    settings = {"games": int(config.calibration.games), "simulations": int(config.calibration.simulations),
+    settings = {"games": int(config.calibration.games), "simulations": int(config.calibration.num_simulations),
                 "lam": calibration_lambda(config), "pass_rule": str(config.method_options.get("pass_rule", "free"))}
     cells: dict[int, dict[int, dict]] = {}  # step -> seed -> cell
     for seed in (int(seed) for seed in config.seeds):

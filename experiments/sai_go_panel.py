@@ -81,7 +81,7 @@ def plan(config) -> str:
     members = len(az_members) + len(config.gnugo_levels) + bool(config.random_player)
     cells = len(sai_steps) * members
     games, plies = int(config.games), int(config.max_game_plies)
-    simulations = int(config.simulations)
+    simulations = int(config.num_simulations)
     game = sai.game(float(config.komi))
     sai_moves, member_moves = plies // 2, (plies + 1) // 2  # the member moves first (Black), SAI second (White)
     # load_search_agent keeps the landmark run's own search (root noise included), at `simulations`
@@ -133,7 +133,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     members = {}
     for step in rated_steps(checkpoint_steps(landmark), int(landmark_config.checkpoint.keep_period)):
         members[f"az-{step}"] = functools.partial(load_search_agent, landmark, {
-            "step": str(step), "num_simulations": str(config.simulations), "name": f"az-{step}"})
+            "step": str(step), "num_simulations": str(config.num_simulations), "name": f"az-{step}"})
     for level in config.gnugo_levels:
         members[f"gnugo-{level}"] = functools.partial(gnugo_member, level, game)
     if config.random_player:
@@ -178,6 +178,6 @@ def run(config, workdir: pathlib.Path) -> dict:
 
 def sai_agent(config, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
-    return SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.simulations),
+    return SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.num_simulations),
                                     name=f"sai-{step}").with_options(
         komi=float(config.komi), temperature_plies=int(config.temperature_plies))

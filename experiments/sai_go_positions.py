@@ -81,7 +81,7 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
     count = len(ENDGAMES)
     batch = jax.tree.map(lambda leaf: jnp.repeat(leaf, seeds, axis=0), states)  # [E·seeds], endgame-major
     komi = jnp.repeat(jnp.asarray([endgame.komi for endgame in ENDGAMES], jnp.float32), seeds)
-    search = compiled_endgame_search(game, agents[-1].network, int(config.simulations))
+    search = compiled_endgame_search(game, agents[-1].network, int(config.num_simulations))
     komi_grid = np.linspace(-30.0, 30.0, 121)
     results = {}
     for endgame in ENDGAMES:
@@ -115,7 +115,7 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
     for row in results.values():
         row["alpha_mean_sd"], row["beta_mean_sd"] = mean_sd(row["alpha"]), mean_sd(row["beta"])
         row["best_share_mean_sd"] = {lam: mean_sd(shares["best"]) for lam, shares in row["choices"].items()}
-    return {"steps": steps, "seeds": seeds, "simulations": int(config.simulations), "komi_grid": komi_grid.tolist(),
+    return {"steps": steps, "seeds": seeds, "simulations": int(config.num_simulations), "komi_grid": komi_grid.tolist(),
             "positions": results}
 
 
@@ -130,7 +130,7 @@ def plan(config) -> str:
     model, source = run_model(config.network)
     steps = list(config.steps) or [step for step in kept_steps(model.run_config) if step > 0]
     game = model.game()
-    simulations = int(config.simulations)
+    simulations = int(config.num_simulations)
     plies = game.max_game_plies
     programs, notes = [], []
     selfplay_calls = {}
@@ -192,7 +192,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
     steps = list(config.steps) or [step for step in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
                                     if step > 0]  # the untrained network is not an SAI network
-    agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.simulations)) for step in steps]
+    agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.num_simulations)) for step in steps]
     last = agents[-1]
     game = last.game
     key = jax.random.key(int(config.seed))

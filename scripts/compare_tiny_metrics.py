@@ -1,7 +1,7 @@
 """Runs every launcher's ``tiny`` preset in two source trees and compares what the runs wrote, exactly.
 
 ``python scripts/compare_tiny_metrics.py --before TREE --after TREE [--root DIR] [--labels BEFORE AFTER]
-[--override NAME:KEY=VALUE ...] [NAME ...]``
+[--override NAME:KEY=VALUE ...] [--ignore REGEX ...] [NAME ...]``
 
 Each launcher (``python -m experiments list`` of the ``--after`` tree, or the NAMEs given) runs one at a time, in each
 tree, as ``python -m experiments run NAME --preset tiny --workdir ROOT/LABEL/NAME`` (the tree as working
@@ -17,8 +17,12 @@ override to launcher NAME's runs in both trees (a smaller run on a loaded machin
 * ``config.json`` is reported apart (a renamed config key changes it, not the run).
 
 Checkpoints, replay windows and TensorBoard files (``checkpoints/``, ``replay/``, ``tb/``) are not compared: the
-metrics the run logged from them are.  Prints one line a launcher: ``identical``, ``different`` with the first
-differences, or ``not run`` with the exit status; exits 1 when any launcher differs or failed.
+metrics the run logged from them are.  Differences whose line matches an ``--ignore`` regular expression are
+counted apart, not shown: what is not reproducible by design, e.g. ``vs-engine|engine_result`` for games against
+Stockfish or Fairy-Stockfish at a ``Skill Level`` below 20, whose move choice draws from a PRNG seeded by the clock
+(two processes given the same position and node limit play different moves).  Prints one line a launcher:
+``identical``, ``different`` with the first differences, or ``not run`` with the exit status; exits 1 when any
+launcher differs or failed.
 """
 
 from __future__ import annotations
@@ -79,8 +83,10 @@ def normalised(value, workdir: str):
     return value
 
 
-def differences(before, after, where: str) -> Iterator[str]:
-    """Where ``before`` and ``after`` differ (floats bit for bit; NaN equals NaN)."""
+def differences(before, after, where: str, labelled: bool = True) -> Iterator[str]:
+    """Where ``before`` and ``after`` differ (floats bit for bit; NaN equals NaN); entries of nested lists are named
+    by :func:`entry_label` (``labelled``; a file's own records are not, or a pattern naming a field's value would
+    match every line of a file)."""
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
             if key not in before or key not in after:
@@ -91,11 +97,18 @@ def differences(before, after, where: str) -> Iterator[str]:
         if len(before) != len(after):
             yield f"{where}: {len(before)} entries before, {len(after)} after"
         for index, (left, right) in enumerate(zip(before, after)):
-            yield from differences(left, right, f"{where}[{index}]")
+            yield from differences(left, right, f"{where}[{index}{entry_label(left) if labelled else ''}]")
     elif isinstance(before, float) and isinstance(after, float) and math.isnan(before) and math.isnan(after):
         return
     elif type(before) is not type(after) or before != after:
         yield f"{where}: {before!r} before, {after!r} after"
+
+
+def entry_label(entry) -> str:
+    """A list entry's text fields (`` fairy-stockfish:skill=-20|iteration-2``: the players of a result), so a
+    difference names what it is about; empty for other entries."""
+    texts = [value for value in entry.values() if isinstance(value, str)] if isinstance(entry, dict) else []
+    return " " + "|".join(texts) if texts else ""
 
 
 def read_records(path: pathlib.Path, workdir: pathlib.Path) -> list:
@@ -129,7 +142,7 @@ def compare_workdirs(before: pathlib.Path, after: pathlib.Path) -> tuple[list[st
             continue
         listed = config if pathlib.Path(relative).name == "config.json" else found
         listed.extend(differences(read_records(before_files[relative], before),
-                                  read_records(after_files[relative], after), relative))
+                                  read_records(after_files[relative], after), relative, labelled=False))
     return found, config
 
 
@@ -157,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shown", type=int, default=8, help="differences shown a launcher")
     parser.add_argument("--override", action="append", default=[], metavar="NAME:KEY=VALUE",
                         help="a config override of launcher NAME's runs, in both trees (repeatable)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="REGEX",
+                        help="differences matching REGEX are counted apart and do not fail (repeatable)")
     parser.add_argument("names", nargs="*", help="launchers to compare (default: every one the after tree lists)")
     args = parser.parse_args(argv)
     before_tree, after_tree = args.before.resolve(), args.after.resolve()
@@ -173,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             continue
         found, config = compare_workdirs(before, after)
+        ignored = [line for line in found if any(re.search(pattern, line) for pattern in args.ignore)]
+        found = [line for line in found if line not in ignored]
         note = f" (config.json: {len(config)} differences, e.g. {config[0]})" if config else ""
+        note += f" ({len(ignored)} differences ignored by --ignore)" if ignored else ""
         if found:
             failed = True
             print(f"{name}: different, {len(found)} differences{note}", flush=True)

@@ -33,7 +33,7 @@ def get_config(preset: str = "tiny"):
         "equal_decisiveness": False,  # True: PUCT's setting is the one nearest the chosen contempt setting's (w+l)/d
         "puct_temperature": "",  # "" = chosen from selfplay_run
         "sc_limit": 0,  # 0 = chosen from selfplay_run
-        "simulations": 32,
+        "num_simulations": 32,
         "kind": "muzero",
         "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
         # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
@@ -60,7 +60,7 @@ def get_config(preset: str = "tiny"):
         config.base_overrides = []
         config.target_ratio = 1.38
         config.selection = "lc0"
-        config.simulations = 1000
+        config.num_simulations = 1000
         config.games = 400
         config.max_game_plies = 512
         return config

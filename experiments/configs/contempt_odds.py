@@ -4,7 +4,7 @@ opponent, at several search sizes.
 ``tiny``: Gardner chess, knight odds, the quickstart's ResNet trained once into ``network`` (when that directory holds
 no checkpoint yet), 8 / 32 / 128 simulations, N_scl 5, against Fairy-Stockfish at skill −20, 32 games per cell (the
 issue's 16 / 64 / 256 × 64 games take about an hour on a 2-core CPU, over the 20-minute bound: those settings are
-``simulations=[16,64,256] games_per_cell=64``).
+``num_simulations=[16,64,256] games_per_cell=64``).
 ``arms`` picks the arms that play (``puct``, ``contempt``; both by default): a cell keeps its name and key
 whichever arms play beside it, so one arm can be added to a run later.
 ``evidence``: knight odds against Fairy-Stockfish at skill −4, the opponent calibrated so that plain PUCT (lc0's rule,
@@ -12,7 +12,7 @@ whichever arms play beside it, so one arm can be added to a run later.
 room: 29/3/0; the calibration runs are in contempt_search/README.md), 64 and 128 simulations, 256 games per cell (the
 network giving odds as White in 128, as Black in 128): each cell's score to about ± 0.03 (1 se).  The first evidence
 run (knight odds, skill −20, 32 / 64 / 128 simulations, mctx's PUCT) is replayed by ``opponent=fairy-stockfish:skill=-20
-"simulations=[32,64,128]" selection=mctx``.
+"num_simulations=[32,64,128]" selection=mctx``.
 The sharper check, the evidence preset against the opponent search-contempt models (``--preset evidence
 opponent=self:simulations=5,temperature=1``, its own work directory): the same network searching N_scl = 5
 simulations with plain PUCT, its move drawn ∝ its root visits, which is what a frozen opponent node of contempt at N_scl
@@ -35,7 +35,7 @@ def get_config(preset: str = "tiny"):
         "base_overrides": ["model.name=resnet"],
         "game": "gardner_chess",
         "odds_piece": "knight",
-        "simulations": [8, 32, 128],
+        "num_simulations": [8, 32, 128],
         "arms": ["puct", "contempt"],  # which arms play (one arm: 'arms=["contempt"]')
         "sc_limit": 5,
         "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
@@ -49,7 +49,7 @@ def get_config(preset: str = "tiny"):
         return config
     if preset == "evidence":
         config.selection = "lc0"
-        config.simulations = [64, 128]
+        config.num_simulations = [64, 128]
         config.games_per_cell = 256
         config.opponent = "fairy-stockfish:skill=-4"
         return config
@@ -60,7 +60,7 @@ def get_config(preset: str = "tiny"):
         config.game = "chess:lc0"  # 8×8 chess with lc0's input planes: maia-1900 cannot play pgx's observation
         config.odds_piece = "queen"
         config.selection = "lc0"
-        config.simulations = [100, 800, 20_000]
+        config.num_simulations = [100, 800, 20_000]
         config.sc_limit = 28
         config.opponent = "stockfish:elo=1350"
         config.games_per_cell = 200

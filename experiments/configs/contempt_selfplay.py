@@ -26,7 +26,7 @@ def get_config(preset: str = "tiny"):
         "network": "runs/contempt-base",
         "base_config": "quickstart",
         "base_overrides": ["model.name=resnet"],
-        "simulations": 32,
+        "num_simulations": 32,
         "kind": "muzero",
         "selection": "mctx",  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
         "sc_limits": [1, 2, 5, 10, 16],
@@ -53,7 +53,7 @@ def get_config(preset: str = "tiny"):
         config.network = ""
         config.base_config = ""
         config.base_overrides = []
-        config.simulations = 1000
+        config.num_simulations = 1000
         config.selection = "lc0"
         config.sc_limits = [1, 2, 5, 10, 32]
         config.games = 100

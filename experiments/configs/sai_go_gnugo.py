@@ -21,7 +21,7 @@ def get_config(preset: str = "tiny"):
         "komi_values": [5.5, 13.5],  # extension: the same match at these komi
         "handicaps": [1, 2],  # extension: 1 = Black first at handicap_komi, n >= 2 = n fixed stones (sai_go.handicap)
         "handicap_komi": 0.5,
-        "simulations": 16,
+        "num_simulations": 16,
         "temperature_plies": 4,  # the first plies are drawn from the visits: games differ
         "max_game_plies": 98,
         "progress": True,
@@ -32,6 +32,6 @@ def get_config(preset: str = "tiny"):
         config.network = "runs/sai-go-paper"
         config.gnugo_levels = [1, 5, 10]
         config.games = 100
-        config.simulations = 250
+        config.num_simulations = 250
         return config
     raise KeyError(preset)

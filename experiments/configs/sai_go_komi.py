@@ -2,7 +2,7 @@
 
 The training keys are sai-go's (one source: ``load_config("sai-go", ...)``), trained once per seed of ``seeds``;
 ``calibration`` sets the held-out self-play of checkpoint 0, every ``checkpoint.keep_period``-th and the last
-(``games`` games from the empty board, komi drawn as in training, ``simulations`` PUCT simulations a move, at λ
+(``games`` games from the empty board, komi drawn as in training, ``num_simulations`` PUCT simulations a move, at λ
 ``lam`` — None: the training λ, ``method_options.lam``, 0.5 — no branches) and the reliability ``bins``.  The
 evidence and paper presets train with the paper's value loss (``method_options.value_loss=paper``) and branch
 points from empty-board games only (``method_options.branch_from_branches=False``: each fresh game followed by its
@@ -30,7 +30,7 @@ def get_config(preset: str = "tiny"):
     sai = load_config("sai-go", "paper" if preset == "paper" else "tiny")
     config = ml_collections.ConfigDict({key: sai[key] for key in TRAINING_KEYS})
     config.seeds = [0]
-    config.calibration = {"seed": 1234, "games": 64, "simulations": 16, "bins": 5, "lam": None}
+    config.calibration = {"seed": 1234, "games": 64, "num_simulations": 16, "bins": 5, "lam": None}
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
     if preset == "evidence":
         config.seeds = [0, 1, 2]
@@ -47,5 +47,5 @@ def get_config(preset: str = "tiny"):
         config.method_options.queue_size = 128
     elif preset == "paper":
         config.calibration.games = 1024
-        config.calibration.simulations = 250
+        config.calibration.num_simulations = 250
     return config

@@ -17,7 +17,7 @@ def get_config(preset: str = "tiny"):
         "random_player": True,
         "games": 8,  # per (SAI checkpoint, panel member): SAI plays White at `komi`, as in the paper
         "komi": 9.5,
-        "simulations": 16,
+        "num_simulations": 16,
         "temperature_plies": 4,
         "max_game_plies": 98,
         "progress": True,
@@ -28,6 +28,6 @@ def get_config(preset: str = "tiny"):
         config.sai_run = "runs/sai-go-paper"
         config.landmark_preset = "paper"
         config.games = 100
-        config.simulations = 250
+        config.num_simulations = 250
         return config
     raise KeyError(preset)

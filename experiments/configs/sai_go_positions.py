@@ -13,7 +13,7 @@ def get_config(preset: str = "tiny"):
         "seed": 0,
         "network": "runs/sai-go-tiny",
         "steps": [],
-        "simulations": 16,
+        "num_simulations": 16,
         "heldout_games": 64,  # self-play games from the empty board (sampled komi, no branches): α vs final margin
         "komi_offsets": [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0],  # around the fair komi ⌊α_∅⌋ + ½
         "games_per_komi": 64,
@@ -26,7 +26,7 @@ def get_config(preset: str = "tiny"):
         return config
     if preset == "paper":
         config.network = "runs/sai-go-paper"
-        config.simulations = 250
+        config.num_simulations = 250
         config.heldout_games = 1024
         config.games_per_komi = 512
         config.endgame_seeds = 1000

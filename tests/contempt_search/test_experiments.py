@@ -18,7 +18,7 @@ def test_contempt_selfplay_settings_and_schedules(preset):
     largest = {"tiny": 16, "paper": 32}[preset]  # every N_scl below the simulations, so each can freeze a node
     assert names == ["contempt1-tau1", "contempt2-tau1", "contempt5-tau1", "contempt10-tau1", f"contempt{largest}-tau1",
                      "puct-tau1", "puct-tau2", "puct-0.3", "puct-0.6", "puct-1.0"]
-    assert max(config.sc_limits) < config.simulations
+    assert max(config.sc_limits) < config.num_simulations
     assert temperature_settings(config, "tau2") == {"temperature": 0.9, "temperature_delay_moves": 20,
                                                     "temperature_decay_moves": 60, "temperature_end": 0.6,
                                                     "temperature_cutoff_moves": 40}
@@ -32,7 +32,7 @@ def test_contempt_selfplay_settings_and_schedules(preset):
 @pytest.mark.parametrize("preset", ["tiny", "paper"])
 def test_contempt_odds_configs_build(preset):
     config = load_config("contempt-odds", preset)
-    assert config.sc_limit >= 1 and len(config.simulations) == 3 and config.games_per_cell % 2 == 0
+    assert config.sc_limit >= 1 and len(config.num_simulations) == 3 and config.games_per_cell % 2 == 0
     assert config.kind == "muzero"
 
 
@@ -104,7 +104,7 @@ def test_the_evidence_match_pairs_contempt5_with_the_equally_decisive_puct_setti
 
 def test_the_paper_presets_of_match_and_train_have_the_paper_settings():
     match = load_config("contempt-match", "paper")
-    assert (match.simulations, match.games, match.target_ratio, match.kind) == (1000, 400, 1.38, "muzero")
+    assert (match.num_simulations, match.games, match.target_ratio, match.kind) == (1000, 400, 1.38, "muzero")
     assert list(match.tau1) == [0.7, 0, 5, 0.1, 0] and list(match.tau2) == [0.9, 20, 60, 0.6, 40]
     assert load_config("contempt-match", "tiny").target_ratio == 1.0
     train = load_config("contempt-train", "paper")

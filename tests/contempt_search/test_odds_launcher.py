@@ -24,7 +24,7 @@ def test_contempt_odds_plays_both_arms_with_odds_and_a_rerun_plays_nothing(tmp_p
     network = tmp_path / "base"
     train.run(load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=4", "model.num_blocks=1",
                                                   "iterations=0", "progress=False"]), network)
-    command = ["run", "contempt-odds", "--workdir", str(tmp_path / "odds"), f"network={network}", "simulations=[4]",
+    command = ["run", "contempt-odds", "--workdir", str(tmp_path / "odds"), f"network={network}", "num_simulations=[4]",
                "sc_limit=1", "games_per_cell=2", "max_game_plies=6",
                "progress=False"]
     capsys.readouterr()

@@ -11,7 +11,7 @@ def test_the_gnugo_plan_compiles_the_sai_search_and_counts_its_calls(tmp_path):
     from sai_go.plan import abstract_model, evaluation_flops
 
     config = load_config("sai-go-gnugo", "paper", [
-        f"network={tmp_path / 'sai-go-paper'}", "games=4", "simulations=8", "max_game_plies=10", "gnugo_levels=[1]",
+        f"network={tmp_path / 'sai-go-paper'}", "games=4", "num_simulations=8", "max_game_plies=10", "gnugo_levels=[1]",
         "lambdas=[0.0,1.0]", "komi_values=[5.5]", "handicaps=[2]"])
     programs, notes = planned_programs(config)
     by_name = {program.cost.name: program for program in programs}
