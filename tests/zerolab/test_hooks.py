@@ -26,7 +26,7 @@ from zerolab.training.runs import Components
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.scan import SelfPlayConfig, choose_actions, move_temperature, value_targets
-from tests.fast_compile import subprocess_env
+from tests.fast_compile import fast_jit, subprocess_env
 from tests.zerolab.method_package.method import START_FENS
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -153,7 +153,8 @@ def test_search_rules_are_chosen_from_the_config(gardner):
                           rules=f"{PACKAGE}.rules:counting_rules", rule_options={"root_weight": 2.0})
     assert config.rule_options == (("root_weight", 2.0),) and hash(config)
     states = game.batched_init(jax.random.split(jax.random.key(0), 2))
-    output = jax.jit(lambda v, k, s: run_search(config, game, network, v, k, s))(variables, jax.random.key(1), states)
+    # at XLA's faster settings (tests/fast_compile.py): the check is a count
+    output = fast_jit(lambda v, k, s: run_search(config, game, network, v, k, s))(variables, jax.random.key(1), states)
     np.testing.assert_array_equal(output.summary["root_passes"], [10.0, 10.0])  # 2 × 5 simulations through the root
     with pytest.raises(ValueError, match="search.rules='nowhere.rules:x': cannot import nowhere.rules"):
         SearchConfig(rules="nowhere.rules:x").make_rules()
