@@ -2,6 +2,7 @@
 path with only its sizes shrunk (the path whose first GPU run printed nothing for 260 s)."""
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from zerolab.training import train
 from zerolab.config import load_config
 from zerolab.training.plan import DeviceFit, ProgramCost, format_plan, plan_training_run
 from zerolab.training.replay_checkpoints import read_window
+from tests.fast_compile import fast_xla_flags
 
 
 @pytest.mark.slow  # 48 s of CPU with a cold compilation cache (three programs at the paper sizes)
@@ -39,10 +41,12 @@ def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
 
 
 @pytest.mark.slow  # 30 s: a child process compiles the shrunk tiny programs on 2 emulated devices
-def test_the_plan_at_a_pod_shape_compiles_on_emulated_devices_and_says_what_does_not_fit(capfd):
+def test_the_plan_at_a_pod_shape_compiles_on_emulated_devices_and_says_what_does_not_fit(capfd, monkeypatch):
     """``plan --devices 2``: JAX has started in this process with one CPU device, so the command runs itself again
     with XLA_FLAGS set; its programs are sharded over 2 devices (4 of the 8 games a device) and a budget under even
     one game a device prints "does not fit" with the program and its memory."""
+    # the child compiles at XLA's faster settings (tests/fast_compile.py); it keeps the flags it is started with
+    monkeypatch.setenv("XLA_FLAGS", fast_xla_flags(os.environ.get("XLA_FLAGS", "")))
     assert main(["plan", "quickstart", "--preset", "tiny", "--devices", "2", "--device-memory-gib", "1e-6",
                  "model.name=resnet", "model.channels=4", "model.num_blocks=1", "selfplay.num_games=8",
                  "selfplay.plies_per_iteration=2", "search.num_simulations=2", "search.max_num_considered_actions=2",

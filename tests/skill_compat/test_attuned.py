@@ -85,7 +85,7 @@ def test_jitted_stt_selfplay_and_the_host_arena_play_the_same_game(setup, stt_se
                                  bitstrings=bits[None])
     host_moves = games[0].moves
     step = setup.game.batched_step
-    states = jax.tree.map(lambda leaf: leaf[None], setup.game.init(jax.random.key(0)))
+    states = setup.game.batched_init(jax.random.key(0)[None])
     jitted_moves = []
     for action in np.asarray(records.action)[:, 0]:
         jitted_moves.append(setup.game.action_to_uci(int(action), jax.tree.map(lambda leaf: leaf[0], states)))
@@ -118,7 +118,7 @@ def highest_action_brain(variables, key, states):
 
 def test_hb_rule_plays_the_brains_piece_type(setup):
     rule = attuned.hb_move_rule(setup.game, setup.network, setup.search, setup.junior, search_fn=highest_action_brain)
-    states = jax.vmap(setup.game.init)(jax.random.split(jax.random.key(0), 4))
+    states = setup.game.batched_init(jax.random.split(jax.random.key(0), 4))
     decision = jax.jit(rule.act)(PlayVariables(setup.learner, setup.junior), jax.random.key(4), states,
                                  jnp.zeros(4, jnp.int32), None)
     piece_types = np.asarray(frameworks.action_piece_types(setup.game, states))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import pathlib
 
 import jax
 import numpy as np
@@ -25,13 +24,11 @@ from zerolab import load_config, train
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training.runs import Components, load_trained_variables
 from zerolab.search.mcts import run_search
+from tests.fast_compile import fast_jit
 from tests.zerolab.lc0.test_weights import synthetic_network
 
 ARCHITECTURE = {"channels": 8, "num_blocks": 1, "se_channels": 2, "value_channels": 4, "value_hidden": 8}
 GAMES, PLIES = 2, 2
-#: The check's own search compiles at XLA's optimisation level 0 with the older CPU code generator (about 4 s less
-#: on a cold cache; the frames are compared at float16's precision).
-FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +69,11 @@ def test_attuned_make_method_trains_one_iteration_through_the_core_with_its_sear
     # The start position's frames (ply 0 of each game) hold the real search's improved policy at the initial network.
     components = Components.from_config(trained.config)
     game = components.game
-    start = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 1))
-    search = jax.jit(lambda variables, key: run_search(components.search, game, components.network, variables, key,
-                                                       start), compiler_options=FAST_COMPILE)
+    start = game.batched_init(jax.random.split(jax.random.key(0), 1))
+    # compiled at XLA's faster settings (tests/fast_compile.py, about 4 s less on a cold cache): the frames are
+    # compared at float16's precision
+    search = fast_jit(lambda variables, key: run_search(components.search, game, components.network, variables, key,
+                                                        start))
     searched = search(initial.variables, jax.random.key(1))
     expected = np.asarray(searched.policy_target)[0]
     _, window = read_window(attuned_run, 1)

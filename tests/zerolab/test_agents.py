@@ -23,7 +23,7 @@ def position():
     game = make_game("gardner_chess")
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
     variables = init_variables(network, game, jax.random.key(0))
-    states = jax.vmap(game.init)(jnp.broadcast_to(jax.random.key(0), (LANES,)))
+    states = game.batched_init(jnp.broadcast_to(jax.random.key(0), (LANES,)))
     search = SearchConfig(kind="muzero", num_simulations=8, dirichlet_fraction=0.0)
     return game, network, variables, states, search
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from contempt_search.rules import contempt_rules
+from tests.fast_compile import fast_jit
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
@@ -25,9 +26,13 @@ from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree, slot_actions
 MOST_MOVES_FEN = "R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1"
 
 
-def played_positions(game, count: int, plies: int, seed: int):
-    """``count`` positions after ``plies`` random legal plies each (a finished game stays as it is)."""
-    states = game.batched_init(jax.random.split(jax.random.key(seed), count))
+#: Positions a batch in every test of this file: one batch size, so each game's compiled step serves them all.
+POSITIONS = 4
+
+
+def played_positions(game, plies: int, seed: int):
+    """:data:`POSITIONS` positions after ``plies`` random legal plies each (a finished game stays as it is)."""
+    states = game.batched_init(jax.random.split(jax.random.key(seed), POSITIONS))
     rng = np.random.default_rng(seed)
     for _ in range(plies):
         legal = np.asarray(states.legal_action_mask)
@@ -35,14 +40,26 @@ def played_positions(game, count: int, plies: int, seed: int):
     return states
 
 
+def game_and_network(name: str):
+    """``(game, network, variables)``: the game ``name`` and the tiny network every search of this file uses."""
+    game = make_game(name)
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
+    return game, network, init_variables(network, game, jax.random.key(0))
+
+
+@pytest.fixture(scope="module")
+def gardner():
+    return game_and_network("gardner_chess")
+
+
 @pytest.fixture(scope="module", params=["gardner_chess", "chess", "go"])
 def position_set(request):
-    game = make_game(request.param)
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
-    variables = init_variables(network, game, jax.random.key(0))
-    # held-out positions: a fresh seed per game, plies from the opening to the middle game
-    states = jax.tree.map(lambda *leaves: jnp.concatenate(leaves),
-                          played_positions(game, 2, 3, seed=11), played_positions(game, 2, 14, seed=12))
+    game, network, variables = request.getfixturevalue("gardner") if request.param == "gardner_chess" else \
+        game_and_network(request.param)
+    # held-out positions: a fresh seed per game, plies from the opening (2 positions) to the middle game (2)
+    half = POSITIONS // 2
+    states = jax.tree.map(lambda opening, middle: jnp.concatenate([opening[:half], middle[half:]]),
+                          played_positions(game, 3, seed=11), played_positions(game, 14, seed=12))
     return game, network, variables, states
 
 
@@ -161,11 +178,9 @@ def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_
     assert compact.visit_counts.dtype == np.float32 and compact.visit_counts.sum() == 3 * 6
 
 
-def test_a_depth_limit_expands_leaves_again_as_mctx_does():
-    game = make_game("gardner_chess")
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
-    variables = init_variables(network, game, jax.random.key(0))
-    states = played_positions(game, 4, 2, seed=21)
+def test_a_depth_limit_expands_leaves_again_as_mctx_does(gardner):
+    game, network, variables = gardner
+    states = played_positions(game, 2, seed=21)
     config = search_lib.SearchConfig(kind="muzero", num_simulations=20, max_depth=3)
 
     @jax.jit
@@ -188,18 +203,18 @@ def test_a_depth_limit_expands_leaves_again_as_mctx_does():
     assert depths.max() <= 3
 
 
-def test_a_small_tree_fills_every_slot_with_the_first_legal_actions():
+def test_a_small_tree_fills_every_slot_with_the_first_legal_actions(gardner):
     """K = 4 on Gardner, where nodes have more legal moves: every node's slots hold its first K legal actions in order
     (all A at a finished game, as pgx marks them), each expanded slot leads to a node reached by its action, and the
     policy lies on the root's slots."""
-    game = make_game("gardner_chess")
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
-    variables = init_variables(network, game, jax.random.key(0))
-    states = played_positions(game, 3, 4, seed=31)
+    game, network, variables = gardner
+    states = played_positions(game, 4, seed=31)
     slots = 4
     for kind in ("gumbel", "muzero"):
         config = search_lib.SearchConfig(kind=kind, num_simulations=24, max_num_considered_actions=4)
-        output = jax.device_get(jax.jit(lambda key: search_lib.run_search(
+        # at XLA's faster settings (tests/fast_compile.py): the checks are on the tree's structure, not compared to
+        # another program
+        output = jax.device_get(fast_jit(lambda key: search_lib.run_search(
             config, game, network, variables, key, states, keep_tree=True, num_slots=slots))(jax.random.key(1)))
         tree = output.tree
         assert tree.children_actions.shape[-1] == slots
@@ -235,11 +250,9 @@ def test_a_small_tree_fills_every_slot_with_the_first_legal_actions():
         np.testing.assert_allclose(output.policy_target.sum(-1), 1.0, rtol=1e-5)
 
 
-def test_contempt_rules_give_the_same_search_at_any_number_of_slots():
-    game = make_game("gardner_chess")
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
-    variables = init_variables(network, game, jax.random.key(0))
-    states = played_positions(game, 3, 5, seed=41)
+def test_contempt_rules_give_the_same_search_at_any_number_of_slots(gardner):
+    game, network, variables = gardner
+    states = played_positions(game, 5, seed=41)
     for kind in ("gumbel", "muzero"):
         config = search_lib.SearchConfig(kind=kind, num_simulations=32, max_num_considered_actions=8,
                                          dirichlet_fraction=0.0)
@@ -261,7 +274,7 @@ def test_contempt_rules_give_the_same_search_at_any_number_of_slots():
 @pytest.mark.parametrize("name", ["chess", "gardner_chess", "go"])
 def test_a_packed_state_steps_as_the_state(name):
     game = make_game(name)
-    states = played_positions(game, 4, 6, seed=51)
+    states = played_positions(game, 6, seed=51)
     packed = game.pack_state(states)
     leaves = lambda tree: sum(leaf.nbytes for leaf in jax.tree.leaves(tree))  # noqa: E731
     assert leaves(packed) < leaves(states) / (5 if name == "chess" else 1)
@@ -277,8 +290,9 @@ def test_most_legal_actions_bound_the_games_positions():
     assert python_chess.Board(MOST_MOVES_FEN).legal_moves.count() == chess.max_legal_actions == 218
     assert int(chess.from_fen(MOST_MOVES_FEN).legal_action_mask.sum()) <= chess.max_legal_actions
     gardner = make_game("gardner_chess")  # 128 is a bound from the pieces' reach (ChessGame.max_legal_actions)
-    seen = played_positions(gardner, 64, 12, seed=61)
-    counts = np.asarray(seen.legal_action_mask.sum(-1))[~np.asarray(seen.terminated)]
+    seen = [played_positions(gardner, 12, seed=61 + batch) for batch in range(64 // POSITIONS)]  # 64 positions
+    counts = np.concatenate([np.asarray(states.legal_action_mask.sum(-1))[~np.asarray(states.terminated)]
+                             for states in seen])
     assert 0 < counts.max() <= gardner.max_legal_actions == 128
     go = make_game("go")
     assert go.max_legal_actions == go.num_actions  # an empty board's points and the pass: the dense layout
@@ -294,11 +308,10 @@ def test_slot_actions_and_the_slots_noise():
         np.testing.assert_array_equal(jax.jit(slot_uniform, static_argnums=2)(key, actions, 4672), dense[actions])
 
 
-def test_mctx_loop_refuses_rules_that_replace_the_simulations():
+def test_mctx_loop_refuses_rules_that_replace_the_simulations(gardner):
     config = search_lib.SearchConfig(kind="muzero", num_simulations=4)
-    game = make_game("gardner_chess")
-    network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
-    states = jax.vmap(game.init)(jax.random.split(jax.random.key(1), 2))
+    game, network, _ = gardner
+    states = game.batched_init(jax.random.split(jax.random.key(1), POSITIONS))
     replaced_backup = search_lib.SearchRules(backup_fn=lambda tree, leaf_index: tree)
     with pytest.raises(ValueError, match="mctx_loop=True"):
         jax.eval_shape(lambda: search_lib.run_search(config, game, network, {}, jax.random.key(0), states,

@@ -26,6 +26,7 @@ from zerolab.training.runs import Components
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.scan import SelfPlayConfig, choose_actions, move_temperature, value_targets
+from tests.fast_compile import fast_jit, subprocess_env
 from tests.zerolab.method_package.method import START_FENS
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -173,8 +174,9 @@ def test_search_rules_are_chosen_from_the_config(gardner):
     config = SearchConfig(num_simulations=5, max_num_considered_actions=4,
                           rules=f"{PACKAGE}.rules:counting_rules", rule_options={"root_weight": 2.0})
     assert config.rule_options == (("root_weight", 2.0),) and hash(config)
-    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 2))
-    output = jax.jit(lambda v, k, s: run_search(config, game, network, v, k, s))(variables, jax.random.key(1), states)
+    states = game.batched_init(jax.random.split(jax.random.key(0), 2))
+    # at XLA's faster settings (tests/fast_compile.py): the check is a count
+    output = fast_jit(lambda v, k, s: run_search(config, game, network, v, k, s))(variables, jax.random.key(1), states)
     np.testing.assert_array_equal(output.summary["root_passes"], [10.0, 10.0])  # 2 × 5 simulations through the root
     with pytest.raises(ValueError, match="search.rules='nowhere.rules:x': cannot import nowhere.rules"):
         SearchConfig(rules="nowhere.rules:x").make_rules()
@@ -188,7 +190,7 @@ def test_a_summary_alone_keeps_the_standard_search(gardner):
     game, network, variables = gardner
     config = SearchConfig(num_simulations=6, max_num_considered_actions=4)
     rules = SearchRules(summary_fn=lambda tree: {"root_visits": tree.node_visits[:, 0].astype(jnp.float32)})
-    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 2))
+    states = game.batched_init(jax.random.split(jax.random.key(0), 2))
     search = jax.jit(lambda v, k, s, rules=None: run_search(config, game, network, v, k, s, rules=rules),
                      static_argnames="rules")
     plain = search(variables, jax.random.key(2), states)
@@ -206,7 +208,7 @@ class WrongValueShape(nn.Module):
 
 def test_network_outputs_are_checked_at_the_seam(gardner):
     game, _, _ = gardner
-    inputs = NetworkInputs.from_states(jax.vmap(game.init)(jax.random.split(jax.random.key(0), 2)))
+    inputs = NetworkInputs.from_states(game.batched_init(jax.random.split(jax.random.key(0), 2)))
     network = WrongValueShape()
     variables = network.init(jax.random.key(0), inputs)
     with pytest.raises(ValueError, match=r"network output value has shape \(2, 1\), expected \(2,\)"):
@@ -235,9 +237,11 @@ def logged_iterations(workdir):
 
 @pytest.fixture(scope="module")
 def method_run(tmp_path_factory):
-    """The test method trained in a subprocess killed with SIGKILL after its first iteration, then resumed."""
+    """The test method trained in a subprocess killed with SIGKILL after its first iteration, then resumed (both
+    processes at XLA's faster settings, tests/fast_compile.py: the resumed one reads the first one's programs from
+    the compilation cache)."""
     workdir = tmp_path_factory.mktemp("method") / "run"
-    process = subprocess.Popen(train_command(workdir, "iterations=2"), cwd=REPOSITORY,
+    process = subprocess.Popen(train_command(workdir, "iterations=2"), cwd=REPOSITORY, env=subprocess_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 900  # waits only as long as the run needs; generous for loaded machines
     while not logged_iterations(workdir) and time.time() < deadline and process.poll() is None:
@@ -246,8 +250,8 @@ def method_run(tmp_path_factory):
     process.send_signal(signal.SIGKILL)
     process.wait()
     killed_after = logged_iterations(workdir)
-    resumed = subprocess.run(train_command(workdir, "iterations=2"), cwd=REPOSITORY, capture_output=True, text=True,
-                             timeout=900)
+    resumed = subprocess.run(train_command(workdir, "iterations=2"), cwd=REPOSITORY, env=subprocess_env(),
+                             capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     return workdir, killed_after, resumed
 

@@ -6,7 +6,6 @@ process restores from a replay step written by another number of processes.
 
 import hashlib
 import json
-import os
 import pathlib
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from zerolab.config import load_config
 from zerolab.devices import process_numpy_rng, process_share
 from zerolab.training.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
 from zerolab.training.runs import load_trained_variables
+from tests.fast_compile import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = [  # tests/zerolab/test_train.py's tiny quickstart run, on 5×5 Go
@@ -131,7 +131,8 @@ def run_processes(commands, environment, logs: pathlib.Path, timeout: float) -> 
 def test_two_processes_train_one_iteration_agree_and_resume_in_one_process(tmp_path):
     workdir = tmp_path / "run"
     port = free_port()
-    environment = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    # both processes compile at XLA's faster settings (tests/fast_compile.py); they are compared to each other
+    environment = subprocess_env("--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     commands = [[sys.executable, "-c", TRAIN_AND_REPORT,
                  *train_arguments(workdir, "iterations=1", "--coordinator", f"127.0.0.1:{port}",
                                   "--num-processes", "2", "--process-id", str(index))] for index in range(2)]

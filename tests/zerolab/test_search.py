@@ -36,7 +36,7 @@ def policies_with_and_without_rules(game, network, config, rules):
 
 def random_positions(game, count, plies, seed):
     keys = jax.random.split(jax.random.key(seed), count)
-    states = jax.vmap(game.init)(keys)
+    states = game.batched_init(keys)
     step = game.batched_step
     rng = np.random.default_rng(seed)
     for _ in range(plies):

@@ -122,7 +122,7 @@ def test_selfplay_frames_are_consistent(selfplay_batch):
         assert frames.value_mask[: last_end + 1, lane].all()
         assert not frames.value_mask[last_end + 1:, lane].any()
     # After each game end the next frame is a fresh start position.
-    start = np.asarray(jax.vmap(game.init)(jax.random.split(jax.random.key(0), 1)).observation[0])
+    start = np.asarray(game.batched_init(jax.random.split(jax.random.key(0), 1)).observation[0])
     for ply, lane in zip(*np.nonzero(over[:-1])):
         np.testing.assert_array_equal(frames.observation[ply + 1, lane], start)
 

@@ -8,7 +8,6 @@ sees and the order of the tests does not matter.
 
 import json
 import logging
-import os
 import pathlib
 import shutil
 import signal
@@ -26,6 +25,7 @@ from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.training.run_directory import ConfigConflictError
 from zerolab.config import load_config
 from zerolab.training.replay_checkpoints import ReplayCheckpoints, read_window
+from tests.fast_compile import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = [  # the quickstart config with the ResNet (the core's own network) at toy size
@@ -383,7 +383,8 @@ SHARDING_CHECK = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_training_step_on_four_devices_equals_one_device():
-    environment = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    # at XLA's faster settings (tests/fast_compile.py): the 4-device and 1-device steps are compared within the child
+    environment = subprocess_env("--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     completed = subprocess.run([sys.executable, "-c", SHARDING_CHECK], cwd=REPOSITORY, env=environment,
                                capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stderr[-3000:]
