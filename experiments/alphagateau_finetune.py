@@ -13,8 +13,15 @@
    * ``chess@k`` — the fine-tuning checkpoints (every ``finetune.checkpoint.keep_period``-th and the last; its
      iteration 0 is the last 5×5 checkpoint itself, already rated);
 
-4. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
-   8×8 ones — and against cumulative training wall-clock) and ``summary.json``.
+4. when ``config.match.games`` > 0, plays two head-to-head matches on 8×8 (``play_pairings`` in
+   ``workdir/head-to-head``: ``matches.json``, ``elo.json``, ``games/*.pgn``; not played again on a rerun): the last
+   5×5 checkpoint against the untrained network (the transfer) and the last fine-tuned checkpoint against that 5×5
+   checkpoint (the fine-tuning), each ``match.games`` games, half with each colour, ``match.num_simulations``,
+   a draw at ``match.max_game_plies``;
+5. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
+   8×8 ones — and against cumulative training wall-clock) and ``summary.json`` (with ``head_to_head``: each match's
+   W/D/L, score ± se, Elo ± se and its capped games; and ``selfplay``: each stage's finished, decisive and drawn
+   self-play games, the draws including those stopped at ``max_game_plies``).
 
 The 5×5 networks play 8×8 as zerolab :class:`~zerolab.play.agents.SearchAgent` s built with the 8×8 game and the 5×5
 variables: the graph, not the parameters, carries the board size.
@@ -22,6 +29,7 @@ variables: the graph, not the parameters, carries the board size.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import pathlib
@@ -31,7 +39,10 @@ from typing import Any
 import jax
 import ml_collections
 
+from experiments.alphagateau_versus import score_statistics
+from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
 from zerolab.training import train
+from zerolab.training.metrics import MetricsLog
 from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 from zerolab.games import make_game
 from zerolab.evaluation.plots import new_figure, plot_elo_curves, save_figure
@@ -55,6 +66,7 @@ FINETUNE_GAME = "chess"
 UNTRAINED = "untrained"
 PRETRAIN_SERIES = "trained on 5×5, played on 8×8"
 FINETUNE_SERIES = "fine-tuned on 8×8 from the 5×5 parameters"
+HEAD_TO_HEAD_DIRECTORY = "head-to-head"
 
 
 def stage_training_config(config: ml_collections.ConfigDict, stage: str, game: str, **values: Any):
@@ -71,6 +83,37 @@ def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collecti
     ``init_from`` is set by ``run``)."""
     return {"pretrain": stage_training_config(config, "pretrain", PRETRAIN_GAME),
             "finetune": stage_training_config(config, "finetune", FINETUNE_GAME)}
+
+
+def selfplay_outcomes(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The self-play games of a run's ``metrics.jsonl`` records, all iterations together: games finished, decisive
+    (a value target ±1) and drawn ones (0: the draws include the games stopped at ``max_game_plies``), the decisive
+    share and the mean length of the finished games."""
+    finished = sum(int(record["games_finished"]) for record in records)
+    decisive = sum(int(record["first_player_wins"]) + int(record["first_player_losses"]) for record in records)
+    plies = sum(float(record["mean_game_length"]) * int(record["games_finished"]) for record in records
+                if int(record["games_finished"]))
+    return {"games_finished": finished, "decisive": decisive, "draws": finished - decisive,
+            "decisive_share": decisive / finished if finished else float("nan"),
+            "mean_game_length": plies / finished if finished else float("nan")}
+
+
+def head_to_head_summary(record: PairingRecord) -> dict[str, Any]:
+    """One head-to-head match: W/D/L from its first player's side, the score and the Elo difference it implies, each
+    ± its standard error over the games, and the games that reached the ply cap (scored as draws)."""
+    result = record.result
+    statistics = score_statistics([{"wins": result.wins, "draws": result.draws, "losses": result.losses}])
+    return {"players": list(result.players), "wins": result.wins, "draws": result.draws, "losses": result.losses,
+            **{key: statistics[key] for key in ("games", "score", "score_se", "elo", "elo_se")},
+            "capped": record.capped, "capped_share": record.capped / result.games,
+            "first_mover_score": record.first_mover_score, "second_mover_score": record.second_mover_score,
+            "wall_s": record.wall_s}
+
+
+def head_to_head_pairings(before: str, final: str, games: int) -> list[Pairing]:
+    """The transfer (the last 5×5 network against the untrained one) and the fine-tuning (the last fine-tuned network
+    against that 5×5 one) on 8×8, ``games`` games each."""
+    return [Pairing(before, UNTRAINED, games), Pairing(final, before, games)]
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
@@ -107,6 +150,26 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
                           lambda: checkpoint_agent(finetune_directory, step, game, evaluation, name))
 
     contestants = [pretrained(step) for step in pretrain_steps] + [finetuned(step) for step in finetune_steps if step]
+    before_name = contestants[len(pretrain_steps) - 1].name  # the last 5×5 checkpoint
+    final_name = contestants[-1].name
+    head_to_head = {}
+    games = int(config.match.games)
+    if games > 0:
+        match = EvaluationConfig(games=games, max_game_plies=int(config.match.max_game_plies),
+                                 num_simulations=int(config.match.num_simulations))
+        checkpoints = {UNTRAINED: (pretrain_directory, 0), before_name: (pretrain_directory, last_pretrain_step),
+                       final_name: (finetune_directory, finetune_steps[-1])}
+        loaders = {name: functools.partial(checkpoint_agent, directory, step, game, match, name)
+                   for name, (directory, step) in checkpoints.items()}
+        _, records = play_pairings(head_to_head_pairings(before_name, final_name, games), loaders, game,
+                                   workdir / HEAD_TO_HEAD_DIRECTORY, max_game_plies=match.max_game_plies,
+                                   seed=int(config.seed) + 2, show_progress=bool(config.progress),
+                                   event="AlphaGateau 5×5 → 8×8, head to head")
+        head_to_head = {label: head_to_head_summary(record) for label, record in records.items()}
+        print("\n".join(f"{label}: {h['wins']} W {h['draws']} D {h['losses']} L, score {h['score']:.3f} ± "
+                        f"{h['score_se']:.3f}, Elo {h['elo']:+.0f} ± {h['elo_se']:.0f} (se), {h['capped']} of "
+                        f"{h['games']} capped" for label, h in head_to_head.items()))
+
     book, matches = rate_contestants(contestants, game, evaluation, workdir / "elo.json", workdir / "games",
                                      seed=int(config.seed) + 1, show_progress=bool(config.progress))
     rating_seconds = time.perf_counter() - rating_started
@@ -114,8 +177,6 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     print(table)
 
     ratings = book.ratings()
-    before_name = contestants[len(pretrain_steps) - 1].name  # the last 5×5 checkpoint
-    final_name = contestants[-1].name
     figure, axes = new_figure(columns=2)
     for column, x, label, scale in ((0, "iteration", "iteration (5×5, then 8×8)", 1.0),
                                     (1, "wall_seconds", "training wall-clock (minutes, compilation included)", 60.0)):
@@ -148,8 +209,12 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
             "player": final_name, "rating": ratings[final_name][0], "sigma": ratings[final_name][1],
             "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]},
         },
+        "head_to_head": head_to_head,
+        "selfplay": {"pretrain": selfplay_outcomes(MetricsLog(pretrain_directory).records()),
+                     "finetune": selfplay_outcomes(MetricsLog(finetune_directory).records())},
         "matches_played_now": matches,
         "evaluation": config.evaluation.to_dict(),
+        "match": config.match.to_dict(),
         "rating_wall_s": rating_seconds,
         "figure": str(figure_path),
         "device": f"{jax.devices()[0].platform} × {jax.device_count()}",
