@@ -15,6 +15,7 @@ import hashlib
 import json
 import itertools
 import logging
+import math
 import os
 import pathlib
 import time
@@ -95,6 +96,25 @@ def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathli
 
 def training_settings(config: ml_collections.ConfigDict, **overrides: Any) -> TrainingSettings:
     return TrainingSettings(**{**config.train.to_dict(), "seed": config.seed, **overrides})
+
+
+def steps_for_epochs(examples: int, epochs: float, batch_size: int) -> int:
+    """Optimiser steps of ``batch_size`` that pass ``epochs`` times over ``examples``: ⌈epochs · examples / batch⌉."""
+    if examples < 1 or epochs <= 0 or batch_size < 1:
+        raise ValueError(f"steps_for_epochs needs examples >= 1, epochs > 0 and batch_size >= 1, got examples="
+                         f"{examples}, epochs={epochs}, batch_size={batch_size}")
+    return math.ceil(epochs * examples / batch_size)
+
+
+def equal_steps(config: ml_collections.ConfigDict, data: PreparedData) -> int | None:
+    """The steps every variant trains when ``config.action_value_epochs`` > 0 (the paper's ablation protocol: the same
+    steps for every predictor, as many as pass that many times over the training split's action values — its
+    Table 2 at 3.19); None when the key is absent or 0 (each variant trains ``train.num_steps``)."""
+    epochs = float(config.get("action_value_epochs", 0.0) or 0.0)
+    if epochs <= 0:
+        return None
+    return steps_for_epochs(int(data.description["counts"]["train"]["action_values"]), epochs,
+                            int(config.train.batch_size))
 
 
 def train_predictor(settings: TrainingSettings, data: PreparedData, run_directory: str | pathlib.Path,
@@ -226,6 +246,22 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     return format_programs(title, programs, notes)
 
 
+def predictor_variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
+    """``config.train`` overrides of each variant: the predictors of ``config.predictors``, then one action-value
+    variant ``action_value-<name>`` per entry of ``config.ablations`` (its overrides on top of the action value's)."""
+    named = {name: variant_overrides(name) for name in config.predictors}
+    for name, overrides in config.ablations.items():
+        named[f"action_value-{name}"] = {**variant_overrides("action_value"), **overrides.to_dict()}
+    return named
+
+
+def variant_overrides(predictor: str) -> dict[str, Any]:
+    """``config.train`` overrides of one predictor: the action-token options concern the action-value one only."""
+    if predictor == "action_value":
+        return {"predictor": predictor}
+    return {"predictor": predictor, "action_embedding": "table", "mark_action_squares": False}
+
+
 def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
                      variants: Mapping[str, Mapping[str, Any]], show_progress: bool = True) -> dict[str, Any]:
     """Train and evaluate one predictor per variant on the same data, compare them board by board, then rate them in
@@ -237,7 +273,8 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     ``elo`` and ``elo_sigma``), ``comparisons`` (``distill.evaluate.compare_policies`` over the variants and both
     baselines on the same test boards: every pair's mean per-board difference ± its paired standard error, for all
     boards and split by whether Stockfish's best move is a capture) and the tournament between the variants named
-    in ``config.tournament.players`` (all when empty).  Every stage resumes: data and training as in
+    in ``config.tournament.players`` (all when empty).  With ``config.action_value_epochs`` > 0 every variant
+    trains :func:`equal_steps` steps (a variant's own ``num_steps`` override still wins).  Every stage resumes: data and training as in
     :func:`prepare_data` and ``distill.train``, evaluations from ``workdir/<name>/evaluation.json`` and
     ``workdir/baselines.json`` (kept per checkpoint step and test boards), games from the Elo book.
     """
@@ -252,8 +289,9 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     boards_key = {"boards": len(records), "fingerprint": records_fingerprint(records)}
     results: dict[str, dict[str, Any]] = {}
     per_board: dict[str, Any] = {}
+    steps = equal_steps(config, data)
     for name, overrides in variants.items():
-        settings = training_settings(config, **overrides)
+        settings = training_settings(config, **{**({} if steps is None else {"num_steps": steps}), **overrides})
         training = train_predictor(settings, data, workdir / name, show_progress=show_progress)
         evaluation = cached(workdir / name / "evaluation.json",
                             {**boards_key, "step": training["step"], "puzzles": config.puzzles},
@@ -267,6 +305,7 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
                        lambda: baseline_board_metrics(records, config.seed))
     per_board.update(baselines)
     summary: dict[str, Any] = {"positions": data.positions, "dataset": data.description["counts"],
+                               "equal_steps": steps,
                                "baselines": baseline_summaries(baselines, config.train.num_bins),
                                "variants": results,
                                "comparisons": compare_policies(per_board, board_groups(records))}
@@ -289,5 +328,6 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     return summary
 
 
-__all__ = ["PreparedData", "cached", "compare_variants", "data_directory_of", "evaluate_run", "load_engine",
-           "prepare_data", "records_fingerprint", "test_records", "tournament", "train_predictor", "training_settings"]
+__all__ = ["PreparedData", "cached", "compare_variants", "data_directory_of", "equal_steps", "evaluate_run",
+           "load_engine", "predictor_variants", "prepare_data", "records_fingerprint", "steps_for_epochs",
+           "test_records", "tournament", "train_predictor", "training_settings", "variant_overrides"]

@@ -39,7 +39,7 @@ from typing import Any
 import jax
 import ml_collections
 
-from experiments.alphagateau_versus import score_statistics
+from alphagateau import score_statistics
 from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
 from zerolab.training import train
 from zerolab.training.metrics import MetricsLog
