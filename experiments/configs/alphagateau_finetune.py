@@ -8,8 +8,8 @@ the last 5×5 checkpoint with a fresh optimiser (``init_from``).  ``evaluation``
 * ``tiny``: a 2-core CPU in about 15 minutes.  8×8 is slow here, so the 8×8 stage plays few, short games (a game
   that reaches ``max_game_plies`` is a draw) and the rating matches are short too.
 * ``evidence``: the transfer measured on a 2-core CPU in under 2 hours: the 5×5 stage is the quickstart's (10
-  iterations of 64 games × 64 plies), the 8×8 stage plays games long enough to finish (a 200-ply cap; 32 games
-  played 80 plies an iteration, so a game spans iterations) for 16 iterations, and two head-to-head matches of 128
+  iterations of 64 games × 64 plies), the 8×8 stage plays games long enough to finish (32 games of up to 200 plies
+  an iteration, the cap = the plies of an iteration) for 8 iterations, and two head-to-head matches of 128
   games on 8×8 at 16 simulations measure the transfer (the last 5×5 network against the untrained one) and the
   fine-tuning (the last 8×8 network against that 5×5 one); the Algorithm 2 rating is kept small (16-game matches).
 * ``paper``: the paper's fine-tuning experiment (hidden size 128, 10 blocks, Adam 1e-3, 1024 games of 256 plies per
@@ -83,12 +83,12 @@ def get_config(preset: str = "tiny"):
         config.pretrain = stage_config(iterations=10, num_games=64, plies=64, window_size=20_000, batch_size=128,
                                        epochs_per_iteration=1.0, keep_period=10, temperature_plies=4,
                                        max_game_plies=256)
-        # 8×8: a 200-ply cap (the tiny preset's 48 made nearly every value target a draw); 2,560 new frames an
-        # iteration, a window of four iterations' frames and 0.25 of it trained on an iteration: each frame about
-        # once.
-        config.finetune = stage_config(iterations=16, num_games=32, plies=80, window_size=10_240, batch_size=128,
-                                       epochs_per_iteration=0.25, keep_period=16, temperature_plies=4,
-                                       max_game_plies=200)
+        # 8×8: games of up to 200 plies (the tiny preset's 48 made nearly every value target a draw).  A self-play
+        # call starts fresh games and drops the unfinished ones at its end (their frames get no value target), so
+        # plies_per_iteration must be the cap too: 32 games × 200 plies an iteration, 8 iterations (51,200
+        # positions), a window of two iterations' frames, half of it trained on an iteration (each frame about once).
+        config.finetune = stage_config(iterations=8, num_games=32, plies=200, window_size=12_800, batch_size=128,
+                                       epochs_per_iteration=0.5, keep_period=8, temperature_plies=4)
         config.evaluation.update({"games": 16, "num_simulations": 8, "max_game_plies": 200})
         config.match.update({"games": 128, "num_simulations": 16, "max_game_plies": 200})
     elif preset == "paper":
