@@ -9,7 +9,8 @@ Public API (imported lazily, so ``python -m alphagateau.graph`` runs without imp
 * layers (:mod:`alphagateau.layers`): :class:`GATEAU`, :class:`ResGATEAU`, :class:`AttentionPooling`;
 * network (:mod:`alphagateau.network`): :class:`AlphaGateau`, :func:`make_alphagateau` (the zerolab factory,
   ``config.model.name = "alphagateau.network:make_alphagateau"``), :func:`parameter_counts`,
-  :func:`benchmark_graph_building`.
+  :func:`benchmark_graph_building`;
+* statistics (:mod:`alphagateau.statistics`): :func:`score_statistics` (a head-to-head score ± se and its Elo).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _EXPORTS = {
     ),
     "alphagateau.layers": ("GATEAU", "ResGATEAU", "AttentionPooling"),
     "alphagateau.network": ("AlphaGateau", "make_alphagateau", "parameter_counts", "benchmark_graph_building"),
+    "alphagateau.statistics": ("score_statistics",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

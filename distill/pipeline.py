@@ -17,6 +17,7 @@ import hashlib
 import json
 import itertools
 import logging
+import math
 import os
 import pathlib
 import time
@@ -89,6 +90,25 @@ def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathli
 
 def training_settings(config: ml_collections.ConfigDict, **overrides: Any) -> TrainingSettings:
     return TrainingSettings(**{**config.train.to_dict(), "seed": config.seed, **overrides})
+
+
+def steps_for_epochs(examples: int, epochs: float, batch_size: int) -> int:
+    """Optimiser steps of ``batch_size`` that pass ``epochs`` times over ``examples``: ⌈epochs · examples / batch⌉."""
+    if examples < 1 or epochs <= 0 or batch_size < 1:
+        raise ValueError(f"steps_for_epochs needs examples >= 1, epochs > 0 and batch_size >= 1, got examples="
+                         f"{examples}, epochs={epochs}, batch_size={batch_size}")
+    return math.ceil(epochs * examples / batch_size)
+
+
+def equal_steps(config: ml_collections.ConfigDict, data: PreparedData) -> int | None:
+    """The steps every variant trains when ``config.action_value_epochs`` > 0 (the paper's ablation protocol: the same
+    steps for every predictor, as many as pass that many times over the training split's action values — its
+    Table 2 at 3.19); None when the key is absent or 0 (each variant trains ``train.num_steps``)."""
+    epochs = float(config.get("action_value_epochs", 0.0) or 0.0)
+    if epochs <= 0:
+        return None
+    return steps_for_epochs(int(data.description["counts"]["train"]["action_values"]), epochs,
+                            int(config.train.batch_size))
 
 
 def train_predictor(settings: TrainingSettings, data: PreparedData, run_directory: str | pathlib.Path,
@@ -220,5 +240,6 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     return format_programs(title, programs, notes)
 
 
-__all__ = ["PreparedData", "cached", "data_directory_of", "evaluate_run", "load_engine",
-           "prepare_data", "records_fingerprint", "test_records", "tournament", "train_predictor", "training_settings"]
+__all__ = ["PreparedData", "cached", "data_directory_of", "equal_steps", "evaluate_run", "load_engine",
+           "prepare_data", "records_fingerprint", "steps_for_epochs", "test_records", "tournament", "train_predictor",
+           "training_settings"]

@@ -14,8 +14,15 @@
    * ``chess@k`` — the fine-tuning checkpoints (every ``finetune.checkpoint.keep_period``-th and the last; its
      iteration 0 is the last 5×5 checkpoint itself, already rated);
 
-4. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
-   8×8 ones — and against cumulative training wall-clock) and ``summary.json``.
+4. when ``config.match.games`` > 0, plays two head-to-head matches on 8×8 (``play_pairings`` in
+   ``workdir/head-to-head``: ``matches.json``, ``elo.json``, ``games/*.pgn``; not played again on a rerun): the last
+   5×5 checkpoint against the untrained network (the transfer) and the last fine-tuned checkpoint against that 5×5
+   checkpoint (the fine-tuning), each ``match.games`` games, half with each colour, ``match.num_simulations``,
+   a draw at ``match.max_game_plies``;
+5. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
+   8×8 ones — and against cumulative training wall-clock) and ``summary.json`` (with ``head_to_head``: each match's
+   W/D/L, score ± se, Elo ± se and its capped games; and ``selfplay``: each stage's finished, decisive and drawn
+   self-play games, the draws including those stopped at ``max_game_plies``).
 
 The 5×5 networks play 8×8 as zerolab :class:`~zerolab.SearchAgent` s built with the 8×8 game and the 5×5
 variables: the graph, not the parameters, carries the board size.
@@ -23,20 +30,33 @@ variables: the graph, not the parameters, carries the board size.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 from typing import Any
 
 import ml_collections
 
+from alphagateau import score_statistics
 from zerolab import default_config, make_game
-from zerolab.evaluation import EloPanel, RunComparison
+from zerolab.evaluation import (
+    EloPanel,
+    EvaluationConfig,
+    Pairing,
+    PairingRecord,
+    RunComparison,
+    TrainedRun,
+    checkpoint_agent,
+    play_pairings,
+)
 from zerolab.frontends import prepare_experiment, training_config
+from zerolab.training import MetricsLog
 
 PRETRAIN_GAME = "gardner_chess"
 FINETUNE_GAME = "chess"
 UNTRAINED = "untrained"
 PRETRAIN_SERIES = "trained on 5×5, played on 8×8"
 FINETUNE_SERIES = "fine-tuned on 8×8 from the 5×5 parameters"
+HEAD_TO_HEAD_DIRECTORY = "head-to-head"
 
 
 def stage_training_config(config: ml_collections.ConfigDict, stage: str, game: str, **values: Any):
@@ -55,6 +75,63 @@ def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collecti
             "finetune": stage_training_config(config, "finetune", FINETUNE_GAME)}
 
 
+def selfplay_outcomes(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The self-play games of a run's ``metrics.jsonl`` records, all iterations together: games finished, decisive
+    (a value target ±1) and drawn ones (0: the draws include the games stopped at ``max_game_plies``), the decisive
+    share and the mean length of the finished games."""
+    finished = sum(int(record["games_finished"]) for record in records)
+    decisive = sum(int(record["first_player_wins"]) + int(record["first_player_losses"]) for record in records)
+    plies = sum(float(record["mean_game_length"]) * int(record["games_finished"]) for record in records
+                if int(record["games_finished"]))
+    return {"games_finished": finished, "decisive": decisive, "draws": finished - decisive,
+            "decisive_share": decisive / finished if finished else float("nan"),
+            "mean_game_length": plies / finished if finished else float("nan")}
+
+
+def head_to_head_summary(record: PairingRecord) -> dict[str, Any]:
+    """One head-to-head match: W/D/L from its first player's side, the score and the Elo difference it implies, each
+    ± its standard error over the games, and the games that reached the ply cap (scored as draws)."""
+    result = record.result
+    statistics = score_statistics([{"wins": result.wins, "draws": result.draws, "losses": result.losses}])
+    return {"players": list(result.players), "wins": result.wins, "draws": result.draws, "losses": result.losses,
+            **{key: statistics[key] for key in ("games", "score", "score_se", "elo", "elo_se")},
+            "capped": record.capped, "capped_share": record.capped / result.games,
+            "first_mover_score": record.first_mover_score, "second_mover_score": record.second_mover_score,
+            "wall_s": record.wall_s}
+
+
+def head_to_head_pairings(before: str, final: str, games: int) -> list[Pairing]:
+    """The transfer (the last 5×5 network against the untrained one) and the fine-tuning (the last fine-tuned network
+    against that 5×5 one) on 8×8, ``games`` games each."""
+    return [Pairing(before, UNTRAINED, games), Pairing(final, before, games)]
+
+
+def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparison, pretrain: TrainedRun,
+                      finetune: TrainedRun, before: str, final: str) -> dict[str, dict[str, Any]]:
+    """The two head-to-head matches of :func:`head_to_head_pairings` on 8×8 (``config.match``; none when its
+    ``games`` is 0) in ``workdir/head-to-head``, each summarised by :func:`head_to_head_summary` and printed."""
+    games = int(config.match.games)
+    if games <= 0:
+        return {}
+    match = EvaluationConfig(games=games, max_game_plies=int(config.match.max_game_plies),
+                             num_simulations=int(config.match.num_simulations))
+    checkpoints = {UNTRAINED: (pretrain, 0), before: (pretrain, pretrain.last_step)}
+    if final != before:
+        checkpoints[final] = (finetune, finetune.last_step)
+    loaders = {name: functools.partial(checkpoint_agent, run.directory, step, comparison.game, match, name,
+                                       comparison.search_options)
+               for name, (run, step) in checkpoints.items()}
+    _, records = play_pairings(head_to_head_pairings(before, final, games), loaders, comparison.game,
+                               comparison.workdir / HEAD_TO_HEAD_DIRECTORY, max_game_plies=match.max_game_plies,
+                               seed=int(config.seed) + 2, show_progress=bool(config.progress),
+                               event="AlphaGateau 5×5 → 8×8, head to head")
+    head_to_head = {label: head_to_head_summary(record) for label, record in records.items()}
+    print("\n".join(f"{label}: {h['wins']} W {h['draws']} D {h['losses']} L, score {h['score']:.3f} ± "
+                    f"{h['score_se']:.3f}, Elo {h['elo']:+.0f} ± {h['elo_se']:.0f} (se), {h['capped']} of "
+                    f"{h['games']} capped" for label, h in head_to_head.items()))
+    return head_to_head
+
+
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     comparison = RunComparison(config, prepare_experiment(config, workdir), make_game(FINETUNE_GAME))
     pretrain = comparison.train("gardner", stage_training_config(config, "pretrain", PRETRAIN_GAME))
@@ -65,11 +142,12 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     finetuned = [comparison.contestant(finetune, step, FINETUNE_SERIES, iteration_offset=pretrain.last_step,
                                        wall_offset=pretrain.wall_seconds[pretrain.last_step])
                  for step in finetune.steps if step]
+    before, final = pretrained[-1], (pretrained + finetuned)[-1]  # the last 5×5 checkpoint, the last one rated
+    head_to_head = play_head_to_head(config, comparison, pretrain, finetune, before.name, final.name)
     book = comparison.rate(pretrained + finetuned)
     print(book.format_table())
 
     ratings = book.ratings()
-    before, final = pretrained[-1], (pretrained + finetuned)[-1]  # the last 5×5 checkpoint, the last one rated
 
     def stages(x: str) -> dict[str, list]:
         # Each curve starts where its training started: 5×5 from the untrained network, 8×8 from the last 5×5 one.
@@ -99,5 +177,9 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
             "player": final.name, "rating": ratings[final.name][0], "sigma": ratings[final.name][1],
             "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]},
         },
+        "head_to_head": head_to_head,
+        "selfplay": {"pretrain": selfplay_outcomes(MetricsLog(pretrain.directory).records()),
+                     "finetune": selfplay_outcomes(MetricsLog(finetune.directory).records())},
         "evaluation": config.evaluation.to_dict(),
+        "match": config.match.to_dict(),
     }, figure_path)

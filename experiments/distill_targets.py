@@ -19,31 +19,15 @@ from typing import Any
 import ml_collections
 
 from distill.pipeline import plan_variants
-from experiments.common.distill import compare_variants
+from experiments.common.distill import compare_variants, predictor_variants
 
 
 def plan(config: ml_collections.ConfigDict) -> str:
     """``python -m experiments plan distill-targets``: each variant's training step and scoring pass."""
-    return plan_variants(config, variants(config),
+    return plan_variants(config, predictor_variants(config),
                          "distill-targets: action-value, state-value and behavioural-cloning predictors")
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return compare_variants(config, workdir, variants(config), show_progress=config.progress)
-
-
-def variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
-    """``config.train`` overrides of each variant: the predictors of ``config.predictors``, then one action-value
-    variant ``action_value-<name>`` per entry of ``config.ablations`` (its overrides on top of the action value's)."""
-    named = {name: variant_overrides(name) for name in config.predictors}
-    for name, overrides in config.ablations.items():
-        named[f"action_value-{name}"] = {**variant_overrides("action_value"), **overrides.to_dict()}
-    return named
-
-
-def variant_overrides(predictor: str) -> dict[str, Any]:
-    """``config.train`` overrides of one predictor: the action-token options concern the action-value one only."""
-    if predictor == "action_value":
-        return {"predictor": predictor}
-    return {"predictor": predictor, "action_embedding": "table", "mark_action_squares": False}
+    return compare_variants(config, workdir, predictor_variants(config), show_progress=config.progress)

@@ -1,5 +1,7 @@
-"""The runner the ``distill-bins`` and ``distill-targets`` launchers share: predictor variants trained on the same
-data, compared board by board, then rated in a tournament.  Its stages are :mod:`distill.pipeline`'s."""
+"""The runner the ``distill-bins``, ``distill-targets`` and ``distill-games`` launchers share: predictor variants
+trained on the same data, compared board by board, then rated in a tournament (:func:`compare_variants`; its stages
+are :mod:`distill.pipeline`'s), and the variants of ``config.predictors`` and ``config.ablations``
+(:func:`predictor_variants`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from distill.evaluate import baseline_board_metrics, baseline_summaries, board_g
 from distill.pipeline import (
     cached,
     data_directory_of,
+    equal_steps,
     evaluate_run,
     load_engine,
     prepare_data,
@@ -27,6 +30,22 @@ from distill.pipeline import (
     training_settings,
 )
 from zerolab.training import record_run_config
+
+
+def predictor_variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
+    """``config.train`` overrides of each variant: the predictors of ``config.predictors``, then one action-value
+    variant ``action_value-<name>`` per entry of ``config.ablations`` (its overrides on top of the action value's)."""
+    named = {name: variant_overrides(name) for name in config.predictors}
+    for name, overrides in config.ablations.items():
+        named[f"action_value-{name}"] = {**variant_overrides("action_value"), **overrides.to_dict()}
+    return named
+
+
+def variant_overrides(predictor: str) -> dict[str, Any]:
+    """``config.train`` overrides of one predictor: the action-token options concern the action-value one only."""
+    if predictor == "action_value":
+        return {"predictor": predictor}
+    return {"predictor": predictor, "action_embedding": "table", "mark_action_squares": False}
 
 
 def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
@@ -40,9 +59,12 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     ``elo`` and ``elo_sigma``), ``comparisons`` (``distill.evaluate.compare_policies`` over the variants and both
     baselines on the same test boards: every pair's mean per-board difference ± its paired standard error, for all
     boards and split by whether Stockfish's best move is a capture) and the tournament between the variants named
-    in ``config.tournament.players`` (all when empty).  Every stage resumes: data and training as in
-    :func:`distill.pipeline.prepare_data` and ``distill.train``, evaluations from ``workdir/<name>/evaluation.json`` and
-    ``workdir/baselines.json`` (kept per checkpoint step and test boards), games from the Elo book.
+    in ``config.tournament.players`` (all when empty), and ``equal_steps``.  With ``config.action_value_epochs`` > 0
+    every variant trains :func:`distill.pipeline.equal_steps` steps (a variant's own ``num_steps`` override still
+    wins); ``equal_steps`` is None otherwise (each trains ``train.num_steps``).  Every stage resumes: data and
+    training as in :func:`distill.pipeline.prepare_data` and ``distill.train``, evaluations from
+    ``workdir/<name>/evaluation.json`` and ``workdir/baselines.json`` (kept per checkpoint step and test boards),
+    games from the Elo book.
     """
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
@@ -53,8 +75,9 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     boards_key = {"boards": len(records), "fingerprint": records_fingerprint(records)}
     results: dict[str, dict[str, Any]] = {}
     per_board: dict[str, Any] = {}
+    steps = equal_steps(config, data)
     for name, overrides in variants.items():
-        settings = training_settings(config, **overrides)
+        settings = training_settings(config, **{**({} if steps is None else {"num_steps": steps}), **overrides})
         training = train_predictor(settings, data, workdir / name, show_progress=show_progress)
         evaluation = cached(workdir / name / "evaluation.json",
                             {**boards_key, "step": training["step"], "puzzles": config.puzzles},
@@ -68,6 +91,7 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
                        lambda: baseline_board_metrics(records, config.seed))
     per_board.update(baselines)
     summary: dict[str, Any] = {"positions": data.positions, "dataset": data.description["counts"],
+                               "equal_steps": steps,
                                "baselines": baseline_summaries(baselines, config.train.num_bins),
                                "variants": results,
                                "comparisons": compare_policies(per_board, board_groups(records))}

@@ -7,6 +7,11 @@ the last 5×5 checkpoint with a fresh optimiser (``init_from``).  ``evaluation``
 
 * ``tiny``: a 2-core CPU in about 15 minutes.  8×8 is slow here, so the 8×8 stage plays few, short games (a game
   that reaches ``max_game_plies`` is a draw) and the rating matches are short too.
+* ``evidence``: the transfer measured on a 2-core CPU in under 2 hours: the 5×5 stage is the quickstart's (10
+  iterations of 64 games × 64 plies), the 8×8 stage plays games long enough to finish (32 games of up to 200 plies
+  an iteration, the cap = the plies of an iteration) for 8 iterations, and two head-to-head matches of 128
+  games on 8×8 at 16 simulations measure the transfer (the last 5×5 network against the untrained one) and the
+  fine-tuning (the last 8×8 network against that 5×5 one); the Algorithm 2 rating is kept small (16-game matches).
 * ``paper``: the paper's fine-tuning experiment (hidden size 128, 10 blocks, Adam 1e-3, 1024 games of 256 plies per
   iteration on 5×5 and 256 games of 512 plies on 8×8, 128 simulations, 1M-frame window, batch 256, 100 + 100
   iterations).
@@ -23,14 +28,16 @@ STAGE_KEYS = ("iterations", "selfplay", "replay", "train", "checkpoint")
 
 
 def stage_config(iterations: int, num_games: int, plies: int, window_size: int, batch_size: int,
-                 epochs_per_iteration: float, keep_period: int, temperature_plies: int) -> ml_collections.ConfigDict:
-    """The training keys of one stage, starting from zerolab's defaults."""
+                 epochs_per_iteration: float, keep_period: int, temperature_plies: int,
+                 max_game_plies: int | None = None) -> ml_collections.ConfigDict:
+    """The training keys of one stage, starting from zerolab's defaults; ``plies`` a game and an iteration unless
+    ``max_game_plies`` is given (then a game may span iterations)."""
     base = default_config()
     stage = ml_collections.ConfigDict({key: base[key] for key in STAGE_KEYS})
     stage.iterations = iterations
     stage.selfplay.num_games = num_games
-    stage.selfplay.plies_per_iteration = plies  # = max_game_plies: every game ends inside the iteration
-    stage.selfplay.max_game_plies = plies
+    stage.selfplay.plies_per_iteration = plies
+    stage.selfplay.max_game_plies = plies if max_game_plies is None else max_game_plies
     stage.selfplay.temperature_plies = temperature_plies
     stage.replay.window_size = window_size
     stage.train.batch_size = batch_size
@@ -50,15 +57,19 @@ def get_config(preset: str = "tiny"):
             "search": base.search,
             "progress": True,
             "evaluation": {"games": 64, "num_simulations": 128, "max_game_plies": 512, "num_opponents": 5},
+            # Head to head on 8×8 (0 games: none): the last 5×5 network against the untrained one, and the last
+            # fine-tuned network against that 5×5 one.
+            "match": {"games": 0, "num_simulations": 128, "max_game_plies": 512},
             # Where JAX keeps compiled programs between processes and matches ("" leaves JAX's setting alone).
             "compilation_cache": "~/.cache/zerolab/jax-compilation",
         }
     )
-    if preset == "tiny":
+    if preset in ("tiny", "evidence"):
         config.model.embedding_size = 32
         config.model.num_blocks = 2
         config.search.num_simulations = 16
         config.search.max_num_considered_actions = 8
+    if preset == "tiny":
         config.pretrain = stage_config(iterations=12, num_games=32, plies=48, window_size=6144, batch_size=128,
                                        epochs_per_iteration=1 / 3, keep_period=6, temperature_plies=4)
         config.pretrain.selfplay.max_game_plies = 256  # Gardner games are short; longer ones carry no value target
@@ -67,6 +78,19 @@ def get_config(preset: str = "tiny"):
         config.evaluation.games = 8
         config.evaluation.num_simulations = 8
         config.evaluation.max_game_plies = 80
+    elif preset == "evidence":
+        # 5×5: the quickstart's training keys (its tiny preset: 0.969 against its own iteration 0, zerolab README).
+        config.pretrain = stage_config(iterations=10, num_games=64, plies=64, window_size=20_000, batch_size=128,
+                                       epochs_per_iteration=1.0, keep_period=10, temperature_plies=4,
+                                       max_game_plies=256)
+        # 8×8: games of up to 200 plies (the tiny preset's 48 made nearly every value target a draw).  A self-play
+        # call starts fresh games and drops the unfinished ones at its end (their frames get no value target), so
+        # plies_per_iteration must be the cap too: 32 games × 200 plies an iteration, 8 iterations (51,200
+        # positions), a window of two iterations' frames, half of it trained on an iteration (each frame about once).
+        config.finetune = stage_config(iterations=8, num_games=32, plies=200, window_size=12_800, batch_size=128,
+                                       epochs_per_iteration=0.5, keep_period=8, temperature_plies=4)
+        config.evaluation.update({"games": 16, "num_simulations": 8, "max_game_plies": 200})
+        config.match.update({"games": 128, "num_simulations": 16, "max_game_plies": 200})
     elif preset == "paper":
         config.model.num_blocks = 10  # the paper's fine-tuning model: 10 residual layers, 1.7M parameters
         config.search.num_simulations = 128
@@ -76,6 +100,7 @@ def get_config(preset: str = "tiny"):
                                        batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)
         config.finetune = stage_config(iterations=100, num_games=256, plies=512, window_size=1_000_000,
                                        batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)
+        config.match.games = 128
     else:
         raise KeyError(preset)
     return config

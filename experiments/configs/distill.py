@@ -1,10 +1,12 @@
 """Config of ``python -m experiments run distill``: generate → annotate → build → train → evaluate.
 
-``tiny`` fits a 2-core CPU in under 20 minutes: 300 generated games (about 28,000 boards) annotated by Stockfish at
-100 nodes per legal move, each training board also seen colour-mirrored, and a 2-layer action-value transformer of
-width 32 (``cpu-tiny``) whose board tokens carry markers on the action's origin and destination squares
-(``mark_action_squares``; without them this model never learnt to value captures — distill/README.md), trained for
-60,000 steps of 16 examples with K = 128 value bins at Adam 3e-3 with a cosine decay (K = 128 beat 32 on the same
+``tiny`` fits a 2-core CPU in about 20 minutes: 200 generated games (about 19,000 boards, 15 % of the games held
+out) annotated by Stockfish at 100 nodes per legal move, each training board also seen colour-mirrored, and a
+2-layer action-value transformer of width 32 (``cpu-tiny``) whose board tokens carry markers on the action's origin
+and destination squares (``mark_action_squares``; without them this model never learnt to value captures —
+distill/README.md), trained for 90,000 steps of 16 examples (about 1.5 passes over the ~0.9M training action values;
+the earlier 300 games and 60,000 steps were 0.67 of a pass and only level with the material count on fresh data)
+with K = 128 value bins at Adam 3e-3 with a cosine decay (K = 128 beat 32 on the same
 data: distill/README.md) — on 2 CPU cores this small model at small batches trains on 3.6 times the examples per
 second of ``cpu-small`` at 128 (distill/README.md), and 3e-3 learnt faster than 1e-3 in short trials. ``paper`` is the
 paper's recipe where it can be followed offline: the 9M model (``train.model_size='270M'`` for the largest), Adam
@@ -25,7 +27,7 @@ def base_config() -> ml_collections.ConfigDict:
         "engine": "stockfish",  # Stockfish name or path, for generating and annotating
         "workers": 2,  # processes for generating and annotating, one Stockfish each
         "generate": {
-            "num_games": 300,
+            "num_games": 200,
             "skill_levels": (0, 3, 6, 10, 20),
             "nodes_per_move": 1000,
             "max_random_opening_plies": 8,
@@ -41,7 +43,7 @@ def base_config() -> ml_collections.ConfigDict:
         },
         "data": {
             "pgn_files": "",  # a glob of PGN files to annotate instead of generating games
-            "test_fraction": 0.1,
+            "test_fraction": 0.15,
             "directory": "",  # where the data go; empty: WORKDIR/data (set it to share data between runs)
             "mirror_train": True,  # also train on each training board's colour mirror (not the paper's; see build)
         },
@@ -56,7 +58,7 @@ def base_config() -> ml_collections.ConfigDict:
             "normalization": "pre",
             "dtype": "float32",
             "batch_size": 16,
-            "num_steps": 60_000,
+            "num_steps": 90_000,
             "learning_rate": 3e-3,
             "warmup_steps": 200,
             "schedule": "cosine",

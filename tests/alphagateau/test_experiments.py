@@ -36,6 +36,7 @@ FINETUNE_RUN = [
     "pretrain.train.batch_size=16",
     "finetune.iterations=1", "finetune.selfplay.num_games=2", "finetune.selfplay.plies_per_iteration=4",
     "finetune.selfplay.max_game_plies=4", "finetune.train.batch_size=8",
+    "match.games=2", "match.num_simulations=2", "match.max_game_plies=6",
 ]
 
 
@@ -87,6 +88,51 @@ def test_sub_run_configs_build_their_components(preset):
     assert (pretrain.game.name, tuned.game.name, tuned.init_from) == ("gardner_chess", "chess", "elsewhere")
     assert pretrain.model.to_dict() == tuned.model.to_dict() == finetune.model.to_dict()
     assert tuned.selfplay.to_dict() == finetune.finetune.selfplay.to_dict()
+
+
+def test_finetune_evidence_preset_plays_8x8_games_long_enough_to_finish():
+    evidence = load_config("alphagateau-finetune", "evidence")
+    assert evidence.finetune.selfplay.max_game_plies >= 160  # the tiny preset's 48 made nearly every target a draw
+    # A self-play call starts fresh games and drops unfinished ones: a game is at most an iteration's plies long.
+    assert evidence.finetune.selfplay.plies_per_iteration == evidence.finetune.selfplay.max_game_plies
+    assert evidence.match.games == 128 and evidence.match.max_game_plies >= 160
+    assert evidence.evaluation.max_game_plies >= 160
+    quickstart = load_config("quickstart", "tiny")  # the 5×5 stage is the quickstart's training
+    assert evidence.pretrain.selfplay.to_dict() == quickstart.selfplay.to_dict()
+    assert (evidence.pretrain.iterations, evidence.pretrain.replay.window_size) == (quickstart.iterations,
+                                                                                    quickstart.replay.window_size)
+    assert evidence.pretrain.train.to_dict() == quickstart.train.to_dict()
+    assert load_config("alphagateau-finetune", "tiny").match.games == 0  # tiny: no head-to-head
+
+
+def test_selfplay_outcomes_sum_the_iterations():
+    records = [{"games_finished": 3, "first_player_wins": 1, "first_player_losses": 1, "draws": 1,
+                "mean_game_length": 60.0},
+               {"games_finished": 0, "first_player_wins": 0, "first_player_losses": 0, "draws": 0,
+                "mean_game_length": float("nan")},
+               {"games_finished": 1, "first_player_wins": 0, "first_player_losses": 0, "draws": 1,
+                "mean_game_length": 200.0}]
+    outcomes = alphagateau_finetune.selfplay_outcomes(records)
+    assert outcomes == {"games_finished": 4, "decisive": 2, "draws": 2, "decisive_share": 0.5,
+                        "mean_game_length": (3 * 60.0 + 200.0) / 4}
+
+
+def test_head_to_head_summary_gives_score_elo_and_capped_share():
+    from zerolab.evaluation.pairings import PairingRecord
+
+    record = PairingRecord("a-vs-b", MatchResult("a", "b", wins=5, draws=2, losses=1), 0.75, 0.625, capped=2,
+                           fallback_moves={}, wall_s=1.0)
+    summary = alphagateau_finetune.head_to_head_summary(record)
+    scores = [1] * 5 + [0.5] * 2 + [0]
+    mean = sum(scores) / 8
+    se = math.sqrt(sum((s - mean) ** 2 for s in scores) / 7 / 8)
+    assert (summary["players"], summary["games"], summary["capped"], summary["capped_share"]) == (["a", "b"], 8, 2, 0.25)
+    assert summary["score"] == pytest.approx(mean) and summary["score_se"] == pytest.approx(se)
+    assert summary["elo"] == pytest.approx(400 * math.log10(mean / (1 - mean)))
+    assert summary["elo_se"] == pytest.approx(400 / math.log(10) * se / (mean * (1 - mean)))
+    pairings = alphagateau_finetune.head_to_head_pairings("gardner@10", "chess@16", 128)
+    assert [(p.player_a, p.player_b, p.games) for p in pairings] == [("gardner@10", "untrained", 128),
+                                                                      ("chess@16", "gardner@10", 128)]
 
 
 def test_rated_steps_keep_the_period_and_the_last():
@@ -245,4 +291,17 @@ def test_finetune_experiment_end_to_end(tmp_path):
     for a, b in zip(flat_pretrained, flat_started):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert any(not np.array_equal(a, b) for a, b in zip(flat_pretrained, jax.tree.leaves(untrained)))
+    # The head-to-head matches on 8×8: the transfer and the fine-tuning, from their records.
+    matches = read_pairing_records(tmp_path / "head-to-head" / "matches.json")
+    assert list(matches) == ["gardner@1-vs-untrained", "chess@1-vs-gardner@1"]
+    for label, record in matches.items():
+        head = summary["head_to_head"][label]
+        assert (head["wins"], head["draws"], head["losses"]) == (record.result.wins, record.result.draws,
+                                                                 record.result.losses)
+        assert head["games"] == 2 and head["capped"] == record.capped
+        assert check_game_file(tmp_path / "head-to-head" / "games" / f"{label}.pgn") == 2
+    finetune = summary["selfplay"]["finetune"]
+    assert finetune["games_finished"] == finetune["decisive"] + finetune["draws"] >= 2  # 2 lanes of 4 plies
+    kept = (tmp_path / "head-to-head" / "matches.json").read_bytes()
     check_rerun_plays_nothing(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)
+    assert (tmp_path / "head-to-head" / "matches.json").read_bytes() == kept

@@ -28,7 +28,7 @@ def test_committed_puzzles_are_forced_mates():
         assert board.is_checkmate()
 
 
-@pytest.mark.parametrize("name", ["distill", "distill-targets", "distill-bins"])
+@pytest.mark.parametrize("name", ["distill", "distill-targets", "distill-bins", "distill-games"])
 @pytest.mark.parametrize("preset", ["tiny", "paper"])
 def test_configs_load(name, preset):
     config = load_config(name, preset)
@@ -36,17 +36,36 @@ def test_configs_load(name, preset):
 
 
 def test_distill_targets_evidence_trains_every_predictor_and_ablation_for_the_same_data_points():
-    from experiments.distill_targets import variants
+    from experiments.common.distill import predictor_variants
 
     config = load_config("distill-targets", "evidence")
-    named = variants(config)
+    named = predictor_variants(config)
     assert list(named) == ["action_value", "state_value", "behavioral_cloning", "action_value-bins_32",
                            "action_value-steps_x3"]
     steps = {name: overrides.get("num_steps", config.train.num_steps) for name, overrides in named.items()}
     assert steps["action_value"] == steps["state_value"] == steps["behavioral_cloning"] == 20_000
-    assert steps["action_value-steps_x3"] == 60_000 == load_config("distill", "tiny").train.num_steps
+    assert steps["action_value-steps_x3"] == 60_000  # the distill tiny preset's steps when this run was measured
     assert named["action_value-bins_32"] == {"predictor": "action_value", "num_bins": 32}
     assert config.tournament.players == config.predictors and config.tournament.games_per_pair % 2 == 0
+
+
+def test_steps_for_epochs_is_the_ceiling_of_the_passes():
+    from distill.pipeline import steps_for_epochs
+
+    assert steps_for_epochs(1000, 1.0, 16) == 63  # 62.5 steps: the last, partial batch counts
+    assert steps_for_epochs(1000, 3.19, 16) == math.ceil(3190 / 16) == 200
+    assert steps_for_epochs(32, 0.5, 16) == 1
+    with pytest.raises(ValueError, match="epochs > 0"):
+        steps_for_epochs(1000, 0.0, 16)
+
+
+def test_distill_games_trains_the_three_predictors_on_equal_games():
+    evidence, tiny = load_config("distill-games", "evidence"), load_config("distill-games", "tiny")
+    assert list(evidence.predictors) == ["action_value", "state_value", "behavioral_cloning"]
+    assert len(evidence.ablations) == 0 and evidence.action_value_epochs == 1.0
+    assert evidence.tournament.players == evidence.predictors and evidence.tournament.games_per_pair == 48
+    assert tiny.action_value_epochs > 0 and tiny.generate.num_games < evidence.generate.num_games
+    assert load_config("distill-games", "paper").action_value_epochs == 3.19  # the paper's ablation protocol
 
 
 def test_cached_computes_once_per_key(tmp_path):
@@ -113,7 +132,7 @@ def test_distill_bins_compares_bin_counts(stockfish_path, generated_games, exper
 
 def test_distill_targets_gives_the_action_token_options_to_the_action_value_model_only():
     from distill.pipeline import training_settings
-    from experiments.distill_targets import variant_overrides
+    from experiments.common.distill import variant_overrides
 
     config = load_config("distill-targets", "tiny", ["train.mark_action_squares=True", "train.action_embedding=factored"])
     for name in config.predictors:
@@ -162,3 +181,19 @@ def test_distill_targets_evidence_preset_end_to_end_and_resumes(stockfish_path, 
     assert again["comparisons"] == comparisons and again["tournament"]["ratings"] == summary["tournament"]["ratings"]
     assert file_states(*evaluations_and_checkpoints) == kept  # nothing trained or evaluated again
     assert (tmp_path / "elo.json").read_bytes() == book  # no game played again (the book is saved, unchanged)
+
+
+@pytest.mark.slow
+def test_distill_games_trains_every_predictor_the_steps_of_its_action_value_epochs(
+        stockfish_path, generated_games, experiment_data_directory, tmp_path):
+    """All predictors train ⌈epochs · training action values / batch⌉ steps on the same data."""
+    from experiments import distill_games
+
+    overrides = [*TOY, f"engine={stockfish_path}", f"data.pgn_files={generated_games[0].parent}/*.pgn",
+                 f"data.directory={experiment_data_directory}", "action_value_epochs=0.02",
+                 "predictors=('action_value', 'state_value')", "tournament.games_per_pair=0", "progress=False"]
+    summary = distill_games.run(load_config("distill-games", "tiny", overrides), tmp_path)
+    action_values = summary["dataset"]["train"]["action_values"]
+    expected = math.ceil(0.02 * action_values / 16)
+    assert expected not in (4, 1) and summary["equal_steps"] == expected  # not train.num_steps
+    assert [variant["training_steps"] for variant in summary["variants"].values()] == [expected, expected]

@@ -1,0 +1,26 @@
+"""``python -m experiments run distill-games``: AV vs SV vs BC trained on the same games for the same number of steps,
+as many as pass ``action_value_epochs`` over the action values (the paper's Table 2 setting;
+``experiments/configs/distill_games.py``).  The outputs are ``distill-targets``' (its module docstring), with
+``summary.json``'s ``equal_steps``: the steps each predictor trained."""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import Any
+
+import ml_collections
+
+from distill.pipeline import plan_variants
+from experiments.common.distill import compare_variants, predictor_variants
+
+
+def plan(config: ml_collections.ConfigDict) -> str:
+    """``python -m experiments plan distill-games``: each predictor's training step and scoring pass (the steps are
+    the data's: ``train.num_steps`` stands in for them here)."""
+    return plan_variants(config, predictor_variants(config), "distill-games: AV, SV and BC at equal games")
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return compare_variants(config, workdir, predictor_variants(config), show_progress=config.progress)
