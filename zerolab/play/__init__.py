@@ -27,6 +27,7 @@ __all__ = [
 if TYPE_CHECKING:
     from zerolab.play.agents import (
         Agent, AgentPool, EngineAgent, SearchAgent, compiled_search, lanes_to_answer, load_search_agent, make_agent,
+        split_spec,
     )
     from zerolab.play.arena import Match, MemberChoice, TeamAgent, TeamMoves, play_games, play_match
     from zerolab.play.lc0_agents import PolicyAgent, policy_actions, policy_probabilities
