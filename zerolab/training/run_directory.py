@@ -6,8 +6,8 @@ directory, :func:`zerolab.training.train.run` for each training run, :func:`zero
 and the experiments that write their own record), which compares the config it is given with the record, key by
 key (:func:`config_changes`):
 
-* the same config, or changes that are safe on resume (:func:`is_safe_change`: a larger ``iterations`` extends the
-  run; ``progress``, ``compilation_cache`` and ``selfplay.device_memory_gib`` change only what is shown, where the
+* the same config, or changes that are safe on resume (:func:`is_safe_change`: a larger ``iterations`` or
+  ``num_bitstrings`` extends the run; ``progress``, ``compilation_cache`` and ``selfplay.device_memory_gib`` change only what is shown, where the
   compiled programs are kept, and how a device splits its games): the run goes on;
 * any other difference is refused with :class:`ConfigConflictError` — one line with every differing key, recorded
   value → new value — unless the change is allowed explicitly (``--allow-config-change`` on the command lines,
@@ -53,8 +53,9 @@ SHAPE_DEFINING_PREFIXES = ("game.", "model.")
 #: Leaf keys a rerun may change freely: how the run is shown, where compiled programs are cached, how a device
 #: splits its self-play games (its memory budget).
 FREELY_CHANGED_LEAVES = ("progress", "compilation_cache", "device_memory_gib")
-#: Leaf keys a rerun may increase (a longer run), not decrease.
-GROWING_LEAVES = ("iterations",)
+#: Leaf keys a rerun may increase (a longer run), not decrease: training iterations, and the skill-compat frameworks'
+#: bitstrings (their games are played per bitstring, the first ones the same at any count, so more extends the run).
+GROWING_LEAVES = ("iterations", "num_bitstrings")
 #: What the flag that allows other changes is called on the command lines.
 ALLOW_FLAG = "--allow-config-change"
 #: Directories of a run directory: a file under one of these names stops the run before it starts.
@@ -144,8 +145,8 @@ def conflict_message(workdir: pathlib.Path, changes: list[ConfigChange], allowed
     if unsafe and not allowed:
         return (f"{workdir} holds a run made with other settings ({'; '.join(map(str, unsafe))}; recorded in "
                 f"{workdir / CONFIG_FILE}): rerun with the recorded values to resume it, use another --workdir, or "
-                f"pass {ALLOW_FLAG} to change them (no flag is needed to raise iterations or to change "
-                f"{', '.join(FREELY_CHANGED_LEAVES)})")
+                f"pass {ALLOW_FLAG} to change them (no flag is needed to raise {' or '.join(GROWING_LEAVES)} or to "
+                f"change {', '.join(FREELY_CHANGED_LEAVES)})")
     return None
 
 
