@@ -18,7 +18,6 @@ import json
 import os
 import pathlib
 import pkgutil
-import re
 import subprocess
 import sys
 
@@ -138,31 +137,17 @@ def training_configs(name: str, config) -> dict:
     return {}
 
 
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
-
-
-def with_device_count(xla_flags: str, count: int) -> str:
-    """``xla_flags`` with the CPU backend's device count set to ``count`` (an earlier count replaced)."""
-    kept = re.sub(rf"{DEVICE_COUNT_FLAG}=\S*", "", xla_flags).split()
-    return " ".join(kept + [f"{DEVICE_COUNT_FLAG}={count}"])
-
-
 def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
-    """Gives this command ``count`` CPU devices: JAX's CPU backend reads its device count from ``XLA_FLAGS`` when it
-    starts, so where JAX is not imported yet (``python -m experiments`` imports it only to plan) the flag is set here
-    and the plan goes on in this process (``None``).  Where a program that already uses JAX calls :func:`main` (a
-    test), its backend has started: unless it has ``count`` CPU devices, the command runs again in a child process
-    with the flag, and its exit status is returned."""
-    if "jax" not in sys.modules:
-        os.environ["XLA_FLAGS"] = with_device_count(os.environ.get("XLA_FLAGS", ""), count)
-        return None
-    import jax
+    """Gives this command ``count`` CPU devices (:func:`zerolab.devices.request_host_devices`): where JAX's backend
+    has not started yet (``python -m experiments`` starts it only to plan) the plan goes on in this process
+    (``None``).  Where a program whose backend has started calls :func:`main` (a test), unless it has ``count`` CPU
+    devices the command runs again in a child process with the flag, and its exit status is returned."""
+    from zerolab import request_host_devices
 
-    if len(jax.devices("cpu")) >= count:
+    if request_host_devices(count) >= count:
         return None
     root = str(pathlib.Path(__file__).resolve().parents[1])
-    environment = {**os.environ, "XLA_FLAGS": with_device_count(os.environ.get("XLA_FLAGS", ""), count),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, "-m", "experiments", *argv], env=environment).returncode
 
 

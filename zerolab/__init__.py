@@ -25,7 +25,8 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.config": ("OPTIONAL_PRESETS", "PRESETS", "from_json", "load_config", "to_json"),
-    "zerolab.devices": ("check_divisible", "jit_step", "make_mesh", "replicate", "replicated", "shard_host_batch"),
+    "zerolab.devices": ("check_divisible", "jit_step", "make_mesh", "replicate", "replicated", "request_host_devices",
+                        "shard_host_batch"),
     "zerolab.logs": ("configure_logging",),
     "zerolab.progress": ("progress_bar",),
     "zerolab.games": ("ChessGame", "GameBoards", "GameRecord", "GoGame", "make_game", "validate_fen"),
@@ -49,12 +50,15 @@ __all__ = [
     "configure_logging", "convert_to_run", "default_config", "find_engine", "format_programs", "from_json",
     "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer", "load_config", "load_lc0_weights",
     "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits", "progress_bar", "replicate",
-    "replicated", "run_search", "serve_search_engine", "shard_host_batch", "to_json", "train", "validate_fen",
+    "replicated", "request_host_devices", "run_search", "serve_search_engine", "shard_host_batch", "to_json", "train",
+    "validate_fen",
 ]
 
 if TYPE_CHECKING:
     from zerolab.config import OPTIONAL_PRESETS, PRESETS, from_json, load_config, to_json
-    from zerolab.devices import check_divisible, jit_step, make_mesh, replicate, replicated, shard_host_batch
+    from zerolab.devices import (
+        check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,
+    )
     from zerolab.logs import configure_logging
     from zerolab.progress import progress_bar
     from zerolab.games import ChessGame, GameBoards, GameRecord, GoGame, make_game, validate_fen

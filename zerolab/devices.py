@@ -10,6 +10,7 @@ its own (addressable) part of a batch, :func:`local_batch_size` says how large t
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 DATA_AXIS = "data"
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 GIB = 1024**3
 COORDINATOR_ADDRESS = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[^:\s]+):(?P<port>[0-9]{1,5})$")
 
@@ -43,6 +45,27 @@ def start_processes(coordinator_address: str | None = None, num_processes: int |
         raise ValueError(f"process id {process_id} must be in [0, {num_processes if num_processes else 'N'})")
     jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
                                process_id=process_id)
+
+
+def with_device_count(xla_flags: str, count: int) -> str:
+    """``xla_flags`` with the CPU backend's device count set to ``count`` (an earlier count replaced)."""
+    kept = re.sub(rf"{DEVICE_COUNT_FLAG}=\S*", "", xla_flags).split()
+    return " ".join(kept + [f"{DEVICE_COUNT_FLAG}={count}"])
+
+
+def request_host_devices(count: int) -> int:
+    """Asks JAX's CPU backend for ``count`` devices and returns how many it has.
+
+    The backend reads its device count from ``XLA_FLAGS`` once, when it starts, so this works before anything has
+    asked JAX for a device (importing JAX is fine) and returns ``count``; after that the backend keeps the count it
+    started with, which is returned.  Host devices share the machine's cores: on a CPU, N of them (one a core) run N
+    programs side by side, each single-threaded, which is how self-play's many small tree operations keep every core
+    busy (zerolab/README.md, "Search efficiency").
+    """
+    if count < 1:
+        raise ValueError(f"host device count must be at least 1, got {count}")
+    os.environ["XLA_FLAGS"] = with_device_count(os.environ.get("XLA_FLAGS", ""), count)
+    return len(jax.devices("cpu"))
 
 
 def is_main_process() -> bool:

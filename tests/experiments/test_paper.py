@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from experiments.__main__ import main, training_configs, with_device_count
+from experiments.__main__ import main, training_configs
+from zerolab.devices import with_device_count
 from zerolab.devices import GIB
 from zerolab.selfplay.chunks import ChunkChoice
 from zerolab.training import train

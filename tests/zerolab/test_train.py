@@ -377,6 +377,19 @@ SHARDING_CHECK = textwrap.dedent("""
         np.testing.assert_allclose(change4, change1, rtol=1e-3, atol=1e-4 * scale, err_msg=jax.tree_util.keystr(path))
     for a, b in zip(jax.tree_util.tree_leaves(state4.batch_stats), jax.tree_util.tree_leaves(state1.batch_stats)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)  # BatchNorm statistics of the global batch
+    # The bench's floor on the mesh: each device walks its share of the games with its own key, all at once.
+    from zerolab.frontends import bench
+    case = bench.BenchCase(game="gardner_chess", channels=8, num_blocks=1, num_games=8, plies=2, num_simulations=3,
+                           reference=False)
+    program = bench.SelfPlayProgram(game, network, state.variables, run=lambda: None)
+    sharded = jax.device_get(bench.comparison_programs(case, program)["floor"]())
+    share = bench.floor_program(game, network, 2, case.plies, case.num_simulations)
+    for device in range(4):
+        alone = jax.device_get(share(state.variables, jax.random.fold_in(jax.random.key(1), device)))
+        rows = slice(device * case.plies, (device + 1) * case.plies)
+        np.testing.assert_array_equal(sharded.action[rows], alone.action)
+        np.testing.assert_allclose(sharded.value_total[rows], alone.value_total, rtol=1e-5)
+        assert sharded.counts.evaluations[rows].tolist() == [case.num_simulations + 1] * case.plies
     print("ok", metrics4["loss"], metrics1["loss"])
 """)
 

@@ -28,11 +28,12 @@ from collections.abc import Callable, Mapping
 import flax.struct
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec
 import mctx
 import ml_collections
 import numpy as np
 
-from zerolab.devices import make_mesh, replicate, shard_host_batch
+from zerolab.devices import DATA_AXIS, make_mesh, replicate, shard_host_batch
 from zerolab.games import make_game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters, init_variables, make_network
 from zerolab.search.mcts import SearchConfig, evaluate
@@ -272,15 +273,25 @@ def selfplay_program(case: BenchCase) -> SelfPlayProgram:
 
 def comparison_programs(case: BenchCase, program: SelfPlayProgram) -> dict[str, Callable[[], object]]:
     """``{"floor": run, "reference": run}`` (each where the case asks for it): what the case's self-play is timed
-    against, on its game, network and variables.  The floor plays one device's share of the games (the devices play
-    their shares side by side)."""
+    against, on its game, network and variables.  The floor splits the games over the devices as self-play does and
+    runs every device's share at once (``shard_map``, each device its own key), so where devices share the machine's
+    cores (host devices on a CPU) the floor has the same cores as self-play."""
     key = jax.random.key(1)
     programs = {}
     if case.floor:
-        games_per_device = case.num_games // len(jax.devices())
-        floor = floor_program(program.game, program.network, games_per_device, case.plies,
+        mesh = make_mesh()
+        floor = floor_program(program.game, program.network, case.num_games // mesh.devices.size, case.plies,
                               case.search_config().num_simulations)
-        programs["floor"] = lambda: floor(program.variables, key)
+        if mesh.devices.size == 1:
+            programs["floor"] = lambda: floor(program.variables, key)
+        else:
+            def per_device(variables, key):
+                return floor(variables, jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS)))
+
+            sharded_floor = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(PartitionSpec(), PartitionSpec()),
+                                                  out_specs=PartitionSpec(DATA_AXIS), check_vma=False))
+            replicated_variables = replicate(program.variables, mesh)
+            programs["floor"] = lambda: sharded_floor(replicated_variables, key)
     if case.reference:
         reference = reference_selfplay(program.game, program.network, case.num_games, case.plies,
                                        case.num_simulations)

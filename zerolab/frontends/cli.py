@@ -225,6 +225,16 @@ def checked_search_overrides(items: list[str]) -> dict[str, str]:
 
 
 def command_bench(args: argparse.Namespace) -> int:
+    if args.host_devices is not None:  # before anything asks JAX for a device
+        from zerolab.devices import request_host_devices
+
+        try:
+            got = request_host_devices(args.host_devices)
+        except ValueError as error:
+            raise SystemExit(f"error: --host-devices: {error}") from None
+        if got != args.host_devices:
+            raise SystemExit(f"error: --host-devices {args.host_devices}: JAX's CPU backend had already started with "
+                             f"{got} device(s)")
     from zerolab.frontends import bench
 
     cases = bench.DEFAULT_CASES
@@ -338,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-reference", action="store_true", help="skip the bare pgx + mctx loop")
     bench.add_argument("--no-floor", action="store_true",
                        help="skip the floor (the evaluations and game steps alone, no tree) and its efficiency")
+    bench.add_argument("--host-devices", type=int, default=None, metavar="N",
+                       help="split the games over N CPU devices (XLA's host platform; one a core runs the devices' "
+                            "programs side by side); the floor is split the same way")
     bench.add_argument("--search", nargs="+", default=[], metavar="KEY=VALUE",
                        help="search settings of the self-play cases, e.g. kind=muzero "
                             "rules=package.module:factory rule_options.sc_limit=5")
