@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from alphagateau.graph import build_graphs, edge_logits_to_action_logits
 from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, ResGATEAU
-from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput
+from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput, check_at_least, check_choice
 from zerolab.networks import count_parameters
 
 
@@ -118,12 +118,15 @@ def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
     if getattr(game, "name", None) not in CHESS_GAMES:
         raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
     for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
-        value = model_config.get(key, LEGACY_ARCHITECTURE[key])
-        if value not in allowed:
-            raise ValueError(f"model.{key} must be one of {allowed}, got {value!r}")
+        check_choice(f"model.{key}", model_config.get(key, LEGACY_ARCHITECTURE[key]), allowed)
+    embedding_key = "embedding_size" if "embedding_size" in model_config else "channels"
+    embedding_size = int(model_config.get(embedding_key, 128))
+    check_at_least(f"model.{embedding_key}", embedding_size, 1)
+    num_blocks = int(model_config.get("num_blocks", 5))
+    check_at_least("model.num_blocks", num_blocks, 0)
     return AlphaGateau(
-        embedding_size=int(model_config.get("embedding_size", model_config.get("channels", 128))),
-        num_blocks=int(model_config.get("num_blocks", 5)),
+        embedding_size=embedding_size,
+        num_blocks=num_blocks,
         negative_slope=float(model_config.get("negative_slope", 0.2)),
         batch_norm_momentum=float(model_config.get("batch_norm_momentum", 0.9)),
         **{key: str(model_config.get(key, default)) for key, default in LEGACY_ARCHITECTURE.items()},

@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         start_distributed(args)
         config = load_config(args.name, args.preset, args.overrides)
+        check_experiment_config(args.name, config)
         check_run_directory(workdir, "--workdir")
         record = check_run_config(workdir, config, args.allow_config_change)
     except ValueError as error:  # a ConfigError, a RunDirectoryError too
@@ -135,6 +136,20 @@ def training_configs(name: str, config) -> dict:
     if all(section in config for section in TRAINING_SECTIONS):
         return {name: config}
     return {}
+
+
+def check_experiment_config(name: str, config) -> None:
+    """Experiment ``name``'s config read and checked before its run directory is made: every training run it runs
+    with the core's loop (:func:`zerolab.training.check_training_config`), then the runner's own
+    ``check_config(config)`` where it has one (sections only it reads).  A value out of range or an unknown name is
+    a ValueError naming the key (the caller prints it, exit status 2)."""
+    from zerolab.training import check_training_config
+
+    for run_config in training_configs(name, config).values():
+        check_training_config(run_config)
+    runner = importlib.import_module("experiments." + name.replace("-", "_"))
+    if hasattr(runner, "check_config"):
+        runner.check_config(config)
 
 
 def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:

@@ -28,6 +28,15 @@ def checkpoint_name(step: int) -> str:
 NETWORK_LABELS = {"resnet": "AlphaZero ResNet", "alphagateau.network:make_alphagateau": "AlphaGateau"}
 
 
+def check_config(config) -> None:
+    """What only this launcher reads, checked before its run directory is made: the evaluation section, and at least
+    one iteration (the matches rate trained checkpoints against iteration 0)."""
+    EvaluationConfig.from_config(config.evaluation)
+    if config.iterations < 1:
+        raise ValueError(f"iterations must be at least 1 for quickstart (it rates the trained checkpoints), got "
+                         f"{config.iterations}")
+
+
 def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[list[Pairing], dict]:
     """The matches after training: each rated checkpoint against iteration 0 (the last over ``evaluation.games``
     games, the others over a quarter of that), then the last against ``evaluation.engine``; their agents."""

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.config": ("OPTIONAL_PRESETS", "PRESETS", "from_json", "load_config", "to_json"),
+    "zerolab.config": ("OPTIONAL_PRESETS", "PRESETS", "check_at_least", "check_choice", "from_json", "load_config",
+                       "to_json"),
     "zerolab.devices": ("check_divisible", "jit_step", "make_mesh", "replicate", "replicated", "request_host_devices",
                         "shard_host_batch"),
     "zerolab.logs": ("configure_logging",),
@@ -46,16 +47,16 @@ __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "EngineError", "Frames", "GameBoards", "GameRecord",
     "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "OPTIONAL_PRESETS", "PRESETS", "PlannedProgram",
     "PlyDecision", "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
-    "UCIOption", "abstract_states", "apply_network", "check_divisible", "checkpoint_search", "compile_cost",
-    "configure_logging", "convert_to_run", "default_config", "find_engine", "format_programs", "from_json",
-    "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer", "load_config", "load_lc0_weights",
-    "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits", "progress_bar", "replicate",
-    "replicated", "request_host_devices", "run_search", "serve_search_engine", "shard_host_batch", "to_json", "train",
-    "validate_fen",
+    "UCIOption", "abstract_states", "apply_network", "check_at_least", "check_choice", "check_divisible",
+    "checkpoint_search", "compile_cost", "configure_logging", "convert_to_run", "default_config", "find_engine",
+    "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer",
+    "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits",
+    "progress_bar", "replicate", "replicated", "request_host_devices", "run_search", "serve_search_engine",
+    "shard_host_batch", "to_json", "train", "validate_fen",
 ]
 
 if TYPE_CHECKING:
-    from zerolab.config import OPTIONAL_PRESETS, PRESETS, from_json, load_config, to_json
+    from zerolab.config import OPTIONAL_PRESETS, PRESETS, check_at_least, check_choice, from_json, load_config, to_json
     from zerolab.devices import (
         check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,
     )

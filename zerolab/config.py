@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import importlib
 import json
 from collections.abc import Callable
@@ -35,6 +36,26 @@ OPTIONAL_PRESETS = ("evidence",)
 
 class ConfigError(ValueError):
     """A config name, key or value that cannot be used; the message says what was expected."""
+
+
+def did_you_mean(value: Any, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` where one of ``choices`` is close to ``value`` (difflib's ratio ≥ 0.6), else ``""``."""
+    close = difflib.get_close_matches(str(value), [str(choice) for choice in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_choice(key: str, value: Any, choices: Iterable[str]) -> None:
+    """Raises :class:`ConfigError` naming ``key``, ``value`` and the ``choices`` unless ``value`` is one of them."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise ConfigError(f"{key} must be one of {', '.join(map(repr, choices))}, got {value!r}"
+                          f"{did_you_mean(value, choices)}")
+
+
+def check_at_least(key: str, value: Any, minimum: float) -> None:
+    """Raises :class:`ConfigError` naming ``key`` and ``value`` unless ``value >= minimum``."""
+    if not value >= minimum:
+        raise ConfigError(f"{key} must be at least {minimum}, got {value!r}")
 
 
 def config_module_name(name: str) -> str:
@@ -138,7 +159,8 @@ def section_dataclass(cls: type, section: Any, name: str) -> Any:
     fields = {field.name: field for field in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ValueError(f"unknown {name} keys {unknown}; valid keys: {sorted(fields)}")
+        hint = did_you_mean(unknown[0], fields) if len(unknown) == 1 else ""
+        raise ValueError(f"unknown {name} keys {unknown}{hint}; valid keys: {sorted(fields)}")
     converted = {}
     for key, value in values.items():
         try:
@@ -193,9 +215,22 @@ def apply_overrides(config: ConfigDict, overrides: Iterable[str]) -> ConfigDict:
         key, text = override.split("=", 1)
         key = key.strip()
         if key not in valid:
-            raise ConfigError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(valid))}")
+            raise ConfigError(unknown_key_message(key, valid))
         set_value(config, key, parse_value(text))
     return config
+
+
+def unknown_key_message(key: str, valid: Iterable[str]) -> str:
+    """The error for an unknown dotted ``key``: the closest valid key where one is close, and the valid keys of its
+    section (all keys where the section is unknown too)."""
+    valid = sorted(valid)
+    section, _, leaf = key.rpartition(".")
+    siblings = [name for name in valid if name.rpartition(".")[0] == section]
+    if section and siblings:  # the closest key of the same section, by its last part
+        hint = did_you_mean(leaf, [name.rpartition(".")[2] for name in siblings])
+        hint = hint.replace(" (did you mean '", f" (did you mean '{section}.")
+        return f"unknown config key {key!r}{hint}; keys in {section!r}: {', '.join(siblings)}"
+    return f"unknown config key {key!r}{did_you_mean(key, valid)}; valid keys: {', '.join(valid)}"
 
 
 def set_value(config: ConfigDict, dotted_key: str, value: Any) -> None:

@@ -17,11 +17,16 @@ def test_overrides_apply_with_types():
     assert isinstance(config.train.learning_rate, float)
 
 
-def test_unknown_key_lists_the_valid_keys():
+def test_unknown_key_names_the_closest_key_and_lists_its_section_or_every_key():
     with pytest.raises(ConfigError) as error:
         load_config("quickstart", "tiny", ["train.learnig_rate=0.1"])
     message = str(error.value)
-    assert "train.learnig_rate" in message and "train.learning_rate" in message and "search.num_simulations" in message
+    assert "'train.learnig_rate' (did you mean 'train.learning_rate'?); keys in 'train': train.batch_size" in message
+    assert "search.num_simulations" not in message  # another section's keys are not listed
+    with pytest.raises(ConfigError) as error:
+        load_config("quickstart", "tiny", ["trian.batch_size=8"])  # an unknown section: every key, the closest first
+    assert "'trian.batch_size' (did you mean 'train.batch_size'?); valid keys: " in str(error.value)
+    assert "search.num_simulations" in str(error.value)
 
 
 def test_wrong_type_names_key_and_value():
@@ -70,7 +75,7 @@ def test_one_field_reader_types_config_values_and_text():
     text = {"count": "4", "scale": "1e-3", "name": "b", "flag": "True", "depth": "none", "options": "[1, 2]"}
     assert section_dataclass(Section, text, "part") == Section(4, 1e-3, "b", True, None, [1, 2])
     assert field_value("int | None", "7") == 7
-    with pytest.raises(ValueError, match=r"unknown part keys \['cuont'\]; valid keys: \['count', 'depth'"):
+    with pytest.raises(ValueError, match=r"unknown part keys \['cuont'\] \(did you mean 'count'\?\); valid keys: \['count', 'depth'"):
         section_dataclass(Section, {"cuont": 1}, "part")
     for key, value in (("count", "many"), ("count", 2.5), ("flag", "yes"), ("name", 3), ("count", True)):
         expected = {"count": "int", "flag": "bool", "name": "str"}[key]

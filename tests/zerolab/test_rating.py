@@ -30,7 +30,7 @@ def test_evaluation_config_from_a_config_section_and_its_errors():
     section = ml_collections.ConfigDict({"games": 8, "num_simulations": 4, "max_game_plies": 40, "num_opponents": 2})
     evaluation = rating.EvaluationConfig.from_config(section)
     assert (evaluation.games, evaluation.num_simulations, evaluation.mode) == (8, 4, "algorithm2")
-    with pytest.raises(ValueError, match=r"unknown evaluation keys \['gamez'\]; valid keys: \[.*'games'"):
+    with pytest.raises(ValueError, match=r"unknown evaluation keys \['gamez'\] \(did you mean 'games'\?\); valid keys: \[.*'games'"):
         rating.EvaluationConfig.from_config({"gamez": 8})
     with pytest.raises(ValueError, match="evaluation.games must be int, got 'many'"):
         rating.EvaluationConfig.from_config({"games": "many"})

@@ -156,7 +156,7 @@ def test_search_overrides_reject_bad_values_and_options_without_rules():
         search.with_overrides({"bogus": "1"})
     with pytest.raises(ValueError, match="search key num_simulations=many: expected int, got .many."):
         search.with_overrides({"num_simulations": "many"})
-    with pytest.raises(ValueError, match="search kind must be one of"):
+    with pytest.raises(ValueError, match="search.kind must be one of"):
         search.with_overrides({"kind": "alphabeta"})
     with pytest.raises(ValueError, match="given without search.rules"):
         search.with_overrides({"rule_options.limit": "3"})

@@ -719,7 +719,7 @@ def test_launch_check_refuses_what_it_can_see_without_loading(tmp_path):
         (tmp_path, None, {}, FileNotFoundError, "neither a run directory"),
         (config_only_run(tmp_path / "empty", steps=()), None, {}, FileNotFoundError, "no checkpoint in"),
         (chess_run, None, {"num_simulations": "abc"}, ValueError, "num_simulations=abc"),
-        (chess_run, None, {"kind": "alphabeta"}, ValueError, "search kind must be one of"),
+        (chess_run, None, {"kind": "alphabeta"}, ValueError, "search.kind must be one of"),
         (chess_run, None, {"bogus": "1"}, ValueError, "unknown search key 'bogus'"),
         (chess_run, None, {"rules": "no.such.module:factory"}, ValueError, "no.such.module"),
     ]

@@ -108,6 +108,7 @@ def command_train(args: argparse.Namespace) -> int:
     from zerolab.training.run_directory import check_run_directory, file_system_error
 
     config = load_config(args.config, args.preset, args.overrides)
+    train.check_training_config(config)  # every value, before the run directory is made
     check_run_directory(args.workdir, "--workdir")
 
     try:

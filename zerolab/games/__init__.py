@@ -57,4 +57,6 @@ def make_game(name: str, *, go_size: int = 7, komi: float = 7.5, observation: st
         from zerolab.games.go import GoGame
 
         return GoGame(size=go_size, komi=komi)
-    raise ValueError(f"unknown game {name!r}; expected one of {', '.join(GAME_NAMES)}")
+    from zerolab.config import did_you_mean
+
+    raise ValueError(f"unknown game {name!r}{did_you_mean(name, GAME_NAMES)}; expected one of {', '.join(GAME_NAMES)}")

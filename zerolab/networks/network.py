@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import pgx
 
-from zerolab.config import load_factory
+from zerolab.config import check_at_least, did_you_mean, load_factory
 from zerolab.games import Game
 
 
@@ -141,6 +141,8 @@ class AlphaZeroResNet(nn.Module):
 
 
 def make_resnet(model_config: Any, game: Game) -> nn.Module:
+    check_at_least("model.channels", int(model_config.channels), 1)
+    check_at_least("model.num_blocks", int(model_config.num_blocks), 0)
     return AlphaZeroResNet(
         num_actions=game.num_actions,
         channels=int(model_config.channels),
@@ -157,7 +159,8 @@ def make_network(model_config: Any, game: Game) -> nn.Module:
     if name in BUILTIN_NETWORKS:
         return BUILTIN_NETWORKS[name](model_config, game)
     if ":" not in name:
-        raise ValueError(f"unknown network {name!r}: use one of {sorted(BUILTIN_NETWORKS)} or 'module:factory'")
+        raise ValueError(f"model.name: unknown network {name!r}{did_you_mean(name, BUILTIN_NETWORKS)}: use one of "
+                         f"{sorted(BUILTIN_NETWORKS)} or 'package.module:factory'")
     return load_factory(name, "model.name")(model_config, game)
 
 

@@ -50,7 +50,7 @@ import pgx
 # tests/zerolab/test_compact_tree.py guard this use.
 from mctx._src import seq_halving
 
-from zerolab.config import field_value, load_factory, parse_value, section_dataclass
+from zerolab.config import check_at_least, check_choice, field_value, load_factory, parse_value, section_dataclass
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network
 from zerolab.search import selection
@@ -123,15 +123,15 @@ class SearchConfig:
     rule_options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self):
-        if self.kind not in SEARCH_KINDS:
-            raise ValueError(f"search kind must be one of {SEARCH_KINDS}, got {self.kind!r}")
-        if self.selection not in SELECTIONS:
-            raise ValueError(f"search selection must be one of {SELECTIONS}, got {self.selection!r}")
+        check_choice("search.kind", self.kind, SEARCH_KINDS)
+        check_choice("search.selection", self.selection, SELECTIONS)
         if self.selection != "mctx" and self.kind != "muzero":
             raise ValueError(f"search selection={self.selection!r} is a PUCT rule: it needs kind='muzero' "
                              f"(kind={self.kind!r} selects with its own rule; set selection='mctx')")
-        if self.num_simulations < 1:
-            raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
+        check_at_least("search.num_simulations", self.num_simulations, 1)
+        check_at_least("search.max_num_considered_actions", self.max_num_considered_actions, 1)
+        if self.max_depth is not None:
+            check_at_least("search.max_depth", self.max_depth, 1)
         if isinstance(self.rule_options, Mapping) or hasattr(self.rule_options, "to_dict"):
             options = self.rule_options.to_dict() if hasattr(self.rule_options, "to_dict") else self.rule_options
             object.__setattr__(self, "rule_options", tuple(sorted(dict(options).items())))

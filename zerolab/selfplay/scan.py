@@ -50,7 +50,7 @@ import numpy as np
 import pgx
 from jax.sharding import Mesh, PartitionSpec
 
-from zerolab.config import section_dataclass
+from zerolab.config import check_at_least, check_choice, section_dataclass
 from zerolab.devices import DATA_AXIS, GIB, check_divisible, device_memory_budget, program_memory, replicate
 from zerolab.games import Game
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
@@ -95,9 +95,9 @@ class SelfPlayConfig:
     device_memory_gib: float | None = None
 
     def __post_init__(self):
-        if self.temperature_schedule not in TEMPERATURE_SCHEDULES:
-            raise ValueError(f"selfplay.temperature_schedule must be one of {TEMPERATURE_SCHEDULES}, "
-                             f"got {self.temperature_schedule!r}")
+        for name in ("num_games", "plies_per_iteration", "max_game_plies"):
+            check_at_least(f"selfplay.{name}", getattr(self, name), 1)
+        check_choice("selfplay.temperature_schedule", self.temperature_schedule, TEMPERATURE_SCHEDULES)
         for name in ("temperature_plies", "temperature_delay_moves", "temperature_decay_moves",
                      "temperature_cutoff_moves"):
             if getattr(self, name) < 0:

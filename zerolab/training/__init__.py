@@ -16,7 +16,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.metrics": ("MetricsLog",),
     "zerolab.training.plan": ("PlannedProgram", "abstract_states", "compile_cost", "format_plan", "format_programs",
                               "plan_training_run", "search_program"),
-    "zerolab.training.runs": ("load_trained_variables",),
+    "zerolab.training.runs": ("check_training_config", "load_trained_variables"),
     "zerolab.training.train": ("default_config", "train"),
     "zerolab.training.replay": ("FrameWindow",),
     "zerolab.training.replay_checkpoints": ("read_window",),
@@ -28,6 +28,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 __all__ = [
     "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",
     "RunDirectoryError", "abstract_states", "alphazero_loss", "check_run_config", "check_run_directory",
+    "check_training_config",
     "compile_cost", "config_changes_allowed", "default_config", "file_system_error", "format_plan", "format_programs",
     "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
     "search_program", "train",
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from zerolab.training.plan import (
         PlannedProgram, abstract_states, compile_cost, format_plan, format_programs, plan_training_run, search_program,
     )
-    from zerolab.training.runs import load_trained_variables
+    from zerolab.training.runs import check_training_config, load_trained_variables
     from zerolab.training import train
     from zerolab.training.train import default_config
     from zerolab.training.replay import FrameWindow

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab.config import section_dataclass
+from zerolab.config import check_at_least, check_choice, section_dataclass
 from zerolab.devices import local_parts
 from zerolab.selfplay.frames import (  # the stored layout, stated once in the self-play layer that first stores frames
     EXTRA_PREFIX,
@@ -264,8 +264,8 @@ class ReplayConfig:
     mode: str = "sample"
 
     def __post_init__(self):
-        if self.mode not in REPLAY_MODES:
-            raise ValueError(f"replay.mode must be one of {REPLAY_MODES}, got {self.mode!r}")
+        check_choice("replay.mode", self.mode, REPLAY_MODES)
+        check_at_least("replay.window_size", self.window_size, 1)
 
     @classmethod
     def from_config(cls, config: Any) -> ReplayConfig:

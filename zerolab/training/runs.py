@@ -29,7 +29,7 @@ import numpy as np
 import optax
 
 from zerolab import config as config_lib
-from zerolab.config import section_dataclass
+from zerolab.config import check_at_least, check_choice, section_dataclass
 from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
 from zerolab.games import Game, make_game
 from zerolab.networks.network import init_variables, make_network
@@ -79,8 +79,12 @@ class TrainConfig:
     momentum: float = 0.9
 
     def __post_init__(self):
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"train.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        check_choice("train.optimizer", self.optimizer, OPTIMIZERS)
+        check_at_least("train.batch_size", self.batch_size, 1)
+        if not self.learning_rate > 0:
+            raise ValueError(f"train.learning_rate must be positive, got {self.learning_rate!r}")
+        for name in ("epochs_per_iteration", "l2_weight", "momentum"):
+            check_at_least(f"train.{name}", getattr(self, name), 0)
 
     @classmethod
     def from_config(cls, config: Any) -> TrainConfig:
@@ -151,6 +155,16 @@ class Components:
     def optimizer(self) -> optax.GradientTransformation:
         """The run's optimiser (:func:`make_optimizer`: one object for each setting)."""
         return make_optimizer(self.train)
+
+
+def check_training_config(config: Any) -> Components:
+    """A training run's config read whole and checked before anything is made or written: ``iterations`` and every
+    component's values (:meth:`Components.from_config`: the game, the network's name and sizes, the search, the
+    self-play sizes, the method, the replay window, the training settings).  Raises ValueError (a
+    :class:`~zerolab.config.ConfigError` for a value out of range or a name not known) naming the key, the value
+    and what was expected; returns the components."""
+    check_at_least("iterations", config.iterations, 0)
+    return Components.from_config(config)
 
 
 @dataclasses.dataclass(frozen=True)

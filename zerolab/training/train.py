@@ -36,7 +36,6 @@ import optax
 from jax.sharding import Mesh
 
 from zerolab.devices import (
-    batch_sharded,
     is_main_process,
     jit_step,
     local_batch_size,
@@ -44,7 +43,6 @@ from zerolab.devices import (
     make_mesh,
     process_numpy_rng,
     replicate,
-    replicated,
     shard_host_batch,
     sum_over_processes,
 )
@@ -64,6 +62,7 @@ from zerolab.training.runs import (
     TrainConfig,
     TrainState,
     check_compatible,
+    check_training_config,
     init_train_state,
     initialise_from,
 )
@@ -311,7 +310,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     """
     workdir = check_run_directory(pathlib.Path(workdir), "run directory")
     config_record = check_run_config(workdir, config, allow_config_change)
-    components = Components.from_config(config)
+    components = check_training_config(config)
     workdir.mkdir(parents=True, exist_ok=True)
     mesh = make_mesh()
     optimizer = components.optimizer
