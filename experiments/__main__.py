@@ -18,6 +18,7 @@ import json
 import os
 import pathlib
 import pkgutil
+import re
 import subprocess
 import sys
 
@@ -41,6 +42,15 @@ def available_experiments() -> list[str]:
         if not module.name.startswith("_") and module.name != "configs"
         and importlib.util.find_spec(f"experiments.configs.{module.name}") is not None
     )
+
+
+def experiment_summary(name: str) -> str:
+    """The first sentence of experiment ``name``'s config docstring (what it runs), read without importing JAX."""
+    module = importlib.import_module("experiments.configs." + name.replace("-", "_"))
+    text = " ".join((module.__doc__ or "").split())
+    text = re.sub(rf"^(Config of ``python -m experiments run {name}``|{name}\b)\s*:?\s*", "", text)
+    first = re.split(r"(?<=[a-z0-9)])\.\s+(?=[A-Z`])", text)[0].rstrip(".")
+    return (first[:117] + "…" if len(first) > 118 else first + ".") if first else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging()
 
     if args.command == "list":
-        print("\n".join(available_experiments()))
+        names = available_experiments()
+        width = max(map(len, names))
+        for name in names:
+            print(f"{name:<{width}}  {experiment_summary(name)}")
         return 0
     if args.command == "plan":
         if args.devices is not None:
@@ -173,9 +186,10 @@ def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: s
     ``device_memory_gib`` for a core training run it plans), else each training run's programs
     (:func:`zerolab.training.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
     ``device_memory_gib`` a device), compiled and printed."""
-    from zerolab.training import format_plan, plan_training_run
+    from zerolab.training import check_accelerator, format_plan, plan_training_run
 
     try:
+        check_accelerator(accelerator)
         config = load_config(name, preset, overrides)
         runner = importlib.import_module("experiments." + name.replace("-", "_"))
         if hasattr(runner, "plan"):  # an experiment of other programs than the core's training loop

@@ -1,6 +1,6 @@
 """Quickstart: AlphaGateau (the GATEAU graph network + Gumbel MuZero self-play) on Gardner chess.
 
-``tiny`` trains on a 2-core CPU in under 10 minutes; ``paper`` uses the AlphaGateau paper's 5×5 settings.
+``tiny`` trains on a 2-core CPU in about 12 minutes (691 s of training measured under load, README); ``paper`` uses the AlphaGateau paper's 5×5 settings.
 ``model.name=resnet`` runs the same with the AlphaZero ResNet baseline (the quickstart's network until
 AlphaGateau was measured to train better here: see zerolab/README.md).
 """

@@ -78,3 +78,17 @@ def test_the_core_runs_of_every_experiment_pass_the_door_check_at_their_presets(
                 refused[f"{name}:{preset}"] = str(error)
     assert list(refused) == ["contempt-train:paper"], refused
     assert "needs init_from=RUN" in refused["contempt-train:paper"]
+
+
+def test_plan_refuses_an_accelerator_without_measured_rates_before_compiling(capsys):
+    assert main(["plan", "quickstart", "--accelerator", "tpu-v9"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --accelerator must be one of 'h100', got 'tpu-v9'"
+
+
+def test_the_list_says_what_each_experiment_runs_in_one_line(capsys):
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    quickstart = next(line for line in lines if line.startswith("quickstart "))
+    assert quickstart.split(None, 1)[1] == ("Quickstart: AlphaGateau (the GATEAU graph network + Gumbel MuZero "
+                                            "self-play) on Gardner chess.")
+    assert all(len(line.split(None, 1)) == 2 and len(line) <= 160 for line in lines), lines

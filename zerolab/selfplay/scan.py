@@ -532,7 +532,8 @@ def make_selfplay_fn(
     games in the largest chunks whose compiled program fits (:func:`zerolab.selfplay.chunks.choose_chunk_games`;
     logged), with the same output shapes; without one (the CPU, the key unset) in one chunk.
 
-    ``selfplay.lower(variables, key, chunk_games=None)`` lowers the program with chunks of ``chunk_games`` games a
+    ``selfplay.compile(variables, key)`` compiles ahead of a call and returns the seconds it took (0.0 when done
+    before).  ``selfplay.lower(variables, key, chunk_games=None)`` lowers the program with chunks of ``chunk_games`` games a
     device (default: all of a device's games, one chunk) without running it; ``experiments plan`` reads its cost and
     memory from there, and ``selfplay.games_per_device`` the sizes a chunk may take.
 
@@ -571,19 +572,31 @@ def make_selfplay_fn(
                     budget_bytes / GIB)
         return executables[choice.chunk_games]
 
-    def selfplay(variables, key):
+    def signature_of(variables, key):
         leaves, structure = jax.tree.flatten((variables, key))
-        signature = (structure, tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf))),
-                                       getattr(leaf, "sharding", None)) for leaf in leaves))
-        if signature not in compiled:  # compiled ahead of the call, so that the log says when compilation ends
-            started = time.perf_counter()
-            logger.info("self-play: compiling %d games × %d plies on %d devices", config.num_games,
-                        config.plies_per_iteration, mesh.devices.size)
-            compiled[signature] = compile_within_budget(variables, key)
-            logger.info("self-play: compiled in %.1f s", time.perf_counter() - started)
-        return compiled[signature](variables, frozen_on_devices, key)
+        return (structure, tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf))),
+                                  getattr(leaf, "sharding", None)) for leaf in leaves))
+
+    def compile(variables, key) -> float:
+        """Compiles the program for arguments like these ahead of a call and returns the seconds it took (0.0 when
+        it was compiled already), so that a caller can time its calls without their compilation."""
+        signature = signature_of(variables, key)
+        if signature in compiled:
+            return 0.0
+        started = time.perf_counter()
+        logger.info("self-play: compiling %d games × %d plies on %d devices", config.num_games,
+                    config.plies_per_iteration, mesh.devices.size)
+        compiled[signature] = compile_within_budget(variables, key)
+        seconds = time.perf_counter() - started
+        logger.info("self-play: compiled in %.1f s", seconds)
+        return seconds
+
+    def selfplay(variables, key):
+        compile(variables, key)  # ahead of the call, so that the log says when compilation ends
+        return compiled[signature_of(variables, key)](variables, frozen_on_devices, key)
 
     selfplay.lower = lower
+    selfplay.compile = compile
     selfplay.games_per_device = games_per_device
     return selfplay
 

@@ -14,7 +14,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.checkpoint": ("Checkpointer", "resolve_checkpoint"),
     "zerolab.training.method": ("Method", "alphazero_loss"),
     "zerolab.training.metrics": ("MetricsLog",),
-    "zerolab.training.plan": ("PlannedProgram", "abstract_states", "compile_cost", "format_plan", "format_programs",
+    "zerolab.training.plan": ("PlannedProgram", "abstract_states", "check_accelerator", "compile_cost", "format_plan",
+                              "format_programs",
                               "plan_training_run", "search_program"),
     "zerolab.training.runs": ("check_training_config", "load_trained_variables"),
     "zerolab.training.train": ("default_config", "train"),
@@ -27,8 +28,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = [
     "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",
-    "RunDirectoryError", "abstract_states", "alphazero_loss", "check_run_config", "check_run_directory",
-    "check_training_config",
+    "RunDirectoryError", "abstract_states", "alphazero_loss", "check_accelerator", "check_run_config",
+    "check_run_directory", "check_training_config",
     "compile_cost", "config_changes_allowed", "default_config", "file_system_error", "format_plan", "format_programs",
     "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
     "search_program", "train",
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.metrics import MetricsLog
     from zerolab.training.plan import (
-        PlannedProgram, abstract_states, compile_cost, format_plan, format_programs, plan_training_run, search_program,
+        PlannedProgram, abstract_states, check_accelerator, compile_cost, format_plan, format_programs,
+        plan_training_run, search_program,
     )
     from zerolab.training.runs import check_training_config, load_trained_variables
     from zerolab.training import train

@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zerolab.config import check_choice
 from zerolab.devices import GIB, ProgramMemory, format_bytes, make_mesh, program_memory
 from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
@@ -370,6 +371,12 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
         selfplay_host_bytes=selfplay_host_bytes(frames, records, frame), train_state_bytes=tree_bytes(state),
         parameters=count_parameters(state.params), seconds=time.perf_counter() - started, fit=fit,
     )
+
+
+def check_accelerator(accelerator: str) -> None:
+    """Raises :class:`~zerolab.config.ConfigError` unless some rate of :data:`MEASURED_RATES` was measured on
+    ``accelerator`` (time estimates exist only there)."""
+    check_choice("--accelerator", accelerator, sorted({rate.accelerator for rate in MEASURED_RATES}))
 
 
 def matching_rates(plan: RunPlan, program: str, accelerator: str) -> list[MeasuredRate]:

@@ -210,10 +210,15 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
                   selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar
                   ) -> tuple[dict, RunState, TrainState, PlyRecord]:
     """Self-play, window update and training of one iteration (sizes from ``components``: self-play, replay,
-    train): its metrics record, the new states, the ply records."""
-    started = time.perf_counter()
+    train): its metrics record, the new states, the ply records.  Self-play's rate leaves out its compilation
+    (``selfplay_compile_s``, nonzero on the iteration that compiled it)."""
+    iteration_started = time.perf_counter()
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
-    frames, records = selfplay_fn(variables, jax.random.fold_in(base_key, iteration))
+    selfplay_key = jax.random.fold_in(base_key, iteration)
+    compile_selfplay = getattr(selfplay_fn, "compile", None)
+    compile_seconds = compile_selfplay(variables, selfplay_key) if compile_selfplay is not None else 0.0
+    started = time.perf_counter()
+    frames, records = selfplay_fn(variables, selfplay_key)
     plies = frames.value_target.shape[0]
     # Stored compact where they were played (in the scan): only the window's arrays come to the host, and the
     # frames leave device memory before training.
@@ -243,8 +248,9 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
         "selfplay_moves_per_s": num_frames / selfplay_seconds,
         "train_samples_per_s": samples / train_seconds,
         "selfplay_s": selfplay_seconds,
+        "selfplay_compile_s": compile_seconds,
         "train_s": train_seconds,
-        "iteration_s": time.perf_counter() - started,
+        "iteration_s": time.perf_counter() - iteration_started,
     }
     record.update(device_memory_record())
     run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng)
