@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import pathlib
 import sys
 from collections.abc import Sequence
 
 from zerolab import checkpoint_search, serve_search_engine
-from zerolab.frontends import LoadedSearch, play_search, search_overrides
+from zerolab.frontends import (
+    DEFAULT_COMPILATION_CACHE, LoadedSearch, check_checkpoint, play_search, search_overrides,
+)
 
 ENGINE_NAME = "AlphaGateau (zerolab)"
 DEFAULT_SIMULATIONS = 64
@@ -52,7 +53,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--blocks", type=int, default=5, help="--random-init: ResGATEAU blocks L")
     parser.add_argument("--gumbel-scale", type=float, default=0.0, help="Gumbel noise of the search (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random init and of the search keys")
-    parser.add_argument("--compilation-cache", default="", help="directory of JAX's persistent compilation cache")
+    parser.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
+                        help="directory of JAX's persistent compilation cache ('' for none)")
     parser.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
     arguments = parser.parse_args(argv)
     if not 1 <= arguments.simulations <= MAXIMUM_SIMULATIONS:
@@ -68,11 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the engine on standard input and output; loading and compiling happen while the GUI handshakes."""
     arguments = parse_arguments(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    if arguments.checkpoint and not pathlib.Path(arguments.checkpoint).exists():
-        print(f"error: --checkpoint {arguments.checkpoint}: no such directory", file=sys.stderr)
-        return 2
     overrides = dict(arguments.search_overrides)
     overrides.setdefault("gumbel_scale", str(arguments.gumbel_scale))
+    if arguments.checkpoint:  # what can be checked without loading the network, before the server starts
+        try:
+            check_checkpoint(arguments.checkpoint, None, overrides)
+        except (FileNotFoundError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     if arguments.random_init:
         def load() -> LoadedSearch:
             return random_network(arguments.embedding_size, arguments.blocks, arguments.seed, overrides)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from contempt_search.experiment import CONTEMPT_RULES
 from contempt_search.rules import validate_sc_limit
 from zerolab import UCIOption, checkpoint_search, serve_search_engine
+from zerolab.frontends import DEFAULT_COMPILATION_CACHE, check_checkpoint
 
 ENGINE_NAME = "search-contempt (zerolab)"
 SC_LIMIT_OFF = 1_000_000_000
@@ -92,7 +93,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sc-limit", type=int, default=SC_LIMIT_OFF, help="the ScLimit option's start (N_scl)")
     parser.add_argument("--kind", choices=SEARCH_KINDS, default="muzero", help="the SearchKind option's start")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search keys")
-    parser.add_argument("--compilation-cache", default="", help="directory of JAX's persistent compilation cache")
+    parser.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
+                        help="directory of JAX's persistent compilation cache ('' for none)")
     arguments = parser.parse_args(argv)
     try:
         contempt_search_changes(arguments.kind, arguments.sc_limit)
@@ -117,8 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
     run = engine_run(arguments)
-    if not run.exists():
-        print(f"error: --checkpoint {run}: no such directory", file=sys.stderr)
+    try:  # what can be checked without loading the network, before the server starts
+        check_checkpoint(run)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     load = contempt_loader(run, arguments.simulations, arguments.kind, arguments.sc_limit)
     return serve_search_engine(load, ENGINE_NAME, arguments.simulations, seed=arguments.seed,

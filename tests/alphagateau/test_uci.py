@@ -151,3 +151,12 @@ def test_quit_ends_the_process(engine_command):
                                cwd=REPOSITORY, timeout=START_TIMEOUT)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "uciok" in completed.stdout
+
+
+def test_an_unusable_checkpoint_is_refused_at_launch_in_one_line(tmp_path, capsys):
+    from alphagateau.uci import main
+
+    assert main(["--checkpoint", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --checkpoint ")
+    assert main(["--checkpoint", str(tmp_path)]) == 2  # a directory that is no run
+    assert "neither a run directory" in capsys.readouterr().err

@@ -135,3 +135,14 @@ def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_networ
     assert command(f"setoption name ScLimit value {SC_LIMIT_OFF}") == [("gumbel", "", {})]
     assert engine.loaded.search.make_rules() is None  # the plain search
     assert command("go nodes 2", nodes=2) == []
+
+
+def test_an_unusable_checkpoint_is_refused_at_launch_in_one_line(tmp_path, capsys):
+    from contempt_search.uci import main
+
+    assert main(["--checkpoint", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --checkpoint {tmp_path / 'missing'}: no such run or checkpoint directory"
+    (tmp_path / "run" / "checkpoints" / "0").mkdir(parents=True)
+    (tmp_path / "run" / "config.json").write_text('{"game": {"name": "go"}}')
+    assert main(["--checkpoint", str(tmp_path / "run")]) == 2
+    assert "the run plays go; a UCI engine plays 8x8 chess" in capsys.readouterr().err

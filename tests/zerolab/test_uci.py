@@ -1,5 +1,6 @@
 """Tests of zerolab.frontends.uci: the UCI server in-process (through queues) and as a subprocess driven by python-chess."""
 
+import json
 import pathlib
 import queue
 import subprocess
@@ -722,7 +723,14 @@ def test_launch_check_refuses_what_it_can_see_without_loading(tmp_path):
         (chess_run, None, {"kind": "alphabeta"}, ValueError, "search.kind must be one of"),
         (chess_run, None, {"bogus": "1"}, ValueError, "unknown search key 'bogus'"),
         (chess_run, None, {"rules": "no.such.module:factory"}, ValueError, "no.such.module"),
+        (config_only_run(tmp_path / "gardner", "gardner_chess"), None, {}, ValueError,
+         "a ResNet trained on Gardner chess cannot play 8x8 chess"),
     ]
+    gateau = config_only_run(tmp_path / "gateau", "gardner_chess")
+    config = json.loads((gateau / "config.json").read_text())
+    config["model"]["name"] = "alphagateau.network:make_alphagateau"
+    (gateau / "config.json").write_text(json.dumps(config))
+    assert check_checkpoint(gateau)["game"]["name"] == "gardner_chess"  # a graph network plays either board
     for path, step, overrides, error, message in refused:
         with pytest.raises(error, match=message):
             check_checkpoint(path, step, overrides)

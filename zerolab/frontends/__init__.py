@@ -16,7 +16,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.frontends.lc0_convert": ("convert_to_run", "converted_run_config"),
     "zerolab.frontends.uci": ("UCIServer", "main_loop"),
     "zerolab.frontends.uci_protocol": ("MoveChoice", "SearchBudget", "UCIOption"),
-    "zerolab.frontends.loaded_search": ("LoadedSearch", "checkpoint_search", "play_search"),
+    "zerolab.frontends.loaded_search": ("DEFAULT_COMPILATION_CACHE", "LoadedSearch", "check_checkpoint",
+                                        "checkpoint_search", "play_search"),
     "zerolab.frontends.uci_search": ("serve_search_engine",),
     "zerolab.frontends.cli": ("add_allow_config_change_argument", "add_distributed_arguments", "search_overrides",
                               "split_overrides", "start_distributed"),
@@ -24,8 +25,9 @@ __getattr__, __dir__ = lazy_names(__name__, {
 })
 
 __all__ = [
-    "BenchCase", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget", "UCIOption", "UCIServer",
-    "add_allow_config_change_argument", "add_distributed_arguments", "checkpoint_search", "convert_to_run",
+    "BenchCase", "DEFAULT_COMPILATION_CACHE", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget",
+    "UCIOption", "UCIServer", "add_allow_config_change_argument", "add_distributed_arguments", "check_checkpoint",
+    "checkpoint_search", "convert_to_run",
     "converted_run_config", "interleaved_best_times", "main_loop", "play_search", "prepare_experiment",
     "search_overrides", "selfplay_program", "serve_search_engine", "split_overrides", "start_distributed",
     "training_config", "training_program",
@@ -37,7 +39,9 @@ if TYPE_CHECKING:
     from zerolab.frontends.lc0_convert import convert_to_run, converted_run_config
     from zerolab.frontends.uci import UCIServer, main_loop
     from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
-    from zerolab.frontends.loaded_search import LoadedSearch, checkpoint_search, play_search
+    from zerolab.frontends.loaded_search import (
+        DEFAULT_COMPILATION_CACHE, LoadedSearch, check_checkpoint, checkpoint_search, play_search,
+    )
     from zerolab.frontends.uci_search import serve_search_engine
     from zerolab.frontends.cli import (
         add_allow_config_change_argument, add_distributed_arguments, search_overrides, split_overrides,

@@ -134,6 +134,11 @@ def check_checkpoint(path: str | os.PathLike, step: int | None = None,
         raise ValueError(f"--checkpoint {path}: the run plays {game}; a UCI engine plays 8x8 chess: give a run of "
                          f"{' or '.join(CHESS_GAMES)}" + (" (Go runs play through python -m zerolab gtp)"
                                                           if game == "go" else ""))
+    model = config.get("model", {}).get("name", "resnet")
+    if game == "gardner_chess" and model == "resnet":
+        raise ValueError(f"--checkpoint {path}: a ResNet trained on Gardner chess cannot play 8x8 chess (its policy "
+                         f"head is sized for 5x5's 1,225 moves, 8x8 has 4,672): give an 8x8 run, or an AlphaGateau "
+                         f"run, whose graph network plays either board")
     if overrides:
         from zerolab.search.mcts import SearchConfig
 
