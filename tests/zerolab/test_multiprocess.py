@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import jax
 import numpy as np
@@ -19,7 +20,7 @@ import pytest
 
 from zerolab.training import train
 from zerolab.config import load_config
-from zerolab.devices import process_numpy_rng, process_share
+from zerolab.devices import check_divisible, local_batch_size, process_numpy_rng, process_share
 from zerolab.training.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
 from zerolab.training.runs import load_trained_variables
 from tests.fast_compile import subprocess_env
@@ -170,6 +171,12 @@ def test_a_process_supplies_its_share_of_the_global_batch():
     assert process_share("train.batch_size", 16, num_devices=4, num_local_devices=2, num_processes=2) == 8
     with pytest.raises(ValueError, match=r"train.batch_size=6 must be divisible .* \(2 processes × 2 local devices = 4\)"):
         process_share("train.batch_size", 6, num_devices=4, num_local_devices=2, num_processes=2)
+    # a mesh's devices, two of them this process's (process 0), two another host's: this process feeds half a batch
+    two_hosts = types.SimpleNamespace(devices=np.array([types.SimpleNamespace(process_index=index)
+                                                        for index in (0, 1, 0, 1)]))
+    assert jax.process_index() == 0 and local_batch_size("selfplay.num_games", 16, two_hosts) == 8
+    with pytest.raises(ValueError, match=r"selfplay.num_games=6 must be divisible .* \(2 processes × 2 local"):
+        check_divisible("selfplay.num_games", 6, two_hosts)
 
 
 def test_each_process_has_its_own_reproducible_numpy_generator():
