@@ -17,6 +17,16 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 pathlib.Path(os.environ["JAX_COMPILATION_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
 
+# --- XLA's faster CPU compilation -------------------------------------------------------------------------------------
+# Also before JAX starts: the session and its children compile at optimisation level 0 with XLA's older CPU code
+# generator (tests/fast_compile.py: 2-3× less compile time, most of the suite's).  ZEROLAB_TEST_XLA=default keeps
+# XLA's defaults for a whole run.
+
+from tests.fast_compile import fast_xla_flags  # noqa: E402 (no JAX import)
+
+if os.environ.get("ZEROLAB_TEST_XLA", "fast") != "default":
+    os.environ["XLA_FLAGS"] = fast_xla_flags(os.environ.get("XLA_FLAGS", ""))
+
 # --- markers --------------------------------------------------------------------------------------------------------
 # ``slow`` (20 s or more) is set on the tests themselves; ``engine`` is set here on every test that uses an engine
 # fixture, directly or through another fixture, so ``pytest -m "not slow and not engine"`` is a quick inner loop.

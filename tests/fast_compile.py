@@ -6,9 +6,10 @@ child process of a two-iteration training run 32 s → 18 s (cold compilation ca
 programs compute the same things; only the rounding of float arithmetic that XLA fuses differently may change, so a
 test that compares two *different* programs bit for bit keeps XLA's defaults.
 
-Nothing here changes XLA's settings for the test process itself: :func:`fast_jit` gives per-function compiler options,
-:func:`subprocess_env` the environment of a child process.  A child that should read programs compiled by the test
-process from the compilation cache (the same programs at the same settings) keeps the default environment instead.
+The whole session compiles at these settings: tests/conftest.py adds them to ``XLA_FLAGS`` before JAX starts, so the
+test processes and every child they start use them (``ZEROLAB_TEST_XLA=default`` runs the suite at XLA's defaults).
+A test that compares two different programs bit for bit compiles them with :func:`default_jit` (explicit compiler
+options override the flags).  :func:`fast_jit` and :func:`subprocess_env` give the same settings explicitly.
 """
 
 from __future__ import annotations
@@ -16,17 +17,25 @@ from __future__ import annotations
 import functools
 import os
 
-import jax
-
 #: XLA compiler options of the functions the tests compile with :func:`fast_jit` (see the module docstring).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+#: XLA's own defaults, given explicitly: they override the session's ``XLA_FLAGS`` (tests/conftest.py) for a function
+#: that two different programs are compared through bit for bit, or that must compile as training and play do.
+DEFAULT_COMPILE = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
 
 
 def fast_jit(fun=None, compiler_options=FAST_COMPILE, **jit_options):
     """``jax.jit`` with :data:`FAST_COMPILE` (usable as ``@fast_jit`` or ``functools.partial(fast_jit, ...)``)."""
+    import jax
+
     if fun is None:
         return functools.partial(fast_jit, compiler_options=compiler_options, **jit_options)
     return jax.jit(fun, compiler_options=compiler_options, **jit_options)
+
+
+def default_jit(fun=None, **jit_options):
+    """``jax.jit`` with :data:`DEFAULT_COMPILE`, whatever the session's ``XLA_FLAGS`` say."""
+    return fast_jit(fun, compiler_options=DEFAULT_COMPILE, **jit_options)
 
 
 def fast_xla_flags(flags: str = "") -> str:

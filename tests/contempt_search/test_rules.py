@@ -14,6 +14,7 @@ from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.mcts import SearchConfig, run_search, search_policy
 from zerolab.search.tree import RecurrentOutput, Tree
+from tests.fast_compile import default_jit
 
 SIMULATIONS = 128
 
@@ -116,10 +117,11 @@ def test_no_freezing_gives_mctx_search_at_chess_width(kind):
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=roots)
     legal = logits > -1e8
 
-    plain = jax.device_get(jax.jit(lambda key: search_policy(config, {}, key, root, chess_sized_recurrent_fn, legal,
-                                                             mctx_loop=True))(jax.random.key(4)))
+    # two different programs compared bit for bit: both at XLA's default settings (tests/fast_compile.py)
+    plain = jax.device_get(default_jit(lambda key: search_policy(config, {}, key, root, chess_sized_recurrent_fn,
+                                                                 legal, mctx_loop=True))(jax.random.key(4)))
 
-    @jax.jit
+    @default_jit
     def contempt(key, sc_limit):
         rules = contempt_rules(config, sc_limit, max_sc_limit=32)
         output = search_policy(config, {}, key, root, chess_sized_recurrent_fn, legal, rules=rules, num_slots=96)

@@ -30,7 +30,8 @@ FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitter
 #: The same at XLA's default code generator, for comparing two different programs bit for bit: with the older
 #: generator the λ = 0 search and mctx's own differ in the last bit of some node values (XLA fuses the two programs'
 #: arithmetic differently); with the default one they are identical, at optimisation level 0 as at the default 2.
-BIT_EXACT_COMPILE = {"xla_backend_optimization_level": 0}
+#: (The default generator is named: the session's XLA_FLAGS ask for the older one, tests/conftest.py.)
+BIT_EXACT_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": True}
 
 
 def fast_jit(fun=None, compiler_options=FAST_COMPILE, **jit_options):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from contempt_search.rules import contempt_rules
-from tests.fast_compile import fast_jit
+from tests.fast_compile import default_jit, fast_jit
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
@@ -70,7 +70,7 @@ def test_the_compact_search_is_mctx_search(position_set, kind):
 
     dense_layout = game.name == "gardner_chess"  # K = A too, once (7×7 Go's K is A already)
 
-    @jax.jit
+    @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
     def searches(key):
         run = lambda **options: search_lib.run_search(config, game, network, variables, key, states, **options)  # noqa: E731
         return run(mctx_loop=True), run(), run(num_slots=game.num_actions) if dense_layout else None
@@ -164,7 +164,7 @@ def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_
     named = search_lib.project_loop_rules(config)
     search_lib.check_mctx_loop_rules(config, named)  # no error: the standard rules, named
 
-    @jax.jit
+    @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
     def policies(key):
         run = lambda **options: search_lib.search_policy(config, None, key, root, toy_recurrent_fn, legal, **options)  # noqa: E731
         return run(mctx_loop=True), run(num_slots=TOY_SLOTS), run(mctx_loop=True, rules=named)
@@ -183,7 +183,7 @@ def test_a_depth_limit_expands_leaves_again_as_mctx_does(gardner):
     states = played_positions(game, 2, seed=21)
     config = search_lib.SearchConfig(kind="muzero", num_simulations=20, max_depth=3)
 
-    @jax.jit
+    @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
     def searches(key):
         run = lambda **options: search_lib.run_search(config, game, network, variables, key, states,  # noqa: E731
                                                       keep_tree=True, **options)
@@ -258,7 +258,7 @@ def test_contempt_rules_give_the_same_search_at_any_number_of_slots(gardner):
                                          dirichlet_fraction=0.0)
         rules = contempt_rules(config, 2)
 
-        @jax.jit
+        @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
         def searches(key):
             run = lambda slots: search_lib.run_search(config, game, network, variables, key, states, rules=rules,  # noqa: E731
                                                       num_slots=slots)
