@@ -23,7 +23,10 @@ import subprocess
 import sys
 
 from zerolab import OPTIONAL_PRESETS, PRESETS, configure_logging, load_config
-from zerolab.frontends import add_allow_config_change_argument, add_distributed_arguments, split_overrides, start_distributed
+from zerolab.frontends import (
+    add_allow_config_change_argument, add_distributed_arguments, add_host_devices_argument, split_overrides,
+    start_distributed, start_host_devices,
+)
 from zerolab.training import (
     RunDirectoryError,
     check_run_config,
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("overrides", nargs="*", help="config overrides key=value")
     add_allow_config_change_argument(run)
     add_distributed_arguments(run)
+    add_host_devices_argument(run)
     plan = commands.add_parser("plan", help="compile an experiment's training programs and print what they cost")
     plan.add_argument("name", help="experiment name (see `python -m experiments list`)")
     plan.add_argument("--preset", default="paper", choices=PRESETS + OPTIONAL_PRESETS)
@@ -100,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = pathlib.Path(args.workdir or pathlib.Path("runs") / args.name)
     try:
         start_distributed(args)
+        start_host_devices(args)
         config = load_config(args.name, args.preset, args.overrides)
         check_experiment_config(args.name, config)
         check_run_directory(workdir, "--workdir")

@@ -64,8 +64,15 @@ def request_host_devices(count: int) -> int:
     """
     if count < 1:
         raise ValueError(f"host device count must be at least 1, got {count}")
-    os.environ["XLA_FLAGS"] = with_device_count(os.environ.get("XLA_FLAGS", ""), count)
-    return len(jax.devices("cpu"))
+    previous = os.environ.get("XLA_FLAGS")
+    os.environ["XLA_FLAGS"] = with_device_count(previous or "", count)
+    have = len(jax.devices("cpu"))
+    if have != count:  # the backend had started: the flag would only reach child processes, so it is taken back
+        if previous is None:
+            del os.environ["XLA_FLAGS"]
+        else:
+            os.environ["XLA_FLAGS"] = previous
+    return have
 
 
 def is_main_process() -> bool:

@@ -92,3 +92,19 @@ def test_the_list_says_what_each_experiment_runs_in_one_line(capsys):
     assert quickstart.split(None, 1)[1] == ("Quickstart: AlphaGateau (the GATEAU graph network + Gumbel MuZero "
                                             "self-play) on Gardner chess.")
     assert all(len(line.split(None, 1)) == 2 and len(line) <= 160 for line in lines), lines
+
+
+def test_host_devices_are_refused_once_jax_has_started_and_the_flag_is_taken_back(monkeypatch, capsys):
+    import os
+
+    import jax
+
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
+    before = os.environ["XLA_FLAGS"]
+    have = len(jax.devices("cpu"))  # this process's backend has started
+    assert main(["run", "quickstart", "--host-devices", str(have + 1)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: --host-devices {have + 1}: JAX's CPU backend had already "
+                                               f"started with {have} device(s)")
+    assert os.environ["XLA_FLAGS"] == before  # nothing left for the child processes of later tests
+    assert main(["run", "quickstart", "--host-devices", "0"]) == 2
+    assert "host device count must be at least 1, got 0" in capsys.readouterr().err

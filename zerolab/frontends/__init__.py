@@ -19,18 +19,19 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.frontends.loaded_search": ("DEFAULT_COMPILATION_CACHE", "LoadedSearch", "check_checkpoint",
                                         "checkpoint_search", "play_search"),
     "zerolab.frontends.uci_search": ("serve_search_engine",),
-    "zerolab.frontends.cli": ("add_allow_config_change_argument", "add_distributed_arguments", "search_overrides",
-                              "split_overrides", "start_distributed"),
+    "zerolab.frontends.cli": ("add_allow_config_change_argument", "add_distributed_arguments",
+                              "add_host_devices_argument", "search_overrides", "split_overrides", "start_distributed", "start_host_devices",
+                              "start_host_devices"),
     "zerolab.frontends.experiment_setup": ("prepare_experiment", "training_config"),
 })
 
 __all__ = [
     "BenchCase", "DEFAULT_COMPILATION_CACHE", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget",
-    "UCIOption", "UCIServer", "add_allow_config_change_argument", "add_distributed_arguments", "check_checkpoint",
-    "checkpoint_search", "convert_to_run",
-    "converted_run_config", "interleaved_best_times", "main_loop", "play_search", "prepare_experiment",
-    "search_overrides", "selfplay_program", "serve_search_engine", "split_overrides", "start_distributed",
-    "training_config", "training_program",
+    "UCIOption", "UCIServer", "add_allow_config_change_argument", "add_distributed_arguments",
+    "add_host_devices_argument", "check_checkpoint", "checkpoint_search", "convert_to_run", "converted_run_config",
+    "interleaved_best_times", "main_loop", "play_search", "prepare_experiment", "search_overrides", "selfplay_program",
+    "serve_search_engine", "split_overrides", "start_distributed", "start_host_devices", "training_config",
+    "training_program",
 ]
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     )
     from zerolab.frontends.uci_search import serve_search_engine
     from zerolab.frontends.cli import (
-        add_allow_config_change_argument, add_distributed_arguments, search_overrides, split_overrides,
-        start_distributed,
+        add_allow_config_change_argument, add_distributed_arguments, add_host_devices_argument, search_overrides,
+        split_overrides, start_distributed, start_host_devices,
     )
     from zerolab.frontends.experiment_setup import prepare_experiment, training_config

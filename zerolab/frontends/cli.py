@@ -91,6 +91,30 @@ def start_distributed(args: argparse.Namespace) -> None:
         logging.getLogger().setLevel(logging.WARNING)
 
 
+def add_host_devices_argument(parser: argparse.ArgumentParser) -> None:
+    """``--host-devices N`` (see :func:`start_host_devices`)."""
+    parser.add_argument("--host-devices", type=int, default=None, metavar="N",
+                        help="CPU only: run on N devices of XLA's host platform (one a core), which play their share "
+                             "of the self-play games side by side, each single-threaded (zerolab/README.md, "
+                             "'Search efficiency'); batch sizes must divide by N")
+
+
+def start_host_devices(args: argparse.Namespace) -> None:
+    """Gives this process ``args.host_devices`` CPU devices (:func:`zerolab.devices.request_host_devices`) where the
+    flag was given; call it before any other JAX use (after :func:`start_distributed`)."""
+    if getattr(args, "host_devices", None) is None:
+        return
+    from zerolab.devices import request_host_devices
+
+    try:
+        got = request_host_devices(args.host_devices)
+    except ValueError as error:
+        raise ValueError(f"--host-devices: {error}") from None
+    if got != args.host_devices:
+        raise ValueError(f"--host-devices {args.host_devices}: JAX's CPU backend had already started with {got} "
+                         f"device(s)")
+
+
 def add_allow_config_change_argument(parser: argparse.ArgumentParser) -> None:
     """``--allow-config-change``: a rerun may change the settings its run directory records (see
     :mod:`zerolab.training.run_directory`)."""
@@ -103,6 +127,7 @@ def add_allow_config_change_argument(parser: argparse.ArgumentParser) -> None:
 
 def command_train(args: argparse.Namespace) -> int:
     start_distributed(args)
+    start_host_devices(args)
     from zerolab.config import load_config
     from zerolab.training import train
     from zerolab.training.run_directory import check_run_directory, file_system_error
@@ -226,16 +251,7 @@ def checked_search_overrides(items: list[str]) -> dict[str, str]:
 
 
 def command_bench(args: argparse.Namespace) -> int:
-    if args.host_devices is not None:  # before anything asks JAX for a device
-        from zerolab.devices import request_host_devices
-
-        try:
-            got = request_host_devices(args.host_devices)
-        except ValueError as error:
-            raise SystemExit(f"error: --host-devices: {error}") from None
-        if got != args.host_devices:
-            raise SystemExit(f"error: --host-devices {args.host_devices}: JAX's CPU backend had already started with "
-                             f"{got} device(s)")
+    start_host_devices(args)  # before anything asks JAX for a device
     from zerolab.frontends import bench
 
     cases = bench.DEFAULT_CASES
@@ -313,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("overrides", nargs="*", help="key=value config overrides")
     add_allow_config_change_argument(train)
     add_distributed_arguments(train)
+    add_host_devices_argument(train)
     train.set_defaults(handler=command_train)
 
     match = commands.add_parser("match", help="play games between two agents")
@@ -349,9 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-reference", action="store_true", help="skip the bare pgx + mctx loop")
     bench.add_argument("--no-floor", action="store_true",
                        help="skip the floor (the evaluations and game steps alone, no tree) and its efficiency")
-    bench.add_argument("--host-devices", type=int, default=None, metavar="N",
-                       help="split the games over N CPU devices (XLA's host platform; one a core runs the devices' "
-                            "programs side by side); the floor is split the same way")
+    add_host_devices_argument(bench)  # the floor is split over them as self-play is
     bench.add_argument("--search", nargs="+", default=[], metavar="KEY=VALUE",
                        help="search settings of the self-play cases, e.g. kind=muzero "
                             "rules=package.module:factory rule_options.sc_limit=5")
