@@ -20,9 +20,8 @@ import sys
 from collections.abc import Sequence
 
 from zerolab import checkpoint_search, serve_search_engine
-from zerolab.frontends import (
-    DEFAULT_COMPILATION_CACHE, LoadedSearch, check_checkpoint, play_search, search_overrides,
-)
+from zerolab import check_checkpoint
+from zerolab.frontends import LoadedSearch, play_search, search_overrides
 
 ENGINE_NAME = "AlphaGateau (zerolab)"
 DEFAULT_SIMULATIONS = 64
@@ -53,8 +52,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--blocks", type=int, default=5, help="--random-init: ResGATEAU blocks L")
     parser.add_argument("--gumbel-scale", type=float, default=0.0, help="Gumbel noise of the search (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random init and of the search keys")
-    parser.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
-                        help="directory of JAX's persistent compilation cache ('' for none)")
+    parser.add_argument("--compilation-cache", default=None,
+                        help="directory of JAX's persistent compilation cache (default: the per-user one, "
+                             "~/.cache/zerolab/jax-compilation; '' for none)")
     parser.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
     arguments = parser.parse_args(argv)
     if not 1 <= arguments.simulations <= MAXIMUM_SIMULATIONS:

@@ -22,8 +22,7 @@ from collections.abc import Sequence
 
 from contempt_search.experiment import CONTEMPT_RULES
 from contempt_search.rules import validate_sc_limit
-from zerolab import UCIOption, checkpoint_search, serve_search_engine
-from zerolab.frontends import DEFAULT_COMPILATION_CACHE, check_checkpoint
+from zerolab import UCIOption, check_checkpoint, checkpoint_search, serve_search_engine
 
 ENGINE_NAME = "search-contempt (zerolab)"
 SC_LIMIT_OFF = 1_000_000_000
@@ -93,8 +92,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sc-limit", type=int, default=SC_LIMIT_OFF, help="the ScLimit option's start (N_scl)")
     parser.add_argument("--kind", choices=SEARCH_KINDS, default="muzero", help="the SearchKind option's start")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search keys")
-    parser.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
-                        help="directory of JAX's persistent compilation cache ('' for none)")
+    parser.add_argument("--compilation-cache", default=None,
+                        help="directory of JAX's persistent compilation cache (default: the per-user one, "
+                             "~/.cache/zerolab/jax-compilation; '' for none)")
     arguments = parser.parse_args(argv)
     try:
         contempt_search_changes(arguments.kind, arguments.sc_limit)

@@ -39,20 +39,20 @@ __getattr__, __dir__ = lazy_names(__name__, {
                          "default_config", "format_programs", "train"),
     "zerolab.engines": ("EngineError", "UCIEngine", "find_engine"),
     "zerolab.play": ("Agent", "PolicyAgent", "SearchAgent", "lanes_to_answer"),
-    "zerolab.frontends": ("UCIOption", "checkpoint_search", "convert_to_run", "interleaved_best_times",
-                          "serve_search_engine"),
+    "zerolab.frontends": ("UCIOption", "check_checkpoint", "checkpoint_search", "convert_to_run",
+                          "interleaved_best_times", "serve_search_engine"),
 })
 
 __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "EngineError", "Frames", "GameBoards", "GameRecord",
     "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "OPTIONAL_PRESETS", "PRESETS", "PlannedProgram",
     "PlyDecision", "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
-    "UCIOption", "abstract_states", "apply_network", "check_at_least", "check_choice", "check_divisible",
-    "checkpoint_search", "compile_cost", "configure_logging", "convert_to_run", "default_config", "find_engine",
-    "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer",
-    "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits",
-    "progress_bar", "replicate", "replicated", "request_host_devices", "run_search", "serve_search_engine",
-    "shard_host_batch", "to_json", "train", "validate_fen",
+    "UCIOption", "abstract_states", "apply_network", "check_at_least", "check_checkpoint", "check_choice",
+    "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "convert_to_run", "default_config",
+    "find_engine", "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step",
+    "lanes_to_answer", "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn",
+    "masked_logits", "progress_bar", "replicate", "replicated", "request_host_devices", "run_search",
+    "serve_search_engine", "shard_host_batch", "to_json", "train", "validate_fen",
 ]
 
 if TYPE_CHECKING:
@@ -74,5 +74,5 @@ if TYPE_CHECKING:
     from zerolab.engines import EngineError, UCIEngine, find_engine
     from zerolab.play import Agent, PolicyAgent, SearchAgent, lanes_to_answer
     from zerolab.frontends import (
-        UCIOption, checkpoint_search, convert_to_run, interleaved_best_times, serve_search_engine,
+        UCIOption, check_checkpoint, checkpoint_search, convert_to_run, interleaved_best_times, serve_search_engine,
     )

@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Any
 import chess
 import numpy as np
 
-from zerolab.frontends.loaded_search import LoadedSearch, with_compilation_cache
+from zerolab.frontends.loaded_search import DEFAULT_COMPILATION_CACHE, LoadedSearch, with_compilation_cache
 from zerolab.frontends.uci import UCIServer, main_loop
 from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
 
@@ -582,15 +582,18 @@ whose ``on_change`` typically calls :meth:`SearchEngine.set_search`."""
 
 
 def serve_search_engine(load: Callable[[], LoadedSearch], name: str, simulations: int, *, seed: int = 0,
-                        compilation_cache: str = "", options: SearchOptionsFn | None = None) -> int:
+                        compilation_cache: str | None = None, options: SearchOptionsFn | None = None) -> int:
     """Runs a :class:`SearchEngine` on standard input and output; loading and compiling happen while the GUI
     handshakes.  ``simulations`` is the ``Simulations`` option's start (it replaces the loaded search's count);
     ``options`` adds UCI options built for the engine.  ``compilation_cache``: JAX's persistent compilation cache
-    directory (``~`` expanded; empty: none).
+    directory (``~`` expanded; None: the per-user :data:`~zerolab.frontends.loaded_search.DEFAULT_COMPILATION_CACHE`;
+    empty: none).
 
     When loading fails (what the launcher could not check before: e.g. a network that does not fit 8×8), the
     engine does not play fallback moves: it writes ``info string error: ...`` and ``error: ...`` on standard error
     and the process ends with exit status :data:`FAILED_START_STATUS`."""
+    if compilation_cache is None:
+        compilation_cache = DEFAULT_COMPILATION_CACHE
     if compilation_cache:
         load = with_compilation_cache(load, compilation_cache)
     server: SearchServer | None = None
