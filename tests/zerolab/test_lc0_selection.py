@@ -114,7 +114,7 @@ def test_selection_is_a_search_config_field():
     from zerolab.training.train import default_config
 
     assert search_lib.SearchConfig.from_config(default_config().search) == search_lib.SearchConfig()
-    with pytest.raises(ValueError, match="selection must be one of \\('mctx', 'lc0'\\)"):
+    with pytest.raises(ValueError, match="search.selection must be one of 'mctx', 'lc0', got 'leela'"):
         config.with_overrides({"selection": "leela"})
     with pytest.raises(ValueError, match="selection='lc0' is a PUCT rule: it needs kind='muzero'"):
         search_lib.SearchConfig(kind="gumbel", selection="lc0")
