@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -109,18 +110,53 @@ StepFn = Callable[[Any, Any], tuple[Any, Any]]
 """``(state, batch) -> (new state, metrics)``: one training update on a global batch."""
 
 
-def jit_step(step_fn: StepFn, mesh: Mesh, *, batch_axis: int = 0, donate_state: bool = True) -> StepFn:
-    """``step_fn`` jitted with the state replicated and the batch sharded over ``mesh`` (array axis ``batch_axis``).
+def argument_signature(arguments: Any) -> tuple:
+    """What a jitted function compiles one program for: the arguments' tree structure and each leaf's shape, dtype
+    and sharding (equal signatures share one executable)."""
+    leaves, structure = jax.tree.flatten(arguments)
+    return structure, tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf))), getattr(leaf, "sharding", None))
+                            for leaf in leaves)
+
+
+class AheadOfTimeStep:
+    """A jitted step that can be compiled ahead of its first call, so that a caller times its compilation apart
+    (:meth:`compile`); calls with a compiled signature run that executable, others go through ``jax.jit``.
+    ``lower`` is ``jax.jit``'s (plans read costs from it)."""
+
+    def __init__(self, jitted: Any):
+        self.jitted = jitted
+        self.executables: dict[tuple, Any] = {}
+
+    def compile(self, *arguments) -> float:
+        """Compiles the program for arguments like these and returns the seconds it took (0.0 when done before)."""
+        signature = argument_signature(arguments)
+        if signature in self.executables:
+            return 0.0
+        started = time.perf_counter()
+        self.executables[signature] = self.jitted.lower(*arguments).compile()
+        return time.perf_counter() - started
+
+    def lower(self, *arguments):
+        return self.jitted.lower(*arguments)
+
+    def __call__(self, *arguments):
+        executable = self.executables.get(argument_signature(arguments)) if self.executables else None
+        return executable(*arguments) if executable is not None else self.jitted(*arguments)
+
+
+def jit_step(step_fn: StepFn, mesh: Mesh, *, batch_axis: int = 0, donate_state: bool = True) -> AheadOfTimeStep:
+    """``step_fn`` jitted with the state replicated and the batch sharded over ``mesh`` (array axis ``batch_axis``),
+    compilable ahead of its first call (:class:`AheadOfTimeStep`).
 
     The new state and the metrics come back replicated; the input state is donated (its buffers are reused for the
     new one, so the caller must not read it again) unless ``donate_state=False``.
     """
-    return jax.jit(
+    return AheadOfTimeStep(jax.jit(
         step_fn,
         in_shardings=(replicated(mesh), batch_sharded(mesh, batch_axis)),
         out_shardings=(replicated(mesh), replicated(mesh)),
         donate_argnums=(0,) if donate_state else (),
-    )
+    ))
 
 
 @dataclasses.dataclass

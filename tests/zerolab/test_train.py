@@ -34,8 +34,8 @@ TINY_RUN = [  # the quickstart config with the ResNet (the core's own network) a
 ]
 TRAINED_ITERATIONS = 3
 # Record fields measured in seconds (and rates from them): the only ones a resumed run may change.
-TIMING_FIELDS = {"selfplay_moves_per_s", "train_samples_per_s", "selfplay_s", "selfplay_compile_s", "train_s",
-                 "iteration_s", "wall_s"}
+TIMING_FIELDS = {"selfplay_moves_per_s", "train_samples_per_s", "selfplay_s", "selfplay_compile_s", "train_compile_s",
+                 "train_s", "iteration_s", "wall_s"}
 
 
 def tiny_config(*overrides):
@@ -119,7 +119,8 @@ def test_trained_run_keeps_complete_steps_as_the_checkpoint_config_says(trained_
     assert [r["iteration"] for r in records] == [1, 2, 3] and [r["frames"] for r in records] == [32, 64, 96]
     assert [r["window_size"] for r in records] == [32, 64, 96]
     # compiled ahead of the first call (or by an earlier run of the process): later rates leave no compile out
-    assert records[0]["selfplay_compile_s"] >= 0 and [r["selfplay_compile_s"] for r in records[1:]] == [0.0, 0.0]
+    for program in ("selfplay", "train"):
+        assert records[0][f"{program}_compile_s"] >= 0 and [r[f"{program}_compile_s"] for r in records[1:]] == [0.0, 0.0]
     assert json.loads((trained_run / "config.json").read_text())["game"]["name"] == "gardner_chess"
 
 

@@ -206,12 +206,19 @@ def train_on_window(
     return train_state, {name: total / num_updates for name, total in totals.items()}, num_updates * batch_size
 
 
+def example_batch(window: FrameWindow, train: TrainConfig, mesh: Mesh) -> Frames:
+    """A minibatch of the window's first frames, sharded as training's are: the arguments the train step compiles
+    for (any frames of the window would do)."""
+    local_size = local_batch_size("train.batch_size", train.batch_size, mesh)
+    return shard_host_batch(window.as_frames(np.arange(local_size) % len(window)), mesh)
+
+
 def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, components: Components, mesh: Mesh,
                   selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar
                   ) -> tuple[dict, RunState, TrainState, PlyRecord]:
     """Self-play, window update and training of one iteration (sizes from ``components``: self-play, replay,
-    train): its metrics record, the new states, the ply records.  Self-play's rate leaves out its compilation
-    (``selfplay_compile_s``, nonzero on the iteration that compiled it)."""
+    train): its metrics record, the new states, the ply records.  The rates leave out compilation
+    (``selfplay_compile_s`` and ``train_compile_s``, nonzero on the iteration that compiled the program)."""
     iteration_started = time.perf_counter()
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
     selfplay_key = jax.random.fold_in(base_key, iteration)
@@ -235,6 +242,9 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
                 len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
     bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
+    compile_train = getattr(train_step, "compile", None)
+    train_compile_seconds = (compile_train(train_state, example_batch(window, components.train, mesh))
+                             if compile_train is not None else 0.0)
     train_started = time.perf_counter()
     train_state, train_metrics, samples = train_on_window(train_step, train_state, window, components.train, mesh,
                                                           run_state.numpy_rng)
@@ -249,6 +259,7 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
         "train_samples_per_s": samples / train_seconds,
         "selfplay_s": selfplay_seconds,
         "selfplay_compile_s": compile_seconds,
+        "train_compile_s": train_compile_seconds,
         "train_s": train_seconds,
         "iteration_s": time.perf_counter() - iteration_started,
     }
