@@ -14,15 +14,12 @@ import pathlib
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 
 from zerolab import (
-    NetworkInputs,
     PlannedProgram,
     SearchConfig,
     abstract_states,
-    apply_network,
     compile_cost,
     default_config,
     from_json,
@@ -53,18 +50,14 @@ class PlannedNetwork:
         return self._evaluation_flops[batch]
 
     def _compile_evaluation(self, batch: int) -> float:
-        observation = jax.ShapeDtypeStruct((batch,) + tuple(self.game.observation_shape), jnp.float32)
-        legal = jax.ShapeDtypeStruct((batch, self.game.num_actions), jnp.bool_)
-        lowered = jax.jit(lambda v, o, m: apply_network(self.network, v, NetworkInputs(o, m))[0]).lower(
-            self.variables, observation, legal)
-        return compile_cost("evaluation", lowered).flops
+        return PlannedProgram.evaluation("evaluation", self.game, self.network, self.variables, batch).flops
 
     def search_program(self, name: str, function: Any, batch: int, simulations: int, calls: int,
                        what: str) -> PlannedProgram:
         """``function`` (a jitted ``(variables, key, states [batch])`` search) compiled over abstract inputs."""
         cost = compile_cost(name, function.lower(self.variables, jax.random.key(0),
                                                  abstract_states(self.game, batch)))
-        return PlannedProgram(cost, calls, what, flops_per_call=self.evaluation_flops(batch) * (simulations + 1))
+        return PlannedProgram.search(cost, calls, what, self.evaluation_flops(batch), simulations)
 
 
 def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> list[str]:

@@ -143,10 +143,11 @@ def plan(config) -> str:
     for games, calls in selfplay_calls.items():
         cost = compile_cost(f"self-play, {games} games", play.lower(
             model.variables, jax.random.key(0), jax.ShapeDtypeStruct((), jnp.float32), games))
-        flops = (evaluation_flops(game, model.network, model.variables, games) * (simulations + 1) * plies
-                 + evaluation_flops(game, model.network, model.variables, 1))
-        programs.append(PlannedProgram(cost, calls, f"{games} games × {plies} plies, {simulations} simulations a "
-                                                    f"move, λ = 0, no branches", flops_per_call=flops))
+        what = f"{games} games × {plies} plies, {simulations} simulations a move, λ = 0, no branches"
+        one_ply = PlannedProgram.search(cost, calls, what, evaluation_flops(game, model.network, model.variables,
+                                                                             games), simulations)
+        programs.append(PlannedProgram(cost, calls, what, flops_per_call=one_ply.flops * plies + evaluation_flops(
+            game, model.network, model.variables, 1)))
     if selfplay_calls:
         notes.append(f"self-play: {plies} plies (2·N², the most a 7x7 game lasts) of {simulations + 1} evaluations "
                      f"each, plus the empty board's (XLA counts the scan's body once); "
@@ -160,10 +161,11 @@ def plan(config) -> str:
         cost = compile_cost("endgame search", search.lower(model.variables, jax.random.key(0),
                                                            abstract_states(game, batch), komi,
                                                            jax.ShapeDtypeStruct((), jnp.float32)))
-        flops = evaluation_flops(game, model.network, model.variables, batch) * (simulations + 1)
-        programs.append(PlannedProgram(cost, len(steps) * len(config.lambdas),
-                                       f"{len(ENDGAMES)} endgames × {int(config.endgame_seeds)} seeds, "
-                                       f"{simulations} simulations with root noise", flops_per_call=flops))
+        programs.append(PlannedProgram.search(cost, len(steps) * len(config.lambdas),
+                                              f"{len(ENDGAMES)} endgames × {int(config.endgame_seeds)} seeds, "
+                                              f"{simulations} simulations with root noise",
+                                              evaluation_flops(game, model.network, model.variables, batch),
+                                              simulations))
         programs.append(evaluation_program("endgame evaluation", game, model.network, model.variables,
                                            len(ENDGAMES), len(steps), f"α, β of the {len(ENDGAMES)} endgames"))
         notes.append(f"endgames: {len(steps)} networks × {len(config.lambdas)} λ searches; the evaluation runs op by "

@@ -18,11 +18,9 @@ import jax
 import jax.numpy as jnp
 
 from zerolab import (
-    NetworkInputs,
     PlannedProgram,
     SearchConfig,
     abstract_states,
-    apply_network,
     compile_cost,
     init_variables,
     make_game,
@@ -69,19 +67,11 @@ def kept_steps(run_config: Any) -> list[int]:
 
 def evaluation_flops(game, network, variables, batch: int) -> float:
     """FLOPs of one network evaluation of ``batch`` positions, from its compiled program."""
-    observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
-    legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
-    lowered = jax.jit(lambda v, o, m: apply_network(network, v, NetworkInputs(o, m))[0]).lower(
-        variables, observation, legal)
-    return compile_cost("evaluation", lowered).flops
+    return PlannedProgram.evaluation("evaluation", game, network, variables, batch).flops
 
 
 def evaluation_program(name: str, game, network, variables, batch: int, calls: int, what: str) -> PlannedProgram:
-    observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
-    legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
-    lowered = jax.jit(lambda v, o, m: apply_network(network, v, NetworkInputs(o, m))[0]).lower(
-        variables, observation, legal)
-    return PlannedProgram(compile_cost(name, lowered), calls, what)
+    return PlannedProgram.evaluation(name, game, network, variables, batch, calls, what)
 
 
 def agent_search_program(name: str, model: SaiModel, game, simulations: int, temperature_plies: int, batch: int,
@@ -93,8 +83,8 @@ def agent_search_program(name: str, model: SaiModel, game, simulations: int, tem
     lam = jax.ShapeDtypeStruct((), jnp.float32)
     cost = compile_cost(name, function.lower(model.variables, jax.random.key(0), abstract_states(game, batch), komi,
                                              lam))
-    flops = evaluation_flops(game, model.network, model.variables, batch) * (simulations + 1)
-    return PlannedProgram(cost, calls, what, flops_per_call=flops)
+    return PlannedProgram.search(cost, calls, what, evaluation_flops(game, model.network, model.variables, batch),
+                                 simulations)
 
 
 def pgx_step_program(name: str, game, batch: int | None, calls: int, what: str) -> PlannedProgram:

@@ -27,12 +27,10 @@ import jax
 import jax.numpy as jnp
 
 from zerolab import (
-    NetworkInputs,
     PlannedProgram,
     PolicyAgent,
     SearchAgent,
     abstract_states,
-    apply_network,
     compile_cost,
     format_programs,
     load_lc0_weights,
@@ -76,12 +74,8 @@ class Counter:
         return [self.build(name, batch, calls) for (name, batch), calls in self.calls.items()]
 
     def evaluation_flops(self, batch: int) -> float:
-        game = self.model.game
-        observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
-        legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
-        lowered = jax.jit(lambda v, o, m: apply_network(self.model.network, v, NetworkInputs(o, m))[0]).lower(
-            self.model.variables, observation, legal)
-        return compile_cost("evaluation", lowered).flops
+        return PlannedProgram.evaluation("evaluation", self.model.game, self.model.network, self.model.variables,
+                                         batch).flops
 
     def build(self, name: str, batch: int, calls: int) -> PlannedProgram:
         model, config, game = self.model, self.config, self.model.game
@@ -92,9 +86,9 @@ class Counter:
             search = match_search(config)
             agent = SearchAgent(name, game, model.network, model.variables, search)
             cost = compile_cost(label, agent._search.lower(model.variables, key, states))
-            flops = self.evaluation_flops(batch) * (search.num_simulations + 1)
-            return PlannedProgram(cost, calls, f"{search.kind} {search.num_simulations} simulations from {batch} "
-                                               f"positions", flops_per_call=flops)
+            return PlannedProgram.search(cost, calls, f"{search.kind} {search.num_simulations} simulations from "
+                                               f"{batch} positions", self.evaluation_flops(batch),
+                                         search.num_simulations)
         if name.startswith("maia"):  # PolicyAgent's jitted (actions, probabilities)
             mode, temperature = {"maia argmax": ("argmax", 1.0), "maia sample": ("sample", 1.0)}[name]
             agent = PolicyAgent(model.network, model.variables, game, mode=mode, temperature=temperature)

@@ -365,7 +365,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     frame = frame_bytes(game, simulations, str(config.search.kind), extras_bytes)
     return RunPlan(
         label=label, description=description, programs=[selfplay, *chunk_programs, evaluation, training],
-        evaluations_per_iteration=plies * (simulations + 1), updates_per_iteration=updates[-1],
+        evaluations_per_iteration=plies * evaluations_per_search(simulations), updates_per_iteration=updates[-1],
         total_updates=sum(updates), frames_per_iteration=frames_per_iteration, iterations=iterations,
         frame=frame, window_size=window_size,
         selfplay_host_bytes=selfplay_host_bytes(frames, records, frame), train_state_bytes=tree_bytes(state),
@@ -436,9 +436,8 @@ def reference_flops_per_item(rate: MeasuredRate) -> float:
         observation = jax.ShapeDtypeStruct((rate.batch,) + tuple(game.observation_shape), jnp.float32)
         legal = jax.ShapeDtypeStruct((rate.batch, game.num_actions), jnp.bool_)
         if rate.program == "selfplay":
-            lowered = jax.jit(lambda v, o, m: apply_network(components.network, v, NetworkInputs(o, m))[0]).lower(
-                variables, observation, legal)
-            _REFERENCE_FLOPS[rate] = compile_cost("reference", lowered).flops * (rate.simulations + 1) / rate.batch
+            evaluation = PlannedProgram.evaluation("reference", game, components.network, variables, rate.batch)
+            _REFERENCE_FLOPS[rate] = evaluation.flops * evaluations_per_search(rate.simulations) / rate.batch
         else:
             from zerolab.training.train import loss_fn
 
@@ -532,6 +531,28 @@ class PlannedProgram:
     def flops(self) -> float:
         return self.cost.flops if self.flops_per_call is None else self.flops_per_call
 
+    @classmethod
+    def evaluation(cls, name: str, game: Game, network: Any, variables: Any, batch: int, calls: int = 1,
+                   what: str = "") -> PlannedProgram:
+        """One evaluation of ``network`` over ``batch`` positions of ``game`` (abstract ``variables``), compiled."""
+        observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
+        legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
+        lowered = jax.jit(lambda v, o, m: apply_network(network, v, NetworkInputs(o, m))[0]).lower(
+            variables, observation, legal)
+        return cls(compile_cost(name, lowered), calls, what or f"one network evaluation of {batch} positions")
+
+    @classmethod
+    def search(cls, cost: ProgramCost, calls: int, what: str, evaluation_flops: float,
+               num_simulations: int) -> PlannedProgram:
+        """A compiled search (``cost``) whose FLOPs are those of its network evaluations,
+        :func:`evaluations_per_search` of ``evaluation_flops`` each: XLA counts the simulation loop's body once."""
+        return cls(cost, calls, what, flops_per_call=evaluation_flops * evaluations_per_search(num_simulations))
+
+
+def evaluations_per_search(num_simulations: int) -> int:
+    """The network evaluations of one search of ``num_simulations`` simulations: the root, then one leaf each."""
+    return num_simulations + 1
+
 
 def abstract_states(game: Game, batch: int) -> Any:
     """``jax.ShapeDtypeStruct``s of ``batch`` pgx states of ``game`` (traced, not run)."""
@@ -548,12 +569,9 @@ def search_program(name: str, game: Game, network: Any, variables: Any, search_c
     states = abstract_states(game, batch)
     search = jax.jit(lambda v, key, s: run_search(search_config, game, network, v, key, s, rules=rules).action)
     cost = compile_cost(name, search.lower(variables, jax.random.key(0), states))
-    observation = jax.ShapeDtypeStruct((batch,) + tuple(game.observation_shape), jnp.float32)
-    legal = jax.ShapeDtypeStruct((batch, game.num_actions), jnp.bool_)
-    evaluation = compile_cost(f"{name} (one evaluation)", jax.jit(
-        lambda v, o, m: apply_network(network, v, NetworkInputs(o, m))[0]).lower(variables, observation, legal))
-    return PlannedProgram(cost, calls, f"{search_config.num_simulations} simulations from {batch} positions",
-                          flops_per_call=evaluation.flops * (search_config.num_simulations + 1))
+    evaluation = PlannedProgram.evaluation(f"{name} (one evaluation)", game, network, variables, batch)
+    return PlannedProgram.search(cost, calls, f"{search_config.num_simulations} simulations from {batch} positions",
+                                 evaluation.flops, search_config.num_simulations)
 
 
 def format_programs(title: str, programs: list[PlannedProgram], notes: list[str] = ()) -> str:
