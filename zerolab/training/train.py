@@ -328,6 +328,12 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     workdir = check_run_directory(pathlib.Path(workdir), "run directory")
     config_record = check_run_config(workdir, config, allow_config_change)
     components = check_training_config(config)
+    selfplay = components.selfplay
+    if selfplay.plies_per_iteration < selfplay.max_game_plies:  # until unfinished games carry over between calls
+        logger.warning("selfplay.plies_per_iteration (%d) < selfplay.max_game_plies (%d): a self-play call stops the "
+                       "games still running when it ends (their frames train the policy but get no value target), "
+                       "so no game lasts more than %d plies", selfplay.plies_per_iteration, selfplay.max_game_plies,
+                       selfplay.plies_per_iteration)
     workdir.mkdir(parents=True, exist_ok=True)
     mesh = make_mesh()
     optimizer = components.optimizer
