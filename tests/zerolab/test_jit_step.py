@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax.sharding import PartitionSpec
 
 from zerolab.devices import DATA_AXIS, jit_step, make_mesh, shard_host_batch
@@ -32,3 +33,17 @@ def test_jit_step_replicates_the_state_and_shards_the_batch():
     again, _ = transposed(kept, {"x": shard_host_batch(x.T.copy(), mesh, axis=1)})
     np.testing.assert_allclose(again["total"], x.sum(axis=0))
     assert not kept["total"].is_deleted()  # not donated
+
+
+def test_a_step_compiled_ahead_runs_that_executable_and_says_how_long_compiling_took(monkeypatch):
+    mesh = make_mesh()
+    step = jit_step(sum_step, mesh)
+    state = {"total": jnp.zeros(3), "count": jnp.zeros((), jnp.int32)}
+    batch = {"x": shard_host_batch(np.ones((2 * mesh.devices.size, 3), np.float32), mesh)}
+    seconds = step.compile(state, batch)
+    assert seconds > 0 and step.compile(state, batch) == 0.0  # once a signature
+    monkeypatch.setattr(step, "jitted", None)  # a call of the compiled signature needs nothing but its executable
+    new_state, _ = step(state, batch)
+    assert int(new_state["count"]) == 2 * mesh.devices.size
+    with pytest.raises(TypeError):  # another signature goes through jax.jit (here gone)
+        step(new_state, {"x": shard_host_batch(np.ones((4 * mesh.devices.size, 3), np.float32), mesh)})
