@@ -301,7 +301,7 @@ def fresh_games(game: GoGame, key: jax.Array, num_games: int, empty_alpha: jax.A
 
 
 def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.selfplay.scan.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty
+    """SAI's :data:`~zerolab.selfplay.types.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty
     queue; ``variables.frozen`` may hold :class:`SaiCallSettings`."""
     slots = max(int(options.max_branches), 1)
 
@@ -328,7 +328,7 @@ def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
 
 
 def sai_reward(game: GoGame):
-    """SAI's :data:`~zerolab.selfplay.scan.RewardFn`: a finished game's result at its own komi, from the mover's
+    """SAI's :data:`~zerolab.selfplay.types.RewardFn`: a finished game's result at its own komi, from the mover's
     view."""
 
     def reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> jax.Array:
@@ -363,7 +363,7 @@ def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game
 
 
 def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.selfplay.scan.ResetFn`: records the ply's branch point, then finished games hand in their
+    """SAI's :data:`~zerolab.selfplay.types.ResetFn`: records the ply's branch point, then finished games hand in their
     branch points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
     max_branches = int(options.max_branches)
     slots = max(max_branches, 1)
@@ -445,7 +445,7 @@ def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left
 
 
 def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
-    """SAI's :data:`~zerolab.selfplay.scan.RecordsSummaryFn`: mean β per ply and the call's totals
+    """SAI's :data:`~zerolab.selfplay.types.RecordsSummaryFn`: mean β per ply and the call's totals
     (:func:`call_totals`)."""
     per_ply = {**statistics, "score_estimate": records.summary["score_estimate"]}
     totals = call_totals(per_ply, records.game_over, fresh_komi=lanes.shared.first_komi,

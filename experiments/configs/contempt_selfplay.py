@@ -31,7 +31,7 @@ def get_config(preset: str = "tiny"):
         "selection": "mctx",  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
         "sc_limits": [1, 2, 5, 10, 16],
         "puct_temperatures": ["tau1", "tau2", "0.3", "0.6", "1.0"],  # a schedule's name or a constant τ
-        # τ schedules over full moves: (start, delay, decay, end, cutoff), zerolab.selfplay.scan.SelfPlayConfig's fields
+        # τ schedules over full moves: (start, delay, decay, end, cutoff), zerolab.selfplay.types.SelfPlayConfig's fields
         **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
         "games": 64,
         "max_game_plies": 64,

@@ -22,7 +22,8 @@ def test_contempt_selfplay_settings_and_schedules(preset):
     assert temperature_settings(config, "tau2") == {"temperature": 0.9, "temperature_delay_moves": 20,
                                                     "temperature_decay_moves": 60, "temperature_end": 0.6,
                                                     "temperature_cutoff_moves": 40}
-    from zerolab.selfplay.scan import SelfPlayConfig, move_temperature
+    from zerolab.selfplay.hooks import move_temperature
+    from zerolab.selfplay.types import SelfPlayConfig
     import jax.numpy as jnp
 
     constant = SelfPlayConfig(temperature_schedule="moves", **temperature_settings(config, "0.6"))

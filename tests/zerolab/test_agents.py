@@ -12,7 +12,7 @@ from zerolab.play.agents import SearchAgent
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.mcts import SearchConfig, run_search
-from zerolab.selfplay.scan import SelfPlayConfig
+from zerolab.selfplay.types import SelfPlayConfig
 
 LANES = 256
 
@@ -53,5 +53,5 @@ def test_a_temperature_agent_samples_the_visits_and_plays_the_search_choice_past
 
 def test_temperature_must_be_a_selfplay_config(position):
     game, network, variables, _, search = position
-    with pytest.raises(TypeError, match="temperature must be a zerolab.selfplay.scan.SelfPlayConfig"):
+    with pytest.raises(TypeError, match="temperature must be a zerolab.selfplay.types.SelfPlayConfig"):
         SearchAgent("bad", game, network, variables, search, temperature=0.5)

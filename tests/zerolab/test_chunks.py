@@ -12,7 +12,10 @@ from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.mcts import SearchConfig
 from zerolab.selfplay.chunks import SelfPlayDoesNotFit, choose_chunk_games, chunk_keys, chunk_sizes
-from zerolab.selfplay.scan import SelfPlayConfig, make_play_fn, make_selfplay_fn, search_move_rule
+from zerolab.selfplay.hooks import search_move_rule
+from zerolab.selfplay.programs import make_selfplay_fn
+from zerolab.selfplay.scan import make_play_fn
+from zerolab.selfplay.types import SelfPlayConfig
 
 
 def test_the_chunk_is_the_largest_divisor_whose_program_fits():

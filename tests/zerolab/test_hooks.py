@@ -25,7 +25,8 @@ from zerolab.networks.network import AlphaZeroResNet, NetworkInputs, NetworkOutp
 from zerolab.training.runs import Components
 from zerolab.search.mcts import SearchConfig, SearchRules, run_search
 from zerolab.selfplay.frames import Frames
-from zerolab.selfplay.scan import SelfPlayConfig, choose_actions, move_temperature, value_targets
+from zerolab.selfplay.hooks import choose_actions, move_temperature, value_targets
+from zerolab.selfplay.types import SelfPlayConfig
 from tests.fast_compile import fast_jit, subprocess_env
 from tests.zerolab.method_package.method import START_FENS
 
@@ -309,7 +310,7 @@ def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
 
 
 def test_complete_games_lists_every_game_inside_the_scan():
-    from zerolab.selfplay.scan import PlyRecord
+    from zerolab.selfplay.types import PlyRecord
     from zerolab.selfplay.records import complete_games, finished_games
 
     over = np.array([[False, False], [True, False], [False, True], [False, False], [True, False]])

@@ -10,17 +10,11 @@ from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.mcts import SearchConfig
 from zerolab.selfplay.frames import FrameCodec, frame_codec, pack_frames
-from zerolab.selfplay.scan import (
-    PlyRecord,
-    SelfPlayConfig,
-    choose_actions,
-    initial_states_from_fens,
-    make_play_fn,
-    make_selfplay_fn,
-    search_move_rule,
-    value_targets,
-)
+from zerolab.selfplay.hooks import choose_actions, initial_states_from_fens, search_move_rule, value_targets
+from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.records import summarize
+from zerolab.selfplay.scan import make_play_fn
+from zerolab.selfplay.types import PlyRecord, SelfPlayConfig
 
 
 def test_value_targets_follow_the_final_outcome_from_each_movers_view():

@@ -336,7 +336,8 @@ SHARDING_CHECK = textwrap.dedent("""
     from zerolab.games import make_game
     from zerolab.networks.network import AlphaZeroResNet
     from zerolab.search.mcts import SearchConfig
-    from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn
+    from zerolab.selfplay.programs import make_selfplay_fn
+    from zerolab.selfplay.types import SelfPlayConfig
     from zerolab.training.train import init_train_state, make_train_step
 
     assert len(jax.devices()) == 4, jax.devices()

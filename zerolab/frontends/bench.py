@@ -1,7 +1,7 @@
 """Benchmarks: self-play and training throughput, and the cost of the project's machinery over a bare loop.
 
 ``python -m zerolab bench`` prints one JSON line per case.  A self-play case times the project's jitted self-play
-(``zerolab.selfplay.scan``) and a bare reference loop written here in a few lines — pgx + ``mctx.gumbel_muzero_policy``
+(``zerolab.selfplay.programs``) and a bare reference loop written here in a few lines — pgx + ``mctx.gumbel_muzero_policy``
 + the same network, with its own recurrent function — on the same game, network, batch and number of simulations,
 and reports ``overhead`` = project time / reference time.  It also times the case's *floor* (:func:`floor_program`):
 the work self-play cannot avoid — per ply, S + 1 network evaluations and S game steps on the batch, with no tree —
@@ -38,7 +38,9 @@ from zerolab.games import make_game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters, init_variables, make_network
 from zerolab.search.mcts import SearchConfig, evaluate
 from zerolab.selfplay.frames import Frames
-from zerolab.selfplay.scan import SelfPlayConfig, make_selfplay_fn, standard_initial_states
+from zerolab.selfplay.hooks import standard_initial_states
+from zerolab.selfplay.programs import make_selfplay_fn
+from zerolab.selfplay.types import SelfPlayConfig
 from zerolab.training.runs import TrainConfig, init_train_state, make_optimizer
 from zerolab.training.train import make_train_step
 
@@ -218,7 +220,7 @@ def floor_program(game, network, num_games: int, plies: int, num_simulations: in
     a value sum returned), so XLA cannot drop any of the work.  The first simulation's states are the next ply's
     roots: the move played is a child the tree already holds, so self-play's own move step is not part of the floor.
     Evaluation is the search's (:func:`zerolab.search.mcts.evaluate`), steps are the game's (``vmap(game.step)``),
-    the start is self-play's (:func:`zerolab.selfplay.scan.standard_initial_states`); the vmapped step costs the same
+    the start is self-play's (:func:`zerolab.selfplay.hooks.standard_initial_states`); the vmapped step costs the same
     for a finished game (pgx selects between both branches), so games that end need no reset.
     """
     initial_states = standard_initial_states(game)

@@ -39,7 +39,8 @@ from zerolab.games.base import plies_played
 from zerolab.networks.network import make_network
 from zerolab.training.runs import Components, load_trained_variables
 from zerolab.search.mcts import run_search
-from zerolab.selfplay.scan import SelfPlayConfig, choose_actions
+from zerolab.selfplay.hooks import choose_actions
+from zerolab.selfplay.types import SelfPlayConfig
 
 logger = logging.getLogger(__name__)
 
@@ -153,8 +154,8 @@ def compiled_search(search_config: Any, game: Game, network: Any, temperature: S
     """One jitted ``(variables, key, states) -> (actions [B], summary {name: [B]})`` per (search, game, network,
     temperature), shared by agents; the summary is the search rules' (empty for the standard search).
 
-    With ``temperature`` (a :class:`zerolab.selfplay.scan.SelfPlayConfig` whose temperature schedule is used), the move is
-    sampled from the root visits as in self-play (:func:`zerolab.selfplay.scan.choose_actions`), at each game's ply
+    With ``temperature`` (a :class:`zerolab.selfplay.types.SelfPlayConfig` whose temperature schedule is used), the move is
+    sampled from the root visits as in self-play (:func:`zerolab.selfplay.hooks.choose_actions`), at each game's ply
     :func:`zerolab.games.base.plies_played` (plies since its start position); the key is split into a search key and a sampling key.
     Without it the move is the search's choice, from the whole key.
     """
@@ -178,7 +179,7 @@ class SearchAgent(Agent):
     was asked about (``active``, by default those of games still running): :meth:`search_statistics`.
 
     ``temperature`` (default None: play the search's choice) samples each move from the root visits with a
-    self-play temperature schedule (a :class:`zerolab.selfplay.scan.SelfPlayConfig`; only its ``temperature*`` fields
+    self-play temperature schedule (a :class:`zerolab.selfplay.types.SelfPlayConfig`; only its ``temperature*`` fields
     are read), counted from each game's start position: e.g. lc0's schedule over full moves
     (``temperature_schedule="moves"``) for matches between self-play settings.
     """
@@ -186,7 +187,7 @@ class SearchAgent(Agent):
     def __init__(self, name: str, game: Game, network: Any, variables: Any, search_config: Any,
                  temperature: SelfPlayConfig | None = None):
         if temperature is not None and not isinstance(temperature, SelfPlayConfig):
-            raise TypeError(f"temperature must be a zerolab.selfplay.scan.SelfPlayConfig or None, "
+            raise TypeError(f"temperature must be a zerolab.selfplay.types.SelfPlayConfig or None, "
                             f"got {type(temperature).__name__}")
         self.name = name
         self.game = game

@@ -1,4 +1,5 @@
-"""Self-play: the jitted scan that plays games on device with a move rule and hooks.
+"""Self-play: the jitted scan that plays games on device with a move rule and hooks (types, default hooks, the scan,
+the programs over a mesh).
 
 Method packages import this layer's names from here (``from zerolab.selfplay import Lanes``), as listed in ``__all__``
 (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
@@ -12,9 +13,12 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.selfplay.frames": ("Frames", "PackedFrames"),
-    "zerolab.selfplay.scan": ("GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision",
-                              "PlyRecord", "SelfPlayConfig", "advance_lanes", "initial_states_from_fens",
-                              "make_play_fn", "make_selfplay_fn", "restart_games", "search_move_rule", "select_where"),
+    "zerolab.selfplay.types": ("GameRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly", "PlyDecision",
+                               "PlyRecord", "SelfPlayConfig"),
+    "zerolab.selfplay.hooks": ("advance_lanes", "initial_states_from_fens", "restart_games", "search_move_rule",
+                               "select_where"),
+    "zerolab.selfplay.scan": ("make_play_fn",),
+    "zerolab.selfplay.programs": ("make_selfplay_fn",),
     "zerolab.selfplay.records": ("complete_games", "summarize"),
 })
 
@@ -26,9 +30,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from zerolab.selfplay.frames import Frames, PackedFrames
-    from zerolab.selfplay.scan import (
+    from zerolab.selfplay.types import (
         GameRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyDecision, PlyRecord, SelfPlayConfig,
-        advance_lanes, initial_states_from_fens, make_play_fn, make_selfplay_fn, restart_games, search_move_rule,
-        select_where,
     )
+    from zerolab.selfplay.hooks import (
+        advance_lanes, initial_states_from_fens, restart_games, search_move_rule, select_where,
+    )
+    from zerolab.selfplay.scan import make_play_fn
+    from zerolab.selfplay.programs import make_selfplay_fn
     from zerolab.selfplay.records import complete_games, summarize

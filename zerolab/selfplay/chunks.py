@@ -36,7 +36,7 @@ def chunk_keys(key: jax.Array, num_chunks: int) -> jax.Array:
 
 
 def play_in_chunks(play_fn: Callable, num_chunks: int) -> Callable:
-    """``play_fn`` (one device's self-play, a :data:`zerolab.selfplay.scan.PlayFn`) over ``num_games`` games as
+    """``play_fn`` (one device's self-play, a :data:`zerolab.selfplay.types.PlayFn`) over ``num_games`` games as
     ``num_chunks`` calls of ``num_games / num_chunks`` games each.
 
     ``play(variables, key, num_games, frozen) -> (frames [T, num_games, ...], records [T, num_games, ...])``: chunk

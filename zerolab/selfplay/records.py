@@ -1,6 +1,6 @@
 """Reading self-play's ply records on the host: the iteration's statistics and the games played wholly in a call.
 
-The records are :class:`zerolab.selfplay.scan.PlyRecord` leaves ``[plies, games]`` as numpy arrays (after
+The records are :class:`zerolab.selfplay.types.PlyRecord` leaves ``[plies, games]`` as numpy arrays (after
 ``jax.device_get``).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zerolab.selfplay.scan import PlyRecord
+from zerolab.selfplay.types import PlyRecord
 
 
 def summarize(records: PlyRecord) -> dict[str, float]:

@@ -6,13 +6,13 @@ A method is chosen by ``config.method`` (empty for AlphaZero, else ``"package.mo
 
 * ``loss_fn`` (:data:`LossFn`): the training loss over a :class:`~zerolab.networks.network.NetworkOutput` and the frames
   (the core adds ``train.l2_weight`` times the parameters' squared norm).
-* ``value_targets_fn`` (:data:`~zerolab.selfplay.scan.ValueTargetsFn`): value targets from the self-play records.
-* ``initial_states_fn`` (:data:`~zerolab.selfplay.scan.InitialStatesFn`): the positions fresh games start from.
+* ``value_targets_fn`` (:data:`~zerolab.selfplay.types.ValueTargetsFn`): value targets from the self-play records.
+* ``initial_states_fn`` (:data:`~zerolab.selfplay.types.InitialStatesFn`): the positions fresh games start from.
 * ``move_rule`` (:data:`MoveRuleFactory`): the per-ply move rule of self-play (two players of a team, a frozen
   partner network, ...); its ``PlyDecision.frame_extras`` become per-frame fields that replay and checkpoints carry.
 * ``game_rule`` (:data:`GameRuleFactory`): how games begin, end and follow one another in self-play's lanes
-  (:class:`~zerolab.selfplay.scan.GameRule`: start, reward, reset, records' summary) — SAI's per-game komi, branches from a
-  per-device queue and scoring at each game's komi; its ``None`` parts stay the core's.
+  (:class:`~zerolab.selfplay.types.GameRule`: start, reward, reset, records' summary) — SAI's per-game komi, branches from
+  a per-device queue and scoring at each game's komi; its ``None`` parts stay the core's.
 * ``selfplay`` (:data:`SelfPlayFactory`): one device's whole self-play function, for a method whose games do not fit
   the core's scan even with the hooks above (no method in the repository needs it).
 
@@ -34,16 +34,9 @@ from zerolab.networks.network import NetworkOutput
 from zerolab.config import load_factory
 from zerolab.search.mcts import masked_logits
 from zerolab.selfplay.frames import Frames
-from zerolab.selfplay.scan import (
-    GameRule,
-    InitialStatesFn,
-    MoveRule,
-    PlayFn,
-    ValueTargetsFn,
-    make_play_fn,
-    outcome_value_targets,
-    search_move_rule,
-)
+from zerolab.selfplay.hooks import outcome_value_targets, search_move_rule
+from zerolab.selfplay.scan import make_play_fn
+from zerolab.selfplay.types import GameRule, InitialStatesFn, MoveRule, PlayFn, ValueTargetsFn
 
 # The factories below receive the run's ``zerolab.training.runs.Components`` (game, network, search, rules, self-play
 # sizes); that module sits above this one (it builds the method), so the type is not imported here.

@@ -67,8 +67,9 @@ from zerolab.training.runs import (
     initialise_from,
 )
 from zerolab.selfplay.frames import Frames
-from zerolab.selfplay.scan import PlyRecord, make_selfplay_fn
+from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.records import finished_games, summarize
+from zerolab.selfplay.types import PlyRecord
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def default_config() -> ml_collections.ConfigDict:
                 "max_game_plies": 256,
                 "temperature_plies": 0,
                 "temperature": 1.0,
-                "temperature_schedule": "plies",  # or "moves" (lc0's; see zerolab.selfplay.scan.SelfPlayConfig)
+                "temperature_schedule": "plies",  # or "moves" (lc0's; see zerolab.selfplay.types.SelfPlayConfig)
                 "temperature_delay_moves": 0,
                 "temperature_decay_moves": 0,
                 "temperature_end": 0.0,

@@ -1,0 +1,204 @@
+"""Self-play's default parts, each today's AlphaZero behaviour, and the helpers a method's hooks build on.
+
+* The move rule: :func:`search_move_rule` (one search with the learner's network) and the temperature schedule that
+  samples from its visits (:func:`choose_actions`, :func:`move_temperature`).
+* Initial states: :func:`standard_initial_states` (the game's start position), :func:`initial_states_from_fens`.
+* The game rule's parts (:class:`zerolab.selfplay.types.GameRule`): :func:`standard_start`, :func:`pgx_reward`,
+  :func:`standard_reset`, :func:`ply_summary`.
+* Value targets: :func:`outcome_value_targets` (each frame's game outcome, by the reverse scan :func:`value_targets`).
+* Helpers for reset hooks: :func:`advance_lanes`, :func:`restart_games`, :func:`select_where`; and
+  :func:`observation_hash`, the records' position hash.
+
+The hooks' types are in :mod:`zerolab.selfplay.types`; the scan that calls them, and its random streams, in
+:mod:`zerolab.selfplay.scan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import pgx
+
+from zerolab.games import Game
+from zerolab.search.mcts import SearchConfig, SearchRules, run_search
+from zerolab.selfplay.frames import PackedFrames
+from zerolab.selfplay.types import (
+    InitCarryFn, InitialStatesFn, Lanes, MoveRule, PlayVariables, PlayedPly, PlyDecision, PlyRecord, ResetFn,
+    SelfPlayConfig, StartFn,
+)
+
+
+def search_move_rule(game: Game, network: nn.Module, search_config: SearchConfig,
+                     rules: SearchRules | None = None) -> MoveRule:
+    """The default move rule: one search with the learner's network; its visits feed the temperature schedule."""
+
+    def act(variables: PlayVariables, key: jax.Array, states: pgx.State, ply: jax.Array, carry: Any) -> PlyDecision:
+        del ply
+        searched = run_search(search_config, game, network, variables.learner, key, states, rules=rules)
+        return PlyDecision(action=searched.action, policy_target=searched.policy_target, carry=carry,
+                           visit_counts=searched.visit_counts, summary=searched.summary)
+
+    return MoveRule(act=act)
+
+
+def standard_initial_states(game: Game) -> InitialStatesFn:
+    """Fresh games from the game's start position (pgx's ``init``)."""
+
+    def initial_states(key: jax.Array, num_games: int) -> pgx.State:
+        return jax.vmap(game.init)(jax.random.split(key, num_games))
+
+    return initial_states
+
+
+def initial_states_from_fens(game: Game, fens: Sequence[str]) -> InitialStatesFn:
+    """Fresh games from positions drawn uniformly from ``fens`` (validated here, on the host, once)."""
+    if not fens:
+        raise ValueError("initial_states_from_fens: the FEN list is empty")
+    states = [game.from_fen(fen) for fen in fens]
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+
+    def initial_states(key: jax.Array, num_games: int) -> pgx.State:
+        indices = jax.random.randint(key, (num_games,), 0, len(fens))
+        return jax.tree.map(lambda leaf: leaf[indices], stacked)
+
+    return initial_states
+
+
+def outcome_value_targets(frames: PackedFrames, records: PlyRecord) -> tuple[jax.Array, jax.Array]:
+    """The default :data:`ValueTargetsFn`: each frame's target is its game's final outcome (:func:`value_targets`)."""
+    del frames
+    return value_targets(records.reward, records.game_over)
+
+
+def value_targets(reward: jax.Array, game_over: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(value_target [T, B], value_mask [T, B])`` from per-ply rewards by a reverse scan.
+
+    ``reward[t]`` is from the view of the player who moved at ply t; the target at t is the final outcome from
+    that same player's view: ``v_t = r_t`` when the game ended at t, else ``−v_{t+1}`` (two players alternate).
+    """
+
+    def backward(carry, inputs):
+        value_after, outcome_known = carry
+        reward, over = inputs
+        value = jnp.where(over, reward, -value_after)
+        known = over | outcome_known
+        return (value, known), (value, known)
+
+    zeros = jnp.zeros_like(reward[0])
+    _, (value, known) = jax.lax.scan(
+        backward, (zeros, jnp.zeros_like(game_over[0])), (reward, game_over), reverse=True
+    )
+    return value, known
+
+
+def observation_hash(observation: jax.Array) -> jax.Array:
+    """[..., 2] float32 random projections of each observation: equal positions give equal pairs."""
+    flat = observation.reshape(observation.shape[:-3] + (-1,)).astype(jnp.float32)
+    weights = jax.random.uniform(jax.random.key(20240229), (flat.shape[-1], 2), minval=0.5, maxval=1.5)
+    return flat @ weights
+
+
+def move_temperature(ply: jax.Array, config: SelfPlayConfig) -> jax.Array:
+    """[B] sampling temperature of the ``moves`` schedule at each game's ``ply`` (see :class:`SelfPlayConfig`)."""
+    move = (ply // 2).astype(jnp.float32)
+    if config.temperature_decay_moves > 0:
+        fraction = jnp.clip((move - config.temperature_delay_moves) / config.temperature_decay_moves, 0.0, 1.0)
+    else:
+        fraction = (move >= config.temperature_delay_moves).astype(jnp.float32)
+    temperature = config.temperature + (config.temperature_end - config.temperature) * fraction
+    if config.temperature_cutoff_moves > 0:
+        temperature = jnp.where(move >= config.temperature_cutoff_moves, config.temperature_end, temperature)
+    return temperature
+
+
+def choose_actions(key: jax.Array, visit_counts: jax.Array, search_action: jax.Array, ply: jax.Array,
+                   config: SelfPlayConfig) -> jax.Array:
+    """[B] actions: sampled ∝ visits^(1/τ) where the schedule's τ > 0 at ``ply``, the search's choice elsewhere."""
+    if config.temperature_schedule == "plies":
+        if config.temperature_plies <= 0:
+            return search_action
+        logits = jnp.log(jnp.maximum(visit_counts, 1e-30)) / config.temperature
+        logits = jnp.where(visit_counts > 0, logits, -jnp.inf)
+        sampled = jax.random.categorical(key, logits).astype(search_action.dtype)
+        return jnp.where(ply < config.temperature_plies, sampled, search_action)
+    temperature = move_temperature(ply, config)
+    logits = jnp.log(jnp.maximum(visit_counts, 1e-30)) / jnp.maximum(temperature, 1e-6)[:, None]
+    logits = jnp.where(visit_counts > 0, logits, -jnp.inf)
+    sampled = jax.random.categorical(key, logits).astype(search_action.dtype)
+    return jnp.where(temperature > 0, sampled, search_action)
+
+
+def select_where(mask: jax.Array, new: Any, old: Any) -> Any:
+    """``new`` where ``mask`` (over the leaves' leading axes, e.g. [B] or [B, M]), ``old`` elsewhere, leaf by leaf."""
+    return jax.tree.map(
+        lambda fresh, current: jnp.where(mask.reshape(mask.shape + (1,) * (current.ndim - mask.ndim)), fresh, current),
+        new, old,
+    )
+
+
+def advance_lanes(lanes: Lanes, played: PlayedPly) -> Lanes:
+    """The lanes one ply on, every game going on: the positions after the moves, ``ply + 1``, the rule's carry."""
+    return lanes.replace(states=played.next_states, ply=lanes.ply + 1, rule_carry=played.decision.carry)
+
+
+def restart_games(lanes: Lanes, game_over: jax.Array, states: pgx.State, first_ply: jax.Array,
+                  rule_carry: Any = None) -> Lanes:
+    """Lanes whose game is over start the game given by ``states``, ``first_ply`` and ``rule_carry`` ([B] each;
+    ``rule_carry`` None: the lanes keep theirs); the other lanes and the shared state are unchanged."""
+    new = (states, first_ply, first_ply)
+    old = (lanes.states, lanes.ply, lanes.first_ply)
+    if rule_carry is not None:
+        new, old = new + (rule_carry,), old + (lanes.rule_carry,)
+    states, ply, first_ply, *kept_carry = select_where(game_over, new, old)
+    return lanes.replace(states=states, ply=ply, first_ply=first_ply,
+                         rule_carry=kept_carry[0] if kept_carry else lanes.rule_carry)
+
+
+def standard_start(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> StartFn:
+    """The core's :data:`StartFn`: fresh games from ``initial_states`` (stream 1 of the call's key) at ply 0, fresh
+    rule carries, no shared state."""
+
+    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
+        del variables
+        init_key = jax.random.split(key)[1]
+        rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(init_key, 1), num_games)
+        zeros = jnp.zeros(num_games, jnp.int32)
+        return Lanes(states=initial_states(init_key, num_games), ply=zeros, first_ply=zeros, rule_carry=rule_carry)
+
+    return start
+
+
+def pgx_reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> jax.Array:
+    """The core's :data:`RewardFn`: pgx's reward of the player who moved (a game cut at the ply cap is a draw)."""
+    del game_over
+    return next_states.rewards[jnp.arange(next_states.rewards.shape[0]), lanes.states.current_player]
+
+
+def standard_reset(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> ResetFn:
+    """The core's :data:`ResetFn`: a finished lane starts a fresh game from ``initial_states`` (stream 3 of the ply
+    key) at ply 0 with a fresh rule carry; no statistics."""
+
+    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+        reset_key = jax.random.split(key, 4)[3]
+        num_games = played.game_over.shape[0]
+        advanced = advance_lanes(lanes, played)
+
+        def restart(advanced: Lanes) -> Lanes:
+            rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(reset_key, 1), num_games)
+            return restart_games(advanced, played.game_over, initial_states(reset_key, num_games),
+                                 jnp.zeros(num_games, jnp.int32), rule_carry)
+
+        # fresh games are made only on the plies where some game ended (most plies end none)
+        return jax.lax.cond(jnp.any(played.game_over), restart, lambda advanced: advanced, advanced), {}
+
+    return reset
+
+
+def ply_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
+    """The core's :data:`RecordsSummaryFn`: the move rule's per-ply summary as it is."""
+    del statistics, lanes
+    return records.summary

@@ -1,0 +1,232 @@
+"""Self-play's types: the sizes of a batch (:class:`SelfPlayConfig`), what the scan carries and records
+(:class:`Lanes`, :class:`PlyCarry`, :class:`PlyRecord`), what a move rule plays with and decides
+(:class:`PlayVariables`, :class:`PlyDecision`, :class:`PlayedPly`), the rules a method may replace
+(:class:`MoveRule`, :class:`GameRule`) and the hooks' types.
+
+The scan (:mod:`zerolab.selfplay.scan`) is built from typed hooks (aliases below), each with today's AlphaZero
+behaviour as its default (:mod:`zerolab.selfplay.hooks`); a method (:mod:`zerolab.training.method`) may replace any of
+them or the whole per-device play function:
+
+* :data:`ActFn` — the per-ply move rule ``act(variables, key, states, ply, carry) -> PlyDecision``.  Per-game
+  state lives in ``carry`` (leaves ``[B, ...]``), reset by :data:`InitCarryFn` when a game restarts; frozen extra
+  variables (a partner network) reach it through :class:`PlayVariables`.
+* :data:`InitialStatesFn` — ``(key, num_games) -> states``: fresh games (a FEN list, odds positions, ...).
+* :class:`GameRule` — how the games in the lanes (:class:`Lanes`) begin, end and follow one another:
+  :data:`StartFn` (the call's first games and the lanes' shared per-device state), :data:`RewardFn` (each move's
+  reward from its mover's view), :data:`ResetFn` (what a finished lane plays next, and per-ply statistics) and
+  :data:`RecordsSummaryFn` (the records' statistics at the end of the call).  SAI uses them for per-game komi, games
+  branched from earlier positions through a per-device queue, and scoring at each game's komi.
+* :data:`ValueTargetsFn` — ``(frames, records) -> (value_target, value_mask)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import flax.struct
+import jax
+import pgx
+
+from zerolab.config import check_at_least, check_choice, section_dataclass
+from zerolab.selfplay.frames import PackedFrames
+
+TEMPERATURE_SCHEDULES = ("plies", "moves")
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """Sizes of one self-play batch.
+
+    Attributes:
+      num_games: games played in parallel (over all devices).
+      plies_per_iteration: length of the scan; finished games restart inside it.
+      max_game_plies: a game this long ends as a draw.
+      temperature_schedule: ``plies`` (AlphaZero's: ``temperature`` for the first ``temperature_plies`` plies, then
+        the search's choice) or ``moves`` (lc0's, over full moves m = ply // 2 of the game: ``temperature`` while
+        m < ``temperature_delay_moves``, then a linear decay that reaches ``temperature_end`` after
+        ``temperature_decay_moves`` more moves, and ``temperature_end`` from move ``temperature_cutoff_moves`` on
+        when that is positive).  A temperature of 0 plays the search's choice.
+      temperature_plies: the first plies of each game sample ``visits ** (1 / temperature)`` (``plies`` schedule).
+      temperature: sampling temperature τ₀.
+      device_memory_gib: the memory one device's self-play program may take (GiB); a device whose games do not fit
+        plays them in chunks (:mod:`zerolab.selfplay.chunks`).  None: the memory the backend lets JAX allocate on
+        the device (GPUs, TPUs), and no chunks on a backend that reports none (the CPU).
+    """
+
+    num_games: int = 64
+    plies_per_iteration: int = 64
+    max_game_plies: int = 256
+    temperature_plies: int = 0
+    temperature: float = 1.0
+    temperature_schedule: str = "plies"
+    temperature_delay_moves: int = 0
+    temperature_decay_moves: int = 0
+    temperature_end: float = 0.0
+    temperature_cutoff_moves: int = 0
+    device_memory_gib: float | None = None
+
+    def __post_init__(self):
+        for name in ("num_games", "plies_per_iteration", "max_game_plies"):
+            check_at_least(f"selfplay.{name}", getattr(self, name), 1)
+        check_choice("selfplay.temperature_schedule", self.temperature_schedule, TEMPERATURE_SCHEDULES)
+        for name in ("temperature_plies", "temperature_delay_moves", "temperature_decay_moves",
+                     "temperature_cutoff_moves"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"selfplay.{name} must be >= 0, got {getattr(self, name)}")
+        if self.temperature < 0 or self.temperature_end < 0:
+            raise ValueError("selfplay temperatures must be >= 0")
+        if self.device_memory_gib is not None and not self.device_memory_gib > 0:
+            raise ValueError(f"selfplay.device_memory_gib must be > 0 or None, got {self.device_memory_gib}")
+
+    @classmethod
+    def from_config(cls, config: Any) -> SelfPlayConfig:
+        """From a ConfigDict (or mapping); keys absent from it keep their defaults (configs of older runs;
+        :func:`zerolab.config.section_dataclass`)."""
+        return section_dataclass(cls, config, "selfplay")
+
+
+@flax.struct.dataclass
+class PlyRecord:
+    """What the scan keeps of each ply, before value targets are computed.  All [T, B]."""
+
+    action: jax.Array  # the move played
+    reward: jax.Array  # from the view of the player who moved
+    game_over: jax.Array  # the move ended the game (or hit max_game_plies)
+    first_player_moved: jax.Array  # the mover was the game's first player (the side to move at its start)
+    game_length: jax.Array  # plies played when the game ended (valid where game_over)
+    position_hash: jax.Array  # [T, B, 2] hash of the position searched, for counting distinct positions
+    summary: dict = flax.struct.field(default_factory=dict)  # {name: [T, B]} the move rule's statistics
+
+
+@flax.struct.dataclass
+class Lanes:
+    """The games in play, one per lane (leaves ``[B, ...]``), and the state the lanes of one device share.
+
+    Attributes:
+      states: [B] the positions to move from.
+      ply: [B] int32 plies of each position, counted from ``first_ply`` at its game's first position; the
+        temperature schedule and the ply cap read it.
+      first_ply: [B] int32 the ply of each game's first position: 0 for a game from an initial position, the plies
+        already played for a game that continues another game's position (SAI's branches).  The records count a
+        game's own plies, ``ply − first_ply``.
+      rule_carry: the move rule's per-game state (leaves [B, ...]; None without one).
+      shared: the game rule's per-device state (any pytree, e.g. SAI's queue of pending branches; None by default).
+    """
+
+    states: Any
+    ply: jax.Array
+    first_ply: jax.Array
+    rule_carry: Any = None
+    shared: Any = None
+
+
+@flax.struct.dataclass
+class PlyCarry:
+    """What the scan carries from ply to ply: the lanes and the next ply's key."""
+
+    lanes: Lanes
+    key: jax.Array
+
+
+@flax.struct.dataclass
+class PlayVariables:
+    """What a move rule plays with: the learner's variables and, for rules that have them, frozen ones."""
+
+    learner: Any
+    frozen: Any = None
+
+
+@flax.struct.dataclass
+class PlyDecision:
+    """A move rule's decision for a batch of B positions.
+
+    Attributes:
+      action: [B] the move to play when the temperature rule does not sample.
+      policy_target: [B, A] what the network learns at this position.
+      carry: the rule's per-game state after this ply (leaves [B, ...]; None without one).
+      visit_counts: [B, A] weights the temperature schedule samples from (``visits ** (1 / τ)``), or None for rules
+        that choose their moves themselves.
+      frame_extras: ``{name: [B, ...]}`` per-frame fields stored with the frame (see :attr:`zerolab.selfplay.frames.Frames.extras`).
+      summary: ``{name: [B]}`` statistics averaged into the iteration's metrics (e.g. the search's summary).
+    """
+
+    action: jax.Array
+    policy_target: jax.Array
+    carry: Any = None
+    visit_counts: Any = None
+    frame_extras: dict = flax.struct.field(default_factory=dict)
+    summary: dict = flax.struct.field(default_factory=dict)
+
+
+@flax.struct.dataclass
+class PlayedPly:
+    """What one ply did, for the reset rule: the move rule's decision and the moves' results, leaves [B, ...].
+
+    Attributes:
+      decision: the move rule's decision (``decision.carry``: the rule's per-game state after the ply).
+      action: [B] the moves played.
+      next_states: [B] the positions after the moves, before any lane starts a new game.
+      game_over: [B] the move ended its game (or reached ``max_game_plies``).
+      reward: [B] the reward rule's, from the view of the player who moved.
+    """
+
+    decision: PlyDecision
+    action: jax.Array
+    next_states: Any
+    game_over: jax.Array
+    reward: jax.Array
+
+
+ActFn = Callable[[PlayVariables, jax.Array, pgx.State, jax.Array, Any], PlyDecision]
+"""``(variables, key, states [B], ply [B], carry) -> PlyDecision``: the per-ply move rule (jittable)."""
+InitCarryFn = Callable[[jax.Array, int], Any]
+"""``(key, num_games) -> carry``: the move rule's per-game state of fresh games, leaves ``[num_games, ...]``."""
+InitialStatesFn = Callable[[jax.Array, int], pgx.State]
+"""``(key, num_games) -> states [num_games]``: the positions fresh games start from (jittable)."""
+ValueTargetsFn = Callable[[PackedFrames, PlyRecord], tuple[jax.Array, jax.Array]]
+"""``(frames [T, B], records [T, B]) -> (value_target [T, B], value_mask [T, B])``."""
+PlayFn = Callable[[Any, jax.Array, int, Any], tuple[PackedFrames, PlyRecord]]
+"""``(variables, key, num_games, frozen_variables) -> (frames [T, B], records [T, B])``: one device's self-play."""
+StartFn = Callable[[PlayVariables, jax.Array, int], Lanes]
+"""``(variables, key, num_games) -> lanes``: the games a self-play call starts with (``ply == first_ply``) and the
+lanes' shared state.  ``key`` is the call's key: stream 0 is the scan's, the hook draws from the others."""
+RewardFn = Callable[[Lanes, pgx.State, jax.Array], jax.Array]
+"""``(lanes before the ply, next_states [B], game_over [B]) -> reward [B]`` from the view of the player who moved;
+what the value targets are made of (jittable)."""
+ResetFn = Callable[[jax.Array, Lanes, PlayedPly], tuple[Lanes, dict]]
+"""``(ply key, lanes before the ply, played) -> (lanes of the next ply, statistics)``: every lane goes on with its
+game (:func:`~zerolab.selfplay.hooks.advance_lanes`) or, where it ended, starts its next one
+(:func:`~zerolab.selfplay.hooks.restart_games`); the shared state may change.  ``statistics`` (``{name: array}``, any
+shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  The ply key's streams 0–2 are the core's."""
+RecordsSummaryFn = Callable[[PlyRecord, dict, Lanes], dict]
+"""``(records [T, B], statistics {name: [T, ...]}, lanes after the last ply) -> {name: [T, B]}``: the records'
+summary, whose values ``summarize`` averages into the iteration's metrics (a per-call total is broadcast over
+``[T, B]``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveRule:
+    """A per-ply move rule: ``act``, its per-game state's initialiser and the frozen variables it plays with.
+
+    ``frozen_variables`` (e.g. a partner network's) are placed on the devices once and passed to every call as
+    ``variables.frozen``; they are arguments of the jitted self-play, not constants compiled into it.
+    """
+
+    act: ActFn
+    init_carry: InitCarryFn | None = None
+    frozen_variables: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GameRule:
+    """How games begin, end and follow one another in the lanes: a method's replacements for the core's parts;
+    ``None`` keeps the core's (:mod:`zerolab.selfplay.hooks`: :func:`~zerolab.selfplay.hooks.standard_start`,
+    :func:`~zerolab.selfplay.hooks.pgx_reward`, :func:`~zerolab.selfplay.hooks.standard_reset`,
+    :func:`~zerolab.selfplay.hooks.ply_summary`)."""
+
+    start: StartFn | None = None
+    reward: RewardFn | None = None
+    reset: ResetFn | None = None
+    summarize: RecordsSummaryFn | None = None
