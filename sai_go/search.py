@@ -9,7 +9,7 @@ The λ agent (:func:`lambda_rules`) values a node r from a node s by the mean of
 0 and ``x̄_s`` (:func:`sai_go.value.lambda_bonus`), an interval fixed at s.  The Q of a child c seen by its parent s
 is the mean of that value over every node r in c's subtree, c included; so when a new leaf is added, each ancestor
 c on its path takes the leaf's value at the interval of **c's parent** (the root at its own, for reporting).  That
-is :func:`lambda_backup`, a :data:`~zerolab.search.mcts.BackupFn`; mctx's own backup carries one scalar up the path,
+is :func:`lambda_backup`, a :data:`~zerolab.search.config.BackupFn`; mctx's own backup carries one scalar up the path,
 which cannot give each ancestor its own value.  At λ = 0 every interval is empty and the backup equals mctx's with the
 value ``2ρ(0) − 1``, bit for bit.
 """
@@ -161,7 +161,7 @@ def make_recurrent_fn(game: GoGame, network: nn.Module) -> RecurrentFn:
 
 
 def lambda_backup(lam: float):
-    """The λ agent's :data:`~zerolab.search.mcts.BackupFn` (see the module docstring), over one unbatched tree."""
+    """The λ agent's :data:`~zerolab.search.config.BackupFn` (see the module docstring), over one unbatched tree."""
 
     def backup(tree: Tree, leaf_index: chex.Numeric) -> Tree:
         nodes: SaiEmbedding = tree.embeddings

@@ -12,7 +12,8 @@ import pytest
 from contempt_search.rules import contempt_rules, validate_sc_limit
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
-from zerolab.search.mcts import SearchConfig, run_search, search_policy
+from zerolab.search.config import SearchConfig
+from zerolab.search.mcts import run_search, search_policy
 from zerolab.search.tree import RecurrentOutput, Tree
 from tests.fast_compile import default_jit
 
@@ -186,7 +187,7 @@ def test_frozen_nodes_sample_the_snapshot_and_others_select_as_standard(searches
     sc_limit = 2
     tree = jax.tree.map(lambda x: x[0], outputs[sc_limit].tree)
     rules = contempt_rules(config, sc_limit)
-    from zerolab.search.mcts import selection_functions
+    from zerolab.search.config import selection_functions
 
     _, standard = selection_functions(config)
     keys = jax.random.split(jax.random.key(9), 20_000)

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from contempt_search.rules import contempt_rules
-from zerolab.search.mcts import SearchConfig, search_policy
+from zerolab.search.config import SearchConfig
+from zerolab.search.mcts import search_policy
 from zerolab.search.tree import RecurrentOutput, Tree
 
 SAFE, TRAP = 0, 1

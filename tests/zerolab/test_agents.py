@@ -11,7 +11,8 @@ import pytest
 from zerolab.play.agents import SearchAgent
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
-from zerolab.search.mcts import SearchConfig, run_search
+from zerolab.search.config import SearchConfig
+from zerolab.search.mcts import run_search
 from zerolab.selfplay.types import SelfPlayConfig
 
 LANES = 256

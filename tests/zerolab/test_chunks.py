@@ -10,7 +10,7 @@ import pytest
 from zerolab.devices import GIB, device_memory_budget, format_bytes, make_mesh, program_memory, replicate
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
-from zerolab.search.mcts import SearchConfig
+from zerolab.search.config import SearchConfig
 from zerolab.selfplay.chunks import SelfPlayDoesNotFit, choose_chunk_games, chunk_keys, chunk_sizes
 from zerolab.selfplay.hooks import search_move_rule
 from zerolab.selfplay.programs import make_selfplay_fn

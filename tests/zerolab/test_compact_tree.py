@@ -19,6 +19,7 @@ from tests.fast_compile import default_jit, fast_jit
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
+from zerolab.search.config import SearchConfig, SearchRules, check_mctx_loop_rules
 from zerolab.search.selection import has_unslotted_actions, qtransform_completed_by_mix_value, slot_uniform
 from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree, slot_actions
 
@@ -66,7 +67,7 @@ def position_set(request):
 @pytest.mark.parametrize("kind", ["gumbel", "muzero"])
 def test_the_compact_search_is_mctx_search(position_set, kind):
     game, network, variables, states = position_set
-    config = search_lib.SearchConfig(kind=kind, num_simulations=16, max_num_considered_actions=8)
+    config = SearchConfig(kind=kind, num_simulations=16, max_num_considered_actions=8)
 
     dense_layout = game.name == "gardner_chess"  # K = A too, once (7×7 Go's K is A already)
 
@@ -156,13 +157,13 @@ def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_
     """On the toy game: the compact policy's root prior logits are mctx's bit for bit (Dirichlet noise included;
     illegal actions at the dtype's minimum, as the docstrings promise and SAI's agents read them), and the standard
     rules under their name (``project_loop_rules``) still run in mctx's own loop, as mctx's policy."""
-    config = search_lib.SearchConfig(kind=kind, num_simulations=6, max_num_considered_actions=4)
+    config = SearchConfig(kind=kind, num_simulations=6, max_num_considered_actions=4)
     state = jnp.array([3, 10, 500], jnp.int32)
     legal = toy_legal_actions(state)
     root = mctx.RootFnOutput(prior_logits=jnp.cos(0.5 * state[:, None] + jnp.arange(TOY_ACTIONS)),
                              value=jnp.array([0.1, -0.3, 0.5]), embedding=state)
     named = search_lib.project_loop_rules(config)
-    search_lib.check_mctx_loop_rules(config, named)  # no error: the standard rules, named
+    check_mctx_loop_rules(config, named)  # no error: the standard rules, named
 
     @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
     def policies(key):
@@ -181,7 +182,7 @@ def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_
 def test_a_depth_limit_expands_leaves_again_as_mctx_does(gardner):
     game, network, variables = gardner
     states = played_positions(game, 2, seed=21)
-    config = search_lib.SearchConfig(kind="muzero", num_simulations=20, max_depth=3)
+    config = SearchConfig(kind="muzero", num_simulations=20, max_depth=3)
 
     @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
     def searches(key):
@@ -211,7 +212,7 @@ def test_a_small_tree_fills_every_slot_with_the_first_legal_actions(gardner):
     states = played_positions(game, 4, seed=31)
     slots = 4
     for kind in ("gumbel", "muzero"):
-        config = search_lib.SearchConfig(kind=kind, num_simulations=24, max_num_considered_actions=4)
+        config = SearchConfig(kind=kind, num_simulations=24, max_num_considered_actions=4)
         # at XLA's faster settings (tests/fast_compile.py): the checks are on the tree's structure, not compared to
         # another program
         output = jax.device_get(fast_jit(lambda key: search_lib.run_search(
@@ -254,7 +255,7 @@ def test_contempt_rules_give_the_same_search_at_any_number_of_slots(gardner):
     game, network, variables = gardner
     states = played_positions(game, 5, seed=41)
     for kind in ("gumbel", "muzero"):
-        config = search_lib.SearchConfig(kind=kind, num_simulations=32, max_num_considered_actions=8,
+        config = SearchConfig(kind=kind, num_simulations=32, max_num_considered_actions=8,
                                          dirichlet_fraction=0.0)
         rules = contempt_rules(config, 2)
 
@@ -309,10 +310,10 @@ def test_slot_actions_and_the_slots_noise():
 
 
 def test_mctx_loop_refuses_rules_that_replace_the_simulations(gardner):
-    config = search_lib.SearchConfig(kind="muzero", num_simulations=4)
+    config = SearchConfig(kind="muzero", num_simulations=4)
     game, network, _ = gardner
     states = game.batched_init(jax.random.split(jax.random.key(1), POSITIONS))
-    replaced_backup = search_lib.SearchRules(backup_fn=lambda tree, leaf_index: tree)
+    replaced_backup = SearchRules(backup_fn=lambda tree, leaf_index: tree)
     with pytest.raises(ValueError, match="mctx_loop=True"):
         jax.eval_shape(lambda: search_lib.run_search(config, game, network, {}, jax.random.key(0), states,
                                                      rules=replaced_backup, mctx_loop=True))

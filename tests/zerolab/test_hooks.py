@@ -23,7 +23,8 @@ from zerolab.games import make_game
 from zerolab.training.method import ALPHAZERO, alphazero_loss
 from zerolab.networks.network import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables
 from zerolab.training.runs import Components
-from zerolab.search.mcts import SearchConfig, SearchRules, run_search
+from zerolab.search.config import SearchConfig, SearchRules
+from zerolab.search.mcts import run_search
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.hooks import choose_actions, move_temperature, value_targets
 from zerolab.selfplay.types import SelfPlayConfig

@@ -348,7 +348,7 @@ def test_no_method_loads_a_config_by_name(method_imports):
 
 def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(method_imports):
     inside = "import names from zerolab or a layer package, never from a module inside one"
-    mutated = {**method_imports, "contempt_search.rules": [(1, "zerolab.search.mcts", "SearchRules"),
+    mutated = {**method_imports, "contempt_search.rules": [(1, "zerolab.search.config", "SearchRules"),
                                                            (2, "zerolab.search", "SearchRules"),
                                                            (3, "zerolab.selfplay", "outcome_value_targets"),
                                                            (4, "zerolab.devices", "make_mesh"),
@@ -356,7 +356,7 @@ def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(me
                                                            (6, "zerolab.selfplay", "Lanes"),
                                                            (7, "zerolab", "make_game")]}
     assert surface_offenders(mutated) == [
-        f"contempt_search.rules:1 imports zerolab.search.mcts SearchRules ({inside})",
+        f"contempt_search.rules:1 imports zerolab.search.config SearchRules ({inside})",
         "contempt_search.rules:2 imports zerolab.search SearchRules (SearchRules is in zerolab.__all__: import it "
         "from zerolab)",
         "contempt_search.rules:3 imports zerolab.selfplay outcome_value_targets (outcome_value_targets is not in "

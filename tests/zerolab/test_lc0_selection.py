@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from zerolab.search import mcts as search_lib
+from zerolab.search.config import SearchConfig, selection_functions
 from zerolab.search.selection import lc0_action_selection, lc0_puct_scores, muzero_action_selection
 from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree
 
@@ -106,19 +107,19 @@ def test_first_play_urgency_makes_lc0_choose_otherwise_than_mctx():
 
 
 def test_selection_is_a_search_config_field():
-    config = search_lib.SearchConfig(kind="muzero")
+    config = SearchConfig(kind="muzero")
     assert config.selection == "mctx"
     changed = config.with_overrides({"selection": "lc0", "lc0_cpuct": "2", "lc0_fpu_reduction": "0.5"})
     assert (changed.selection, changed.lc0_cpuct, changed.lc0_fpu_reduction) == ("lc0", 2.0, 0.5)
     assert (changed.lc0_cpuct_base, changed.lc0_cpuct_factor) == (CPUCT_BASE, CPUCT_FACTOR)
     from zerolab.training.train import default_config
 
-    assert search_lib.SearchConfig.from_config(default_config().search) == search_lib.SearchConfig()
+    assert SearchConfig.from_config(default_config().search) == SearchConfig()
     with pytest.raises(ValueError, match="search.selection must be one of 'mctx', 'lc0', got 'leela'"):
         config.with_overrides({"selection": "leela"})
     with pytest.raises(ValueError, match="selection='lc0' is a PUCT rule: it needs kind='muzero'"):
-        search_lib.SearchConfig(kind="gumbel", selection="lc0")
-    root, interior = search_lib.selection_functions(changed)
+        SearchConfig(kind="gumbel", selection="lc0")
+    root, interior = selection_functions(changed)
     assert interior.func is lc0_action_selection and root.keywords["depth"] == 0
     assert interior.keywords == {"cpuct": 2.0, "cpuct_base": CPUCT_BASE, "cpuct_factor": CPUCT_FACTOR,
                                  "fpu_reduction": 0.5}
@@ -133,7 +134,7 @@ def test_contempt_rules_select_with_the_configs_puct_at_nodes_not_frozen():
 
     tree = one_node_tree([1, 4], [math.log(0.7), math.log(0.3)], [1, 0], [0.95, 0.0], 2, (0.2 - 0.95) / 2)
     for selection, expected in (("lc0", 1), ("mctx", 0)):
-        config = search_lib.SearchConfig(kind="muzero", num_simulations=8, selection=selection)
+        config = SearchConfig(kind="muzero", num_simulations=8, selection=selection)
         rules = contempt_rules(config, sc_limit=2)
         for depth, child_visits, recorded in ((0, 5, 0), (1, 1, 0), (1, 2, 0), (1, 2, 1)):
             state = ContemptNodeState(first_slots=jnp.array([[recorded, recorded]]),
@@ -167,7 +168,7 @@ def test_the_project_loop_runs_lc0s_puct_and_contempt_over_it_and_mctx_loop_refu
     legal = jnp.ones((2, TOY_ACTIONS), bool)
     root = mctx.RootFnOutput(prior_logits=jnp.cos(0.7 * state[:, None] + jnp.arange(TOY_ACTIONS)),
                              value=jnp.array([0.1, -0.3]), embedding=state)
-    lc0 = search_lib.SearchConfig(kind="muzero", num_simulations=12, selection="lc0")
+    lc0 = SearchConfig(kind="muzero", num_simulations=12, selection="lc0")
     plain = dataclasses.replace(lc0, selection="mctx")
 
     @jax.jit

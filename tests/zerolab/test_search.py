@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from zerolab.search import mcts as search_lib
+from zerolab.search.config import STANDARD_RULES, SearchConfig, SearchRules
 from zerolab.search.tree import Tree
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
@@ -25,7 +26,7 @@ def policies_with_and_without_rules(game, network, config, rules):
 
     @jax.jit
     def both(variables, key, states):
-        plain = search_lib.run_search(config, game, network, variables, key, states, rules=search_lib.STANDARD_RULES,
+        plain = search_lib.run_search(config, game, network, variables, key, states, rules=STANDARD_RULES,
                                       keep_tree=True)
         through_rules = search_lib.run_search(config, game, network, variables, key, states, rules=rules,
                                               keep_tree=True)
@@ -64,8 +65,8 @@ def test_per_node_state_is_updated_after_every_simulation(gardner):
 
         return jax.vmap(one_tree)(tree.extra_data.node_state, tree.parents, leaf_index)
 
-    rules = search_lib.SearchRules(init_node_state=init_node_state, update_node_state=count_path)
-    config = search_lib.SearchConfig(kind="gumbel", num_simulations=16, max_num_considered_actions=8)
+    rules = SearchRules(init_node_state=init_node_state, update_node_state=count_path)
+    config = SearchConfig(kind="gumbel", num_simulations=16, max_num_considered_actions=8)
     both = policies_with_and_without_rules(game, network, config, rules)
     plain, counted = both(variables, jax.random.key(1), random_positions(game, 4, 3, seed=5))
     np.testing.assert_array_equal(counted.tree.extra_data.node_state, plain.tree.node_visits)
@@ -87,8 +88,8 @@ def test_backup_rule_changes_the_search(gardner):
         tree, _ = jax.lax.while_loop(lambda carry: carry[1] != Tree.ROOT_INDEX, climb, (tree, leaf_index))
         return tree
 
-    config = search_lib.SearchConfig(kind="muzero", num_simulations=16)
-    both = policies_with_and_without_rules(game, network, config, search_lib.SearchRules(backup_fn=visits_only_backup))
+    config = SearchConfig(kind="muzero", num_simulations=16)
+    both = policies_with_and_without_rules(game, network, config, SearchRules(backup_fn=visits_only_backup))
     plain, custom = both(variables, jax.random.key(2), random_positions(game, 4, 3, seed=6))
     np.testing.assert_array_equal(custom.tree.node_values, custom.tree.raw_values)
     assert not np.array_equal(plain.tree.node_values, custom.tree.node_values)
@@ -103,7 +104,7 @@ def test_search_gives_legal_policy_and_gumbel_finds_mate_in_one(gardner, kind):
     mate_in_one = game.from_fen("k4/5/1K3/5/4R w - - 0 1")  # Re5 is the only mate
     states = jax.tree.map(lambda x: jnp.stack([x, x]), mate_in_one)
     # Without root noise: Dirichlet noise may put nearly all prior mass on one move, by design.
-    config = search_lib.SearchConfig(kind=kind, num_simulations=64, max_num_considered_actions=16, dirichlet_fraction=0.0)
+    config = SearchConfig(kind=kind, num_simulations=64, max_num_considered_actions=16, dirichlet_fraction=0.0)
     run = jax.jit(lambda v, k, s: search_lib.run_search(config, game, network, v, k, s))
     output = run(variables, jax.random.key(0), states)
     if kind == "gumbel":
@@ -119,13 +120,13 @@ def test_search_gives_legal_policy_and_gumbel_finds_mate_in_one(gardner, kind):
 
 def test_search_config_rejects_unknown_keys():
     with pytest.raises(ValueError, match="unknown search keys.*num_sims"):
-        search_lib.SearchConfig.from_config({"num_sims": 3})
+        SearchConfig.from_config({"num_sims": 3})
     with pytest.raises(ValueError, match="kind"):
-        search_lib.SearchConfig(kind="alphabeta")
+        SearchConfig(kind="alphabeta")
 
 
 def test_search_config_reads_text_overrides_by_its_field_names():
-    base = search_lib.SearchConfig(num_simulations=8, rules="pkg.rules:factory", rule_options={"limit": 2})
+    base = SearchConfig(num_simulations=8, rules="pkg.rules:factory", rule_options={"limit": 2})
     assert base.with_overrides({}) == base  # the config's own rules keep their options
     changed = base.with_overrides({
         "num_simulations": "3", "max_num_considered_actions": "4", "kind": "muzero", "gumbel_scale": "0",
@@ -135,7 +136,7 @@ def test_search_config_reads_text_overrides_by_its_field_names():
     assert (changed.gumbel_scale, changed.dirichlet_fraction) == (0.0, 0.5) and isinstance(changed.gumbel_scale, float)
     assert changed.rule_options == (("limit", 5), ("mode", "fast"))  # options are Python literals, else text
     assert base.with_overrides({"rules": "other.rules:factory"}).rule_options == ()  # the options were base's rules'
-    chosen = search_lib.SearchConfig().with_overrides({"rules": "pkg.rules:factory", "rule_options.limit": "3"})
+    chosen = SearchConfig().with_overrides({"rules": "pkg.rules:factory", "rule_options.limit": "3"})
     assert (chosen.rules, chosen.rule_options) == ("pkg.rules:factory", (("limit", 3),))
 
 
@@ -144,14 +145,14 @@ def test_search_config_reads_text_overrides_by_its_field_names():
                                         ("rule.limit", "rule_options.limit"), ("limit", "rule_options.limit"),
                                         ("gumbel_scal", "gumbel_scale")])
 def test_search_overrides_name_the_key_meant_and_the_valid_keys(key, meant):
-    base = search_lib.SearchConfig(rules="pkg.rules:factory")
+    base = SearchConfig(rules="pkg.rules:factory")
     with pytest.raises(ValueError, match=f"unknown agent option '{key}'; did you mean '{meant}'\\?.*valid: .*"
                                          "max_num_considered_actions.*num_simulations.*step.*rule_options.NAME"):
         base.with_overrides({key: "3"}, what="agent option", other_keys=("step", "name"))
 
 
 def test_search_overrides_reject_bad_values_and_options_without_rules():
-    search = search_lib.SearchConfig()
+    search = SearchConfig()
     with pytest.raises(ValueError, match="unknown search key 'bogus' \\(valid: dirichlet_alpha"):
         search.with_overrides({"bogus": "1"})
     with pytest.raises(ValueError, match="search key num_simulations=many: expected int, got .many."):

@@ -8,7 +8,7 @@ import pytest
 from zerolab.devices import make_mesh, replicate
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
-from zerolab.search.mcts import SearchConfig
+from zerolab.search.config import SearchConfig
 from zerolab.selfplay.frames import FrameCodec, frame_codec, pack_frames
 from zerolab.selfplay.hooks import choose_actions, initial_states_from_fens, search_move_rule, value_targets
 from zerolab.selfplay.programs import make_selfplay_fn

@@ -335,7 +335,7 @@ SHARDING_CHECK = textwrap.dedent("""
     from zerolab.devices import make_mesh, replicate, shard_host_batch
     from zerolab.games import make_game
     from zerolab.networks.network import AlphaZeroResNet
-    from zerolab.search.mcts import SearchConfig
+    from zerolab.search.config import SearchConfig
     from zerolab.selfplay.programs import make_selfplay_fn
     from zerolab.selfplay.types import SelfPlayConfig
     from zerolab.training.train import init_train_state, make_train_step

@@ -614,7 +614,7 @@ def test_value_to_centipawns_is_odd_and_monotone():
 
 
 def test_search_overrides_reach_the_search_config():
-    from zerolab.search.mcts import SearchConfig
+    from zerolab.search.config import SearchConfig
     from zerolab.frontends.loaded_search import play_search
 
     run = SearchConfig(kind="gumbel", num_simulations=32, gumbel_scale=1.0, dirichlet_fraction=0.25)

@@ -36,7 +36,8 @@ import numpy as np
 from zerolab.devices import DATA_AXIS, make_mesh, replicate, shard_host_batch
 from zerolab.games import make_game
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters, init_variables, make_network
-from zerolab.search.mcts import SearchConfig, evaluate
+from zerolab.search.config import SearchConfig
+from zerolab.search.mcts import evaluate
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.hooks import standard_initial_states
 from zerolab.selfplay.programs import make_selfplay_fn

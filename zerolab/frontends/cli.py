@@ -239,8 +239,8 @@ def command_legal_moves(args: argparse.Namespace) -> int:
 
 def checked_search_overrides(items: list[str]) -> dict[str, str]:
     """``bench --search KEY=VALUE`` items as ``{KEY: VALUE}`` (:func:`search_overrides`), checked by applying them to
-    a default search (:meth:`zerolab.search.mcts.SearchConfig.with_overrides`: fields and ``rule_options.NAME``)."""
-    from zerolab.search.mcts import SearchConfig
+    a default search (:meth:`zerolab.search.config.SearchConfig.with_overrides`: fields and ``rule_options.NAME``)."""
+    from zerolab.search.config import SearchConfig
 
     try:
         overrides = search_overrides(items, "--search", prefix="")

@@ -109,7 +109,8 @@ def bench(args: argparse.Namespace) -> None:
     from zerolab.networks.lc0 import load_lc0_weights
     from zerolab.networks.lc0.maia import resolve_weights_path
     from zerolab.networks.network import NetworkInputs
-    from zerolab.search.mcts import SearchConfig, run_search
+    from zerolab.search.config import SearchConfig
+    from zerolab.search.mcts import run_search
 
     game = make_game("chess", observation="lc0")
     network, variables = load_lc0_weights(args.weights)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zerolab.games import ChessGame
-    from zerolab.search.mcts import SearchConfig
+    from zerolab.search.config import SearchConfig
 
 logger = logging.getLogger("zerolab.frontends.loaded_search")
 
@@ -99,7 +99,7 @@ def check_checkpoint(path: str | os.PathLike, step: int | None = None,
 
     Without ``overrides`` it reads directories and one JSON file and imports nothing, so that ``uciok`` follows at
     once (a GUI waits 10 s for it, a loaded machine takes that long to import JAX); overrides are checked by
-    :meth:`zerolab.search.mcts.SearchConfig.with_overrides`, which imports JAX and mctx (about 1 s of CPU).
+    :meth:`zerolab.search.config.SearchConfig.with_overrides`, which imports JAX and mctx (about 1 s of CPU).
     Steps are the checkpoint directory's numbered entries (orbax's step directories); which of them can be read is
     the loader's business (:func:`zerolab.training.runs.load_trained_variables`: the newest readable one).
 
@@ -140,7 +140,7 @@ def check_checkpoint(path: str | os.PathLike, step: int | None = None,
                          f"head is sized for 5x5's 1,225 moves, 8x8 has 4,672): give an 8x8 run, or an AlphaGateau "
                          f"run, whose graph network plays either board")
     if overrides:
-        from zerolab.search.mcts import SearchConfig
+        from zerolab.search.config import SearchConfig
 
         try:
             search = SearchConfig.from_config(config.get("search", {}))

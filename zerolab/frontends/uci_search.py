@@ -8,10 +8,10 @@
 directory, loaded by :func:`zerolab.frontends.loaded_search.checkpoint_search`.  The network is built for 8×8 chess from the run's model config (:func:`zerolab.play.agents.load_search_agent`
 with the chess game), so a board-size independent network trained on Gardner chess (AlphaGateau) plays 8×8 too;
 a network whose parameters do not fit 8×8 is refused with a clear error.  The search is the run's
-(:class:`zerolab.search.mcts.SearchConfig`, with its rules: ``search.rules`` / ``search.rule_options``) with play
+(:class:`zerolab.search.config.SearchConfig`, with its rules: ``search.rules`` / ``search.rule_options``) with play
 defaults (:data:`zerolab.frontends.loaded_search.PLAY_SEARCH_DEFAULTS`: no Gumbel or Dirichlet noise, so the engine plays its best move), then the
 ``search.KEY=VALUE`` overrides of the command line (``search.kind=muzero``, ``search.rules=pkg.mod:factory``,
-``search.rule_options.NAME=VALUE``; read by :meth:`zerolab.search.mcts.SearchConfig.with_overrides`: a field's
+``search.rule_options.NAME=VALUE``; read by :meth:`zerolab.search.config.SearchConfig.with_overrides`: a field's
 value as its type, a rule option as a Python literal when it parses, else as text).  UCI options:
 ``Simulations`` (spin) and the server's ``Move Overhead``.
 

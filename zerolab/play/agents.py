@@ -7,7 +7,7 @@ speaks pgx action ids.
 Agent specs (command line, configs):
 
 * ``DIR[:key=value,...]`` — a run directory (its newest checkpoint) or one checkpoint step directory, with
-  ``step=N``, ``name=NAME`` and search settings by :class:`zerolab.search.mcts.SearchConfig`'s field names
+  ``step=N``, ``name=NAME`` and search settings by :class:`zerolab.search.config.SearchConfig`'s field names
   (:meth:`SearchConfig.with_overrides`): ``num_simulations=N``, ``kind=gumbel|muzero``, ``gumbel_scale=X``,
   ``max_num_considered_actions=N``, ``rules=package.module:factory`` (search rules; default: the run's own
   ``search.rules``) and ``rule_options.NAME=VALUE`` for the rules' options

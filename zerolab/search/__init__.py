@@ -1,4 +1,5 @@
-"""Search: Gumbel and PUCT over a tree of legal moves with method rules (node state, selection, backup).
+"""Search: Gumbel and PUCT over a tree of legal moves with method rules (node state, selection, backup); its settings
+and rules in ``config``, the search in ``mcts``.
 
 Method packages import this layer's names from here (``from zerolab.search import selection_functions``), as listed in
 ``__all__`` (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
@@ -11,8 +12,8 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.search.mcts": ("SearchConfig", "SearchRules", "masked_logits", "project_loop_rules", "run_search",
-                            "search_policy", "selection_functions"),
+    "zerolab.search.config": ("SearchConfig", "SearchRules", "selection_functions"),
+    "zerolab.search.mcts": ("masked_logits", "project_loop_rules", "run_search", "search_policy"),
     "zerolab.search.tree": ("RecurrentFn", "RecurrentOutput", "Tree"),
 })
 
@@ -22,7 +23,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from zerolab.search.mcts import (
-        SearchConfig, SearchRules, masked_logits, project_loop_rules, run_search, search_policy, selection_functions,
-    )
+    from zerolab.search.config import SearchConfig, SearchRules, selection_functions
+    from zerolab.search.mcts import masked_logits, project_loop_rules, run_search, search_policy
     from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import pgx
 
 from zerolab.games import Game
-from zerolab.search.mcts import SearchConfig, SearchRules, run_search
+from zerolab.search.config import SearchConfig, SearchRules
+from zerolab.search.mcts import run_search
 from zerolab.selfplay.frames import PackedFrames
 from zerolab.selfplay.types import (
     InitCarryFn, InitialStatesFn, Lanes, MoveRule, PlayVariables, PlayedPly, PlyDecision, PlyRecord, ResetFn,

@@ -20,7 +20,7 @@ from jax.sharding import Mesh, PartitionSpec
 
 from zerolab.devices import DATA_AXIS, GIB, check_divisible, device_memory_budget, program_memory, replicate
 from zerolab.games import Game
-from zerolab.search.mcts import SearchConfig, SearchRules
+from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.selfplay.chunks import choose_chunk_games, play_in_chunks
 from zerolab.selfplay.hooks import search_move_rule
 from zerolab.selfplay.scan import make_play_fn

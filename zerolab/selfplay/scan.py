@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from zerolab.games import Game
-from zerolab.search.mcts import SearchConfig, SearchRules
+from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.selfplay.frames import PackedFrames, frame_codec, frame_policy_width, pack_frames
 from zerolab.selfplay.hooks import (
     choose_actions, observation_hash, outcome_value_targets, pgx_reward, ply_summary, search_move_rule,

@@ -37,7 +37,7 @@ from zerolab.training.replay import FrameWindow, ReplayConfig
 from zerolab.training.replay_checkpoints import ReplayCheckpoints
 from zerolab.training.run_directory import SHAPE_DEFINING_PREFIXES, writing
 from zerolab.training.method import ALPHAZERO, Method, make_method
-from zerolab.search.mcts import SearchConfig, SearchRules
+from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.selfplay.types import SelfPlayConfig
 
 logger = logging.getLogger(__name__)

@@ -54,7 +54,7 @@ from zerolab.games.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
 from zerolab.training.replay import FrameWindow, update_window
 from zerolab.training.run_directory import check_run_config, check_run_directory, writing
-from zerolab.search.mcts import SearchRules
+from zerolab.search.config import SearchRules
 from zerolab.training.runs import (
     Components,
     RunCheckpoints,
