@@ -5,7 +5,7 @@ setting (τ1) whose (w+l)/d is nearest ``target_ratio`` on a log scale are chose
 ``sc_limit`` pick them by hand instead); with ``equal_decisiveness`` the PUCT setting is the one nearest the chosen
 contempt setting's own (w+l)/d (:func:`choose_settings`).  The two then play each other at equal simulations with the same network and
 search kind, root noise off, each keeping its own temperature schedule (moves sampled from the root visits, counted
-from each game's start: :class:`zerolab.play.agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
+from each game's start: :class:`zerolab.play.search_agents.SearchAgent`'s ``temperature``).  ``summary.json``: the chosen
 settings with their self-play ratios, W/D/L from search-contempt's side with 95 % Wilson intervals, the Elo
 difference ± 2σ (the project's estimator, one virtual draw), ``sampled_visit_fraction`` and ``wall_s``.  The games
 are played in ``blocks`` equal blocks (each half with either side first), each a pairing of

@@ -107,7 +107,7 @@ def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(ga
 
     from contempt_search.experiment import PLAIN_RULES
     from experiments import contempt_odds
-    from zerolab.play.agents import SearchAgent
+    from zerolab.play.search_agents import SearchAgent
     from zerolab.selfplay.hooks import move_temperature
 
     base = SearchConfig(dirichlet_fraction=0.25)  # the run's own search, noise on

@@ -14,7 +14,7 @@ import pytest
 
 from zerolab.training import runs
 from zerolab.training import train
-from zerolab.play.agents import make_agent
+from zerolab.play.agent_specs import make_agent
 from zerolab.config import load_config
 from zerolab.search.mcts import evaluate
 

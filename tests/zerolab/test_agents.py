@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab.play.agents import SearchAgent
+from zerolab.play.search_agents import SearchAgent
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.config import SearchConfig

@@ -236,7 +236,7 @@ def expected_positions(match, agent_name, root):
 
 
 def play_engine_match(game, spec, max_game_plies, start_fens=None):
-    from zerolab.play.agents import EngineAgent
+    from zerolab.play.engine_agents import EngineAgent
     from zerolab.play.arena import play_match
 
     agent = EngineAgent(spec, game)
@@ -406,7 +406,7 @@ def test_fairy_stockfish_plays_legal_gardner_moves(fairy_stockfish_path, gardner
 def test_a_team_member_engine_skipped_for_many_plies_still_sees_the_games_moves(tmp_path, chess_game):
     """A TeamAgent's rule skips its engine member for 17 plies (more than pgx's 7-ply history): the engine is still
     sent ``position startpos moves ...`` with every move, because the team shows it the positions it skips."""
-    from zerolab.play.agents import EngineAgent
+    from zerolab.play.engine_agents import EngineAgent
     from zerolab.play.arena import MemberChoice, TeamAgent, play_match
 
     path, log = fake_engine(tmp_path, "first-legal")

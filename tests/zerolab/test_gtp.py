@@ -11,7 +11,9 @@ import sys
 import jax
 import pytest
 
-from zerolab.play.agents import GTPEngineAgent, load_search_agent, make_agent
+from zerolab.play.agent_specs import make_agent
+from zerolab.play.engine_agents import GTPEngineAgent
+from zerolab.play.search_agents import load_search_agent
 from zerolab.games.go import GoGame
 from zerolab.engines.gtp_client import GTPEngine, GTPEngineOptions
 from zerolab.frontends.gtp import GTPServer, format_score, random_chooser

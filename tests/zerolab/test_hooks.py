@@ -290,7 +290,7 @@ def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
 
 
 def test_checkpoint_agent_specs_choose_search_rules_and_their_options():
-    from zerolab.play.agents import AGENT_OPTION_KEYS
+    from zerolab.play.search_agents import AGENT_OPTION_KEYS
 
     def spec_search(search, options):  # as load_search_agent reads a spec's search options
         return search.with_overrides(options, what="agent option", other_keys=AGENT_OPTION_KEYS)

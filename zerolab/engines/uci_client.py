@@ -8,7 +8,7 @@ string such as ``stockfish:elo=1350``; :mod:`zerolab.engines.uci_spec`) and find
 **The engine sees the game's moves.**  A position is a board with its move stack (``chess.Board``, or
 :class:`zerolab.games.board.GardnerBoard` for 5×5), or a root FEN plus UCI moves; python-chess sends it as
 ``position startpos moves ...`` or ``position fen ROOT moves ...``, so the engine knows the game's repetitions.
-:class:`zerolab.play.agents.EngineAgent` rebuilds those moves from the arena's pgx states (:mod:`zerolab.games.board`).
+:class:`zerolab.play.engine_agents.EngineAgent` rebuilds those moves from the arena's pgx states (:mod:`zerolab.games.board`).
 
 **Safety**: every position is validated before anything reaches the engine — Stockfish crashes (segfault) on
 malformed FENs.  FENs are checked by :mod:`zerolab.games.fen`, moves by python-chess (8×8) or pgx (5×5).  Every call has a

@@ -28,8 +28,9 @@ from typing import Any
 import jax
 
 from zerolab.config import section_dataclass
-from zerolab.play.agents import Agent, AgentPool, SearchAgent, load_search_agent
+from zerolab.play.agents import Agent, AgentPool
 from zerolab.play.arena import play_match, write_pgn
+from zerolab.play.search_agents import SearchAgent, load_search_agent
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.matchmaking import NUM_MATCHMAKING_OPPONENTS, checked_result, rate_new_player
@@ -132,7 +133,7 @@ def training_wall_seconds(run_directory: str | pathlib.Path) -> dict[int, float]
 def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, evaluation: EvaluationConfig,
                      name: str, search_options: Mapping[str, str] | None = None) -> SearchAgent:
     """The search agent of checkpoint ``step`` of a run playing ``game`` with ``evaluation.num_simulations``
-    (:func:`zerolab.play.agents.load_search_agent`; the game may differ from the run's own); ``search_options``
+    (:func:`zerolab.play.search_agents.load_search_agent`; the game may differ from the run's own); ``search_options``
     (agent-spec text: ``{"kind": "muzero", "rules": ...}``) change the rest of the run's search."""
     options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), **(search_options or {}),
                "name": name}

@@ -45,7 +45,8 @@ from zerolab.evaluation.rating import (
     training_wall_seconds,
 )
 from zerolab.games import Game
-from zerolab.play.agents import AgentLoader, SearchAgent
+from zerolab.play.agents import AgentLoader
+from zerolab.play.search_agents import SearchAgent
 from zerolab.training import train
 from zerolab.training.metrics import MetricsLog
 

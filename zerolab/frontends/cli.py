@@ -170,7 +170,7 @@ def read_start_fens(path: str, game) -> list[str]:
 def command_match(args: argparse.Namespace) -> int:
     import jax
 
-    from zerolab.play.agents import make_agent
+    from zerolab.play.agent_specs import make_agent
     from zerolab.play.arena import play_match, write_pgn
     from zerolab.evaluation.book import EloBook
     from zerolab.games import make_game
@@ -283,7 +283,7 @@ def command_gtp(args: argparse.Namespace) -> int:
         game, chooser, name = GoGame(size=args.size, komi=args.komi if args.komi is not None else 7.5), \
             gtp.random_chooser, "zerolab-random"
     else:
-        from zerolab.play.agents import load_search_agent
+        from zerolab.play.search_agents import load_search_agent
 
         options = {} if args.simulations is None else {"num_simulations": str(args.simulations)}
         agent = load_search_agent(args.checkpoint, options)

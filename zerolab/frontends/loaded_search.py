@@ -67,7 +67,7 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
     """
     import jax
 
-    from zerolab.play.agents import load_search_agent
+    from zerolab.play.search_agents import load_search_agent
     from zerolab.games import make_game
     from zerolab.networks.network import init_variables
 

@@ -5,7 +5,7 @@
     python -m zerolab uci --checkpoint RUN_OR_STEP_DIR [--simulations N] [--step S] [search.KEY=VALUE ...]
 
 ``--checkpoint`` takes a run directory (its newest readable checkpoint, or ``--step``) or one checkpoint step
-directory, loaded by :func:`zerolab.frontends.loaded_search.checkpoint_search`.  The network is built for 8×8 chess from the run's model config (:func:`zerolab.play.agents.load_search_agent`
+directory, loaded by :func:`zerolab.frontends.loaded_search.checkpoint_search`.  The network is built for 8×8 chess from the run's model config (:func:`zerolab.play.search_agents.load_search_agent`
 with the chess game), so a board-size independent network trained on Gardner chess (AlphaGateau) plays 8×8 too;
 a network whose parameters do not fit 8×8 is refused with a clear error.  The search is the run's
 (:class:`zerolab.search.config.SearchConfig`, with its rules: ``search.rules`` / ``search.rule_options``) with play

@@ -1,4 +1,5 @@
-"""Play: agents (checkpoints, engines, lc0 networks) and the arena that plays them against each other.
+"""Play: agents (the interface and pool, checkpoints with a search, engines, lc0 networks, specs) and the arena that
+plays them against each other.
 
 Method packages import this layer's names from here (``from zerolab.play import play_match``), as listed in ``__all__``
 (the rule: :mod:`zerolab`); they resolve lazily (:mod:`zerolab.lazy`).
@@ -11,8 +12,10 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.play.agents": ("Agent", "AgentPool", "EngineAgent", "SearchAgent", "compiled_search", "lanes_to_answer",
-                            "load_search_agent", "make_agent", "split_spec"),
+    "zerolab.play.agents": ("Agent", "AgentPool", "lanes_to_answer"),
+    "zerolab.play.search_agents": ("SearchAgent", "compiled_search", "load_search_agent"),
+    "zerolab.play.engine_agents": ("EngineAgent",),
+    "zerolab.play.agent_specs": ("make_agent", "split_spec"),
     "zerolab.play.arena": ("Match", "MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
     "zerolab.play.lc0_agents": ("PolicyAgent", "policy_actions", "policy_probabilities"),
     "zerolab.play.results": ("MatchResult",),
@@ -25,10 +28,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from zerolab.play.agents import (
-        Agent, AgentPool, EngineAgent, SearchAgent, compiled_search, lanes_to_answer, load_search_agent, make_agent,
-        split_spec,
-    )
+    from zerolab.play.agents import Agent, AgentPool, lanes_to_answer
+    from zerolab.play.search_agents import SearchAgent, compiled_search, load_search_agent
+    from zerolab.play.engine_agents import EngineAgent
+    from zerolab.play.agent_specs import make_agent, split_spec
     from zerolab.play.arena import Match, MemberChoice, TeamAgent, TeamMoves, play_games, play_match
     from zerolab.play.lc0_agents import PolicyAgent, policy_actions, policy_probabilities
     from zerolab.play.results import MatchResult

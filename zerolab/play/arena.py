@@ -42,7 +42,7 @@ from zerolab.progress import progress_bar
 class Match:
     """A played match: its W/D/L from ``result.player_a``'s side (an :class:`zerolab.play.results.MatchResult`), its
     games, the moves an engine agent did not choose itself during it (``fallback_moves``: agent name → moves
-    replaced by a random legal one, for the agents that count them, :class:`zerolab.play.agents.EngineAgent`), and
+    replaced by a random legal one, for the agents that count them, :class:`zerolab.play.engine_agents.EngineAgent`), and
     what the caller measured beside the result (``extras``, JSON values: a search's statistics, Go margins; kept in
     :mod:`zerolab.evaluation.pairings`' records)."""
 

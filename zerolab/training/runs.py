@@ -1,7 +1,7 @@
 """Runs: what a run directory holds and how it is read back — train state, components, checkpoints, variables.
 
-This module sits below both the training loop (:mod:`zerolab.training.train`) and the agents (:mod:`zerolab.play.agents`): the loop
-writes run directories through :class:`RunCheckpoints`, and anything that plays a trained network reads one through
+This module sits below both the training loop (:mod:`zerolab.training.train`) and the agents
+(:mod:`zerolab.play.search_agents`): the loop writes run directories through :class:`RunCheckpoints`, and anything that plays a trained network reads one through
 :func:`load_trained_variables`.
 
 ``TrainState`` is the project's own small dataclass rather than ``flax.training.train_state.TrainState``: Flax's keeps

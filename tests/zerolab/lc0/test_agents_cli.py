@@ -35,7 +35,7 @@ def test_policy_agent_runs_inside_jit_on_a_batch_of_64(maia, lc0_game, played, m
 
 
 def test_converted_run_is_an_agent_and_an_init_from(maia, lc0_game, tmp_path):
-    from zerolab.play.agents import make_agent
+    from zerolab.play.agent_specs import make_agent
     from zerolab.frontends.lc0_convert import convert_to_run, lc0_run_config
     from zerolab.networks.lc0.network import architecture_config
     from zerolab.training.runs import Components, init_train_state, initialise_from, make_optimizer
