@@ -11,7 +11,7 @@ import pytest
 
 from experiments import alphagateau_finetune, alphagateau_speed, alphagateau_versus
 from tests.game_record_checks import check_game_file
-from zerolab.evaluation import rating
+from zerolab.evaluation import checkpoints, rating
 from zerolab.config import ConfigError, load_config
 from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import read_pairing_records
@@ -136,8 +136,8 @@ def test_head_to_head_summary_gives_score_elo_and_capped_share():
 
 
 def test_rated_steps_keep_the_period_and_the_last():
-    assert rating.rated_steps([0, 3, 4, 5, 6, 7], keep_period=3) == [0, 3, 6, 7]
-    assert rating.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
+    assert checkpoints.rated_steps([0, 3, 4, 5, 6, 7], keep_period=3) == [0, 3, 6, 7]
+    assert checkpoints.rated_steps([0, 1, 2], keep_period=0) == [0, 1, 2]
 
 
 # --- alphagateau-versus: pooled score ---------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.evaluation.book": ("EloBook",),
-    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "checkpoint_agent", "checkpoint_steps",
-                                  "rate_contestants", "rated_steps", "run_statistics"),
+    "zerolab.evaluation.checkpoints": ("checkpoint_agent", "checkpoint_steps", "rated_steps", "run_statistics"),
+    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "rate_contestants"),
     "zerolab.evaluation.pairings": ("Pairing", "PairingRecord", "play_pairings"),
     "zerolab.evaluation.plots": ("new_figure", "save_figure"),
     "zerolab.evaluation.recipes": ("EloPanel", "RatedTraining", "RunComparison", "TrainedRun", "interleaved_steps",
@@ -29,9 +29,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from zerolab.evaluation.book import EloBook
-    from zerolab.evaluation.rating import (
-        Contestant, EvaluationConfig, checkpoint_agent, checkpoint_steps, rate_contestants, rated_steps, run_statistics,
-    )
+    from zerolab.evaluation.checkpoints import checkpoint_agent, checkpoint_steps, rated_steps, run_statistics
+    from zerolab.evaluation.rating import Contestant, EvaluationConfig, rate_contestants
     from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
     from zerolab.evaluation.plots import new_figure, save_figure
     from zerolab.evaluation.recipes import (

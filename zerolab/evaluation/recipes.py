@@ -32,18 +32,10 @@ import jax
 from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
 from zerolab.evaluation.plots import EloPoint, new_figure, plot_elo_curves, plot_training_curves, save_figure
-from zerolab.evaluation.rating import (
-    Contestant,
-    EvaluationConfig,
-    checkpoint_agent,
-    checkpoint_steps,
-    elo_series,
-    rate_contestants,
-    rated_steps,
-    ratings_summary,
-    run_statistics,
-    training_wall_seconds,
+from zerolab.evaluation.checkpoints import (
+    checkpoint_agent, checkpoint_steps, rated_steps, run_statistics, training_wall_seconds,
 )
+from zerolab.evaluation.rating import Contestant, EvaluationConfig, elo_series, rate_contestants, ratings_summary
 from zerolab.games import Game
 from zerolab.play.agents import AgentLoader
 from zerolab.play.search_agents import SearchAgent
@@ -74,7 +66,7 @@ class TrainedRun:
       name: the run's name (its directory's, and its checkpoints' ``<name>@<step>`` by default).
       directory: the run directory.
       steps: the checkpoint steps to rate: 0, every ``checkpoint.keep_period``-th and the last
-        (:func:`~zerolab.evaluation.rating.rated_steps`).
+        (:func:`~zerolab.evaluation.checkpoints.rated_steps`).
       wall_seconds: cumulative training wall-clock per iteration (0 → 0.0).
     """
 
@@ -94,7 +86,7 @@ class TrainedRun:
         return self.steps[-1]
 
     def statistics(self) -> dict[str, Any]:
-        """Parameters and training costs (:func:`~zerolab.evaluation.rating.run_statistics`)."""
+        """Parameters and training costs (:func:`~zerolab.evaluation.checkpoints.run_statistics`)."""
         return run_statistics(self.directory)
 
 
@@ -138,7 +130,7 @@ class RunComparison:
     ``config`` is the experiment's: its ``evaluation`` section (an
     :class:`~zerolab.evaluation.rating.EvaluationConfig`), ``seed`` (the rating's seed is ``seed + 1``) and ``progress``; ``workdir`` the experiment's directory (prepared);
     ``game`` the game the checkpoints are rated in; ``search_options`` (agent-spec text) change the rated agents'
-    search beyond ``evaluation.num_simulations`` (:func:`~zerolab.evaluation.rating.checkpoint_agent`).  Wall-clock
+    search beyond ``evaluation.num_simulations`` (:func:`~zerolab.evaluation.checkpoints.checkpoint_agent`).  Wall-clock
     counts from the comparison's creation.
     """
 
