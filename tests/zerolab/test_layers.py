@@ -325,13 +325,13 @@ def test_launchers_use_only_the_declared_surface(launcher_imports):
 
 
 def test_the_surface_rule_fails_a_launcher_that_imports_a_module_inside_a_layer(launcher_imports):
-    mutated = {**launcher_imports, "experiments/quickstart.py": [(1, "zerolab.evaluation.rating", "rated_steps"),
-                                                                 (2, "zerolab.training", "train"),
-                                                                 (3, "zerolab", "config"),
-                                                                 (4, "zerolab.evaluation", "rated_steps")]}
+    mutated = {**launcher_imports, "experiments/quickstart.py": [(1, "zerolab.evaluation.checkpoints", "rated_steps"),
+                                                                      (2, "zerolab.training", "train"),
+                                                                      (3, "zerolab", "config"),
+                                                                      (4, "zerolab.evaluation", "rated_steps")]}
     assert surface_offenders(mutated) == [
-        "experiments/quickstart.py:1 imports zerolab.evaluation.rating rated_steps (import names from zerolab or a "
-        "layer package, never from a module inside one)",
+        "experiments/quickstart.py:1 imports zerolab.evaluation.checkpoints rated_steps (import names from zerolab or "
+        "a layer package, never from a module inside one)",
         "experiments/quickstart.py:2 imports zerolab.training train (train is in zerolab.__all__: import it from "
         "zerolab)",
         "experiments/quickstart.py:3 imports zerolab config (config is not in zerolab.__all__)",
