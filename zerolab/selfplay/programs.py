@@ -15,10 +15,11 @@ from typing import Any
 
 import flax.linen as nn
 import jax
-import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
-from zerolab.devices import DATA_AXIS, GIB, check_divisible, device_memory_budget, program_memory, replicate
+from zerolab.devices import (
+    DATA_AXIS, GIB, argument_signature, check_divisible, device_memory_budget, program_memory, replicate,
+)
 from zerolab.games import Game
 from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.selfplay.chunks import choose_chunk_games, play_in_chunks
@@ -86,15 +87,10 @@ def make_selfplay_fn(
                     budget_bytes / GIB)
         return executables[choice.chunk_games]
 
-    def signature_of(variables, key):
-        leaves, structure = jax.tree.flatten((variables, key))
-        return (structure, tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf))),
-                                  getattr(leaf, "sharding", None)) for leaf in leaves))
-
     def compile(variables, key) -> float:
         """Compiles the program for arguments like these ahead of a call and returns the seconds it took (0.0 when
         it was compiled already), so that a caller can time its calls without their compilation."""
-        signature = signature_of(variables, key)
+        signature = argument_signature((variables, key))
         if signature in compiled:
             return 0.0
         started = time.perf_counter()
@@ -107,7 +103,7 @@ def make_selfplay_fn(
 
     def selfplay(variables, key):
         compile(variables, key)  # ahead of the call, so that the log says when compilation ends
-        return compiled[signature_of(variables, key)](variables, frozen_on_devices, key)
+        return compiled[argument_signature((variables, key))](variables, frozen_on_devices, key)
 
     selfplay.lower = lower
     selfplay.compile = compile
