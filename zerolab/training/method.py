@@ -6,15 +6,12 @@ A method is chosen by ``config.method`` (empty for AlphaZero, else ``"package.mo
 
 * ``loss_fn`` (:data:`LossFn`): the training loss over a :class:`~zerolab.networks.network.NetworkOutput` and the frames
   (the core adds ``train.l2_weight`` times the parameters' squared norm).
-* ``value_targets_fn`` (:data:`~zerolab.selfplay.types.ValueTargetsFn`): value targets from the self-play records.
 * ``initial_states_fn`` (:data:`~zerolab.selfplay.types.InitialStatesFn`): the positions fresh games start from.
 * ``move_rule`` (:data:`MoveRuleFactory`): the per-ply move rule of self-play (two players of a team, a frozen
   partner network, ...); its ``PlyDecision.frame_extras`` become per-frame fields that replay and checkpoints carry.
 * ``game_rule`` (:data:`GameRuleFactory`): how games begin, end and follow one another in self-play's lanes
   (:class:`~zerolab.selfplay.types.GameRule`: start, reward, reset, records' summary) — SAI's per-game komi, branches from
   a per-device queue and scoring at each game's komi; its ``None`` parts stay the core's.
-* ``selfplay`` (:data:`SelfPlayFactory`): one device's whole self-play function, for a method whose games do not fit
-  the core's scan even with the hooks above (no method in the repository needs it).
 
 The training loop (:mod:`zerolab.training.train`) jits and shards whatever the method supplies exactly as it does the defaults.
 """
@@ -34,9 +31,9 @@ from zerolab.networks.network import NetworkOutput
 from zerolab.config import load_factory
 from zerolab.search.mcts import masked_logits
 from zerolab.selfplay.frames import Frames
-from zerolab.selfplay.hooks import outcome_value_targets, search_move_rule
+from zerolab.selfplay.hooks import search_move_rule
 from zerolab.selfplay.scan import make_play_fn
-from zerolab.selfplay.types import GameRule, InitialStatesFn, MoveRule, PlayFn, ValueTargetsFn
+from zerolab.selfplay.types import GameRule, InitialStatesFn, MoveRule, PlayFn
 
 # The factories below receive the run's ``zerolab.training.runs.Components`` (game, network, search, rules, self-play
 # sizes); that module sits above this one (it builds the method), so the type is not imported here.
@@ -48,8 +45,6 @@ MoveRuleFactory = Callable[[Components], MoveRule]
 """``(components) -> MoveRule``: builds the per-ply move rule from the run's game, network and search."""
 GameRuleFactory = Callable[[Components], GameRule]
 """``(components) -> GameRule``: builds the game rule from the run's game, network, search and sizes."""
-SelfPlayFactory = Callable[[Components], PlayFn]
-"""``(components) -> PlayFn``: builds one device's self-play function."""
 
 
 def alphazero_loss(output: NetworkOutput, frames: Frames) -> tuple[jax.Array, dict[str, jax.Array]]:
@@ -67,21 +62,17 @@ class Method:
     """A training method's hooks; ``None`` keeps the core's default for that part (see the module docstring)."""
 
     loss_fn: LossFn = alphazero_loss
-    value_targets_fn: ValueTargetsFn = outcome_value_targets
     initial_states_fn: InitialStatesFn | None = None
     move_rule: MoveRuleFactory | None = None
     game_rule: GameRuleFactory | None = None
-    selfplay: SelfPlayFactory | None = None
 
     def selfplay_parts(self, components: Components) -> tuple[PlayFn, Any]:
-        """``(one device's self-play, the frozen variables it plays with)``: the method's own self-play, or the
-        core's scan with the method's move rule, initial states, value targets and game rule."""
-        if self.selfplay is not None:
-            return self.selfplay(components), None
+        """``(one device's self-play, the frozen variables it plays with)``: the core's scan with the method's move
+        rule, initial states and game rule."""
         move_rule = self.make_move_rule(components)
         game_rule = self.game_rule(components) if self.game_rule is not None else None
         play_fn = make_play_fn(components.game, move_rule, components.selfplay, self.initial_states_fn,
-                               self.value_targets_fn, game_rule)
+                               game_rule=game_rule)
         return play_fn, move_rule.frozen_variables
 
     def make_move_rule(self, components: Components) -> MoveRule:

@@ -370,7 +370,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     # Self-play records replay from the start position; a method's own initial states, game rule or self-play have
     # no PGN.
     method = components.method
-    standard_games = method.initial_states_fn is None and method.game_rule is None and method.selfplay is None
+    standard_games = method.initial_states_fn is None and method.game_rule is None
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
     train_step = standard_train_step(components.network, optimizer, mesh, components.train.l2_weight,
                                      components.method.loss_fn)
