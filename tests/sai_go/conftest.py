@@ -1,20 +1,17 @@
 """Shared fixtures of the SAI tests: one 7×7 game, one tiny SAI network and its compiled searches.
 
 **Compile time.**  These tests are dominated by XLA compiling a few large programs (searches, self-play scans, the
-training step) for tiny inputs.  Every function the tests compile themselves goes through :func:`fast_jit`, and every
-``python -m ...`` they start gets :func:`subprocess_env`: both ask XLA's CPU backend for optimisation level 0 and
-its older (non-"fusion emitter") code generator, which compiles these programs about 3× faster (SAI's self-play scan:
-8.0 s of CPU → 2.5 s) and changes no result the tests check; the λ = 0 search and mctx's, compared bit for bit, are
-both compiled with the default generator (:data:`BIT_EXACT_COMPILE`).  Nothing outside tests/sai_go sees these
-settings: they are per-function compiler options in this process and an environment variable of child processes.
-``test_default_xla.py`` runs two of these tests again (the λ backup and the whole λ search) with plain ``jax.jit``,
-at XLA's default settings, so a result that held only under the faster ones would be seen.
+training step) for tiny inputs.  The whole test session compiles at XLA's faster CPU settings (tests/fast_compile.py:
+optimisation level 0 and the older code generator; SAI's self-play scan 8.0 s of CPU → 2.5 s), and the functions
+these tests compile themselves go through :func:`tests.fast_compile.fast_jit`; the λ = 0 search and mctx's, compared
+bit for bit, are both compiled with the default generator (:data:`BIT_EXACT_COMPILE`).  ``test_default_xla.py`` runs
+two of these tests again (the λ backup and the whole λ search) at XLA's default settings, so a result that held only
+under the faster ones would be seen.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -24,30 +21,13 @@ import pytest
 from zerolab import GoGame, NetworkInputs, SearchConfig
 from sai_go.network import make_sai_network
 from sai_go.search import sai_search
-from tests.fast_compile import default_jit
+from tests.fast_compile import FAST_COMPILE, default_jit, fast_jit
 
-#: XLA compiler options of the functions the tests compile (see the module docstring).
-FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-#: The same at XLA's default code generator, for comparing two different programs bit for bit: with the older
-#: generator the λ = 0 search and mctx's own differ in the last bit of some node values (XLA fuses the two programs'
-#: arithmetic differently); with the default one they are identical, at optimisation level 0 as at the default 2.
-#: (The default generator is named: the session's XLA_FLAGS ask for the older one, tests/conftest.py.)
-BIT_EXACT_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": True}
-
-
-def fast_jit(fun=None, compiler_options=FAST_COMPILE, **jit_options):
-    """``jax.jit`` with :data:`FAST_COMPILE` (usable as ``@fast_jit`` or ``functools.partial(fast_jit, ...)``)."""
-    if fun is None:
-        return functools.partial(fast_jit, compiler_options=compiler_options, **jit_options)
-    return jax.jit(fun, compiler_options=compiler_options, **jit_options)
-
-
-def subprocess_env() -> dict[str, str]:
-    """The environment of the tests' child processes: this one's (the compilation cache included) with
-    :data:`FAST_COMPILE` as XLA flags."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    fast = " ".join(f"--{name}={str(value).lower()}" for name, value in FAST_COMPILE.items())
-    return {**os.environ, "XLA_FLAGS": f"{flags} {fast}".strip()}
+#: :data:`tests.fast_compile.FAST_COMPILE` at XLA's default code generator, for comparing two different programs bit
+#: for bit: with the older generator the λ = 0 search and mctx's own differ in the last bit of some node values (XLA
+#: fuses the two programs' arithmetic differently); with the default one they are identical, at optimisation level 0
+#: as at the default 2.  (The default generator is named: the session's XLA_FLAGS ask for the older one.)
+BIT_EXACT_COMPILE = {**FAST_COMPILE, "xla_cpu_use_fusion_emitters": True}
 
 
 @functools.partial(fast_jit, static_argnums=(0, 2, 3))

@@ -1,6 +1,6 @@
 """SAI tests compiled at XLA's default settings.
 
-Every other SAI test compiles through :func:`tests.sai_go.conftest.fast_jit`, at optimisation level 0 with XLA's
+Every other SAI test compiles through :func:`tests.fast_compile.fast_jit`, at optimisation level 0 with XLA's
 older CPU code generator (or :data:`~tests.sai_go.conftest.BIT_EXACT_COMPILE`, level 0 with the default generator).
 A result that held only under those settings would go unseen, so two of them run here again with every function
 they compile built by ``jax.jit`` at the default optimisation level and code generator, as training and play compile

@@ -10,7 +10,8 @@ import pytest
 from zerolab import GoGame
 from sai_go.endgames import ENDGAMES
 from sai_go.exact_solver import BLACK, Rules, own_eyes, solve
-from tests.sai_go.conftest import fast_jit, played_random_games
+from tests.fast_compile import fast_jit
+from tests.sai_go.conftest import played_random_games
 
 RULES = Rules(size=7)
 

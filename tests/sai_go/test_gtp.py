@@ -20,7 +20,7 @@ from zerolab import GoGame, load_config, train
 from zerolab.engines.gtp_client import GTPEngine, GTPEngineOptions
 from sai_go.agents import SaiAgent
 from sai_go.gtp import SaiGTPServer, main
-from tests.sai_go.conftest import fast_jit, subprocess_env
+from tests.fast_compile import fast_jit, subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from sai_go.endgames import ENDGAMES
-from tests.sai_go.conftest import subprocess_env
+from tests.fast_compile import subprocess_env
 from zerolab import load_config, train
 from zerolab.evaluation.book import EloBook
 

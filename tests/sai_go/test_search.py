@@ -13,7 +13,8 @@ from scipy import integrate, special
 from zerolab import NetworkOutput, SearchConfig, Tree, init_variables
 from sai_go.search import SaiEmbedding, lambda_backup, lambda_rules, sai_search
 from sai_go.value import signed_komi
-from tests.sai_go.conftest import fast_jit, played_random_games
+from tests.fast_compile import fast_jit
+from tests.sai_go.conftest import played_random_games
 
 
 def numpy_mean_winrate(alpha, beta, komi_for_mover, end):

@@ -14,7 +14,7 @@ from zerolab import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
 from sai_go.selfplay import (SaiCallSettings, SaiGame, SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn,
                              record_branch_point, sai_reset, sai_start, sample_komi)
 from sai_go.train import sai_loss
-from tests.sai_go.conftest import fast_jit
+from tests.fast_compile import fast_jit
 
 
 def test_fresh_komi_is_half_integer_and_logistic_around_alpha():

@@ -28,7 +28,7 @@ from zerolab import NetworkInputs, SearchConfig, SelfPlayConfig
 from zerolab.selfplay.records import summarize
 from sai_go.selfplay import SaiSelfPlayOptions, make_sai_play_fn
 from sai_go.train import sai_loss
-from tests.sai_go.conftest import fast_jit
+from tests.fast_compile import fast_jit
 
 REFERENCE = pathlib.Path(__file__).parent / "data" / "selfplay_reference"
 CONFIG = SelfPlayConfig(num_games=4, plies_per_iteration=32, max_game_plies=10, temperature_plies=4)

@@ -16,7 +16,7 @@ import pytest
 from zerolab import load_config
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training.runs import Components
-from tests.sai_go.conftest import subprocess_env
+from tests.fast_compile import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",
