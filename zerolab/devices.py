@@ -120,28 +120,35 @@ def argument_signature(arguments: Any) -> tuple:
 
 class AheadOfTimeStep:
     """A jitted step that can be compiled ahead of its first call, so that a caller times its compilation apart
-    (:meth:`compile`); calls with a compiled signature run that executable, others go through ``jax.jit``.
-    ``lower`` is ``jax.jit``'s (plans read costs from it)."""
+    (:meth:`compile`).  A call runs the executable compiled last; arguments of another signature (the executable
+    refuses them with a TypeError before it runs anything) go through ``jax.jit``.  ``lower`` is ``jax.jit``'s
+    (plans read costs from it).  No signature is computed on the call path: a training loop calls this every update."""
 
     def __init__(self, jitted: Any):
         self.jitted = jitted
-        self.executables: dict[tuple, Any] = {}
+        self.compiled_signatures: set[tuple] = set()
+        self.executable: Any = None
 
     def compile(self, *arguments) -> float:
         """Compiles the program for arguments like these and returns the seconds it took (0.0 when done before)."""
         signature = argument_signature(arguments)
-        if signature in self.executables:
+        if signature in self.compiled_signatures:
             return 0.0
         started = time.perf_counter()
-        self.executables[signature] = self.jitted.lower(*arguments).compile()
+        self.executable = self.jitted.lower(*arguments).compile()
+        self.compiled_signatures.add(signature)
         return time.perf_counter() - started
 
     def lower(self, *arguments):
         return self.jitted.lower(*arguments)
 
     def __call__(self, *arguments):
-        executable = self.executables.get(argument_signature(arguments)) if self.executables else None
-        return executable(*arguments) if executable is not None else self.jitted(*arguments)
+        if self.executable is not None:
+            try:
+                return self.executable(*arguments)
+            except TypeError:  # "argument types differ": checked before the executable runs, nothing donated
+                pass
+        return self.jitted(*arguments)
 
 
 def jit_step(step_fn: StepFn, mesh: Mesh, *, batch_axis: int = 0, donate_state: bool = True) -> AheadOfTimeStep:
