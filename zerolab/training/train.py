@@ -36,6 +36,7 @@ import optax
 from jax.sharding import Mesh
 
 from zerolab.devices import (
+    AheadOfTimeStep,
     is_main_process,
     jit_step,
     local_batch_size,
@@ -243,9 +244,9 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
                 len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
     bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
-    compile_train = getattr(train_step, "compile", None)
-    train_compile_seconds = (compile_train(train_state, example_batch(window, components.train, mesh))
-                             if compile_train is not None else 0.0)
+    train_compile_seconds = 0.0
+    if isinstance(train_step, AheadOfTimeStep) and train_step.executable is None:  # once a process, not every iteration
+        train_compile_seconds = train_step.compile(train_state, example_batch(window, components.train, mesh))
     train_started = time.perf_counter()
     train_state, train_metrics, samples = train_on_window(train_step, train_state, window, components.train, mesh,
                                                           run_state.numpy_rng)
