@@ -87,9 +87,10 @@ class Game:
         mask pgx sets to all actions, is restored as it was.  Dropping the mask saves a chess node 584 bytes and the
         search a pack and an unpack of it at every expansion."""
         batch_shape = states.current_player.shape
-        return jax.tree.map(self._pack_leaf, states, self._state_shapes).replace(
-            observation=jnp.zeros(batch_shape + (0,), jnp.uint8),
-            legal_action_mask=jnp.zeros(batch_shape + (0,), jnp.bool_))
+        dropped = {"observation": jnp.zeros(batch_shape + (0,), jnp.uint8),
+                   "legal_action_mask": jnp.zeros(batch_shape + (0,), jnp.bool_)}
+        dropped_shapes = {name: jax.ShapeDtypeStruct((0,), array.dtype) for name, array in dropped.items()}
+        return jax.tree.map(self._pack_leaf, states.replace(**dropped), self._state_shapes.replace(**dropped_shapes))
 
     def unpack_state(self, packed: pgx.State) -> pgx.State:
         """The inverse of :meth:`pack_state`: the observation comes back as zeros (``step`` recomputes it) and the
