@@ -60,6 +60,28 @@ def data_directory_of(config: ml_collections.ConfigDict, workdir: str | pathlib.
     return pathlib.Path(config.data.directory) if config.data.directory else pathlib.Path(workdir) / "data"
 
 
+def generation_settings(config: ml_collections.ConfigDict) -> GenerationSettings:
+    return GenerationSettings(**config.generate.to_dict(), engine=config.engine, seed=config.seed)
+
+
+def annotation_settings(config: ml_collections.ConfigDict) -> AnnotationSettings:
+    return AnnotationSettings(**config.annotate.to_dict(), engine=config.engine)
+
+
+def check_config(config: ml_collections.ConfigDict,
+                 variants: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """Every settings object a pipeline run builds from ``config`` — generation (unless PGN files are given),
+    annotation, and the training settings of each variant (``{name: config.train overrides}``; default: the one
+    predictor of ``config.train``) — built before anything is written, so a bad value is a ValueError naming it."""
+    if not config.data.pgn_files:
+        generation_settings(config)
+    annotation_settings(config)
+    if not 0 < config.data.test_fraction < 1:
+        raise ValueError(f"data.test_fraction must be in (0, 1), got {config.data.test_fraction!r}")
+    for overrides in (variants if variants is not None else {config.train.predictor: {}}).values():
+        training_settings(config, **overrides)
+
+
 def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathlib.Path,
                  show_progress: bool = True) -> PreparedData:
     """Generate (unless ``config.data.pgn_files`` names PGN files), annotate and build under ``data_directory``."""
@@ -71,14 +93,12 @@ def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathli
         if not pgn_files:
             raise FileNotFoundError(f"data.pgn_files={config.data.pgn_files!r} matches no file")
     else:
-        generation = GenerationSettings(**config.generate.to_dict(), engine=config.engine, seed=config.seed)
-        pgn_files = generate(generation, data_directory / "games", num_workers=config.workers,
+        pgn_files = generate(generation_settings(config), data_directory / "games", num_workers=config.workers,
                              show_progress=show_progress)
     seconds["generate"] = time.perf_counter() - start
     start = time.perf_counter()
-    annotation = AnnotationSettings(**config.annotate.to_dict(), engine=config.engine)
-    report = annotate(pgn_files, data_directory / "annotations", annotation, num_workers=config.workers,
-                      show_progress=show_progress)
+    report = annotate(pgn_files, data_directory / "annotations", annotation_settings(config),
+                      num_workers=config.workers, show_progress=show_progress)
     seconds["annotate"] = time.perf_counter() - start
     start = time.perf_counter()
     description = build(data_directory / "annotations", data_directory / "dataset",
@@ -240,6 +260,6 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     return format_programs(title, programs, notes)
 
 
-__all__ = ["PreparedData", "cached", "data_directory_of", "equal_steps", "evaluate_run", "load_engine",
+__all__ = ["PreparedData", "cached", "check_config", "data_directory_of", "equal_steps", "evaluate_run", "load_engine",
            "prepare_data", "records_fingerprint", "steps_for_epochs", "test_records", "tournament", "train_predictor",
            "training_settings"]

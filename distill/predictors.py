@@ -30,6 +30,7 @@ import numpy as np
 
 from distill import bins, tokenizer
 from distill.model import MODEL_SIZES, TransformerConfig, parameter_count
+from zerolab import check_choice
 
 ACTION_VALUE = "action_value"
 STATE_VALUE = "state_value"
@@ -51,8 +52,7 @@ class Predictor:
     num_bins: int = 128
 
     def __post_init__(self):
-        if self.name not in PREDICTOR_NAMES:
-            raise ValueError(f"unknown predictor {self.name!r}; expected one of {', '.join(PREDICTOR_NAMES)}")
+        check_choice("predictor", self.name, PREDICTOR_NAMES)
         if self.name != BEHAVIORAL_CLONING and self.num_bins < 2:
             raise ValueError(f"num_bins must be at least 2, got {self.num_bins}")
 

@@ -32,11 +32,11 @@ import optax
 from jax.sharding import Mesh
 
 from distill.data.records import make_loader
-from distill.model import Transformer, TransformerConfig, count_parameters, init_params
+from distill.model import MODEL_SIZES, Transformer, TransformerConfig, count_parameters, init_params
 from distill.predictors import Predictor, cross_entropy
 from zerolab import (
-    Checkpointer, PlannedProgram, check_divisible, compile_cost, jit_step, make_mesh, progress_bar, replicated,
-    shard_host_batch,
+    Checkpointer, PlannedProgram, check_at_least, check_choice, check_divisible, compile_cost, jit_step, make_mesh,
+    progress_bar, replicated, shard_host_batch,
 )
 from zerolab.training import MetricsLog, resolve_checkpoint
 
@@ -89,6 +89,22 @@ class TrainingSettings:
     keep_checkpoints: int = 2
     loader_workers: int = 0
 
+    def __post_init__(self):
+        """Every field checked when the settings are made (before a run writes anything): sizes and rates in range,
+        names among the known ones (``train.``-prefixed keys in the messages, as the configs name them)."""
+        check_choice("train.model_size", self.model_size, MODEL_SIZES)
+        check_choice("train.schedule", self.schedule, ("constant", "cosine"))
+        for name in ("batch_size", "num_steps", "log_every", "checkpoint_every", "keep_checkpoints"):
+            check_at_least(f"train.{name}", getattr(self, name), 1)
+        for name in ("warmup_steps", "loader_workers"):
+            check_at_least(f"train.{name}", getattr(self, name), 0)
+        for name in ("learning_rate", "gradient_clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"train.{name} must be positive, got {getattr(self, name)!r}")
+        if not 0 <= self.ema_decay < 1:
+            raise ValueError(f"train.ema_decay must be in [0, 1), got {self.ema_decay!r}")
+        self.model_config()  # the predictor, bins, dtype, embedding and normalisation (their own messages)
+
     @property
     def predictor_spec(self) -> Predictor:
         return Predictor(self.predictor, self.num_bins)
@@ -118,10 +134,6 @@ def learning_rate_schedule(settings: TrainingSettings) -> optax.Schedule:
 
     Without warm-up the first update already uses ``learning_rate`` (a ramp "over 1 step" would make it 0).
     """
-    if settings.schedule not in ("constant", "cosine"):
-        raise ValueError(f"schedule must be 'constant' or 'cosine', got {settings.schedule!r}")
-    if settings.warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be >= 0, got {settings.warmup_steps}")
     if settings.schedule == "constant":
         if settings.warmup_steps == 0:
             return optax.constant_schedule(settings.learning_rate)

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         check_experiment_config(args.name, config)
         check_run_directory(workdir, "--workdir")
         record = check_run_config(workdir, config, args.allow_config_change)
-    except ValueError as error:  # a ConfigError, a RunDirectoryError too
+    except (ValueError, FileNotFoundError) as error:  # a ConfigError, a RunDirectoryError, a missing input run too
         print(f"error: {error}", file=sys.stderr)
         return 2
     runner = importlib.import_module("experiments." + args.name.replace("-", "_"))

@@ -34,9 +34,10 @@ from contempt_search.experiment import (
     network_game,
     read_rows,
     temperature_schedule,
+    temperature_settings,
 )
 from contempt_search.statistics import wdl_percentages
-from experiments.common.contempt import base_run_config
+from experiments.common.contempt import base_run_config, check_contempt_config
 from zerolab import SearchAgent
 from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
@@ -116,6 +117,21 @@ def match_summary(contempt_name: str, puct_name: str, result: MatchResult, conte
         "elo_difference": difference, "elo_two_sigma": 2 * sigma,
         "contempt_search_statistics": contempt_statistics,
     }
+
+
+def check_config(config) -> None:
+    """Every key, before the run directory is made: the keys all contempt launchers read, the games and blocks, the
+    decisiveness target, and the settings' choice (which reads ``selfplay_run``'s rows unless both settings are
+    given)."""
+    check_contempt_config(config)
+    games, blocks = int(config.games), int(config.blocks)
+    if blocks < 1 or games < 2 or games % (2 * blocks):
+        raise ValueError(f"games={games} must split into blocks={blocks} blocks of an even number of games")
+    if not float(config.target_ratio) > 0:
+        raise ValueError(f"target_ratio must be positive ((w+l)/d of self-play), got {config.target_ratio!r}")
+    if config.puct_temperature:
+        temperature_settings(config, str(config.puct_temperature))
+    choose_settings(config)
 
 
 def plan(config) -> str:
@@ -211,9 +227,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    games, blocks = int(config.games), int(config.blocks)
-    if blocks < 1 or games % (2 * blocks):
-        raise ValueError(f"games={games} must split into blocks={blocks} blocks of an even number of games")
+    check_config(config)
     chosen = choose_settings(config)
     network = base_network(config, base_run_config(config))
     _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,

@@ -26,12 +26,14 @@ import time
 import jax
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, base_network, temperature_schedule
-from contempt_search.odds import odds_fen
+from contempt_search.odds import odds_fen, odds_fens
 from contempt_search.statistics import wdl_percentages
-from experiments.common.contempt import base_run_config
-from zerolab import Agent, SearchAgent, make_game, progress_bar
+from experiments.common.contempt import base_run_config, check_contempt_config
+from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
 from zerolab.evaluation import Pairing, PairingRecord, new_figure, play_pairings, save_figure
-from zerolab.play import AgentPool, EngineAgent, Match, MatchResult, load_search_agent, play_games, split_spec
+from zerolab.play import (
+    AgentPool, EngineAgent, Match, MatchResult, check_agent_spec, load_search_agent, play_games, split_spec,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +137,23 @@ def arm_names(config) -> list[str]:
     return [arm if arm == "puct" else f"contempt{int(config.sc_limit)}" for arm in arms]
 
 
+def check_config(config) -> None:
+    """Every key, before the run directory is made (and again when :func:`run` is called directly): the keys all
+    contempt launchers read, the games a cell (even: half giving odds as White), the arms, N_scl, the game and odds
+    piece, and the opponent (a ``self:...`` spec, or an engine that is installed)."""
+    check_contempt_config(config)
+    games = int(config.games_per_cell)
+    if games < 2 or games % 2:
+        raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
+                         f"half as Black)")
+    arms = arm_names(config)
+    if any(arm.startswith("contempt") for arm in arms):
+        check_at_least("sc_limit", int(config.sc_limit), 1)
+    odds_fens(make_game(config.game).name, config.odds_piece)
+    if self_opponent_settings(config.opponent) is None:
+        check_agent_spec("opponent", config.opponent)
+
+
 def plan(config) -> str:
     """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
@@ -179,12 +198,9 @@ def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    check_config(config)
     games = int(config.games_per_cell)
-    if games < 2 or games % 2:
-        raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
-                         f"half as Black)")
     arms = arm_names(config)
-    self_opponent_settings(config.opponent)  # a bad self:... spec fails here, before any network or game
     network = base_network(config, base_run_config(config))
     game = make_game(config.game)
     key = jax.random.key(int(config.seed))

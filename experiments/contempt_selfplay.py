@@ -30,8 +30,8 @@ from contempt_search.experiment import (
     read_rows,
     temperature_settings,
 )
-from experiments.common.contempt import base_run_config
-from zerolab import SelfPlayConfig, make_mesh, replicate
+from experiments.common.contempt import base_run_config, check_contempt_config
+from zerolab import SelfPlayConfig, check_at_least, make_mesh, replicate
 from zerolab.evaluation import new_figure, save_figure
 from zerolab.play import load_search_agent
 from zerolab.selfplay import complete_games, make_selfplay_fn, summarize
@@ -121,6 +121,17 @@ def plot(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     return save_figure(figure, path)
 
 
+def check_config(config) -> None:
+    """Every key, before the run directory is made: the keys all contempt launchers read, the games and the
+    statistics' sizes."""
+    check_contempt_config(config)
+    check_at_least("games", int(config.games), 1)
+    check_at_least("bootstrap_resamples", int(config.bootstrap_resamples), 0)
+    check_at_least("repeat_moves", int(config.repeat_moves), 0)
+    if not settings(config):
+        raise ValueError("sc_limits and puct_temperatures are both empty: nothing to play")
+
+
 def plan(config) -> str:
     """``python -m experiments plan contempt-selfplay``: a setting's jitted self-play (one search kind each: a
     search-contempt setting and a PUCT one), compiled with abstract inputs; the other settings compile the same
@@ -160,6 +171,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    check_config(config)
     network = base_network(config, base_run_config(config))
     agent = load_search_agent(network, {"name": "base"})
     rows_path = workdir / "settings.jsonl"

@@ -20,6 +20,7 @@ import ml_collections
 from distill.engine import EngineOptions
 from distill.evaluate import baseline_metrics
 from distill.pipeline import (
+    check_config as check_pipeline_config,
     data_directory_of,
     evaluate_run,
     plan_variants,
@@ -37,6 +38,11 @@ logger = logging.getLogger(__name__)
 def write_summary(workdir: pathlib.Path, summary: dict[str, Any]) -> dict[str, Any]:
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """The generation, annotation and training settings, before the run directory is made."""
+    check_pipeline_config(config)
 
 
 def plan(config: ml_collections.ConfigDict) -> str:

@@ -15,11 +15,16 @@ from typing import Any
 import ml_collections
 
 from distill.pipeline import plan_variants
-from experiments.common.distill import compare_variants
+from experiments.common.distill import check_comparison, compare_variants
 
 
 def variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
     return {f"bins-{count}": {"predictor": "action_value", "num_bins": count} for count in config.bin_counts}
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Every variant's settings and the tournament section, before the run directory is made."""
+    check_comparison(config, variants(config))
 
 
 def plan(config: ml_collections.ConfigDict) -> str:

@@ -19,7 +19,12 @@ from typing import Any
 import ml_collections
 
 from distill.pipeline import plan_variants
-from experiments.common.distill import compare_variants, predictor_variants
+from experiments.common.distill import check_comparison, compare_variants, predictor_variants
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Every variant's settings and the tournament section, before the run directory is made."""
+    check_comparison(config, predictor_variants(config))
 
 
 def plan(config: ml_collections.ConfigDict) -> str:

@@ -22,6 +22,7 @@ from zerolab import make_game
 from zerolab.evaluation import Pairing, PairingRecord, train_then_rate
 from zerolab.play import make_agent
 from sai_go.agents import SaiAgent
+from experiments.common.sai_go import check_play_keys
 
 
 def checkpoint_name(step: int) -> str:
@@ -57,6 +58,12 @@ def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[lis
         pairings.append(Pairing(checkpoint_name(final_step), checkpoint_name(0), games,
                                 key=jax.random.fold_in(key, 2**20)))
     return pairings, agents
+
+
+
+def check_config(config) -> None:
+    """The evaluation section (only this launcher reads it), before the run directory is made."""
+    check_play_keys(config.evaluation, "evaluation.")
 
 
 def run(config, workdir: pathlib.Path) -> dict:

@@ -32,11 +32,12 @@ import zlib
 import jax
 import numpy as np
 
-from zerolab import make_game
+from zerolab import check_at_least, make_game
 from zerolab.evaluation import Pairing, play_pairings
-from zerolab.play import Match, make_agent, play_match
+from zerolab.play import Match, check_agent_spec, make_agent, play_match
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start
+from experiments.common.sai_go import check_play_keys, check_sai_network
 
 
 def game_margin(game, moves: list[str]) -> float:
@@ -164,6 +165,16 @@ def named_engine(spec: str, game, name: str):
     engine = make_agent(spec, game)
     engine.name = name
     return engine
+
+
+
+def check_config(config) -> None:
+    """Every key, before the run directory is made: the network run (7×7 Go, the step), the play keys, and GNU Go."""
+    check_sai_network("network", config.network, [int(config.step)])
+    check_play_keys(config)
+    for handicap in config.handicaps:
+        check_at_least("handicaps", int(handicap), 1)
+    check_agent_spec("gnugo", "gnugo")
 
 
 def run(config, workdir: pathlib.Path) -> dict:

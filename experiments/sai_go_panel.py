@@ -25,9 +25,10 @@ import numpy as np
 
 from zerolab import Agent, load_config, make_game, train
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
-from zerolab.play import load_search_agent, make_agent
-from zerolab.training import MetricsLog
+from zerolab.play import check_agent_spec, load_search_agent, make_agent
+from zerolab.training import MetricsLog, check_training_config
 from sai_go.agents import SaiAgent
+from experiments.common.sai_go import check_play_keys, check_sai_network
 
 
 class RandomAgent(Agent):
@@ -117,6 +118,18 @@ def gnugo_member(level: int, game) -> Agent:
     agent = make_agent(f"gnugo:level={level}", game)
     agent.name = f"gnugo-{level}"
     return agent
+
+
+
+def check_config(config) -> None:
+    """Every key, before the run directory is made: the SAI run, the landmark (its run, or the training config that
+    makes it), the play keys, and GNU Go."""
+    check_sai_network("sai_run", config.sai_run)
+    if not config.landmark_run:
+        check_training_config(load_config(config.landmark_config, config.landmark_preset,
+                                          list(config.landmark_overrides)))
+    check_play_keys(config)
+    check_agent_spec("gnugo", "gnugo")
 
 
 def run(config, workdir: pathlib.Path) -> dict:

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab import Checkpointer, SearchConfig
+from zerolab import Checkpointer, SearchConfig, check_at_least
 from zerolab.evaluation import new_figure, save_figure
 from zerolab.selfplay import complete_games
 from sai_go.agents import SaiAgent
@@ -38,6 +38,7 @@ from sai_go.endgames import ENDGAMES
 from sai_go.exact_solver import Rules, solve
 from sai_go.search import evaluate, sai_search
 from sai_go.value import signed_komi, winrate
+from experiments.common.sai_go import check_play_keys, check_sai_network
 
 SECTIONS = ("margin", "komi_curve", "endgames")
 
@@ -185,13 +186,24 @@ def plan(config) -> str:
     return format_programs(f"sai-go-positions: {', '.join(sections)}", programs, notes)
 
 
+
+def check_config(config) -> None:
+    """Every key, before the run directory is made: the sections, the network run and its steps, the play keys and
+    the sizes."""
+    unknown = sorted(set(config.sections) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
+    check_sai_network("network", config.network, [int(step) for step in config.steps])
+    check_play_keys(config)
+    for key in ("endgame_seeds", "games_per_komi", "heldout_games"):
+        check_at_least(key, int(config[key]), 1)
+
+
 def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    check_config(config)
     sections = list(config.sections)
-    unknown = sorted(set(sections) - set(SECTIONS))
-    if unknown:
-        raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
     steps = list(config.steps) or [step for step in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
                                     if step > 0]  # the untrained network is not an SAI network
     agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.num_simulations)) for step in steps]

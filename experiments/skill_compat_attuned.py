@@ -25,9 +25,12 @@ import numpy as np
 
 from experiments.common.skill_compat import run_framework_experiment
 from skill_compat.attuned import training_config
-from skill_compat.experiment import build_cast, markdown_summary, play_matchup, score_row, teams
+from skill_compat.experiment import (
+    build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
+)
 from skill_compat.frameworks import bitstrings_for_run
-from zerolab import convert_to_run, train
+from zerolab import check_at_least, convert_to_run, train
+from zerolab.training import check_training_config
 
 
 def plan(config, num_devices: int | None = None, device_memory_gib: float | None = None) -> str:
@@ -70,6 +73,19 @@ def jitted_moves_per_second(train_dir: pathlib.Path) -> float:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
     later = [row["selfplay_moves_per_s"] for row in rows if row["iteration"] > 1]
     return float(np.mean(later)) if later else math.nan
+
+
+def check_config(config) -> None:
+    """Every key, before the run directory is made: the framework keys of the evaluation (the attuned run is the one
+    this experiment trains), the training section's sizes, and, where the base run exists, the whole training config
+    the core's checks read."""
+    evaluation = ml_collections.ConfigDict(config.to_dict())
+    evaluation.attuned.run = ""
+    check_framework_config(evaluation)
+    for key in ("iterations", "num_games", "batch_size", "num_simulations", "max_game_plies", "plies_per_iteration"):
+        check_at_least(f"training.{key}", int(config.training[key]), 0 if key == "iterations" else 1)
+    if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
+        check_training_config(training_config(config, pathlib.Path(config.training.base_run)))
 
 
 def run(config, workdir: str | pathlib.Path) -> dict:

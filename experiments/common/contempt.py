@@ -1,8 +1,14 @@
-"""What the search-contempt launchers share: the training config of the base network they play."""
+"""What the search-contempt launchers share: the training config of the base network they play, and the checks of
+the keys they all read (:func:`check_contempt_config`)."""
 
 from __future__ import annotations
 
-from zerolab import load_config
+import pathlib
+
+from contempt_search.experiment import temperature_settings
+from zerolab import check_at_least, check_choice, load_config
+from zerolab.search import SEARCH_KINDS, SELECTIONS
+from zerolab.training import check_training_config
 
 
 def base_run_config(config):
@@ -13,3 +19,33 @@ def base_run_config(config):
     if not config.base_config:
         return None
     return load_config(config.base_config, "tiny", list(config.base_overrides) + [f"progress={bool(config.progress)}"])
+
+
+def check_contempt_config(config) -> None:
+    """The keys every search-contempt launcher reads, checked before its run directory is made: the search's kind and
+    PUCT rule, its simulations (an int or a list), N_scl values, the game cap, the named temperatures, and the base
+    network (``network`` holding a checkpoint, or a ``base_config`` whose training config passes the core's checks).
+    A bad value is a ValueError naming the key."""
+    check_choice("kind", config.kind, SEARCH_KINDS)
+    check_choice("selection", config.selection, SELECTIONS)
+    simulations = config.num_simulations
+    for value in (simulations if isinstance(simulations, (list, tuple)) else [simulations]):
+        check_at_least("num_simulations", int(value), 1)
+    check_at_least("max_game_plies", int(config.max_game_plies), 1)
+    if "sc_limits" in config:
+        for value in config.sc_limits:
+            check_at_least("sc_limits", int(value), 1)
+    if "sc_limit" in config:
+        check_at_least("sc_limit", int(config.sc_limit), 0)
+    for temperature in config.get("puct_temperatures", ()):
+        temperature_settings(config, str(temperature))
+    network = pathlib.Path(config.network) if config.network else None
+    has_checkpoint = network is not None and (network / "checkpoints").is_dir() and any(
+        (network / "checkpoints").iterdir())
+    if not has_checkpoint:
+        base = base_run_config(config)
+        if base is None:
+            raise ValueError(f"network={config.network!r}: no checkpoint there and no base_config to train one (the "
+                             f"paper presets play maia-1900 converted to a run: python -m zerolab lc0 convert --workdir "
+                             f"RUN)")
+        check_training_config(base)

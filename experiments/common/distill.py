@@ -18,6 +18,7 @@ from distill.engine import EngineOptions
 from distill.evaluate import baseline_board_metrics, baseline_summaries, board_groups, compare_policies
 from distill.pipeline import (
     cached,
+    check_config,
     data_directory_of,
     equal_steps,
     evaluate_run,
@@ -29,6 +30,7 @@ from distill.pipeline import (
     train_predictor,
     training_settings,
 )
+from zerolab import check_at_least
 from zerolab.training import record_run_config
 
 
@@ -46,6 +48,21 @@ def variant_overrides(predictor: str) -> dict[str, Any]:
     if predictor == "action_value":
         return {"predictor": predictor}
     return {"predictor": predictor, "action_embedding": "table", "mark_action_squares": False}
+
+
+def check_comparison(config: ml_collections.ConfigDict, variants: Mapping[str, Mapping[str, Any]]) -> None:
+    """What :func:`compare_variants` reads, checked before it writes anything: the pipeline's settings of every
+    variant (:func:`distill.pipeline.check_config`), the equal-steps epochs and the tournament section."""
+    check_config(config, variants)
+    if float(config.get("action_value_epochs", 0.0) or 0.0) < 0:
+        raise ValueError(f"action_value_epochs must be at least 0 (0: each variant trains train.num_steps), got "
+                         f"{config.action_value_epochs!r}")
+    unknown = [name for name in config.tournament.players if name not in variants]
+    if unknown:
+        raise ValueError(f"tournament.players: unknown variant(s) {unknown}; expected names among {list(variants)}")
+    for key, minimum in (("games_per_pair", 0), ("max_game_plies", 1), ("temperature_full_moves", 0)):
+        check_at_least(f"tournament.{key}", config.tournament[key], minimum)
+    check_at_least("tournament.temperature", config.tournament.temperature, 0)
 
 
 def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,

@@ -1,12 +1,17 @@
-"""What the sai-go launchers' plans share: the network of an SAI run, from its directory or from the config that
-would train it."""
+"""What the sai-go launchers share: the network of an SAI run, from its directory or from the config that would
+train it (their plans), and the checks of the keys they read (:func:`check_sai_network`, :func:`check_play_keys`)."""
 
 from __future__ import annotations
 
+import json
 import pathlib
+from collections.abc import Iterable
 
 from sai_go.plan import SaiModel, abstract_model
-from zerolab import from_json, load_config
+from sai_go.search import check_lambda
+from zerolab import check_at_least, from_json, load_config
+
+GNUGO_LEVELS = range(0, 11)
 
 
 def run_model(run: str | pathlib.Path, config_name: str = "sai-go", overrides: list[str] = ()) -> tuple[SaiModel, str]:
@@ -19,3 +24,42 @@ def run_model(run: str | pathlib.Path, config_name: str = "sai-go", overrides: l
     return (abstract_model(load_config(config_name, preset, list(overrides))),
             f"{run} does not exist at plan time: the network of the {config_name} {preset} preset"
             + (f" with {list(overrides)}" if overrides else ""))
+
+
+def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = ()) -> None:
+    """``run`` must hold a trained 7×7 Go network (its ``checkpoints/`` and ``config.json``) with each of ``steps``
+    (negative: the newest); else a FileNotFoundError or ValueError naming ``key`` and what to do."""
+    path = pathlib.Path(run)
+    directory = path / "checkpoints"
+    found = sorted(int(entry.name) for entry in directory.iterdir() if entry.name.isdigit()) if directory.is_dir() else []
+    if not found:
+        raise FileNotFoundError(f"{key}={str(run)!r}: no checkpoint there; train one first (python -m experiments run "
+                                f"sai-go --workdir {run})")
+    try:
+        game = json.loads((path / "config.json").read_text()).get("game", {})
+    except (OSError, ValueError) as error:
+        raise FileNotFoundError(f"{key}={str(run)!r}: its config.json cannot be read ({error})") from None
+    if game.get("name") != "go":
+        raise ValueError(f"{key}={str(run)!r}: a run of {game.get('name')}, not of 7x7 Go")
+    if int(game.get("go_size", 0)) != 7:
+        raise ValueError(f"{key}={str(run)!r}: a run of {game.get('go_size')}x{game.get('go_size')} Go, not 7x7")
+    missing = [step for step in steps if step >= 0 and step not in found]
+    if missing:
+        raise FileNotFoundError(f"{key}={str(run)!r}: no checkpoint step {missing}; steps: {found}")
+
+
+def check_play_keys(section, prefix: str = "") -> None:
+    """The play keys a section may hold, each checked where present: ``games`` (even, half with each colour),
+    ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]), ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1),
+    ``temperature_plies`` (≥ 0).  Keys are named as ``prefix`` + key."""
+    if "games" in section and (int(section.games) < 2 or int(section.games) % 2):
+        raise ValueError(f"{prefix}games must be an even number of at least 2 (half with each colour), got "
+                         f"{section.games!r}")
+    for level in section.get("gnugo_levels", ()):
+        if level not in GNUGO_LEVELS:
+            raise ValueError(f"{prefix}gnugo_levels: GNU Go levels are 0 to 10, got {level!r}")
+    for lam in list(section.get("lambdas", ())) + ([section.lam] if "lam" in section else []):
+        check_lambda(lam, f"{prefix}lambdas" if "lambdas" in section else f"{prefix}lam")
+    for key, minimum in (("num_simulations", 1), ("max_game_plies", 1), ("temperature_plies", 0)):
+        if key in section:
+            check_at_least(prefix + key, int(section[key]), minimum)

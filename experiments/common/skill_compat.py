@@ -10,13 +10,16 @@ import pathlib
 import time
 from typing import Any
 
-from skill_compat.experiment import analyse, build_cast, check_seniors, markdown_summary, play_matchup, score_row, teams
+from skill_compat.experiment import (
+    analyse, build_cast, check_config, check_seniors, markdown_summary, play_matchup, score_row, teams,
+)
 from skill_compat.frameworks import bitstrings_for_run
 from zerolab.training import record_run_config
 
 
 def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
     """The skill-compat-stt / -hb experiment in ``workdir`` (its files: :mod:`skill_compat.experiment`)."""
+    check_config(config)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     framework = config.framework.name

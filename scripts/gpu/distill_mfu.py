@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from distill import train as distill_train
-from zerolab.devices import make_mesh
+from zerolab import make_mesh
 
 
 def measure(model_size: str, dtype: str, batch_size: int, steps: int, peak_tflops: float | None) -> dict:

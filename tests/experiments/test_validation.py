@@ -51,6 +51,48 @@ def test_a_bad_value_is_one_error_line_with_status_2_and_nothing_on_disk(overrid
     assert not workdir.exists()
 
 
+#: (experiment, override, what the error line must contain): the sections only a method's launcher reads, checked at
+#: the same door (each runner's ``check_config``).
+METHOD_BAD_VALUES = [
+    ("distill", "train.batch_size=0", "train.batch_size must be at least 1, got 0"),
+    ("distill", "train.model_size=huge", "train.model_size must be one of 'test', 'cpu-tiny'"),
+    ("distill", "train.predictor=action_valu", "(did you mean 'action_value'?)"),
+    ("distill", "generate.num_games=-1", "generate.num_games must be at least 1, got -1"),
+    ("distill", "data.test_fraction=1.0", "data.test_fraction must be in (0, 1), got 1.0"),
+    ("distill-games", 'tournament.players=["av"]', "tournament.players: unknown variant(s) ['av']"),
+    ("distill-bins", "bin_counts=[1]", "num_bins must be at least 2, got 1"),
+    ("sai-go", "evaluation.games=-2", "evaluation.games must be an even number of at least 2"),
+    ("sai-go", "evaluation.lam=2.0", "evaluation.lam must be in [0, 1], got 2.0"),
+    ("sai-go", "evaluation.gnugo_levels=[12]", "evaluation.gnugo_levels: GNU Go levels are 0 to 10, got 12"),
+    ("sai-go-positions", 'sections=["margn"]', "sections: unknown ['margn']"),
+    ("sai-go-gnugo", "network=/nonexistent/run", "network='/nonexistent/run': no checkpoint there; train one first"),
+    ("contempt-odds", "odds_piece=king", "odds piece must be one of ['bishop', 'knight', 'queen', 'rook'], got 'king'"),
+    ("contempt-odds", "opponent=bogus:skill=1", "opponent='bogus:skill=1': neither a run directory nor an engine"),
+    ("contempt-odds", "selection=lc1", "selection must be one of 'mctx', 'lc0', got 'lc1' (did you mean 'lc0'?)"),
+    ("contempt-odds", "num_simulations=[8,0]", "num_simulations must be at least 1, got 0"),
+    ("contempt-odds", "games_per_cell=3", "games_per_cell=3 must be an even number of at least 2"),
+    ("contempt-selfplay", "sc_limits=[0]", "sc_limits must be at least 1, got 0"),
+    ("contempt-selfplay", 'puct_temperatures=["hot"]', "temperature 'hot': expected 'tau1', 'tau2' or a number"),
+    ("contempt-match", "games=3", "games=3 must split into blocks=1 blocks of an even number of games"),
+    ("skill-compat-hb", "expector.evaluation=wdlx", "expector.evaluation must be one of 'wdl', 'cptowl', got 'wdlx'"),
+    ("skill-compat-stt", "senior.engine=stockfishh", "senior.engine='stockfishh': neither a run directory nor an engine"),
+    ("skill-compat-stt", "junior.mode=best", "junior.mode must be one of 'argmax', 'sample', got 'best'"),
+    ("skill-compat-stt", 'seniors=["tre"]', "unknown agent(s) ['tre'] for stt"),
+    ("skill-compat-attuned", "training.num_games=0", "training.num_games must be at least 1, got 0"),
+]
+
+
+@pytest.mark.parametrize("name, override, expected", METHOD_BAD_VALUES,
+                         ids=[f"{name}:{override}" for name, override, _ in METHOD_BAD_VALUES])
+def test_a_method_launchers_bad_value_is_refused_at_the_same_door(name, override, expected, tmp_path, capsys):
+    workdir = tmp_path / "run"
+    assert main(["run", name, "--workdir", str(workdir), override]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ") and "\n" not in error, error
+    assert expected in error, error
+    assert not workdir.exists()
+
+
 def test_an_unknown_key_lists_its_own_section_not_every_key(capsys):
     assert main(["run", "quickstart", "selfplay.bogus=1"]) == 2
     error = capsys.readouterr().err
@@ -74,10 +116,19 @@ def test_the_core_runs_of_every_experiment_pass_the_door_check_at_their_presets(
                 continue
             try:
                 check_experiment_config(name, config)
-            except ValueError as error:
+            except (ValueError, FileNotFoundError) as error:
                 refused[f"{name}:{preset}"] = str(error)
-    assert list(refused) == ["contempt-train:paper"], refused
+    # refused only where an input run does not exist here: the paper presets' converted maia-1900 and the runs a
+    # launcher plays (an SAI network, contempt-selfplay's rows), each naming the command that makes it
+    assert sorted(refused) == [
+        "contempt-match:evidence", "contempt-match:paper", "contempt-match:tiny", "contempt-odds:paper",
+        "contempt-selfplay:paper", "contempt-train:paper", "sai-go-gnugo:paper", "sai-go-gnugo:tiny",
+        "sai-go-panel:paper", "sai-go-panel:tiny", "sai-go-positions:paper", "sai-go-positions:tiny"], refused
     assert "needs init_from=RUN" in refused["contempt-train:paper"]
+    assert all("lc0 convert" in refused[name] for name in refused if name.endswith(":paper")
+               and not name.startswith("sai-go")), refused
+    assert all("train one first (python -m experiments run sai-go" in refused[name] for name in refused
+               if name.startswith("sai-go")), refused
 
 
 def test_plan_refuses_an_accelerator_without_measured_rates_before_compiling(capsys):

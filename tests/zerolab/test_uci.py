@@ -526,6 +526,25 @@ def test_a_move_waits_for_its_search_to_compile_and_a_timed_move_uses_its_budget
     assert engine.ran == [0] and result.simulations == 0
 
 
+def test_a_timed_move_before_any_search_compiles_waits_inside_its_time_not_past_it():
+    engine = ScriptedEngine(compiled=(0,), simulations=4, compile_seconds=0.3)
+    compiling = threading.Thread(target=engine._program, args=(4,), daemon=True)  # the warm-up's compilation
+    compiling.start()
+    time.sleep(0.05)
+    timed = budget(move_time=1.0)
+    result, notes = engine.search(timed, None)  # waits for the 4-simulation search, then searches with it
+    assert notes[0].startswith("waited 0.") and notes[0].endswith("for the first search to compile"), notes
+    assert 4 in engine.ran and result.simulations >= 4 and timed.elapsed() <= 1.0 + 0.05
+    engine = ScriptedEngine(compiled=(0,), simulations=4, compile_seconds=2.0)
+    compiling = threading.Thread(target=engine._program, args=(4,), daemon=True)
+    compiling.start()
+    time.sleep(0.05)
+    short = budget(move_time=0.3)
+    result, notes = engine.search(short, None)  # the compilation outlasts the move: the policy, in time, said so
+    assert engine.ran == [0] and result.simulations == 0 and short.elapsed() <= 0.3 + 0.05
+    assert "for the first search to compile" in notes[0] and "still compiling" in notes[1], notes
+
+
 def test_isready_is_answered_while_the_network_loads(monkeypatch):
     from zerolab.frontends import uci_search
 

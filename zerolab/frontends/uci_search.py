@@ -46,8 +46,10 @@ not counted in ``nps``).
   :data:`TIME_SAFETY` of it is used**: again and again, each time the largest compiled search that still fits
   (:func:`affordable_simulations`: a search costs ``fixed + n · per_simulation``, both measured, ``per_simulation``
   the mean of the last :data:`TIMING_WINDOW` searches), and combines the searches by adding their root visit counts
-  (:func:`combined`, root parallelisation); when no search fits (or none is compiled yet), the raw policy (the
-  network's most likely legal move, 0 simulations).  A timed move waits for the network, never for a compilation.
+  (:func:`combined`, root parallelisation); when no search fits, the raw policy (the network's most likely legal
+  move, 0 simulations).  A timed move that finds no search compiled yet waits, inside its own time, for the one
+  being compiled (:meth:`SearchEngine.wait_for_a_search`); when its time runs out first it plays the policy and says
+  so in an ``info string``: it never waits past the clock.
 
 ``go searchmoves ...`` limits the search to those moves.  A jitted search cannot be interrupted: ``stop`` ends
 ``infinite`` waits and the repeated searches of a timed move, not a search under way.
@@ -340,6 +342,21 @@ class SearchEngine:
         with self._lock:
             return simulations in self._programs
 
+    def wait_for_a_search(self, until: float) -> float:
+        """Waits, until the ``time.monotonic()`` instant ``until`` at the latest, for a search (simulations > 0) to be
+        compiled, when none is yet and one is being compiled; returns the seconds waited (0 when a search was
+        already compiled or none is being compiled)."""
+        started = time.monotonic()
+        while time.monotonic() < until:
+            with self._lock:
+                if any(size > 0 for size in self._programs):
+                    break
+                underway = [event for size, event in self._compiling.items() if size > 0]
+            if not underway:
+                break
+            underway[0].wait(timeout=max(until - time.monotonic(), 0.0))
+        return time.monotonic() - started
+
     def warm_up(self, background_sizes: bool = True) -> None:
         """Loads the network, compiles pgx's step and the policy and measures a move's fixed cost, then marks the
         engine ready (``isready`` and every ``go`` wait for this); then compiles and times the ``Simulations``
@@ -470,6 +487,9 @@ class SearchEngine:
             self.record_search(simulations, result.seconds)
             return result, notes
         deadline = budget.started_at + TIME_SAFETY * budget.time_budget
+        waited = self.wait_for_a_search(deadline - self.fixed_seconds)
+        if waited >= 0.05:
+            notes.append(f"waited {waited:.1f} s of this move's time for the first search to compile")
         results = []
         while not budget.stop_event.is_set():
             size = affordable_simulations(deadline - time.monotonic(), self.fixed_seconds,

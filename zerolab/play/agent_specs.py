@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import pathlib
 
-from zerolab.config import split_spec
+from zerolab.config import ConfigError, split_spec
+from zerolab.engines.executables import EngineNotFoundError, find_engine
 from zerolab.games import Game
 from zerolab.play.agents import Agent
 from zerolab.play.engine_agents import EngineAgent, GTPEngineAgent
@@ -38,3 +39,16 @@ def make_agent(spec: str, game: Game | None = None) -> Agent:
     if pathlib.Path(head).name in GTP_ENGINE_NAMES:
         return GTPEngineAgent(spec, game)
     return EngineAgent(spec, game)
+
+
+def check_agent_spec(key: str, spec: str) -> None:
+    """Raises :class:`zerolab.config.ConfigError` naming ``key`` unless ``spec`` names a directory (a run or a
+    checkpoint step) or an engine executable that :func:`zerolab.engines.executables.find_engine` finds: the check a
+    launcher makes at its door, before it makes a run directory or starts an engine."""
+    head, _ = split_spec(spec)
+    if pathlib.Path(head).is_dir():
+        return
+    try:
+        find_engine(head)
+    except EngineNotFoundError as error:
+        raise ConfigError(f"{key}={spec!r}: neither a run directory nor an engine found: {error}") from None

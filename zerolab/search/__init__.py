@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.search.config": ("SearchConfig", "SearchRules", "selection_functions"),
+    "zerolab.search.config": ("SEARCH_KINDS", "SELECTIONS", "SearchConfig", "SearchRules", "selection_functions"),
     "zerolab.search.mcts": ("masked_logits", "project_loop_rules", "run_search", "search_policy"),
     "zerolab.search.tree": ("RecurrentFn", "RecurrentOutput", "Tree"),
 })
 
 __all__ = [
-    "RecurrentFn", "RecurrentOutput", "SearchConfig", "SearchRules", "Tree", "masked_logits", "project_loop_rules",
-    "run_search", "search_policy", "selection_functions",
+    "RecurrentFn", "RecurrentOutput", "SEARCH_KINDS", "SELECTIONS", "SearchConfig", "SearchRules", "Tree",
+    "masked_logits", "project_loop_rules", "run_search", "search_policy", "selection_functions",
 ]
 
 if TYPE_CHECKING:
-    from zerolab.search.config import SearchConfig, SearchRules, selection_functions
+    from zerolab.search.config import SEARCH_KINDS, SELECTIONS, SearchConfig, SearchRules, selection_functions
     from zerolab.search.mcts import masked_logits, project_loop_rules, run_search, search_policy
     from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree
