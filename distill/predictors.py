@@ -52,7 +52,7 @@ class Predictor:
     num_bins: int = 128
 
     def __post_init__(self):
-        check_choice("predictor", self.name, PREDICTOR_NAMES)
+        check_choice("train.predictor", self.name, PREDICTOR_NAMES)
         if self.name != BEHAVIORAL_CLONING and self.num_bins < 2:
             raise ValueError(f"num_bins must be at least 2, got {self.num_bins}")
 

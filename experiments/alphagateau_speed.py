@@ -23,7 +23,7 @@ from typing import Any
 import ml_collections
 
 from zerolab import make_game
-from zerolab.evaluation import EloPanel, RunComparison, interleaved_steps
+from zerolab.evaluation import EloPanel, EvaluationConfig, RunComparison, interleaved_steps
 from zerolab.frontends import prepare_experiment, training_config
 
 SERIES_LABELS = {"alphagateau": "AlphaGateau", "resnet": "AlphaZero ResNet"}
@@ -39,6 +39,11 @@ def model_label(name: str, parameters: int) -> str:
 def training_configs(config: ml_collections.ConfigDict) -> dict[str, ml_collections.ConfigDict]:
     """The training config of each network of ``config.models`` (for ``run`` and ``python -m experiments plan``)."""
     return {name: training_config(config, config.models[name]) for name in config.models.keys()}
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """The rating section, before the run directory is made; the training runs are the core's to check."""
+    EvaluationConfig.from_config(config.evaluation)
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:

@@ -42,8 +42,25 @@ logger = logging.getLogger(__name__)
 
 def training_configs(config: ml_collections.ConfigDict, seed: int | None = None) -> dict[str, ml_collections.ConfigDict]:
     """Each network's training config for ``seed`` (default: the first of ``config.seeds``)."""
+    if not config.seeds:
+        raise ValueError("seeds must list at least one seed, got []")
     seed = int(config.seeds[0] if seed is None else seed)
     return {name: training_config(config, config.models[name], seed=seed) for name in config.models.keys()}
+
+
+def match_settings(config: ml_collections.ConfigDict) -> EvaluationConfig:
+    """The match's settings (``config.match``) as an :class:`EvaluationConfig`; a bad value is a ValueError naming its
+    ``match.`` key."""
+    try:
+        return EvaluationConfig(games=int(config.match.games), max_game_plies=int(config.match.max_game_plies),
+                                num_simulations=int(config.match.num_simulations))
+    except ValueError as error:
+        raise ValueError(str(error).replace("evaluation.", "match.", 1)) from None
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """The match section, before the run directory is made; the training runs are the core's to check."""
+    match_settings(config)
 
 
 def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.Path) -> dict[str, Any]:
@@ -54,8 +71,7 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
         train.run(run_config, directory / name)
     games = int(config.match.games)
     game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
-    evaluation = EvaluationConfig(games=games, max_game_plies=int(config.match.max_game_plies),
-                                  num_simulations=int(config.match.num_simulations))
+    evaluation = match_settings(config)
     first, second = list(runs)
     agents = {name: functools.partial(checkpoint_agent, directory / name, checkpoint_steps(directory / name)[-1],
                                       game, evaluation, name) for name in runs}

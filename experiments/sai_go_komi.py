@@ -37,7 +37,8 @@ import jax
 import ml_collections
 import numpy as np
 
-from zerolab import Checkpointer, train
+from experiments.common.sai_go import check_play_keys
+from zerolab import Checkpointer, check_at_least, train
 from zerolab.evaluation import new_figure, rated_steps, save_figure
 from zerolab.frontends import prepare_experiment, training_config
 from sai_go.agents import SaiAgent
@@ -54,8 +55,18 @@ TRUE_FAIR_KOMI = 9.0
 
 def training_configs(config: ml_collections.ConfigDict, seed: int | None = None) -> dict[str, ml_collections.ConfigDict]:
     """The training config of ``seed`` (default: the first of ``config.seeds``)."""
+    if not config.seeds:
+        raise ValueError("seeds must list at least one seed, got []")
     seed = int(config.seeds[0] if seed is None else seed)
     return {f"seed-{seed}": training_config(config, config.model, seed=seed)}
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """The calibration section, before the run directory is made; the training runs are the core's to check."""
+    calibration_section = config.calibration
+    check_play_keys(calibration_section, "calibration.")
+    check_at_least("calibration.bins", int(calibration_section.bins), 1)
+    calibration_lambda(config)
 
 
 def calibration_lambda(config: ml_collections.ConfigDict) -> float:

@@ -75,7 +75,10 @@ def check_config(config) -> None:
     value is a ValueError (a missing file a FileNotFoundError) naming the key."""
     check_seniors(config.framework.name, config.seniors)
     check_seniors(config.framework.name, config.plain_chess.seniors)
-    match_search(config)
+    try:
+        match_search(config)
+    except ValueError as error:  # SearchConfig names its keys search.*; this config's section is tree
+        raise ValueError(str(error).replace("search.", "tree.", 1)) from None
     check_choice("junior.mode", config.junior.mode, JUNIOR_MODES)
     if config.junior.weights and not pathlib.Path(config.junior.weights).is_file():
         raise FileNotFoundError(f"junior.weights={config.junior.weights!r}: no such file (leave it empty for "

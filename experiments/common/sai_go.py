@@ -50,7 +50,7 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
 
 def check_play_keys(section, prefix: str = "") -> None:
     """The play keys a section may hold, each checked where present: ``games`` (even, half with each colour),
-    ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]), ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1),
+    ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of None is left to the caller), ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1),
     ``temperature_plies`` (≥ 0).  Keys are named as ``prefix`` + key."""
     if "games" in section and (int(section.games) < 2 or int(section.games) % 2):
         raise ValueError(f"{prefix}games must be an even number of at least 2 (half with each colour), got "
@@ -58,7 +58,7 @@ def check_play_keys(section, prefix: str = "") -> None:
     for level in section.get("gnugo_levels", ()):
         if level not in GNUGO_LEVELS:
             raise ValueError(f"{prefix}gnugo_levels: GNU Go levels are 0 to 10, got {level!r}")
-    for lam in list(section.get("lambdas", ())) + ([section.lam] if "lam" in section else []):
+    for lam in list(section.get("lambdas", ())) + ([section.lam] if section.get("lam") is not None else []):
         check_lambda(lam, f"{prefix}lambdas" if "lambdas" in section else f"{prefix}lam")
     for key, minimum in (("num_simulations", 1), ("max_game_plies", 1), ("temperature_plies", 0)):
         if key in section:

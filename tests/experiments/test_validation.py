@@ -76,9 +76,15 @@ METHOD_BAD_VALUES = [
     ("contempt-match", "games=3", "games=3 must split into blocks=1 blocks of an even number of games"),
     ("skill-compat-hb", "expector.evaluation=wdlx", "expector.evaluation must be one of 'wdl', 'cptowl', got 'wdlx'"),
     ("skill-compat-stt", "senior.engine=stockfishh", "senior.engine='stockfishh': neither a run directory nor an engine"),
+    ("skill-compat-stt", "tree.num_simulations=0", "tree.num_simulations must be at least 1, got 0"),
     ("skill-compat-stt", "junior.mode=best", "junior.mode must be one of 'argmax', 'sample', got 'best'"),
     ("skill-compat-stt", 'seniors=["tre"]', "unknown agent(s) ['tre'] for stt"),
     ("skill-compat-attuned", "training.num_games=0", "training.num_games must be at least 1, got 0"),
+    ("alphagateau-speed", "evaluation.num_simulations=0", "evaluation.num_simulations must be at least 1, got 0"),
+    ("alphagateau-finetune", "match.games=3", "match.games must be an even number of at least 2, got 3"),
+    ("alphagateau-versus", "seeds=[]", "seeds must list at least one seed, got []"),
+    ("contempt-train", "final_games=-2", "final_games must be an even number of at least 2"),
+    ("sai-go-komi", "calibration.lam=3.0", "calibration.lam must be in [0, 1], got 3.0"),
 ]
 
 
