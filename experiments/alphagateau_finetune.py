@@ -106,22 +106,12 @@ def head_to_head_pairings(before: str, final: str, games: int) -> list[Pairing]:
     return [Pairing(before, UNTRAINED, games), Pairing(final, before, games)]
 
 
-def match_settings(config: ml_collections.ConfigDict) -> EvaluationConfig:
-    """The head-to-head matches' settings (``config.match``) as an :class:`EvaluationConfig`; a bad value is a
-    ValueError naming its ``match.`` key."""
-    try:
-        return EvaluationConfig(games=int(config.match.games), max_game_plies=int(config.match.max_game_plies),
-                                num_simulations=int(config.match.num_simulations))
-    except ValueError as error:
-        raise ValueError(str(error).replace("evaluation.", "match.", 1)) from None
-
-
 def check_config(config: ml_collections.ConfigDict) -> None:
     """The rating (``evaluation``) and head-to-head (``match``, unless its games are 0) sections, before the run
     directory is made; the training runs are the core's to check."""
     EvaluationConfig.from_config(config.evaluation)
     if int(config.match.games) != 0:
-        match_settings(config)
+        EvaluationConfig.for_match(config.match)
 
 
 def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparison, pretrain: TrainedRun,
@@ -131,7 +121,7 @@ def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparis
     games = int(config.match.games)
     if games <= 0:
         return {}
-    match = match_settings(config)
+    match = EvaluationConfig.for_match(config.match)
     checkpoints = {UNTRAINED: (pretrain, 0), before: (pretrain, pretrain.last_step)}
     if final != before:
         checkpoints[final] = (finetune, finetune.last_step)

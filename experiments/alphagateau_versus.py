@@ -48,19 +48,9 @@ def training_configs(config: ml_collections.ConfigDict, seed: int | None = None)
     return {name: training_config(config, config.models[name], seed=seed) for name in config.models.keys()}
 
 
-def match_settings(config: ml_collections.ConfigDict) -> EvaluationConfig:
-    """The match's settings (``config.match``) as an :class:`EvaluationConfig`; a bad value is a ValueError naming its
-    ``match.`` key."""
-    try:
-        return EvaluationConfig(games=int(config.match.games), max_game_plies=int(config.match.max_game_plies),
-                                num_simulations=int(config.match.num_simulations))
-    except ValueError as error:
-        raise ValueError(str(error).replace("evaluation.", "match.", 1)) from None
-
-
 def check_config(config: ml_collections.ConfigDict) -> None:
     """The match section, before the run directory is made; the training runs are the core's to check."""
-    match_settings(config)
+    EvaluationConfig.for_match(config.match)
 
 
 def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.Path) -> dict[str, Any]:
@@ -71,7 +61,7 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
         train.run(run_config, directory / name)
     games = int(config.match.games)
     game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
-    evaluation = match_settings(config)
+    evaluation = EvaluationConfig.for_match(config.match)
     first, second = list(runs)
     agents = {name: functools.partial(checkpoint_agent, directory / name, checkpoint_steps(directory / name)[-1],
                                       game, evaluation, name) for name in runs}

@@ -82,6 +82,16 @@ class EvaluationConfig:
         (:func:`zerolab.config.section_dataclass`)."""
         return section_dataclass(cls, section, "evaluation")
 
+    @classmethod
+    def for_match(cls, section: Any, name: str = "match") -> EvaluationConfig:
+        """The settings of a head-to-head match section (``games``, ``max_game_plies``, ``num_simulations``); a bad
+        value is a ValueError naming its key in section ``name``."""
+        try:
+            return cls(games=int(section.games), max_game_plies=int(section.max_game_plies),
+                       num_simulations=int(section.num_simulations))
+        except ValueError as error:
+            raise ValueError(str(error).replace("evaluation.", f"{name}.", 1)) from None
+
 
 @dataclasses.dataclass(frozen=True)
 class Contestant:
