@@ -64,6 +64,7 @@ from zerolab.selfplay import (
     PlyRecord,
     PlayVariables,
     advance_lanes,
+    backward_game_values,
     restart_games,
     select_where,
 )
@@ -204,21 +205,6 @@ def pop_branches(queue: BranchQueue, wanted: jax.Array) -> tuple[BranchQueue, ja
     states = jax.tree.map(lambda leaf: leaf[slot], queue.states)
     queue = queue.replace(valid=queue.valid.at[jnp.where(taken, slot, size)].set(False, mode="drop"))
     return queue, taken, states, queue.komi[slot]
-
-
-def _final_margin_by_frame(margin: jax.Array, game_over: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(final Black margin of each frame's game [T, B], known [T, B])`` by a reverse scan (no sign flips)."""
-
-    def backward(carry, inputs):
-        after, known_after = carry
-        margin, over = inputs
-        value = jnp.where(over, margin, after)
-        known = over | known_after
-        return (value, known), (value, known)
-
-    _, (value, known) = jax.lax.scan(backward, (jnp.zeros_like(margin[0]), jnp.zeros_like(game_over[0])),
-                                     (margin, game_over), reverse=True)
-    return value, known
 
 
 def own_eye_points(colours: jax.Array, black_to_move: jax.Array, size: int) -> jax.Array:
@@ -421,7 +407,8 @@ def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left
     """Per-call statistics, each broadcast over ``[T, B]`` so that the core's mean over plies reports it;
     ``left_pending``: branches still in the queue when the call ends (dropped with it, counted here)."""
     shape = game_over.shape
-    final_margin, known = _final_margin_by_frame(jnp.where(per_ply["counted"], per_ply["margin"], jnp.nan), game_over)
+    final_margin, known = backward_game_values(jnp.where(per_ply["counted"], per_ply["margin"], jnp.nan), game_over,
+                                               alternating=False)  # Black's margin: no sign flips
     usable = known & ~jnp.isnan(final_margin)
     error = jnp.where(usable, jnp.abs(per_ply["score_estimate"] - jnp.where(usable, final_margin, 0.0)), 0.0)
     started = per_ply["fresh_started"].sum() + fresh_komi.shape[0]

@@ -5,7 +5,8 @@
 * Initial states: :func:`standard_initial_states` (the game's start position), :func:`initial_states_from_fens`.
 * The game rule's parts (:class:`zerolab.selfplay.types.GameRule`): :func:`standard_start`, :func:`pgx_reward`,
   :func:`standard_reset`, :func:`ply_summary`.
-* Value targets: :func:`outcome_value_targets` (each frame's game outcome, by the reverse scan :func:`value_targets`).
+* Value targets: :func:`outcome_value_targets` (each frame's game outcome, :func:`value_targets`), by the one reverse
+  scan over game ends :func:`backward_game_values` (SAI's final margins use it too).
 * Helpers for reset hooks: :func:`advance_lanes`, :func:`restart_games`, :func:`select_where`; and
   :func:`observation_hash`, the records' position hash.
 
@@ -76,22 +77,33 @@ def outcome_value_targets(frames: PackedFrames, records: PlyRecord) -> tuple[jax
 
 
 def value_targets(reward: jax.Array, game_over: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(value_target [T, B], value_mask [T, B])`` from per-ply rewards by a reverse scan.
+    """``(value_target [T, B], value_mask [T, B])`` from per-ply rewards (:func:`backward_game_values`).
 
     ``reward[t]`` is from the view of the player who moved at ply t; the target at t is the final outcome from
     that same player's view: ``v_t = r_t`` when the game ended at t, else ``−v_{t+1}`` (two players alternate).
     """
+    return backward_game_values(reward, game_over)
+
+
+def backward_game_values(end_value: jax.Array, game_over: jax.Array, alternating: bool = True
+                         ) -> tuple[jax.Array, jax.Array]:
+    """``(value [T, B], known [T, B])``: each ply's value at its game's end, by one reverse scan over the plies.
+
+    ``value[t] = end_value[t]`` where a game ended at ply t (``game_over[t]``), else ``−value[t+1]`` when
+    ``alternating`` (a value from the mover's view: the next ply's mover is the other player), ``value[t+1]``
+    otherwise (a value from one fixed view, e.g. Black's margin).  ``known[t]``: a game ended at ply t or later in
+    the lane, so ``value[t]`` is its game's (elsewhere ``value`` is 0, the game unfinished when the scan stopped).
+    """
 
     def backward(carry, inputs):
-        value_after, outcome_known = carry
-        reward, over = inputs
-        value = jnp.where(over, reward, -value_after)
-        known = over | outcome_known
+        value_after, known_after = carry
+        at_end, over = inputs
+        value = jnp.where(over, at_end, -value_after if alternating else value_after)
+        known = over | known_after
         return (value, known), (value, known)
 
-    zeros = jnp.zeros_like(reward[0])
     _, (value, known) = jax.lax.scan(
-        backward, (zeros, jnp.zeros_like(game_over[0])), (reward, game_over), reverse=True
+        backward, (jnp.zeros_like(end_value[0]), jnp.zeros_like(game_over[0])), (end_value, game_over), reverse=True
     )
     return value, known
 
