@@ -32,9 +32,10 @@ searched roots) and per-call totals broadcast over ``[T, B]`` (branches started 
 finished, the mean absolute error of the score estimate α^B − k against the final margin of counted games, the fresh
 games' komi mean and spread).
 
-Random streams (bit for bit those of SAI's own scan before it moved onto the core's): the call's key gives the empty
-board's evaluation stream 1 and the first games stream 3; a ply's key gives the branch draws stream 3 and the fresh
-games stream 4 (streams 0–2 are the core's).
+Random streams (bit for bit those of SAI's own scan before it moved onto the core's): of the start's keys (the call
+key's streams 1–3, :mod:`zerolab.selfplay.scan`) the empty board's evaluation takes the first and the first games
+the third; of the reset's keys (the ply key's streams 3–4) the branch draws take the first and the fresh games the
+second.
 """
 
 from __future__ import annotations
@@ -291,8 +292,8 @@ def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
     queue; ``variables.frozen`` may hold :class:`SaiCallSettings`."""
     slots = max(int(options.max_branches), 1)
 
-    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
-        _, empty_key, _, init_key = jax.random.split(key, 4)
+    def start(variables: PlayVariables, keys: jax.Array, num_games: int) -> Lanes:
+        empty_key, init_key = keys[0], keys[2]
         empty = jax.vmap(game.init)(empty_key[None])
         _, empty_value = evaluate(network, variables.learner, empty)  # Black to move on the empty board
         empty_alpha, empty_beta = empty_value.alpha[0], empty_value.beta[0]
@@ -355,8 +356,8 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
     slots = max(max_branches, 1)
     limit = komi_limit(game)
 
-    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
-        _, _, _, branch_key, fresh_key = jax.random.split(key, 5)
+    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+        branch_key, fresh_key = keys[0], keys[1]
         sai_game, shared, states = lanes.rule_carry, lanes.shared, lanes.states
         num_games, game_over = played.game_over.shape[0], played.game_over
         branch_probability = shared.settings.branch_probability

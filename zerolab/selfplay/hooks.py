@@ -172,12 +172,12 @@ def restart_games(lanes: Lanes, game_over: jax.Array, states: pgx.State, first_p
 
 
 def standard_start(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> StartFn:
-    """The core's :data:`StartFn`: fresh games from ``initial_states`` (stream 1 of the call's key) at ply 0, fresh
-    rule carries, no shared state."""
+    """The core's :data:`StartFn`: fresh games from ``initial_states`` (the hook's first key) at ply 0, fresh rule
+    carries (from that key folded with 1), no shared state."""
 
-    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
+    def start(variables: PlayVariables, keys: jax.Array, num_games: int) -> Lanes:
         del variables
-        init_key = jax.random.split(key)[1]
+        init_key = keys[0]
         rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(init_key, 1), num_games)
         zeros = jnp.zeros(num_games, jnp.int32)
         return Lanes(states=initial_states(init_key, num_games), ply=zeros, first_ply=zeros, rule_carry=rule_carry)
@@ -192,11 +192,11 @@ def pgx_reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> ja
 
 
 def standard_reset(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> ResetFn:
-    """The core's :data:`ResetFn`: a finished lane starts a fresh game from ``initial_states`` (stream 3 of the ply
-    key) at ply 0 with a fresh rule carry; no statistics."""
+    """The core's :data:`ResetFn`: a finished lane starts a fresh game from ``initial_states`` (the hook's first key)
+    at ply 0 with a fresh rule carry (from that key folded with 1); no statistics."""
 
-    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
-        reset_key = jax.random.split(key, 4)[3]
+    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+        reset_key = keys[0]
         num_games = played.game_over.shape[0]
         advanced = advance_lanes(lanes, played)
 

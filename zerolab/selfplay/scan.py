@@ -14,11 +14,13 @@ The parts are typed hooks (:mod:`zerolab.selfplay.types`), each with today's Alp
 (:mod:`zerolab.selfplay.hooks`).  :func:`make_play_fn` builds one device's self-play from them; the program over all
 devices of a mesh is :func:`zerolab.selfplay.programs.make_selfplay_fn`.
 
-**Random streams.**  A call's key gives the scan's key as stream 0 (``jax.random.split(key, n)[0]``); the standard
-start draws its games from stream 1.  A ply's key gives the next ply's key (stream 0), the move rule's (1), the
-temperature schedule's (2) and the standard reset's (3).  A start or reset hook gets the whole call or ply key and
-draws from the streams the core does not use.  (With JAX's default partitionable threefry, stream i of
-``split(key, n)`` is the same for every n > i.)
+**Random streams.**  The core splits the keys and hands each hook its own; no hook splits a key of the core's.  A
+call's key is split in 4: stream 0 is the scan's (the first ply's key), streams 1–3 are the start hook's
+(``keys [START_KEYS]``; the standard start draws its games from the first).  A ply's key is split in 5: the next
+ply's key (stream 0), the move rule's (1), the temperature schedule's (2) and the reset hook's, streams 3–4
+(``keys [RESET_KEYS]``; the standard reset draws its fresh games from the first).  A hook that wants more keys splits
+one of its own.  (With JAX's default partitionable threefry, stream i of ``split(key, n)`` is the same for every
+n > i: these are the streams the core and SAI drew before the keys were handed out.)
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from zerolab.selfplay.hooks import (
     standard_initial_states, standard_reset, standard_start,
 )
 from zerolab.selfplay.types import (
-    GameRule, InitialStatesFn, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry, PlyRecord, SelfPlayConfig,
-    ValueTargetsFn,
+    RESET_KEYS, START_KEYS, GameRule, InitialStatesFn, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry,
+    PlyRecord, SelfPlayConfig, ValueTargetsFn,
 )
 
 
@@ -69,11 +71,13 @@ def make_play_fn(
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None
              ) -> tuple[PackedFrames, PlyRecord]:
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        carry = PlyCarry(lanes=start(player_variables, key, num_games), key=jax.random.split(key)[0])
+        call_streams = jax.random.split(key, 1 + START_KEYS)
+        carry = PlyCarry(lanes=start(player_variables, call_streams[1:], num_games), key=call_streams[0])
 
         def one_ply(carry: PlyCarry, _):
             lanes = carry.lanes
-            key, act_key, sample_key, _ = jax.random.split(carry.key, 4)
+            ply_streams = jax.random.split(carry.key, 3 + RESET_KEYS)
+            key, act_key, sample_key, reset_keys = ply_streams[0], ply_streams[1], ply_streams[2], ply_streams[3:]
             states = lanes.states
             decision = move_rule.act(player_variables, act_key, states, lanes.ply, lanes.rule_carry)
             action = decision.action
@@ -84,7 +88,7 @@ def make_play_fn(
             reward = reward_fn(lanes, next_states, game_over)
             played = PlayedPly(decision=decision, action=action, next_states=next_states, game_over=game_over,
                                reward=reward)
-            next_lanes, statistics = reset(carry.key, lanes, played)
+            next_lanes, statistics = reset(reset_keys, lanes, played)
             stored, inexact = pack_frames(codec, policy_width, states.observation, states.legal_action_mask,
                                           decision.policy_target)
             frame = PackedFrames(arrays=stored, value_target=jnp.zeros(num_games),

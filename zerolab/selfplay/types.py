@@ -33,6 +33,10 @@ from zerolab.config import check_at_least, check_choice, section_dataclass
 from zerolab.selfplay.frames import PackedFrames
 
 TEMPERATURE_SCHEDULES = ("plies", "moves")
+#: Keys the core hands a start hook (streams 1–3 of the call's key) and a reset hook (streams 3–4 of the ply's key):
+#: see :mod:`zerolab.selfplay.scan`.
+START_KEYS = 3
+RESET_KEYS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,16 +194,18 @@ ValueTargetsFn = Callable[[PackedFrames, PlyRecord], tuple[jax.Array, jax.Array]
 PlayFn = Callable[[Any, jax.Array, int, Any], tuple[PackedFrames, PlyRecord]]
 """``(variables, key, num_games, frozen_variables) -> (frames [T, B], records [T, B])``: one device's self-play."""
 StartFn = Callable[[PlayVariables, jax.Array, int], Lanes]
-"""``(variables, key, num_games) -> lanes``: the games a self-play call starts with (``ply == first_ply``) and the
-lanes' shared state.  ``key`` is the call's key: stream 0 is the scan's, the hook draws from the others."""
+"""``(variables, keys [START_KEYS], num_games) -> lanes``: the games a self-play call starts with (``ply ==
+first_ply``) and the lanes' shared state.  ``keys`` are the hook's own (a key array; the core's streams are not
+among them)."""
 RewardFn = Callable[[Lanes, pgx.State, jax.Array], jax.Array]
 """``(lanes before the ply, next_states [B], game_over [B]) -> reward [B]`` from the view of the player who moved;
 what the value targets are made of (jittable)."""
 ResetFn = Callable[[jax.Array, Lanes, PlayedPly], tuple[Lanes, dict]]
-"""``(ply key, lanes before the ply, played) -> (lanes of the next ply, statistics)``: every lane goes on with its
+"""``(keys [RESET_KEYS], lanes before the ply, played) -> (lanes of the next ply, statistics)``: every lane goes on with its
 game (:func:`~zerolab.selfplay.hooks.advance_lanes`) or, where it ended, starts its next one
 (:func:`~zerolab.selfplay.hooks.restart_games`); the shared state may change.  ``statistics`` (``{name: array}``, any
-shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  The ply key's streams 0–2 are the core's."""
+shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  ``keys`` are the hook's own (a key array, fresh
+each ply)."""
 RecordsSummaryFn = Callable[[PlyRecord, dict, Lanes], dict]
 """``(records [T, B], statistics {name: [T, ...]}, lanes after the last ply) -> {name: [T, B]}``: the records'
 summary, whose values ``summarize`` averages into the iteration's metrics (a per-call total is broadcast over
