@@ -152,7 +152,7 @@ class SaiGame:
 
 @flax.struct.dataclass
 class SaiCallSettings:
-    """Per-call replacements of the options (traced; passed as the play function's frozen variables).
+    """Per-call replacements of the options (traced; the play function's ``settings``, :data:`~zerolab.selfplay.PlayFn`).
 
     Attributes:
       branch_probability: replaces ``SaiSelfPlayOptions.branch_probability`` (None: the options').
@@ -168,13 +168,21 @@ class SaiCallSettings:
 @flax.struct.dataclass
 class SaiShared:
     """The lanes' per-device state: the pending branches, the network's α_∅, β_∅ on the empty board (Black to
-    move), the call's settings and the komi of the call's first games (for the statistics)."""
+    move) and the komi of the call's first games (for the statistics)."""
 
     queue: BranchQueue
     empty_alpha: jax.Array
     empty_beta: jax.Array
-    settings: SaiCallSettings
     first_komi: jax.Array
+
+
+def call_settings(settings: SaiCallSettings | None) -> SaiCallSettings:
+    """The call's settings (None: every option as the options give it)."""
+    if settings is None:
+        return SaiCallSettings()
+    if not isinstance(settings, SaiCallSettings):
+        raise TypeError(f"SAI self-play settings must be a SaiCallSettings or None, got {type(settings).__name__}")
+    return settings
 
 
 def push_branches(queue: BranchQueue, states: pgx.State, komi: jax.Array, valid: jax.Array
@@ -289,15 +297,15 @@ def fresh_games(game: GoGame, key: jax.Array, num_games: int, empty_alpha: jax.A
 
 def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
     """SAI's :data:`~zerolab.selfplay.types.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty
-    queue; ``variables.frozen`` may hold :class:`SaiCallSettings`."""
+    queue; ``settings``: the call's :class:`SaiCallSettings` or None."""
     slots = max(int(options.max_branches), 1)
 
-    def start(variables: PlayVariables, keys: jax.Array, num_games: int) -> Lanes:
+    def start(variables: PlayVariables, keys: jax.Array, num_games: int, settings: SaiCallSettings | None) -> Lanes:
         empty_key, init_key = keys[0], keys[2]
         empty = jax.vmap(game.init)(empty_key[None])
         _, empty_value = evaluate(network, variables.learner, empty)  # Black to move on the empty board
         empty_alpha, empty_beta = empty_value.alpha[0], empty_value.beta[0]
-        settings = variables.frozen if variables.frozen is not None else SaiCallSettings()
+        settings = call_settings(settings)
         states, komi = fresh_games(game, init_key, num_games, empty_alpha, empty_beta, settings.fresh_komi)
         rule_carry = SaiGame(
             komi=komi, is_branch=jnp.zeros(num_games, bool),
@@ -306,8 +314,7 @@ def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
         )
         queue = BranchQueue(states=jax.tree.map(lambda leaf: jnp.repeat(leaf[:1], options.queue_size, axis=0), states),
                             komi=jnp.zeros(options.queue_size), valid=jnp.zeros(options.queue_size, bool))
-        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta, settings=settings,
-                           first_komi=komi)
+        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta, first_komi=komi)
         zeros = jnp.zeros(num_games, jnp.int32)
         return Lanes(states=states, ply=zeros, first_ply=zeros, rule_carry=rule_carry, shared=shared)
 
@@ -356,16 +363,18 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
     slots = max(max_branches, 1)
     limit = komi_limit(game)
 
-    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly, settings: SaiCallSettings | None
+              ) -> tuple[Lanes, dict]:
         branch_key, fresh_key = keys[0], keys[1]
+        settings = call_settings(settings)
         sai_game, shared, states = lanes.rule_carry, lanes.shared, lanes.states
         num_games, game_over = played.game_over.shape[0], played.game_over
-        branch_probability = shared.settings.branch_probability
+        branch_probability = settings.branch_probability
         if branch_probability is None:
             branch_probability = options.branch_probability
 
         alpha = played.decision.frame_extras["alpha"]
-        branch_from_branches = shared.settings.branch_from_branches
+        branch_from_branches = settings.branch_from_branches
         if branch_from_branches is None:
             branch_from_branches = bool(options.branch_from_branches)
         going_on = record_branch_point(branch_key, branch_probability, sai_game, states,
@@ -383,7 +392,7 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
                                                (filled & game_over[:, None]).reshape(-1))
         queue, taken, branch_states, branch_komi = pop_branches(queue, game_over)
         fresh_states, fresh_komi = fresh_games(game, fresh_key, num_games, shared.empty_alpha, shared.empty_beta,
-                                               shared.settings.fresh_komi)
+                                               settings.fresh_komi)
         new_states = select_where(taken, branch_states, fresh_states)
         fresh_started = game_over & ~taken
 
@@ -456,7 +465,8 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
     game rules.
 
     ``branch_probability`` and ``branch_from_branches`` override the options' for this call; ``fresh_komi`` (a
-    scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced)."""
+    scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced).  They travel as the core's
+    per-call ``settings`` (:class:`SaiCallSettings`); SAI plays with no frozen variables."""
     game_rule = sai_game_rule(game, network, options)
     core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam,
                                                      options.pass_rule), config,
@@ -470,6 +480,6 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
         if branch_probability is not None or fresh_komi is not None or branch_from_branches is not None:
             settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi,
                                        branch_from_branches=branch_from_branches)
-        return core_play(variables, key, num_games, settings)
+        return core_play(variables, key, num_games, None, settings)
 
     return play

@@ -120,14 +120,16 @@ def test_a_fresh_game_takes_the_fresh_komi_not_the_finished_games(go_game, tiny_
     network, variables = tiny_network
     options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.0, max_branches=3, queue_size=8)
     start = fast_jit(sai_start(go_game, network, options), static_argnums=2)
-    lanes = start(PlayVariables(variables, SaiCallSettings(fresh_komi=4.5)), jax.random.split(jax.random.key(0), 3), 2)
+    settings = SaiCallSettings(fresh_komi=4.5)
+    lanes = start(PlayVariables(variables), jax.random.split(jax.random.key(0), 3), 2, settings)
     lanes = lanes.replace(rule_carry=lanes.rule_carry.replace(komi=jnp.array([-6.5, 12.5])))
     zeros = jnp.zeros(2, jnp.int32)
     decision = PlyDecision(action=zeros, policy_target=jnp.zeros((2, go_game.num_actions)), carry=lanes.rule_carry,
                            frame_extras={"alpha": jnp.zeros(2)})
     played = PlayedPly(decision=decision, action=zeros, next_states=lanes.states, game_over=jnp.array([True, False]),
                        reward=jnp.zeros(2))
-    after, statistics = fast_jit(sai_reset(go_game, options))(jax.random.split(jax.random.key(1), 2), lanes, played)
+    after, statistics = fast_jit(sai_reset(go_game, options))(jax.random.split(jax.random.key(1), 2), lanes, played,
+                                                               settings)
     np.testing.assert_array_equal(after.rule_carry.komi, [4.5, 12.5])
     np.testing.assert_array_equal(after.rule_carry.is_branch, [False, False])
     assert (int(statistics["fresh_started"]), float(statistics["fresh_komi_sum"])) == (1, 4.5)

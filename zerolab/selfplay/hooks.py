@@ -175,8 +175,8 @@ def standard_start(initial_states: InitialStatesFn, init_carry: InitCarryFn | No
     """The core's :data:`StartFn`: fresh games from ``initial_states`` (the hook's first key) at ply 0, fresh rule
     carries (from that key folded with 1), no shared state."""
 
-    def start(variables: PlayVariables, keys: jax.Array, num_games: int) -> Lanes:
-        del variables
+    def start(variables: PlayVariables, keys: jax.Array, num_games: int, settings: Any) -> Lanes:
+        del variables, settings
         init_key = keys[0]
         rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(init_key, 1), num_games)
         zeros = jnp.zeros(num_games, jnp.int32)
@@ -195,7 +195,8 @@ def standard_reset(initial_states: InitialStatesFn, init_carry: InitCarryFn | No
     """The core's :data:`ResetFn`: a finished lane starts a fresh game from ``initial_states`` (the hook's first key)
     at ply 0 with a fresh rule carry (from that key folded with 1); no statistics."""
 
-    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
+    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly, settings: Any) -> tuple[Lanes, dict]:
+        del settings
         reset_key = keys[0]
         num_games = played.game_over.shape[0]
         advanced = advance_lanes(lanes, played)

@@ -52,7 +52,8 @@ def make_play_fn(
     value_targets_fn: ValueTargetsFn = outcome_value_targets,
     game_rule: GameRule | None = None,
 ) -> PlayFn:
-    """The core's per-device self-play: ``play(variables, key, num_games, frozen) -> (PackedFrames, PlyRecord)``.
+    """The core's per-device self-play: ``play(variables, key, num_games, frozen=None, settings=None) ->
+    (PackedFrames, PlyRecord)`` (a :data:`~zerolab.selfplay.types.PlayFn`; ``settings`` reach the start and reset).
 
     The game rule's start, then a scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the temperature
     schedule (where the decision carries visit counts), a vmapped pgx step, the game rule's reward and reset; then the
@@ -68,11 +69,11 @@ def make_play_fn(
 
     codec, policy_width = frame_codec(game), frame_policy_width(game)
 
-    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None
+    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
              ) -> tuple[PackedFrames, PlyRecord]:
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
         call_streams = jax.random.split(key, 1 + START_KEYS)
-        carry = PlyCarry(lanes=start(player_variables, call_streams[1:], num_games), key=call_streams[0])
+        carry = PlyCarry(lanes=start(player_variables, call_streams[1:], num_games, settings), key=call_streams[0])
 
         def one_ply(carry: PlyCarry, _):
             lanes = carry.lanes
@@ -88,7 +89,7 @@ def make_play_fn(
             reward = reward_fn(lanes, next_states, game_over)
             played = PlayedPly(decision=decision, action=action, next_states=next_states, game_over=game_over,
                                reward=reward)
-            next_lanes, statistics = reset(reset_keys, lanes, played)
+            next_lanes, statistics = reset(reset_keys, lanes, played, settings)
             stored, inexact = pack_frames(codec, policy_width, states.observation, states.legal_action_mask,
                                           decision.policy_target)
             frame = PackedFrames(arrays=stored, value_target=jnp.zeros(num_games),

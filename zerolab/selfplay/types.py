@@ -191,17 +191,19 @@ InitialStatesFn = Callable[[jax.Array, int], pgx.State]
 """``(key, num_games) -> states [num_games]``: the positions fresh games start from (jittable)."""
 ValueTargetsFn = Callable[[PackedFrames, PlyRecord], tuple[jax.Array, jax.Array]]
 """``(frames [T, B], records [T, B]) -> (value_target [T, B], value_mask [T, B])``."""
-PlayFn = Callable[[Any, jax.Array, int, Any], tuple[PackedFrames, PlyRecord]]
-"""``(variables, key, num_games, frozen_variables) -> (frames [T, B], records [T, B])``: one device's self-play."""
-StartFn = Callable[[PlayVariables, jax.Array, int], Lanes]
-"""``(variables, keys [START_KEYS], num_games) -> lanes``: the games a self-play call starts with (``ply ==
-first_ply``) and the lanes' shared state.  ``keys`` are the hook's own (a key array; the core's streams are not
-among them)."""
+PlayFn = Callable[..., tuple[PackedFrames, PlyRecord]]
+"""``(variables, key, num_games, frozen_variables=None, settings=None) -> (frames [T, B], records [T, B])``: one
+device's self-play.  ``settings`` (any pytree, traced; None by default) are the call's settings, passed as they are
+to the hooks that take them (the start and reset hooks; e.g. SAI's per-call branch probability and fresh komi)."""
+StartFn = Callable[[PlayVariables, jax.Array, int, Any], Lanes]
+"""``(variables, keys [START_KEYS], num_games, settings) -> lanes``: the games a self-play call starts with (``ply
+== first_ply``) and the lanes' shared state.  ``keys`` are the hook's own (a key array; the core's streams are not
+among them); ``settings`` the call's (:data:`PlayFn`)."""
 RewardFn = Callable[[Lanes, pgx.State, jax.Array], jax.Array]
 """``(lanes before the ply, next_states [B], game_over [B]) -> reward [B]`` from the view of the player who moved;
 what the value targets are made of (jittable)."""
-ResetFn = Callable[[jax.Array, Lanes, PlayedPly], tuple[Lanes, dict]]
-"""``(keys [RESET_KEYS], lanes before the ply, played) -> (lanes of the next ply, statistics)``: every lane goes on with its
+ResetFn = Callable[[jax.Array, Lanes, PlayedPly, Any], tuple[Lanes, dict]]
+"""``(keys [RESET_KEYS], lanes before the ply, played, settings) -> (lanes of the next ply, statistics)``: every lane goes on with its
 game (:func:`~zerolab.selfplay.hooks.advance_lanes`) or, where it ended, starts its next one
 (:func:`~zerolab.selfplay.hooks.restart_games`); the shared state may change.  ``statistics`` (``{name: array}``, any
 shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  ``keys`` are the hook's own (a key array, fresh
