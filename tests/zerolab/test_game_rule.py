@@ -43,14 +43,14 @@ def counting_game_rule(game) -> GameRule:
     def fresh(key, num_games):
         return jax.vmap(game.init)(jax.random.split(key, num_games)), jnp.full(num_games, PLIES_BEHIND, jnp.int32)
 
-    def start(variables, keys, num_games):
+    def start(variables, keys, num_games, settings):
         states, first_ply = fresh(keys[0], num_games)
         return Lanes(states=states, ply=first_ply, first_ply=first_ply, shared=jnp.int32(num_games))
 
     def reward(lanes, next_states, game_over):
         return game_over.astype(jnp.float32)
 
-    def reset(keys, lanes, played):
+    def reset(keys, lanes, played, settings):
         states, first_ply = fresh(keys[0], played.game_over.shape[0])
         restarted = restart_games(advance_lanes(lanes, played), played.game_over, states, first_ply)
         return restarted.replace(shared=lanes.shared + played.game_over.sum()), {"restarts": played.game_over.sum()}
