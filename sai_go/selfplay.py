@@ -1,9 +1,10 @@
 """SAI's self-play rules on the core's scan: per-game komi, fresh-game komi sampling, branching games and scoring at
 each game's own komi.
 
-SAI plays through the core's :func:`~zerolab.make_play_fn` with a move rule (:func:`sai_move_rule`) and a game
-rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candidates in the move rule's carry
-(:class:`SaiGame`), and the lanes of a device share a queue of pending branches (:class:`SaiShared`).
+SAI plays through the core's :func:`~zerolab.make_play_fn` with a move rule (:func:`sai_move_rule`), a lane rule
+(:func:`sai_lane_rule`) and a game rule (:func:`sai_game_rule`); each lane's game carries its komi and branch
+candidates in the move rule's carry (:class:`SaiGame`), and the lanes of a device share a queue of pending branches
+(:class:`SaiShared`).
 
 * **Fresh games** start from the empty board at a komi K drawn so that the current network's Black winrate at K is
   uniform: ``K = ⌊α_∅ + logit(U)/β_∅⌋ + 0.5``, U ~ Unif(0, 1), clipped to ``|K| <= N² + 0.5``
@@ -18,7 +19,7 @@ rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candi
   clipped like K.
 * **When a game ends** (fresh or branch), its candidates join the device's queue of ``queue_size`` pending branches
   (candidates that find no free slot are dropped and counted), then every lane whose game ended takes a pending
-  branch if one is left (lowest slot first), else a fresh game (:func:`sai_reset`).  A branch is played out from s at
+  branch if one is left (lowest slot first), else a fresh game (:func:`sai_lane_step`).  A branch is played out from s at
   k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames carry
   k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end are
   not kept.
@@ -32,10 +33,10 @@ searched roots) and per-call totals broadcast over ``[T, B]`` (branches started 
 finished, the mean absolute error of the score estimate α^B − k against the final margin of counted games, the fresh
 games' komi mean and spread).
 
-Random streams (bit for bit those of SAI's own scan before it moved onto the core's): of the start's keys (the call
-key's streams 1–3, :mod:`zerolab.selfplay.scan`) the empty board's evaluation takes the first and the first games
-the third; of the reset's keys (the ply key's streams 3–4) the branch draws take the first and the fresh games the
-second.
+Random streams (bit for bit those of SAI's own scan before it moved onto the core's): of the lane rule's ``init``
+keys (the call key's streams 1–3, :mod:`zerolab.selfplay.scan`) the empty board's evaluation takes the first and the
+first games the third; of its ``step`` keys (the ply key's streams 3–4) the branch draws take the first and the fresh
+games the second.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from zerolab import (
 )
 from zerolab.selfplay import (
     GameRule,
+    LaneRule,
     Lanes,
     PlayedPly,
     PlayFn,
@@ -295,12 +297,12 @@ def fresh_games(game: GoGame, key: jax.Array, num_games: int, empty_alpha: jax.A
     return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((num_games,), fixed))
 
 
-def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.selfplay.types.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty
-    queue; ``settings``: the call's :class:`SaiCallSettings` or None."""
+def sai_lane_init(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
+    """SAI's :data:`~zerolab.selfplay.types.LaneInitFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an
+    empty queue; ``settings``: the call's :class:`SaiCallSettings` or None."""
     slots = max(int(options.max_branches), 1)
 
-    def start(variables: PlayVariables, keys: jax.Array, num_games: int, settings: SaiCallSettings | None) -> Lanes:
+    def init(variables: PlayVariables, keys: jax.Array, num_games: int, settings: SaiCallSettings | None) -> Lanes:
         empty_key, init_key = keys[0], keys[2]
         empty = jax.vmap(game.init)(empty_key[None])
         _, empty_value = evaluate(network, variables.learner, empty)  # Black to move on the empty board
@@ -318,7 +320,7 @@ def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
         zeros = jnp.zeros(num_games, jnp.int32)
         return Lanes(states=states, ply=zeros, first_ply=zeros, rule_carry=rule_carry, shared=shared)
 
-    return start
+    return init
 
 
 def sai_reward(game: GoGame):
@@ -356,15 +358,15 @@ def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game
     )
 
 
-def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.selfplay.types.ResetFn`: records the ply's branch point, then finished games hand in their
-    branch points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
+def sai_lane_step(game: GoGame, options: SaiSelfPlayOptions):
+    """SAI's :data:`~zerolab.selfplay.types.LaneStepFn`: records the ply's branch point, then finished games hand in
+    their branch points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
     max_branches = int(options.max_branches)
     slots = max(max_branches, 1)
     limit = komi_limit(game)
 
-    def reset(keys: jax.Array, lanes: Lanes, played: PlayedPly, settings: SaiCallSettings | None
-              ) -> tuple[Lanes, dict]:
+    def step(keys: jax.Array, lanes: Lanes, played: PlayedPly, settings: SaiCallSettings | None
+             ) -> tuple[Lanes, dict]:
         branch_key, fresh_key = keys[0], keys[1]
         settings = call_settings(settings)
         sai_game, shared, states = lanes.rule_carry, lanes.shared, lanes.states
@@ -410,7 +412,7 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
                       "margin": margin, "counted": counted}
         return next_lanes.replace(shared=shared.replace(queue=queue)), statistics
 
-    return reset
+    return step
 
 
 def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pending: jax.Array) -> dict:
@@ -450,27 +452,37 @@ def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
     return {"mean_beta": records.summary["mean_beta"], **totals}
 
 
-def sai_game_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> GameRule:
-    """SAI's :class:`~zerolab.selfplay.GameRule` (the core's max-ply rule and value targets are kept)."""
+def check_go(game) -> GoGame:
     if not isinstance(game, GoGame):
         raise ValueError(f"SAI self-play plays Go only, got game {game.name!r} (set game.name=go)")
-    return GameRule(start=sai_start(game, network, options), reward=sai_reward(game), reset=sai_reset(game, options),
-                    summarize=sai_summary)
+    return game
+
+
+def sai_lane_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> LaneRule:
+    """SAI's :class:`~zerolab.selfplay.LaneRule`: :func:`sai_lane_init`, :func:`sai_lane_step`."""
+    check_go(game)
+    return LaneRule(init=sai_lane_init(game, network, options), step=sai_lane_step(game, options))
+
+
+def sai_game_rule(game: GoGame) -> GameRule:
+    """SAI's :class:`~zerolab.selfplay.GameRule`: :func:`sai_reward`, :func:`sai_summary` (the core's max-ply rule and
+    value targets are kept)."""
+    check_go(game)
+    return GameRule(reward=sai_reward(game), summarize=sai_summary)
 
 
 def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConfig, config: SelfPlayConfig,
                      options: SaiSelfPlayOptions):
     """One device's SAI self-play ``play(variables, key, num_games, frozen=None, branch_probability=None,
-    fresh_komi=None, branch_from_branches=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and
-    game rules.
+    fresh_komi=None, branch_from_branches=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move, lane
+    and game rules.
 
     ``branch_probability`` and ``branch_from_branches`` override the options' for this call; ``fresh_komi`` (a
     scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced).  They travel as the core's
     per-call ``settings`` (:class:`SaiCallSettings`); SAI plays with no frozen variables."""
-    game_rule = sai_game_rule(game, network, options)
     core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam,
                                                      options.pass_rule), config,
-                                     game_rule=game_rule)
+                                     lane_rule=sai_lane_rule(game, network, options), game_rule=sai_game_rule(game))
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
              branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None,

@@ -1,5 +1,5 @@
-"""The self-play scan's game rule: a method's start, reward, reset and summary hooks, with games that start with
-plies behind them, a per-device shared state and per-ply statistics."""
+"""The self-play scan's lane and game rules: a method's lane rule (init, step), reward and summary hooks, with games
+that start with plies behind them, a per-device shared state and per-ply statistics."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from zerolab import (
 )
 from zerolab.selfplay import (
     GameRule,
+    LaneRule,
     Lanes,
     advance_lanes,
     restart_games,
@@ -36,21 +37,21 @@ def lowest_point_rule() -> MoveRule:
     return MoveRule(act=act)
 
 
-def counting_game_rule(game) -> GameRule:
+def counting_rules(game) -> tuple[LaneRule, GameRule]:
     """Games start with ``PLIES_BEHIND`` plies behind them; the mover of a game's last move gets +1; the shared state
-    counts the games started; the summary reports it and the restarts counted by the reset's statistics."""
+    counts the games started; the summary reports it and the restarts counted by the lane rule's statistics."""
 
     def fresh(key, num_games):
         return jax.vmap(game.init)(jax.random.split(key, num_games)), jnp.full(num_games, PLIES_BEHIND, jnp.int32)
 
-    def start(variables, keys, num_games, settings):
+    def init(variables, keys, num_games, settings):
         states, first_ply = fresh(keys[0], num_games)
         return Lanes(states=states, ply=first_ply, first_ply=first_ply, shared=jnp.int32(num_games))
 
     def reward(lanes, next_states, game_over):
         return game_over.astype(jnp.float32)
 
-    def reset(keys, lanes, played, settings):
+    def step(keys, lanes, played, settings):
         states, first_ply = fresh(keys[0], played.game_over.shape[0])
         restarted = restart_games(advance_lanes(lanes, played), played.game_over, states, first_ply)
         return restarted.replace(shared=lanes.shared + played.game_over.sum()), {"restarts": played.game_over.sum()}
@@ -60,13 +61,14 @@ def counting_game_rule(game) -> GameRule:
         return {"games_started": jnp.broadcast_to(lanes.shared, shape).astype(jnp.float32),
                 "restarts": jnp.broadcast_to(statistics["restarts"].sum(), shape).astype(jnp.float32)}
 
-    return GameRule(start=start, reward=reward, reset=reset, summarize=summarize)
+    return LaneRule(init=init, step=step), GameRule(reward=reward, summarize=summarize)
 
 
-def test_a_game_rule_starts_scores_and_restarts_games_with_plies_behind_them():
+def test_lane_and_game_rules_start_score_and_restart_games_with_plies_behind_them():
     game = make_game("go", go_size=7)
     config = SelfPlayConfig(num_games=2, plies_per_iteration=8, max_game_plies=6)
-    play = make_play_fn(game, lowest_point_rule(), config, game_rule=counting_game_rule(game))
+    lane_rule, game_rule = counting_rules(game)
+    play = make_play_fn(game, lowest_point_rule(), config, lane_rule=lane_rule, game_rule=game_rule)
     frames, records = jax.device_get(jax.jit(play, static_argnums=2)(None, jax.random.key(0), 2))
 
     # The ply cap counts the plies behind a game: each game plays 6 - 3 = 3 plies of its own.

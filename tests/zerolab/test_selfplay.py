@@ -11,7 +11,7 @@ from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.config import SearchConfig
 from zerolab.selfplay.frames import FrameCodec, frame_codec, pack_frames
 from zerolab.selfplay.hooks import (
-    backward_game_values, choose_actions, initial_states_from_fens, search_move_rule, value_targets,
+    backward_game_values, choose_actions, initial_states_from_fens, search_move_rule, standard_lane_rule, value_targets,
 )
 from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.records import summarize
@@ -224,7 +224,7 @@ def test_a_real_win_reaches_the_value_targets_with_each_movers_sign(pyffish):
     config = SelfPlayConfig(num_games=2, plies_per_iteration=2, max_game_plies=10, temperature_plies=0)
     search = SearchConfig(num_simulations=32, max_num_considered_actions=16)
     play = make_play_fn(game, search_move_rule(game, network, search), config,
-                        initial_states=initial_states_from_fens(game, [fen]))
+                        lane_rule=standard_lane_rule(game, initial_states_from_fens(game, [fen])))
     frames, records = jax.device_get(jax.jit(play, static_argnums=2)(variables, jax.random.key(3), 2))
     start = game.from_fen(fen)
     after_black = game.step(start, jnp.int32(game.text_to_action("c4c3", start)))
