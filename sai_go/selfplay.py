@@ -19,10 +19,10 @@ candidates in the move rule's carry (:class:`SaiGame`), and the lanes of a devic
   clipped like K.
 * **When a game ends** (fresh or branch), its candidates join the device's queue of ``queue_size`` pending branches
   (candidates that find no free slot are dropped and counted), then every lane whose game ended takes a pending
-  branch if one is left (lowest slot first), else a fresh game (:func:`sai_lane_step`).  A branch is played out from s at
-  k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames carry
-  k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end are
-  not kept.
+  branch if one is left (lowest slot first), else a fresh game (:func:`sai_lane_step`).  A branch is played out from
+  s at k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames
+  carry k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end
+  are not kept.
 * **Results**: games that end by two passes or at the ply cap (``min(selfplay.max_game_plies, 2·N²)``) are counted
   by area at the game's komi; superko endings keep pgx's winner (:func:`sai_go.scoring.black_result`, in
   :func:`sai_reward`).  Each frame's value target is its game's result from its mover's view (the core's default).
@@ -154,7 +154,8 @@ class SaiGame:
 
 @flax.struct.dataclass
 class SaiCallSettings:
-    """Per-call replacements of the options (traced; the play function's ``settings``, :data:`~zerolab.selfplay.PlayFn`).
+    """Per-call replacements of the options (traced; the play function's ``settings``,
+    :data:`~zerolab.selfplay.PlayFn`).
 
     Attributes:
       branch_probability: replaces ``SaiSelfPlayOptions.branch_probability`` (None: the options').

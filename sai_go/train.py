@@ -1,4 +1,5 @@
-"""SAI's training method for the core loop: the komi-aware loss, and SAI's move and game rules on the core's self-play.
+"""SAI's training method for the core loop: the komi-aware loss, and SAI's move, lane and game rules on the core's
+self-play.
 
 ``method = "sai_go.train:make_method"`` with ``method_options`` (``value_loss``, and ``lam``,
 ``branch_probability``, ``max_branches``, ``queue_size``, ``branch_from_branches``, ``pass_rule``:

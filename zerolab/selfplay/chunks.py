@@ -12,7 +12,7 @@ budget, from the programs' own memory (XLA's ``memory_analysis``: arguments + ou
 the device's key itself, so a device that needs no chunks plays exactly the games it played before chunks existed
 (:func:`chunk_keys`).
 
-Each chunk is a self-play call of its own, as another device's games are: a game rule's per-device state (SAI's
+Each chunk is a self-play call of its own, as another device's games are: a lane rule's per-device state (SAI's
 queue of branches) is per chunk, and a records summary's per-call totals are per chunk.
 """
 

@@ -20,8 +20,9 @@ call's key is split in 4: stream 0 is the scan's (the first ply's key), streams 
 (``keys [LANE_INIT_KEYS]``; the standard lane rule draws its games from the first).  A ply's key is split in 5: the
 next ply's key (stream 0), the move rule's (1), the temperature schedule's (2) and the lane rule's ``step``'s,
 streams 3–4 (``keys [LANE_STEP_KEYS]``; the standard lane rule draws its fresh games from the first, SAI its branch
-points from the first and its fresh games from the second).  A hook that wants more keys splits one of its own.  (With JAX's default partitionable threefry, stream i of ``split(key, n)`` is the same for every
-n > i: these are the streams the core and SAI drew before the keys were handed out.)
+points from the first and its fresh games from the second).  A hook that wants more keys splits one of its own.
+(With JAX's default partitionable threefry, stream i of ``split(key, n)`` is the same for every n > i: these are the
+streams the core and SAI drew before the keys were handed out.)
 """
 
 from __future__ import annotations
