@@ -32,9 +32,9 @@ from zerolab import (
     SearchConfig,
     SearchRules,
     Tree,
-    apply_network,
     masked_logits,
 )
+from zerolab.networks import apply_network
 from zerolab.search import RecurrentFn, RecurrentOutput, search_policy
 from sai_go.network import SigmoidValue, sigmoid_value
 from sai_go.scoring import terminal_alpha

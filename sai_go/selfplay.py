@@ -1,9 +1,10 @@
 """SAI's self-play rules on the core's scan: per-game komi, fresh-game komi sampling, branching games and scoring at
 each game's own komi.
 
-SAI plays through the core's :func:`~zerolab.make_play_fn` with a move rule (:func:`sai_move_rule`) and a game
-rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candidates in the move rule's carry
-(:class:`SaiGame`), and the lanes of a device share a queue of pending branches (:class:`SaiShared`).
+SAI plays through the core's :func:`~zerolab.make_play_fn` with a move rule (:func:`sai_move_rule`), a lane rule
+(:func:`sai_lane_rule`) and a game rule (:func:`sai_game_rule`); each lane's game carries its komi and branch
+candidates in the move rule's carry (:class:`SaiGame`), and the lanes of a device share a queue of pending branches
+(:class:`SaiShared`).
 
 * **Fresh games** start from the empty board at a komi K drawn so that the current network's Black winrate at K is
   uniform: ``K = ⌊α_∅ + logit(U)/β_∅⌋ + 0.5``, U ~ Unif(0, 1), clipped to ``|K| <= N² + 0.5``
@@ -18,10 +19,10 @@ rule (:func:`sai_game_rule`); each lane's game carries its komi and branch candi
   clipped like K.
 * **When a game ends** (fresh or branch), its candidates join the device's queue of ``queue_size`` pending branches
   (candidates that find no free slot are dropped and counted), then every lane whose game ended takes a pending
-  branch if one is left (lowest slot first), else a fresh game (:func:`sai_reset`).  A branch is played out from s at
-  k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames carry
-  k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end are
-  not kept.
+  branch if one is left (lowest slot first), else a fresh game (:func:`sai_lane_step`).  A branch is played out from
+  s at k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames
+  carry k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end
+  are not kept.
 * **Results**: games that end by two passes or at the ply cap (``min(selfplay.max_game_plies, 2·N²)``) are counted
   by area at the game's komi; superko endings keep pgx's winner (:func:`sai_go.scoring.black_result`, in
   :func:`sai_reward`).  Each frame's value target is its game's result from its mover's view (the core's default).
@@ -32,9 +33,10 @@ searched roots) and per-call totals broadcast over ``[T, B]`` (branches started 
 finished, the mean absolute error of the score estimate α^B − k against the final margin of counted games, the fresh
 games' komi mean and spread).
 
-Random streams (bit for bit those of SAI's own scan before it moved onto the core's): the call's key gives the empty
-board's evaluation stream 1 and the first games stream 3; a ply's key gives the branch draws stream 3 and the fresh
-games stream 4 (streams 0–2 are the core's).
+Random streams (bit for bit those of SAI's own scan before it moved onto the core's): of the lane rule's ``init``
+keys (the call key's streams 1–3, :mod:`zerolab.selfplay.scan`) the empty board's evaluation takes the first and the
+first games the third; of its ``step`` keys (the ply key's streams 3–4) the branch draws take the first and the fresh
+games the second.
 """
 
 from __future__ import annotations
@@ -58,12 +60,14 @@ from zerolab import (
 )
 from zerolab.selfplay import (
     GameRule,
+    LaneRule,
     Lanes,
     PlayedPly,
     PlayFn,
     PlyRecord,
     PlayVariables,
     advance_lanes,
+    backward_game_values,
     restart_games,
     select_where,
 )
@@ -150,7 +154,8 @@ class SaiGame:
 
 @flax.struct.dataclass
 class SaiCallSettings:
-    """Per-call replacements of the options (traced; passed as the play function's frozen variables).
+    """Per-call replacements of the options (traced; the play function's ``settings``,
+    :data:`~zerolab.selfplay.PlayFn`).
 
     Attributes:
       branch_probability: replaces ``SaiSelfPlayOptions.branch_probability`` (None: the options').
@@ -166,13 +171,21 @@ class SaiCallSettings:
 @flax.struct.dataclass
 class SaiShared:
     """The lanes' per-device state: the pending branches, the network's α_∅, β_∅ on the empty board (Black to
-    move), the call's settings and the komi of the call's first games (for the statistics)."""
+    move) and the komi of the call's first games (for the statistics)."""
 
     queue: BranchQueue
     empty_alpha: jax.Array
     empty_beta: jax.Array
-    settings: SaiCallSettings
     first_komi: jax.Array
+
+
+def call_settings(settings: SaiCallSettings | None) -> SaiCallSettings:
+    """The call's settings (None: every option as the options give it)."""
+    if settings is None:
+        return SaiCallSettings()
+    if not isinstance(settings, SaiCallSettings):
+        raise TypeError(f"SAI self-play settings must be a SaiCallSettings or None, got {type(settings).__name__}")
+    return settings
 
 
 def push_branches(queue: BranchQueue, states: pgx.State, komi: jax.Array, valid: jax.Array
@@ -204,21 +217,6 @@ def pop_branches(queue: BranchQueue, wanted: jax.Array) -> tuple[BranchQueue, ja
     states = jax.tree.map(lambda leaf: leaf[slot], queue.states)
     queue = queue.replace(valid=queue.valid.at[jnp.where(taken, slot, size)].set(False, mode="drop"))
     return queue, taken, states, queue.komi[slot]
-
-
-def _final_margin_by_frame(margin: jax.Array, game_over: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(final Black margin of each frame's game [T, B], known [T, B])`` by a reverse scan (no sign flips)."""
-
-    def backward(carry, inputs):
-        after, known_after = carry
-        margin, over = inputs
-        value = jnp.where(over, margin, after)
-        known = over | known_after
-        return (value, known), (value, known)
-
-    _, (value, known) = jax.lax.scan(backward, (jnp.zeros_like(margin[0]), jnp.zeros_like(game_over[0])),
-                                     (margin, game_over), reverse=True)
-    return value, known
 
 
 def own_eye_points(colours: jax.Array, black_to_move: jax.Array, size: int) -> jax.Array:
@@ -300,17 +298,17 @@ def fresh_games(game: GoGame, key: jax.Array, num_games: int, empty_alpha: jax.A
     return states, jnp.where(jnp.isnan(fixed), sampled, jnp.full((num_games,), fixed))
 
 
-def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.selfplay.types.StartFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an empty
-    queue; ``variables.frozen`` may hold :class:`SaiCallSettings`."""
+def sai_lane_init(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
+    """SAI's :data:`~zerolab.selfplay.types.LaneInitFn`: α_∅, β_∅ from the network, fresh games at sampled komi, an
+    empty queue; ``settings``: the call's :class:`SaiCallSettings` or None."""
     slots = max(int(options.max_branches), 1)
 
-    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
-        _, empty_key, _, init_key = jax.random.split(key, 4)
+    def init(variables: PlayVariables, keys: jax.Array, num_games: int, settings: SaiCallSettings | None) -> Lanes:
+        empty_key, init_key = keys[0], keys[2]
         empty = jax.vmap(game.init)(empty_key[None])
         _, empty_value = evaluate(network, variables.learner, empty)  # Black to move on the empty board
         empty_alpha, empty_beta = empty_value.alpha[0], empty_value.beta[0]
-        settings = variables.frozen if variables.frozen is not None else SaiCallSettings()
+        settings = call_settings(settings)
         states, komi = fresh_games(game, init_key, num_games, empty_alpha, empty_beta, settings.fresh_komi)
         rule_carry = SaiGame(
             komi=komi, is_branch=jnp.zeros(num_games, bool),
@@ -319,12 +317,11 @@ def sai_start(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions):
         )
         queue = BranchQueue(states=jax.tree.map(lambda leaf: jnp.repeat(leaf[:1], options.queue_size, axis=0), states),
                             komi=jnp.zeros(options.queue_size), valid=jnp.zeros(options.queue_size, bool))
-        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta, settings=settings,
-                           first_komi=komi)
+        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta, first_komi=komi)
         zeros = jnp.zeros(num_games, jnp.int32)
         return Lanes(states=states, ply=zeros, first_ply=zeros, rule_carry=rule_carry, shared=shared)
 
-    return start
+    return init
 
 
 def sai_reward(game: GoGame):
@@ -362,23 +359,25 @@ def record_branch_point(key: jax.Array, probability: jax.Array | float, sai_game
     )
 
 
-def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
-    """SAI's :data:`~zerolab.selfplay.types.ResetFn`: records the ply's branch point, then finished games hand in their
-    branch points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
+def sai_lane_step(game: GoGame, options: SaiSelfPlayOptions):
+    """SAI's :data:`~zerolab.selfplay.types.LaneStepFn`: records the ply's branch point, then finished games hand in
+    their branch points and take a pending branch or a fresh game; statistics for :func:`sai_summary`."""
     max_branches = int(options.max_branches)
     slots = max(max_branches, 1)
     limit = komi_limit(game)
 
-    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
-        _, _, _, branch_key, fresh_key = jax.random.split(key, 5)
+    def step(keys: jax.Array, lanes: Lanes, played: PlayedPly, settings: SaiCallSettings | None
+             ) -> tuple[Lanes, dict]:
+        branch_key, fresh_key = keys[0], keys[1]
+        settings = call_settings(settings)
         sai_game, shared, states = lanes.rule_carry, lanes.shared, lanes.states
         num_games, game_over = played.game_over.shape[0], played.game_over
-        branch_probability = shared.settings.branch_probability
+        branch_probability = settings.branch_probability
         if branch_probability is None:
             branch_probability = options.branch_probability
 
         alpha = played.decision.frame_extras["alpha"]
-        branch_from_branches = shared.settings.branch_from_branches
+        branch_from_branches = settings.branch_from_branches
         if branch_from_branches is None:
             branch_from_branches = bool(options.branch_from_branches)
         going_on = record_branch_point(branch_key, branch_probability, sai_game, states,
@@ -396,7 +395,7 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
                                                (filled & game_over[:, None]).reshape(-1))
         queue, taken, branch_states, branch_komi = pop_branches(queue, game_over)
         fresh_states, fresh_komi = fresh_games(game, fresh_key, num_games, shared.empty_alpha, shared.empty_beta,
-                                               shared.settings.fresh_komi)
+                                               settings.fresh_komi)
         new_states = select_where(taken, branch_states, fresh_states)
         fresh_started = game_over & ~taken
 
@@ -414,14 +413,15 @@ def sai_reset(game: GoGame, options: SaiSelfPlayOptions):
                       "margin": margin, "counted": counted}
         return next_lanes.replace(shared=shared.replace(queue=queue)), statistics
 
-    return reset
+    return step
 
 
 def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pending: jax.Array) -> dict:
     """Per-call statistics, each broadcast over ``[T, B]`` so that the core's mean over plies reports it;
     ``left_pending``: branches still in the queue when the call ends (dropped with it, counted here)."""
     shape = game_over.shape
-    final_margin, known = _final_margin_by_frame(jnp.where(per_ply["counted"], per_ply["margin"], jnp.nan), game_over)
+    final_margin, known = backward_game_values(jnp.where(per_ply["counted"], per_ply["margin"], jnp.nan), game_over,
+                                               alternating=False)  # Black's margin: no sign flips
     usable = known & ~jnp.isnan(final_margin)
     error = jnp.where(usable, jnp.abs(per_ply["score_estimate"] - jnp.where(usable, final_margin, 0.0)), 0.0)
     started = per_ply["fresh_started"].sum() + fresh_komi.shape[0]
@@ -453,26 +453,37 @@ def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
     return {"mean_beta": records.summary["mean_beta"], **totals}
 
 
-def sai_game_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> GameRule:
-    """SAI's :class:`~zerolab.selfplay.GameRule` (the core's max-ply rule and value targets are kept)."""
+def check_go(game) -> GoGame:
     if not isinstance(game, GoGame):
         raise ValueError(f"SAI self-play plays Go only, got game {game.name!r} (set game.name=go)")
-    return GameRule(start=sai_start(game, network, options), reward=sai_reward(game), reset=sai_reset(game, options),
-                    summarize=sai_summary)
+    return game
+
+
+def sai_lane_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> LaneRule:
+    """SAI's :class:`~zerolab.selfplay.LaneRule`: :func:`sai_lane_init`, :func:`sai_lane_step`."""
+    check_go(game)
+    return LaneRule(init=sai_lane_init(game, network, options), step=sai_lane_step(game, options))
+
+
+def sai_game_rule(game: GoGame) -> GameRule:
+    """SAI's :class:`~zerolab.selfplay.GameRule`: :func:`sai_reward`, :func:`sai_summary` (the core's max-ply rule and
+    value targets are kept)."""
+    check_go(game)
+    return GameRule(reward=sai_reward(game), summarize=sai_summary)
 
 
 def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConfig, config: SelfPlayConfig,
                      options: SaiSelfPlayOptions):
     """One device's SAI self-play ``play(variables, key, num_games, frozen=None, branch_probability=None,
-    fresh_komi=None, branch_from_branches=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move and
-    game rules.
+    fresh_komi=None, branch_from_branches=None) -> (Frames [T, B], PlyRecord)``: the core's scan with SAI's move, lane
+    and game rules.
 
     ``branch_probability`` and ``branch_from_branches`` override the options' for this call; ``fresh_komi`` (a
-    scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced)."""
-    game_rule = sai_game_rule(game, network, options)
+    scalar; NaN: sample) replaces the sampled komi of fresh games (all may be traced).  They travel as the core's
+    per-call ``settings`` (:class:`SaiCallSettings`); SAI plays with no frozen variables."""
     core_play: PlayFn = make_play_fn(game, sai_move_rule(game, network, search_config, options.lam,
                                                      options.pass_rule), config,
-                                     game_rule=game_rule)
+                                     lane_rule=sai_lane_rule(game, network, options), game_rule=sai_game_rule(game))
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
              branch_probability: jax.Array | float | None = None, fresh_komi: jax.Array | float | None = None,
@@ -482,6 +493,6 @@ def make_sai_play_fn(game: GoGame, network: nn.Module, search_config: SearchConf
         if branch_probability is not None or fresh_komi is not None or branch_from_branches is not None:
             settings = SaiCallSettings(branch_probability=branch_probability, fresh_komi=fresh_komi,
                                        branch_from_branches=branch_from_branches)
-        return core_play(variables, key, num_games, settings)
+        return core_play(variables, key, num_games, None, settings)
 
     return play

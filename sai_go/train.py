@@ -1,4 +1,5 @@
-"""SAI's training method for the core loop: the komi-aware loss, and SAI's move and game rules on the core's self-play.
+"""SAI's training method for the core loop: the komi-aware loss, and SAI's move, lane and game rules on the core's
+self-play.
 
 ``method = "sai_go.train:make_method"`` with ``method_options`` (``value_loss``, and ``lam``,
 ``branch_probability``, ``max_branches``, ``queue_size``, ``branch_from_branches``, ``pass_rule``:
@@ -26,7 +27,7 @@ import optax
 
 from zerolab import Frames, GoGame, Method, NetworkOutput, masked_logits
 from sai_go.network import sigmoid_value
-from sai_go.selfplay import SaiSelfPlayOptions, sai_game_rule, sai_move_rule
+from sai_go.selfplay import SaiSelfPlayOptions, sai_game_rule, sai_lane_rule, sai_move_rule
 
 
 #: The value losses ``method_options.value_loss`` names (module docstring).
@@ -78,5 +79,6 @@ def make_method(config: Any, game: GoGame, value_loss: str = "tanh", **options) 
         loss_fn=functools.partial(sai_loss, value_loss=value_loss),
         move_rule=lambda components: sai_move_rule(components.game, components.network, components.search,
                                                    selfplay_options.lam, selfplay_options.pass_rule),
-        game_rule=lambda components: sai_game_rule(components.game, components.network, selfplay_options),
+        lane_rule=lambda components: sai_lane_rule(components.game, components.network, selfplay_options),
+        game_rule=lambda components: sai_game_rule(components.game),
     )

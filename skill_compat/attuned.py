@@ -5,7 +5,8 @@ asks the junior (maia's policy, frozen variables passed as a jit argument throug
 move; then
 
 * STT (:func:`stt_move_rule`): ``where(bit, search's move, junior's argmax)`` with fresh random bits per game, held
-  in the rule's per-game carry ``[B, max_game_plies]`` (reset by the core when a game restarts);
+  in the rule's per-game carry ``[B, max_game_plies]`` (drawn by the core's standard lane rule when a game starts:
+  :func:`stt_lane_rule`);
 * HB (:func:`hb_move_rule`): the search's move names its piece type, the hand (maia at T = 1) plays the two-stage
   draw.
 
@@ -44,6 +45,7 @@ from zerolab import (
     load_lc0_weights,
     masked_logits,
     run_search,
+    standard_lane_rule,
 )
 from zerolab.play import policy_actions, policy_probabilities
 
@@ -75,6 +77,12 @@ def random_bits(max_game_plies: int):
     return init_carry
 
 
+def stt_lane_rule(game, max_game_plies: int):
+    """The STT rule's lanes: the core's standard lane rule (games from the start position) whose games start with
+    fresh :func:`random_bits`."""
+    return standard_lane_rule(game, init_carry=random_bits(max_game_plies))
+
+
 def default_search(game, network, search_config, rules=None) -> SearchFn:
     def search(variables, key, states):
         return run_search(search_config, game, network, variables, key, states, rules=rules)
@@ -90,8 +98,9 @@ def _target(policy_target: str, action: jax.Array, search_target: jax.Array) -> 
 
 def stt_move_rule(game, network, search_config, junior_variables: Any, max_game_plies: int,
                   policy_target: str = "played", rules=None, search_fn: SearchFn | None = None) -> MoveRule:
-    """The STT rule (see the module docstring); ``ply`` [B] indexes each game's bits.  ``search_fn`` replaces the
-    senior's search (default: ``run_search`` with ``search_config`` and ``rules``)."""
+    """The STT rule (see the module docstring); ``ply`` [B] indexes each game's bits (the carry of
+    :func:`stt_lane_rule`).  ``search_fn`` replaces the senior's search (default: ``run_search`` with ``search_config``
+    and ``rules``)."""
     _check(policy_target, "all")
     search_fn = search_fn or default_search(game, network, search_config, rules)
 
@@ -105,7 +114,7 @@ def stt_move_rule(game, network, search_config, junior_variables: Any, max_game_
                            carry=bits, frame_extras={"senior": senior},
                            summary={**searched.summary, "senior_fraction": senior.astype(jnp.float32)})
 
-    return MoveRule(act=act, init_carry=random_bits(max_game_plies), frozen_variables=junior_variables)
+    return MoveRule(act=act, frozen_variables=junior_variables)
 
 
 def hb_move_rule(game, network, search_config, junior_variables: Any, policy_target: str = "played",
@@ -170,7 +179,11 @@ def make_method(config, game, framework: str = "stt", policy_target: str = "play
         return hb_move_rule(components.game, components.network, components.search, junior_variables,
                             policy_target, components.rules)
 
-    return Method(loss_fn=attuned_loss(train_on), move_rule=move_rule)
+    def lane_rule(components):
+        return stt_lane_rule(components.game, components.selfplay.max_game_plies)
+
+    return Method(loss_fn=attuned_loss(train_on), move_rule=move_rule,
+                  lane_rule=lane_rule if framework == "stt" else None)
 
 
 def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
@@ -233,4 +246,4 @@ def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict
 
 
 __all__ = ["LC0_NETWORK", "SearchFn", "host_frames", "attuned_loss", "default_search", "hb_move_rule", "make_method",
-           "random_bits", "stt_move_rule", "training_config"]
+           "random_bits", "stt_lane_rule", "stt_move_rule", "training_config"]

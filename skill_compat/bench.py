@@ -22,7 +22,7 @@ import chess
 import jax
 import numpy as np
 
-from skill_compat.attuned import stt_move_rule
+from skill_compat.attuned import stt_lane_rule, stt_move_rule
 from skill_compat.frameworks import draw_bitstrings, game_pairing
 from skill_compat.oracle import StockfishOracle
 from skill_compat.expectors import SttExpector
@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
     search = SearchConfig(num_simulations=args.simulations, gumbel_scale=0.0)
     rule = stt_move_rule(game, network, search, variables, args.plies)
     selfplay = SelfPlayConfig(num_games=args.games, plies_per_iteration=args.plies, max_game_plies=args.plies)
-    play = jax.jit(make_play_fn(game, rule, selfplay), static_argnums=2)
+    play = jax.jit(make_play_fn(game, rule, selfplay, stt_lane_rule(game, args.plies)), static_argnums=2)
     seconds = timed(lambda: jax.block_until_ready(play(variables, jax.random.key(1), args.games, variables)))
     results["jitted_moves_per_s"] = args.games * args.plies / seconds
     tree = SearchAgent("tree", game, network, variables, search)

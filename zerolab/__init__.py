@@ -31,10 +31,10 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.logs": ("configure_logging",),
     "zerolab.progress": ("progress_bar",),
     "zerolab.games": ("ChessGame", "GameBoards", "GameRecord", "GoGame", "make_game", "validate_fen"),
-    "zerolab.networks": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "apply_network", "init_variables",
+    "zerolab.networks": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "init_variables",
                          "load_lc0_weights", "make_network"),
     "zerolab.search": ("SearchConfig", "SearchRules", "Tree", "masked_logits", "run_search"),
-    "zerolab.selfplay": ("Frames", "MoveRule", "PlyDecision", "SelfPlayConfig", "make_play_fn"),
+    "zerolab.selfplay": ("Frames", "MoveRule", "PlyDecision", "SelfPlayConfig", "make_play_fn", "standard_lane_rule"),
     "zerolab.training": ("Checkpointer", "Method", "PlannedProgram", "abstract_states", "compile_cost",
                          "default_config", "format_programs", "train"),
     "zerolab.engines": ("EngineError", "UCIEngine", "find_engine"),
@@ -47,12 +47,12 @@ __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "EngineError", "Frames", "GameBoards", "GameRecord",
     "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "OPTIONAL_PRESETS", "PRESETS", "PlannedProgram",
     "PlyDecision", "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
-    "UCIOption", "abstract_states", "apply_network", "check_at_least", "check_checkpoint", "check_choice",
+    "UCIOption", "abstract_states", "check_at_least", "check_checkpoint", "check_choice",
     "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "convert_to_run", "default_config",
     "find_engine", "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step",
     "lanes_to_answer", "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn",
     "masked_logits", "progress_bar", "replicate", "replicated", "request_host_devices", "run_search",
-    "serve_search_engine", "shard_host_batch", "to_json", "train", "validate_fen",
+    "serve_search_engine", "shard_host_batch", "standard_lane_rule", "to_json", "train", "validate_fen",
 ]
 
 if TYPE_CHECKING:
@@ -64,10 +64,10 @@ if TYPE_CHECKING:
     from zerolab.progress import progress_bar
     from zerolab.games import ChessGame, GameBoards, GameRecord, GoGame, make_game, validate_fen
     from zerolab.networks import (
-        AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables, load_lc0_weights, make_network,
+        AlphaZeroResNet, NetworkInputs, NetworkOutput, init_variables, load_lc0_weights, make_network,
     )
     from zerolab.search import SearchConfig, SearchRules, Tree, masked_logits, run_search
-    from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn
+    from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn, standard_lane_rule
     from zerolab.training import (
         Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, default_config, format_programs, train,
     )

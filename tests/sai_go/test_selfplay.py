@@ -12,7 +12,7 @@ from scipy import special
 
 from zerolab import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
 from sai_go.selfplay import (SaiCallSettings, SaiGame, SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn,
-                             record_branch_point, sai_reset, sai_start, sample_komi)
+                             record_branch_point, sai_lane_rule, sample_komi)
 from sai_go.train import sai_loss
 from tests.fast_compile import fast_jit
 
@@ -113,21 +113,23 @@ def test_branches_start_at_the_first_positions_with_the_evening_komi_and_keep_th
 
 
 def test_a_fresh_game_takes_the_fresh_komi_not_the_finished_games(go_game, tiny_network):
-    """SAI's reset rule alone: lane 0's game (at komi -6.5) ends with no branch pending, so lane 0 starts a fresh
+    """SAI's lane rule alone: lane 0's game (at komi -6.5) ends with no branch pending, so lane 0 starts a fresh
     game at the call's fresh komi (4.5 here); lane 1's game (at 12.5) goes on at its komi."""
     from zerolab.selfplay import PlayedPly, PlayVariables, PlyDecision
 
     network, variables = tiny_network
     options = SaiSelfPlayOptions(lam=0.5, branch_probability=0.0, max_branches=3, queue_size=8)
-    start = fast_jit(sai_start(go_game, network, options), static_argnums=2)
-    lanes = start(PlayVariables(variables, SaiCallSettings(fresh_komi=4.5)), jax.random.key(0), 2)
+    lane_rule = sai_lane_rule(go_game, network, options)
+    init = fast_jit(lane_rule.init, static_argnums=2)
+    settings = SaiCallSettings(fresh_komi=4.5)
+    lanes = init(PlayVariables(variables), jax.random.split(jax.random.key(0), 3), 2, settings)
     lanes = lanes.replace(rule_carry=lanes.rule_carry.replace(komi=jnp.array([-6.5, 12.5])))
     zeros = jnp.zeros(2, jnp.int32)
     decision = PlyDecision(action=zeros, policy_target=jnp.zeros((2, go_game.num_actions)), carry=lanes.rule_carry,
                            frame_extras={"alpha": jnp.zeros(2)})
     played = PlayedPly(decision=decision, action=zeros, next_states=lanes.states, game_over=jnp.array([True, False]),
                        reward=jnp.zeros(2))
-    after, statistics = fast_jit(sai_reset(go_game, options))(jax.random.key(1), lanes, played)
+    after, statistics = fast_jit(lane_rule.step)(jax.random.split(jax.random.key(1), 2), lanes, played, settings)
     np.testing.assert_array_equal(after.rule_carry.komi, [4.5, 12.5])
     np.testing.assert_array_equal(after.rule_carry.is_branch, [False, False])
     assert (int(statistics["fresh_started"]), float(statistics["fresh_komi_sum"])) == (1, 4.5)

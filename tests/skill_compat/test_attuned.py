@@ -68,7 +68,7 @@ def stt_selfplay(setup):
     rule = attuned.stt_move_rule(setup.game, setup.network, setup.search, setup.junior, PLIES, "played",
                                  search_fn=policy_argmax_search(setup.network))
     config = SelfPlayConfig(num_games=2, plies_per_iteration=PLIES, max_game_plies=PLIES)
-    play = jax.jit(make_play_fn(setup.game, rule, config), static_argnums=2)
+    play = jax.jit(make_play_fn(setup.game, rule, config, attuned.stt_lane_rule(setup.game, PLIES)), static_argnums=2)
     packed, records = play(setup.learner, jax.random.key(3), 2, setup.junior)
     return jax.device_get(packed).to_frames(), jax.device_get(records)
 

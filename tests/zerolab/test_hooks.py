@@ -114,6 +114,24 @@ def test_a_config_without_the_new_keys_builds_the_alphazero_defaults():
     assert components.search == SearchConfig.from_config(config.search)
 
 
+def test_self_play_pgn_is_written_only_for_games_from_the_start_position(gardner):
+    """A method's lane rule decides: the standard one from the start position (with or without a move-rule carry)
+    keeps the PGN; games from other positions (the test method's FENs) or a method's own game rule drop it."""
+    import types
+
+    from zerolab.selfplay import GameRule, initial_states_from_fens, standard_lane_rule
+    from zerolab.training.method import Method
+
+    components = types.SimpleNamespace(game=gardner[0])
+    zeros = lambda key, num_games: jnp.zeros(num_games, jnp.int32)  # noqa: E731
+    with_carry = Method(lane_rule=lambda components: standard_lane_rule(components.game, init_carry=zeros))
+    from_fens = Method(lane_rule=lambda components: standard_lane_rule(
+        components.game, initial_states_from_fens(components.game, START_FENS), init_carry=zeros))
+    scored = Method(game_rule=lambda components: GameRule())
+    assert ALPHAZERO.games_from_start_position(components) and with_carry.games_from_start_position(components)
+    assert not from_fens.games_from_start_position(components) and not scored.games_from_start_position(components)
+
+
 def test_components_are_built_once_and_the_standard_selfplay_plays_their_rules(monkeypatch):
     """A run's rules and optimiser are built once from its config (the same objects wherever they are asked for),
     and the standard self-play is built with the components' rules, not rules built again from the search config."""

@@ -10,7 +10,9 @@ from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.config import SearchConfig
 from zerolab.selfplay.frames import FrameCodec, frame_codec, pack_frames
-from zerolab.selfplay.hooks import choose_actions, initial_states_from_fens, search_move_rule, value_targets
+from zerolab.selfplay.hooks import (
+    backward_game_values, choose_actions, initial_states_from_fens, search_move_rule, standard_lane_rule, value_targets,
+)
 from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.records import summarize
 from zerolab.selfplay.scan import make_play_fn
@@ -30,6 +32,19 @@ def test_value_targets_follow_the_final_outcome_from_each_movers_view():
     value, known = value_targets(reward, game_over)
     np.testing.assert_array_equal(value[:, 0], [0.0, 0.0, 1.0, -1.0])
     assert bool(known.all())
+
+
+def test_backward_game_values_fill_each_ply_with_its_games_end_value_alternating_or_not():
+    """Two lanes, five plies, by hand.  Lane 0: a game ends at ply 1 with 3, the next at ply 4 with −2.  Lane 1: a
+    game ends at ply 2 with 5, the next never ends (its plies unknown, 0)."""
+    end_value = jnp.array([[9.0, 9.0], [3.0, 9.0], [9.0, 5.0], [9.0, 9.0], [-2.0, 9.0]])
+    game_over = jnp.array([[False, False], [True, False], [False, True], [False, False], [True, False]])
+    value, known = backward_game_values(end_value, game_over)
+    np.testing.assert_array_equal(value, [[-3.0, 5.0], [3.0, -5.0], [-2.0, 5.0], [2.0, 0.0], [-2.0, 0.0]])
+    np.testing.assert_array_equal(known, [[True, True], [True, True], [True, True], [True, False], [True, False]])
+    value, known = backward_game_values(end_value, game_over, alternating=False)
+    np.testing.assert_array_equal(value, [[3.0, 5.0], [3.0, 5.0], [-2.0, 5.0], [-2.0, 0.0], [-2.0, 0.0]])
+    np.testing.assert_array_equal(known, [[True, True], [True, True], [True, True], [True, False], [True, False]])
 
 
 def test_temperature_sampling_is_proportional_to_visits_to_the_power_one_over_tau():
@@ -209,7 +224,7 @@ def test_a_real_win_reaches_the_value_targets_with_each_movers_sign(pyffish):
     config = SelfPlayConfig(num_games=2, plies_per_iteration=2, max_game_plies=10, temperature_plies=0)
     search = SearchConfig(num_simulations=32, max_num_considered_actions=16)
     play = make_play_fn(game, search_move_rule(game, network, search), config,
-                        initial_states=initial_states_from_fens(game, [fen]))
+                        lane_rule=standard_lane_rule(game, initial_states_from_fens(game, [fen])))
     frames, records = jax.device_get(jax.jit(play, static_argnums=2)(variables, jax.random.key(3), 2))
     start = game.from_fen(fen)
     after_black = game.step(start, jnp.int32(game.text_to_action("c4c3", start)))

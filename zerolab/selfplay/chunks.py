@@ -12,7 +12,7 @@ budget, from the programs' own memory (XLA's ``memory_analysis``: arguments + ou
 the device's key itself, so a device that needs no chunks plays exactly the games it played before chunks existed
 (:func:`chunk_keys`).
 
-Each chunk is a self-play call of its own, as another device's games are: a game rule's per-device state (SAI's
+Each chunk is a self-play call of its own, as another device's games are: a lane rule's per-device state (SAI's
 queue of branches) is per chunk, and a records summary's per-call totals are per chunk.
 """
 
@@ -39,7 +39,8 @@ def play_in_chunks(play_fn: Callable, num_chunks: int) -> Callable:
     """``play_fn`` (one device's self-play, a :data:`zerolab.selfplay.types.PlayFn`) over ``num_games`` games as
     ``num_chunks`` calls of ``num_games / num_chunks`` games each.
 
-    ``play(variables, key, num_games, frozen) -> (frames [T, num_games, ...], records [T, num_games, ...])``: chunk
+    ``play(variables, key, num_games, frozen, settings) -> (frames [T, num_games, ...], records [T, num_games,
+    ...])``: chunk
     ``c`` plays games ``[c·b, (c + 1)·b)`` (``b = num_games / num_chunks``) with key ``chunk_keys(key, C)[c]``;
     one chunk is ``play_fn`` itself.
 
@@ -55,14 +56,15 @@ def play_in_chunks(play_fn: Callable, num_chunks: int) -> Callable:
     if num_chunks == 1:
         return play_fn
 
-    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None) -> tuple[Any, Any]:
+    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
+             ) -> tuple[Any, Any]:
         if num_games % num_chunks:
             raise ValueError(f"{num_games} games do not split into {num_chunks} chunks")
         chunk_games = num_games // num_chunks
         keys = chunk_keys(key, num_chunks)
 
         def play_chunk(chunk_key: jax.Array) -> tuple[Any, Any]:
-            return play_fn(variables, chunk_key, chunk_games, frozen_variables)
+            return play_fn(variables, chunk_key, chunk_games, frozen_variables, settings)
 
         chunk_shapes = jax.eval_shape(play_chunk, keys[0])
         outputs = jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[:1] + (num_games,) + leaf.shape[2:], leaf.dtype),

@@ -2,11 +2,12 @@
 
 * The move rule: :func:`search_move_rule` (one search with the learner's network) and the temperature schedule that
   samples from its visits (:func:`choose_actions`, :func:`move_temperature`).
-* Initial states: :func:`standard_initial_states` (the game's start position), :func:`initial_states_from_fens`.
-* The game rule's parts (:class:`zerolab.selfplay.types.GameRule`): :func:`standard_start`, :func:`pgx_reward`,
-  :func:`standard_reset`, :func:`ply_summary`.
-* Value targets: :func:`outcome_value_targets` (each frame's game outcome, by the reverse scan :func:`value_targets`).
-* Helpers for reset hooks: :func:`advance_lanes`, :func:`restart_games`, :func:`select_where`; and
+* The lane rule (:class:`zerolab.selfplay.types.LaneRule`): :func:`standard_lane_rule`, fresh games from initial
+  states (:func:`standard_initial_states`, the game's start position; :func:`initial_states_from_fens`).
+* The game rule's parts (:class:`zerolab.selfplay.types.GameRule`): :func:`pgx_reward`, :func:`ply_summary`.
+* Value targets: :func:`outcome_value_targets` (each frame's game outcome, :func:`value_targets`), by the one reverse
+  scan over game ends :func:`backward_game_values` (SAI's final margins use it too).
+* Helpers for lane rules: :func:`advance_lanes`, :func:`restart_games`, :func:`select_where`; and
   :func:`observation_hash`, the records' position hash.
 
 The hooks' types are in :mod:`zerolab.selfplay.types`; the scan that calls them, and its random streams, in
@@ -28,8 +29,8 @@ from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.frames import PackedFrames
 from zerolab.selfplay.types import (
-    InitCarryFn, InitialStatesFn, Lanes, MoveRule, PlayVariables, PlayedPly, PlyDecision, PlyRecord, ResetFn,
-    SelfPlayConfig, StartFn,
+    InitCarryFn, InitialStatesFn, LaneRule, Lanes, MoveRule, PlayVariables, PlayedPly, PlyDecision, PlyRecord,
+    SelfPlayConfig,
 )
 
 
@@ -76,22 +77,33 @@ def outcome_value_targets(frames: PackedFrames, records: PlyRecord) -> tuple[jax
 
 
 def value_targets(reward: jax.Array, game_over: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(value_target [T, B], value_mask [T, B])`` from per-ply rewards by a reverse scan.
+    """``(value_target [T, B], value_mask [T, B])`` from per-ply rewards (:func:`backward_game_values`).
 
     ``reward[t]`` is from the view of the player who moved at ply t; the target at t is the final outcome from
     that same player's view: ``v_t = r_t`` when the game ended at t, else ``−v_{t+1}`` (two players alternate).
     """
+    return backward_game_values(reward, game_over)
+
+
+def backward_game_values(end_value: jax.Array, game_over: jax.Array, alternating: bool = True
+                         ) -> tuple[jax.Array, jax.Array]:
+    """``(value [T, B], known [T, B])``: each ply's value at its game's end, by one reverse scan over the plies.
+
+    ``value[t] = end_value[t]`` where a game ended at ply t (``game_over[t]``), else ``−value[t+1]`` when
+    ``alternating`` (a value from the mover's view: the next ply's mover is the other player), ``value[t+1]``
+    otherwise (a value from one fixed view, e.g. Black's margin).  ``known[t]``: a game ended at ply t or later in
+    the lane, so ``value[t]`` is its game's (elsewhere ``value`` is 0, the game unfinished when the scan stopped).
+    """
 
     def backward(carry, inputs):
-        value_after, outcome_known = carry
-        reward, over = inputs
-        value = jnp.where(over, reward, -value_after)
-        known = over | outcome_known
+        value_after, known_after = carry
+        at_end, over = inputs
+        value = jnp.where(over, at_end, -value_after if alternating else value_after)
+        known = over | known_after
         return (value, known), (value, known)
 
-    zeros = jnp.zeros_like(reward[0])
     _, (value, known) = jax.lax.scan(
-        backward, (zeros, jnp.zeros_like(game_over[0])), (reward, game_over), reverse=True
+        backward, (jnp.zeros_like(end_value[0]), jnp.zeros_like(game_over[0])), (end_value, game_over), reverse=True
     )
     return value, known
 
@@ -159,44 +171,46 @@ def restart_games(lanes: Lanes, game_over: jax.Array, states: pgx.State, first_p
                          rule_carry=kept_carry[0] if kept_carry else lanes.rule_carry)
 
 
-def standard_start(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> StartFn:
-    """The core's :data:`StartFn`: fresh games from ``initial_states`` (stream 1 of the call's key) at ply 0, fresh
-    rule carries, no shared state."""
-
-    def start(variables: PlayVariables, key: jax.Array, num_games: int) -> Lanes:
-        del variables
-        init_key = jax.random.split(key)[1]
-        rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(init_key, 1), num_games)
-        zeros = jnp.zeros(num_games, jnp.int32)
-        return Lanes(states=initial_states(init_key, num_games), ply=zeros, first_ply=zeros, rule_carry=rule_carry)
-
-    return start
-
-
 def pgx_reward(lanes: Lanes, next_states: pgx.State, game_over: jax.Array) -> jax.Array:
     """The core's :data:`RewardFn`: pgx's reward of the player who moved (a game cut at the ply cap is a draw)."""
     del game_over
     return next_states.rewards[jnp.arange(next_states.rewards.shape[0]), lanes.states.current_player]
 
 
-def standard_reset(initial_states: InitialStatesFn, init_carry: InitCarryFn | None = None) -> ResetFn:
-    """The core's :data:`ResetFn`: a finished lane starts a fresh game from ``initial_states`` (stream 3 of the ply
-    key) at ply 0 with a fresh rule carry; no statistics."""
+def standard_lane_rule(game: Game, initial_states: InitialStatesFn | None = None,
+                       init_carry: InitCarryFn | None = None) -> LaneRule:
+    """The core's :class:`LaneRule`: every game is a fresh one from ``initial_states`` (default: the game's start
+    position, :func:`standard_initial_states`) at ply 0 with a move-rule carry from ``init_carry`` (None: no carry);
+    no shared state, no statistics.
 
-    def reset(key: jax.Array, lanes: Lanes, played: PlayedPly) -> tuple[Lanes, dict]:
-        reset_key = jax.random.split(key, 4)[3]
+    ``init`` draws the call's first games from its first key, ``step`` the fresh games of the lanes whose game ended
+    from its first key; ``init_carry`` gets that key folded with 1.
+    """
+    from_start_position = initial_states is None
+    initial_states = initial_states or standard_initial_states(game)
+
+    def fresh_carry(key: jax.Array, num_games: int) -> Any:
+        return None if init_carry is None else init_carry(jax.random.fold_in(key, 1), num_games)
+
+    def init(variables: PlayVariables, keys: jax.Array, num_games: int, settings: Any) -> Lanes:
+        del variables, settings
+        zeros = jnp.zeros(num_games, jnp.int32)
+        return Lanes(states=initial_states(keys[0], num_games), ply=zeros, first_ply=zeros,
+                     rule_carry=fresh_carry(keys[0], num_games))
+
+    def step(keys: jax.Array, lanes: Lanes, played: PlayedPly, settings: Any) -> tuple[Lanes, dict]:
+        del settings
         num_games = played.game_over.shape[0]
         advanced = advance_lanes(lanes, played)
 
         def restart(advanced: Lanes) -> Lanes:
-            rule_carry = None if init_carry is None else init_carry(jax.random.fold_in(reset_key, 1), num_games)
-            return restart_games(advanced, played.game_over, initial_states(reset_key, num_games),
-                                 jnp.zeros(num_games, jnp.int32), rule_carry)
+            return restart_games(advanced, played.game_over, initial_states(keys[0], num_games),
+                                 jnp.zeros(num_games, jnp.int32), fresh_carry(keys[0], num_games))
 
         # fresh games are made only on the plies where some game ended (most plies end none)
         return jax.lax.cond(jnp.any(played.game_over), restart, lambda advanced: advanced, advanced), {}
 
-    return reset
+    return LaneRule(init=init, step=step, from_start_position=from_start_position)
 
 
 def ply_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:

@@ -53,7 +53,7 @@ def make_selfplay_fn(
     memory from there, and ``selfplay.games_per_device`` the sizes a chunk may take.
 
     ``play_fn`` is one device's self-play (default: :func:`zerolab.selfplay.scan.make_play_fn` with the search move
-    rule, ``rules`` and the standard initial states and value targets).  ``variables`` must be replicated on the mesh;
+    rule, ``rules``, the standard lane rule and value targets).  ``variables`` must be replicated on the mesh;
     ``frozen_variables`` are replicated here once and passed to every call.  Outputs are sharded along the game axis B.
     """
     check_divisible("selfplay.num_games", config.num_games, mesh)

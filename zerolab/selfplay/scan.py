@@ -2,7 +2,8 @@
 
 Each ply: the **move rule** decides for all games (default: one search), the **temperature schedule** samples from
 the visit counts early in a game (the search's choice otherwise), a vmapped pgx step plays the moves, the **reward
-rule** scores them, and the **reset rule** starts a fresh game in every lane whose game ended.  A game that reaches
+rule** scores them, and the **lane rule**'s step starts a fresh game in every lane whose game ended (its ``init``
+made the call's first games).  A game that reaches
 ``max_game_plies`` ends (a draw under pgx's rewards).  The scan records one frame per game and ply, stored as the
 replay window stores it (:class:`zerolab.selfplay.frames.PackedFrames`: observation planes as bits or one value where
 the game declares them so, legal masks as bits, sparse policy targets), so that a device holds the stored bytes of its
@@ -14,11 +15,14 @@ The parts are typed hooks (:mod:`zerolab.selfplay.types`), each with today's Alp
 (:mod:`zerolab.selfplay.hooks`).  :func:`make_play_fn` builds one device's self-play from them; the program over all
 devices of a mesh is :func:`zerolab.selfplay.programs.make_selfplay_fn`.
 
-**Random streams.**  A call's key gives the scan's key as stream 0 (``jax.random.split(key, n)[0]``); the standard
-start draws its games from stream 1.  A ply's key gives the next ply's key (stream 0), the move rule's (1), the
-temperature schedule's (2) and the standard reset's (3).  A start or reset hook gets the whole call or ply key and
-draws from the streams the core does not use.  (With JAX's default partitionable threefry, stream i of
-``split(key, n)`` is the same for every n > i.)
+**Random streams.**  The core splits the keys and hands each hook its own; no hook splits a key of the core's.  A
+call's key is split in 4: stream 0 is the scan's (the first ply's key), streams 1–3 are the lane rule's ``init``'s
+(``keys [LANE_INIT_KEYS]``; the standard lane rule draws its games from the first).  A ply's key is split in 5: the
+next ply's key (stream 0), the move rule's (1), the temperature schedule's (2) and the lane rule's ``step``'s,
+streams 3–4 (``keys [LANE_STEP_KEYS]``; the standard lane rule draws its fresh games from the first, SAI its branch
+points from the first and its fresh games from the second).  A hook that wants more keys splits one of its own.
+(With JAX's default partitionable threefry, stream i of ``split(key, n)`` is the same for every n > i: these are the
+streams the core and SAI drew before the keys were handed out.)
 """
 
 from __future__ import annotations
@@ -34,11 +38,11 @@ from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.selfplay.frames import PackedFrames, frame_codec, frame_policy_width, pack_frames
 from zerolab.selfplay.hooks import (
     choose_actions, observation_hash, outcome_value_targets, pgx_reward, ply_summary, search_move_rule,
-    standard_initial_states, standard_reset, standard_start,
+    standard_lane_rule,
 )
 from zerolab.selfplay.types import (
-    GameRule, InitialStatesFn, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry, PlyRecord, SelfPlayConfig,
-    ValueTargetsFn,
+    LANE_INIT_KEYS, LANE_STEP_KEYS, GameRule, LaneRule, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry,
+    PlyRecord, SelfPlayConfig, ValueTargetsFn,
 )
 
 
@@ -46,34 +50,37 @@ def make_play_fn(
     game: Game,
     move_rule: MoveRule,
     config: SelfPlayConfig,
-    initial_states: InitialStatesFn | None = None,
+    lane_rule: LaneRule | None = None,
     value_targets_fn: ValueTargetsFn = outcome_value_targets,
     game_rule: GameRule | None = None,
 ) -> PlayFn:
-    """The core's per-device self-play: ``play(variables, key, num_games, frozen) -> (PackedFrames, PlyRecord)``.
+    """The core's per-device self-play: ``play(variables, key, num_games, frozen=None, settings=None) ->
+    (PackedFrames, PlyRecord)`` (a :data:`~zerolab.selfplay.types.PlayFn`; ``settings`` reach the lane rule).
 
-    The game rule's start, then a scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the temperature
-    schedule (where the decision carries visit counts), a vmapped pgx step, the game rule's reward and reset; then the
-    value targets and the game rule's summary of the records.  ``game_rule``'s ``None`` parts are the core's, built
-    from ``initial_states`` (default: the game's start position) and ``move_rule.init_carry``.
+    The lane rule's ``init``, then a scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the
+    temperature schedule (where the decision carries visit counts), a vmapped pgx step, the game rule's reward and the
+    lane rule's ``step``; then the value targets and the game rule's summary of the records.  ``lane_rule`` None: the
+    core's (:func:`~zerolab.selfplay.hooks.standard_lane_rule`, fresh games from the start position, no carry);
+    ``game_rule``'s ``None`` parts are the core's.
     """
-    initial_states = initial_states or standard_initial_states(game)
+    lane_rule = lane_rule or standard_lane_rule(game)
     game_rule = game_rule or GameRule()
-    start = game_rule.start or standard_start(initial_states, move_rule.init_carry)
     reward_fn = game_rule.reward or pgx_reward
-    reset = game_rule.reset or standard_reset(initial_states, move_rule.init_carry)
     summary_fn = game_rule.summarize or ply_summary
 
     codec, policy_width = frame_codec(game), frame_policy_width(game)
 
-    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None
+    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
              ) -> tuple[PackedFrames, PlyRecord]:
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        carry = PlyCarry(lanes=start(player_variables, key, num_games), key=jax.random.split(key)[0])
+        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
+        carry = PlyCarry(lanes=lane_rule.init(player_variables, call_streams[1:], num_games, settings),
+                         key=call_streams[0])
 
         def one_ply(carry: PlyCarry, _):
             lanes = carry.lanes
-            key, act_key, sample_key, _ = jax.random.split(carry.key, 4)
+            ply_streams = jax.random.split(carry.key, 3 + LANE_STEP_KEYS)
+            key, act_key, sample_key, lane_keys = ply_streams[0], ply_streams[1], ply_streams[2], ply_streams[3:]
             states = lanes.states
             decision = move_rule.act(player_variables, act_key, states, lanes.ply, lanes.rule_carry)
             action = decision.action
@@ -84,7 +91,7 @@ def make_play_fn(
             reward = reward_fn(lanes, next_states, game_over)
             played = PlayedPly(decision=decision, action=action, next_states=next_states, game_over=game_over,
                                reward=reward)
-            next_lanes, statistics = reset(carry.key, lanes, played)
+            next_lanes, statistics = lane_rule.step(lane_keys, lanes, played, settings)
             stored, inexact = pack_frames(codec, policy_width, states.observation, states.legal_action_mask,
                                           decision.policy_target)
             frame = PackedFrames(arrays=stored, value_target=jnp.zeros(num_games),

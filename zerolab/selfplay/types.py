@@ -1,22 +1,27 @@
 """Self-play's types: the sizes of a batch (:class:`SelfPlayConfig`), what the scan carries and records
 (:class:`Lanes`, :class:`PlyCarry`, :class:`PlyRecord`), what a move rule plays with and decides
 (:class:`PlayVariables`, :class:`PlyDecision`, :class:`PlayedPly`), the rules a method may replace
-(:class:`MoveRule`, :class:`GameRule`) and the hooks' types.
+(:class:`MoveRule`, :class:`LaneRule`, :class:`GameRule`) and the hooks' types.
 
 The scan (:mod:`zerolab.selfplay.scan`) is built from typed hooks (aliases below), each with today's AlphaZero
 behaviour as its default (:mod:`zerolab.selfplay.hooks`); a method (:mod:`zerolab.training.method`) may replace any of
 them or the whole per-device play function:
 
-* :data:`ActFn` — the per-ply move rule ``act(variables, key, states, ply, carry) -> PlyDecision``.  Per-game
-  state lives in ``carry`` (leaves ``[B, ...]``), reset by :data:`InitCarryFn` when a game restarts; frozen extra
-  variables (a partner network) reach it through :class:`PlayVariables`.
-* :data:`InitialStatesFn` — ``(key, num_games) -> states``: fresh games (a FEN list, odds positions, ...).
-* :class:`GameRule` — how the games in the lanes (:class:`Lanes`) begin, end and follow one another:
-  :data:`StartFn` (the call's first games and the lanes' shared per-device state), :data:`RewardFn` (each move's
-  reward from its mover's view), :data:`ResetFn` (what a finished lane plays next, and per-ply statistics) and
-  :data:`RecordsSummaryFn` (the records' statistics at the end of the call).  SAI uses them for per-game komi, games
-  branched from earlier positions through a per-device queue, and scoring at each game's komi.
+* :class:`MoveRule` — the per-ply move rule ``act(variables, key, states, ply, carry) -> PlyDecision`` (:data:`ActFn`)
+  and the frozen variables it plays with (a partner network), which reach it through :class:`PlayVariables`.  Its
+  per-game state lives in ``carry`` (leaves ``[B, ...]``), made by the lane rule when a game starts.
+* :class:`LaneRule` — the games in the lanes (:class:`Lanes`), one value that ``init`` makes at the call's start
+  (:data:`LaneInitFn`: the first games, their move-rule carries and the lanes' shared per-device state) and ``step``
+  updates after every ply (:data:`LaneStepFn`: each lane goes on or starts its next game; per-ply statistics).  The
+  core's (:func:`~zerolab.selfplay.hooks.standard_lane_rule`) starts every game from an :data:`InitialStatesFn` (the
+  game's start position, a FEN list, ...) with a carry from an :data:`InitCarryFn`; SAI's starts games at per-game
+  komi and branches games from earlier positions through a per-device queue.
+* :class:`GameRule` — how moves are scored (:data:`RewardFn`, from the mover's view) and the records summed up at the
+  end of the call (:data:`RecordsSummaryFn`); SAI scores at each game's komi.
 * :data:`ValueTargetsFn` — ``(frames, records) -> (value_target, value_mask)``.
+
+Each hook gets its own random keys from the core and the call's ``settings`` (:data:`PlayFn`) where it takes them;
+the streams are listed in :mod:`zerolab.selfplay.scan`.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ from zerolab.config import check_at_least, check_choice, section_dataclass
 from zerolab.selfplay.frames import PackedFrames
 
 TEMPERATURE_SCHEDULES = ("plies", "moves")
+#: Keys the core hands a lane rule's ``init`` (streams 1–3 of the call's key) and its ``step`` (streams 3–4 of the
+#: ply's key): see :mod:`zerolab.selfplay.scan`.
+LANE_INIT_KEYS = 3
+LANE_STEP_KEYS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,8 +120,8 @@ class Lanes:
       first_ply: [B] int32 the ply of each game's first position: 0 for a game from an initial position, the plies
         already played for a game that continues another game's position (SAI's branches).  The records count a
         game's own plies, ``ply − first_ply``.
-      rule_carry: the move rule's per-game state (leaves [B, ...]; None without one).
-      shared: the game rule's per-device state (any pytree, e.g. SAI's queue of pending branches; None by default).
+      rule_carry: the move rule's per-game state (leaves [B, ...]; None without one), made by the lane rule.
+      shared: the lane rule's per-device state (any pytree, e.g. SAI's queue of pending branches; None by default).
     """
 
     states: Any
@@ -162,7 +171,7 @@ class PlyDecision:
 
 @flax.struct.dataclass
 class PlayedPly:
-    """What one ply did, for the reset rule: the move rule's decision and the moves' results, leaves [B, ...].
+    """What one ply did, for the lane rule's step: the move rule's decision and the moves' results, leaves [B, ...].
 
     Attributes:
       decision: the move rule's decision (``decision.carry``: the rule's per-game state after the ply).
@@ -182,24 +191,30 @@ class PlayedPly:
 ActFn = Callable[[PlayVariables, jax.Array, pgx.State, jax.Array, Any], PlyDecision]
 """``(variables, key, states [B], ply [B], carry) -> PlyDecision``: the per-ply move rule (jittable)."""
 InitCarryFn = Callable[[jax.Array, int], Any]
-"""``(key, num_games) -> carry``: the move rule's per-game state of fresh games, leaves ``[num_games, ...]``."""
+"""``(key, num_games) -> carry``: the move rule's per-game state of fresh games, leaves ``[num_games, ...]`` (for
+:func:`~zerolab.selfplay.hooks.standard_lane_rule`)."""
 InitialStatesFn = Callable[[jax.Array, int], pgx.State]
-"""``(key, num_games) -> states [num_games]``: the positions fresh games start from (jittable)."""
+"""``(key, num_games) -> states [num_games]``: the positions fresh games start from (jittable; for
+:func:`~zerolab.selfplay.hooks.standard_lane_rule`)."""
 ValueTargetsFn = Callable[[PackedFrames, PlyRecord], tuple[jax.Array, jax.Array]]
 """``(frames [T, B], records [T, B]) -> (value_target [T, B], value_mask [T, B])``."""
-PlayFn = Callable[[Any, jax.Array, int, Any], tuple[PackedFrames, PlyRecord]]
-"""``(variables, key, num_games, frozen_variables) -> (frames [T, B], records [T, B])``: one device's self-play."""
-StartFn = Callable[[PlayVariables, jax.Array, int], Lanes]
-"""``(variables, key, num_games) -> lanes``: the games a self-play call starts with (``ply == first_ply``) and the
-lanes' shared state.  ``key`` is the call's key: stream 0 is the scan's, the hook draws from the others."""
+PlayFn = Callable[..., tuple[PackedFrames, PlyRecord]]
+"""``(variables, key, num_games, frozen_variables=None, settings=None) -> (frames [T, B], records [T, B])``: one
+device's self-play.  ``settings`` (any pytree, traced; None by default) are the call's settings, passed as they are
+to the hooks that take them (the lane rule's; e.g. SAI's per-call branch probability and fresh komi)."""
+LaneInitFn = Callable[[PlayVariables, jax.Array, int, Any], Lanes]
+"""``(variables, keys [LANE_INIT_KEYS], num_games, settings) -> lanes``: the games a self-play call starts with
+(``ply == first_ply``), their move-rule carries and the lanes' shared state.  ``keys`` are the rule's own (a key
+array; the core's streams are not among them); ``settings`` the call's (:data:`PlayFn`)."""
 RewardFn = Callable[[Lanes, pgx.State, jax.Array], jax.Array]
 """``(lanes before the ply, next_states [B], game_over [B]) -> reward [B]`` from the view of the player who moved;
 what the value targets are made of (jittable)."""
-ResetFn = Callable[[jax.Array, Lanes, PlayedPly], tuple[Lanes, dict]]
-"""``(ply key, lanes before the ply, played) -> (lanes of the next ply, statistics)``: every lane goes on with its
-game (:func:`~zerolab.selfplay.hooks.advance_lanes`) or, where it ended, starts its next one
+LaneStepFn = Callable[[jax.Array, Lanes, PlayedPly, Any], tuple[Lanes, dict]]
+"""``(keys [LANE_STEP_KEYS], lanes before the ply, played, settings) -> (lanes of the next ply, statistics)``: every
+lane goes on with its game (:func:`~zerolab.selfplay.hooks.advance_lanes`) or, where it ended, starts its next one
 (:func:`~zerolab.selfplay.hooks.restart_games`); the shared state may change.  ``statistics`` (``{name: array}``, any
-shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  The ply key's streams 0–2 are the core's."""
+shapes) are stacked over the plies for :data:`RecordsSummaryFn`.  ``keys`` are the rule's own (a key array, fresh
+each ply); ``settings`` the call's."""
 RecordsSummaryFn = Callable[[PlyRecord, dict, Lanes], dict]
 """``(records [T, B], statistics {name: [T, ...]}, lanes after the last ply) -> {name: [T, B]}``: the records'
 summary, whose values ``summarize`` averages into the iteration's metrics (a per-call total is broadcast over
@@ -208,25 +223,35 @@ summary, whose values ``summarize`` averages into the iteration's metrics (a per
 
 @dataclasses.dataclass(frozen=True)
 class MoveRule:
-    """A per-ply move rule: ``act``, its per-game state's initialiser and the frozen variables it plays with.
+    """A per-ply move rule: ``act`` and the frozen variables it plays with (its per-game state's initial value is the
+    lane rule's: :class:`LaneRule`).
 
     ``frozen_variables`` (e.g. a partner network's) are placed on the devices once and passed to every call as
     ``variables.frozen``; they are arguments of the jitted self-play, not constants compiled into it.
     """
 
     act: ActFn
-    init_carry: InitCarryFn | None = None
     frozen_variables: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
+class LaneRule:
+    """How the games in the lanes begin and follow one another: ``init`` makes the lanes (:class:`Lanes`) at the
+    call's start, ``step`` updates them after each ply (the core's: :func:`~zerolab.selfplay.hooks.standard_lane_rule`).
+
+    ``from_start_position``: every game starts from the game's start position (``game.init``), so that its moves
+    replayed from there give the game (self-play PGN is written only then)."""
+
+    init: LaneInitFn
+    step: LaneStepFn
+    from_start_position: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class GameRule:
-    """How games begin, end and follow one another in the lanes: a method's replacements for the core's parts;
-    ``None`` keeps the core's (:mod:`zerolab.selfplay.hooks`: :func:`~zerolab.selfplay.hooks.standard_start`,
-    :func:`~zerolab.selfplay.hooks.pgx_reward`, :func:`~zerolab.selfplay.hooks.standard_reset`,
+    """How moves are scored and the records summed up: a method's replacements for the core's parts; ``None`` keeps
+    the core's (:mod:`zerolab.selfplay.hooks`: :func:`~zerolab.selfplay.hooks.pgx_reward`,
     :func:`~zerolab.selfplay.hooks.ply_summary`)."""
 
-    start: StartFn | None = None
     reward: RewardFn | None = None
-    reset: ResetFn | None = None
     summarize: RecordsSummaryFn | None = None

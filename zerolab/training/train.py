@@ -3,8 +3,8 @@
 ``run(config, workdir)`` runs ``config.iterations`` iterations.  Each one plays a self-play batch, updates the
 frame window, trains ``train.epochs_per_iteration`` epochs over it, saves a checkpoint and appends one line to
 ``metrics.jsonl``.  What the loop plays and learns is chosen from the config: the network (``model.name``), the search
-rules (``search.rules``) and the method (``method``: loss, value targets, initial states, per-ply move rule or its
-own self-play; :mod:`zerolab.training.method`).  Evaluation runs after training, from the checkpoints
+rules (``search.rules``) and the method (``method``: loss, per-ply move rule, lane rule, game rule;
+:mod:`zerolab.training.method`).  Evaluation runs after training, from the checkpoints
 (:mod:`zerolab.evaluation`).  Rerunning on the same ``workdir`` resumes from the newest complete checkpoint: train state,
 replay window, random state and counters are restored, and ``metrics.jsonl`` is reconciled so that each completed
 iteration appears exactly once, even after ``kill -9`` during self-play, training or a save.  A rerun whose config
@@ -368,10 +368,9 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             config_record.write()
 
     selfplay_fn = make_run_selfplay_fn(components, mesh)
-    # Self-play records replay from the start position; a method's own initial states, game rule or self-play have
-    # no PGN.
-    method = components.method
-    standard_games = method.initial_states_fn is None and method.game_rule is None
+    # Self-play records replay from the start position; games of a method's own lane rule (other starts) or game rule
+    # have no PGN.
+    standard_games = components.method.games_from_start_position(components)
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
     train_step = standard_train_step(components.network, optimizer, mesh, components.train.l2_weight,
                                      components.method.loss_fn)

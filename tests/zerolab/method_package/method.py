@@ -11,6 +11,7 @@ from zerolab import (
     PlyDecision,
     init_variables,
     run_search,
+    standard_lane_rule,
 )
 from zerolab.selfplay import initial_states_from_fens, search_move_rule
 from zerolab.training import alphazero_loss
@@ -58,17 +59,19 @@ def alternating_move_rule(components, partner_seed: int = 7) -> MoveRule:
             summary=ours.summary,
         )
 
-    return MoveRule(
-        act=act,
-        init_carry=lambda key, num_games: jnp.zeros(num_games, jnp.int32),
-        frozen_variables=lowest_action_partner(components.network, components.game, partner_seed),
-    )
+    return MoveRule(act=act, frozen_variables=lowest_action_partner(components.network, components.game, partner_seed))
+
+
+def fen_lane_rule(game):
+    """Fresh games from ``START_FENS``, each with no partner move yet (the move rule's carry)."""
+    return standard_lane_rule(game, initial_states_from_fens(game, START_FENS),
+                              init_carry=lambda key, num_games: jnp.zeros(num_games, jnp.int32))
 
 
 def make_method(config, game, partner_seed: int = 7) -> Method:
     del config
     return Method(
         loss_fn=ply_loss,
-        initial_states_fn=initial_states_from_fens(game, START_FENS),
         move_rule=lambda components: alternating_move_rule(components, partner_seed),
+        lane_rule=lambda components: fen_lane_rule(components.game),
     )
