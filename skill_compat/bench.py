@@ -20,7 +20,6 @@ import time
 
 import chess
 import jax
-import numpy as np
 
 from skill_compat.attuned import stt_lane_rule, stt_move_rule
 from skill_compat.frameworks import draw_bitstrings, game_pairing
