@@ -33,6 +33,7 @@ from zerolab.training import (
     check_run_directory,
     config_changes_allowed,
     file_system_error,
+    growing_leaves,
 )
 
 
@@ -108,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.name, args.preset, args.overrides)
         check_experiment_config(args.name, config)
         check_run_directory(workdir, "--workdir")
-        record = check_run_config(workdir, config, args.allow_config_change)
+        runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
+        growing = tuple(getattr(runner, "GROWING_LEAVES", ()))  # the runner's own counts a rerun may raise
+        with growing_leaves(growing):
+            record = check_run_config(workdir, config, args.allow_config_change)
     except (ValueError, FileNotFoundError) as error:  # a ConfigError, a RunDirectoryError, a missing input run too
         print(f"error: {error}", file=sys.stderr)
         return 2
-    runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
     try:
-        with config_changes_allowed(args.allow_config_change):
+        with config_changes_allowed(args.allow_config_change), growing_leaves(growing):
             if is_first_process():
                 workdir.mkdir(parents=True, exist_ok=True)
                 record.write()

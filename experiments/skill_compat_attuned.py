@@ -23,7 +23,7 @@ import time
 import ml_collections
 import numpy as np
 
-from experiments.common.skill_compat import run_framework_experiment
+from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, run_framework_experiment
 from skill_compat.attuned import training_config
 from skill_compat.experiment import (
     build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
@@ -74,6 +74,8 @@ def jitted_moves_per_second(train_dir: pathlib.Path) -> float:
     later = [row["selfplay_moves_per_s"] for row in rows if row["iteration"] > 1]
     return float(np.mean(later)) if later else math.nan
 
+
+GROWING_LEAVES = FRAMEWORK_GROWING_LEAVES  # raised on a rerun without --allow-config-change
 
 def check_config(config) -> None:
     """Every key, before the run directory is made: the framework keys of the evaluation (the attuned run is the one

@@ -1,9 +1,11 @@
 """skill-compat-hb: the focal brains against Stockfish's team in hand and brain (see
 :mod:`experiments.common.skill_compat`); rerunning on the same directory plays only the missing games."""
 
-from experiments.common.skill_compat import run_framework_experiment
+from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, run_framework_experiment
 from skill_compat.experiment import check_config as check_framework_config
 
+
+GROWING_LEAVES = FRAMEWORK_GROWING_LEAVES  # raised on a rerun without --allow-config-change
 
 def check_config(config) -> None:
     """Every key, before the run directory is made (:func:`skill_compat.experiment.check_config`)."""

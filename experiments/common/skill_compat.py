@@ -14,7 +14,12 @@ from skill_compat.experiment import (
     analyse, build_cast, check_config, check_seniors, markdown_summary, play_matchup, score_row, teams,
 )
 from skill_compat.frameworks import bitstrings_for_run
-from zerolab.training import record_run_config
+from zerolab.training import growing_leaves, record_run_config
+
+#: A rerun may raise the framework's bitstrings without --allow-config-change: games are played per bitstring, the
+#: first ones the same at any count, so more extends the run (``python -m experiments run`` reads a runner's
+#: ``GROWING_LEAVES``; the skill-compat runners name this one).
+FRAMEWORK_GROWING_LEAVES = ("num_bitstrings",)
 
 
 def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
@@ -31,7 +36,8 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
     pairings = int(config.framework.num_bitstrings)
     bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_game_plies) \
         if framework == "stt" else None
-    record_run_config(workdir, config)
+    with growing_leaves(FRAMEWORK_GROWING_LEAVES):
+        record_run_config(workdir, config)
     cast = build_cast(config)
     started = time.perf_counter()
     summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}

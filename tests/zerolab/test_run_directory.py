@@ -72,6 +72,34 @@ def test_which_changes_a_rerun_may_make_without_the_flag(key, recorded, requeste
     assert is_safe_change(ConfigChange(key, recorded, requested)) is safe
 
 
+def test_a_launcher_names_its_own_growing_counts_and_only_inside_its_block_do_they_grow_freely(capsys):
+    from zerolab.training import growing_leaves
+
+    change = ConfigChange("framework.num_bitstrings", 16, 32)
+    assert not is_safe_change(change)  # the core knows no skill-compat key
+    with growing_leaves(("num_bitstrings",)):
+        assert is_safe_change(change) and is_safe_change(ConfigChange("iterations", 2, 3))
+        assert not is_safe_change(ConfigChange("framework.num_bitstrings", 32, 16))
+    assert not is_safe_change(change)
+
+
+@pytest.mark.engine
+def test_python_m_experiments_reads_a_runners_growing_counts(tmp_path, capsys, stockfish_path):
+    from experiments.__main__ import main
+    from zerolab import config as config_lib
+
+    workdir = tmp_path / "run"
+    (workdir / "matchups").mkdir(parents=True)  # it holds work: a change of settings is checked
+    overrides = [f"senior.engine={stockfish_path}"]
+    (workdir / "config.json").write_text(config_lib.to_json(config_lib.load_config(
+        "skill-compat-stt", "tiny", overrides + ["framework.num_bitstrings=2"])))
+    assert main(["run", "skill-compat-stt", "--workdir", str(workdir), *overrides,
+                 "framework.num_bitstrings=1"]) == 2  # fewer bitstrings: a change of the run, refused
+    error = capsys.readouterr().err
+    assert "framework.num_bitstrings 2 → 1" in error
+    assert "no flag is needed to raise iterations or num_bitstrings" in error  # the runner's GROWING_LEAVES
+
+
 def test_changes_are_listed_key_by_key_with_both_values():
     changes = config_changes(RECORDED, config(iterations=1, selfplay__num_games=64).to_dict())
     assert [str(change) for change in changes] == ["iterations 2 → 1", "selfplay.num_games 16 → 64"]

@@ -23,7 +23,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.replay_checkpoints": ("read_window",),
     "zerolab.training.run_directory": ("ConfigConflictError", "RunDirectoryError", "check_run_config",
                                        "check_run_directory", "config_changes_allowed", "file_system_error",
-                                       "record_run_config"),
+                                       "growing_leaves", "record_run_config"),
 })
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
     "RunDirectoryError", "abstract_states", "alphazero_loss", "check_accelerator", "check_run_config",
     "check_run_directory", "check_training_config",
     "compile_cost", "config_changes_allowed", "default_config", "file_system_error", "format_plan", "format_programs",
-    "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
+    "growing_leaves", "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
     "search_program", "train",
 ]
 
@@ -50,5 +50,5 @@ if TYPE_CHECKING:
     from zerolab.training.replay_checkpoints import read_window
     from zerolab.training.run_directory import (
         ConfigConflictError, RunDirectoryError, check_run_config, check_run_directory, config_changes_allowed,
-        file_system_error, record_run_config,
+        file_system_error, growing_leaves, record_run_config,
     )

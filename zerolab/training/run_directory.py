@@ -53,9 +53,9 @@ SHAPE_DEFINING_PREFIXES = ("game.", "model.")
 #: Leaf keys a rerun may change freely: how the run is shown, where compiled programs are cached, how a device
 #: splits its self-play games (its memory budget).
 FREELY_CHANGED_LEAVES = ("progress", "compilation_cache", "device_memory_gib")
-#: Leaf keys a rerun may increase (a longer run), not decrease: training iterations, and the skill-compat frameworks'
-#: bitstrings (their games are played per bitstring, the first ones the same at any count, so more extends the run).
-GROWING_LEAVES = ("iterations", "num_bitstrings")
+#: Leaf keys a rerun may increase (a longer run), not decrease: training iterations.  A launcher adds its own with
+#: :func:`growing_leaves` (``python -m experiments run`` reads a runner module's ``GROWING_LEAVES``).
+GROWING_LEAVES = ("iterations",)
 #: What the flag that allows other changes is called on the command lines.
 ALLOW_FLAG = "--allow-config-change"
 #: Directories of a run directory: a file under one of these names stops the run before it starts.
@@ -68,6 +68,8 @@ WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCE
 MINIMUM_FREE_BYTES = 1 << 20
 
 _CHANGES_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("config_changes_allowed", default=False)
+_GROWING_LEAVES: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("growing_leaves",
+                                                                                 default=GROWING_LEAVES)
 
 
 class RunDirectoryError(ValueError):
@@ -117,10 +119,11 @@ def _show(value: Any) -> str:
 
 def is_safe_change(change: ConfigChange) -> bool:
     """Whether a rerun may make ``change`` without being allowed to: a key only one config has, a freely changed
-    leaf (:data:`FREELY_CHANGED_LEAVES`), or a growing one (:data:`GROWING_LEAVES`) that grows."""
+    leaf (:data:`FREELY_CHANGED_LEAVES`), or a growing one (:data:`GROWING_LEAVES` and those :func:`growing_leaves`
+    adds) that grows."""
     if change.one_sided or change.leaf in FREELY_CHANGED_LEAVES:
         return True
-    if change.leaf in GROWING_LEAVES:
+    if change.leaf in _GROWING_LEAVES.get():
         numbers = all(isinstance(value, int) and not isinstance(value, bool)
                       for value in (change.recorded, change.requested))
         return numbers and change.requested >= change.recorded
@@ -145,9 +148,21 @@ def conflict_message(workdir: pathlib.Path, changes: list[ConfigChange], allowed
     if unsafe and not allowed:
         return (f"{workdir} holds a run made with other settings ({'; '.join(map(str, unsafe))}; recorded in "
                 f"{workdir / CONFIG_FILE}): rerun with the recorded values to resume it, use another --workdir, or "
-                f"pass {ALLOW_FLAG} to change them (no flag is needed to raise {' or '.join(GROWING_LEAVES)} or to "
+                f"pass {ALLOW_FLAG} to change them (no flag is needed to raise {' or '.join(_GROWING_LEAVES.get())} or to "
                 f"change {', '.join(FREELY_CHANGED_LEAVES)})")
     return None
+
+
+@contextlib.contextmanager
+def growing_leaves(extra: tuple[str, ...] | list[str]) -> Iterator[None]:
+    """Within the block, the leaf keys in ``extra`` may also grow on a rerun without being allowed (as
+    ``iterations`` may): a launcher's own counts whose first values a larger count keeps, e.g. skill-compat's
+    ``num_bitstrings``."""
+    token = _GROWING_LEAVES.set(GROWING_LEAVES + tuple(leaf for leaf in extra if leaf not in GROWING_LEAVES))
+    try:
+        yield
+    finally:
+        _GROWING_LEAVES.reset(token)
 
 
 @contextlib.contextmanager
