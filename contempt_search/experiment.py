@@ -28,13 +28,19 @@ def base_network(config, base_run_config=None) -> pathlib.Path:
         raise ValueError("this experiment needs network=RUN: the paper preset plays maia-1900 converted to a zerolab "
                          "run (python -m zerolab lc0 convert --workdir RUN)")
     network = pathlib.Path(config.network)
-    if (network / "checkpoints").is_dir() and Checkpointer(network / "checkpoints").steps():
+    if holds_checkpoint(network):
         return network
     if base_run_config is None:
         raise FileNotFoundError(f"network={network}: no checkpoint there, and no base_config to train one")
     logger.info("training the base network into %s (%s %s)", network, config.base_config, list(config.base_overrides))
     train.run(base_run_config, network)
     return network
+
+
+def holds_checkpoint(run: str | pathlib.Path) -> bool:
+    """Whether the run directory ``run`` holds a checkpoint (the network :func:`base_network` plays as it is)."""
+    directory = pathlib.Path(run) / "checkpoints"
+    return directory.is_dir() and bool(Checkpointer(directory).steps())
 
 
 def network_game(network: pathlib.Path):

@@ -226,8 +226,8 @@ def combine_blocks(records: list[PairingRecord]) -> dict:
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
     check_config(config)
+    workdir.mkdir(parents=True, exist_ok=True)
     chosen = choose_settings(config)
     network = base_network(config, base_run_config(config))
     _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,

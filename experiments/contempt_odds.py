@@ -30,7 +30,7 @@ from contempt_search.odds import odds_fen, odds_fens
 from contempt_search.statistics import wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
 from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
-from zerolab.evaluation import Pairing, PairingRecord, new_figure, play_pairings, save_figure
+from zerolab.evaluation import Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure
 from zerolab.play import (
     AgentPool, EngineAgent, Match, MatchResult, check_agent_spec, load_search_agent, play_games, split_spec,
 )
@@ -142,10 +142,7 @@ def check_config(config) -> None:
     contempt launchers read, the games a cell (even: half giving odds as White), the arms, N_scl, the game and odds
     piece, and the opponent (a ``self:...`` spec, or an engine that is installed)."""
     check_contempt_config(config)
-    games = int(config.games_per_cell)
-    if games < 2 or games % 2:
-        raise ValueError(f"games_per_cell={games} must be an even number of at least 2 (half giving odds as White, "
-                         f"half as Black)")
+    check_game_count("games_per_cell", config.games_per_cell, "half giving odds as White, half as Black")
     arms = arm_names(config)
     if any(arm.startswith("contempt") for arm in arms):
         check_at_least("sc_limit", int(config.sc_limit), 1)
@@ -197,8 +194,8 @@ def plan(config) -> str:
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
     check_config(config)
+    workdir.mkdir(parents=True, exist_ok=True)
     games = int(config.games_per_cell)
     arms = arm_names(config)
     network = base_network(config, base_run_config(config))

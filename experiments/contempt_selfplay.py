@@ -170,8 +170,8 @@ def plan(config) -> str:
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
     check_config(config)
+    workdir.mkdir(parents=True, exist_ok=True)
     network = base_network(config, base_run_config(config))
     agent = load_search_agent(network, {"name": "base"})
     rows_path = workdir / "settings.jsonl"

@@ -36,7 +36,9 @@ import numpy as np
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
 from contempt_search.statistics import decisive_ratio
 from zerolab import make_game
-from zerolab.evaluation import EloPanel, EvaluationConfig, Pairing, RunComparison, interleaved_steps, play_pairings
+from zerolab.evaluation import (
+    EloPanel, EvaluationConfig, Pairing, RunComparison, check_game_count, interleaved_steps, play_pairings,
+)
 from zerolab.frontends import prepare_experiment, training_config
 from zerolab.training import MetricsLog, load_trained_variables
 
@@ -50,9 +52,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     """The rating section and the final match, before the run directory is made; the arms' training runs are the
     core's to check."""
     EvaluationConfig.from_config(config.evaluation)
-    games = int(config.final_games)
-    if games < 2 or games % 2:
-        raise ValueError(f"final_games must be an even number of at least 2 (half with each colour), got {games}")
+    check_game_count("final_games", config.final_games)
 
 
 def arm_config(config: ml_collections.ConfigDict, arm: str) -> ml_collections.ConfigDict:

@@ -3,9 +3,7 @@ the keys they all read (:func:`check_contempt_config`)."""
 
 from __future__ import annotations
 
-import pathlib
-
-from contempt_search.experiment import temperature_settings
+from contempt_search.experiment import holds_checkpoint, temperature_settings
 from zerolab import check_at_least, check_choice, load_config
 from zerolab.search import SEARCH_KINDS, SELECTIONS
 from zerolab.training import check_training_config
@@ -39,10 +37,7 @@ def check_contempt_config(config) -> None:
         check_at_least("sc_limit", int(config.sc_limit), 0)
     for temperature in config.get("puct_temperatures", ()):
         temperature_settings(config, str(temperature))
-    network = pathlib.Path(config.network) if config.network else None
-    has_checkpoint = network is not None and (network / "checkpoints").is_dir() and any(
-        (network / "checkpoints").iterdir())
-    if not has_checkpoint:
+    if not (config.network and holds_checkpoint(config.network)):
         base = base_run_config(config)
         if base is None:
             raise ValueError(f"network={config.network!r}: no checkpoint there and no base_config to train one (the "

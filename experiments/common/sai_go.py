@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from sai_go.plan import SaiModel, abstract_model
 from sai_go.search import check_lambda
 from zerolab import check_at_least, from_json, load_config
+from zerolab.evaluation import check_game_count
 
 GNUGO_LEVELS = range(0, 11)
 
@@ -50,11 +51,10 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
 
 def check_play_keys(section, prefix: str = "") -> None:
     """The play keys a section may hold, each checked where present: ``games`` (even, half with each colour),
-    ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of None is left to the caller), ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1),
-    ``temperature_plies`` (≥ 0).  Keys are named as ``prefix`` + key."""
-    if "games" in section and (int(section.games) < 2 or int(section.games) % 2):
-        raise ValueError(f"{prefix}games must be an even number of at least 2 (half with each colour), got "
-                         f"{section.games!r}")
+    ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of None is left to the caller),
+    ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0).  Keys are named as ``prefix`` + key."""
+    if "games" in section:
+        check_game_count(f"{prefix}games", section.games)
     for level in section.get("gnugo_levels", ()):
         if level not in GNUGO_LEVELS:
             raise ValueError(f"{prefix}gnugo_levels: GNU Go levels are 0 to 10, got {level!r}")

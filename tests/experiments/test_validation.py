@@ -70,7 +70,8 @@ METHOD_BAD_VALUES = [
     ("contempt-odds", "opponent=bogus:skill=1", "opponent='bogus:skill=1': neither a run directory nor an engine"),
     ("contempt-odds", "selection=lc1", "selection must be one of 'mctx', 'lc0', got 'lc1' (did you mean 'lc0'?)"),
     ("contempt-odds", "num_simulations=[8,0]", "num_simulations must be at least 1, got 0"),
-    ("contempt-odds", "games_per_cell=3", "games_per_cell=3 must be an even number of at least 2"),
+    ("contempt-odds", "games_per_cell=3", "games_per_cell must be an even number of at least 2, got 3 (half giving "
+                                          "odds as White, half as Black)"),
     ("contempt-selfplay", "sc_limits=[0]", "sc_limits must be at least 1, got 0"),
     ("contempt-selfplay", 'puct_temperatures=["hot"]', "temperature 'hot': expected 'tau1', 'tau2' or a number"),
     ("contempt-match", "games=3", "games=3 must split into blocks=1 blocks of an even number of games"),

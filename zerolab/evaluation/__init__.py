@@ -14,7 +14,7 @@ from zerolab.lazy import lazy_names
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.evaluation.book": ("EloBook",),
     "zerolab.evaluation.checkpoints": ("checkpoint_agent", "checkpoint_steps", "rated_steps", "run_statistics"),
-    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "rate_contestants"),
+    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "check_game_count", "rate_contestants"),
     "zerolab.evaluation.pairings": ("Pairing", "PairingRecord", "play_pairings"),
     "zerolab.evaluation.plots": ("new_figure", "save_figure"),
     "zerolab.evaluation.recipes": ("EloPanel", "RatedTraining", "RunComparison", "TrainedRun", "interleaved_steps",
@@ -23,14 +23,14 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = [
     "Contestant", "EloBook", "EloPanel", "EvaluationConfig", "Pairing", "PairingRecord", "RatedTraining",
-    "RunComparison", "TrainedRun", "checkpoint_agent", "checkpoint_steps", "interleaved_steps", "new_figure",
+    "RunComparison", "TrainedRun", "check_game_count", "checkpoint_agent", "checkpoint_steps", "interleaved_steps", "new_figure",
     "play_pairings", "rate_contestants", "rated_steps", "run_statistics", "save_figure", "train_then_rate",
 ]
 
 if TYPE_CHECKING:
     from zerolab.evaluation.book import EloBook
     from zerolab.evaluation.checkpoints import checkpoint_agent, checkpoint_steps, rated_steps, run_statistics
-    from zerolab.evaluation.rating import Contestant, EvaluationConfig, rate_contestants
+    from zerolab.evaluation.rating import Contestant, EvaluationConfig, check_game_count, rate_contestants
     from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings
     from zerolab.evaluation.plots import new_figure, save_figure
     from zerolab.evaluation.recipes import (

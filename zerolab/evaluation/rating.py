@@ -43,6 +43,12 @@ RATING_MODES = ("algorithm2", "round_robin")
 PlayMatchFn = Callable[[str, str], MatchResult]
 
 
+def check_game_count(key: str, games: Any, reason: str = "half the games with each colour") -> None:
+    """Raises a ValueError naming ``key`` unless ``games`` is an even number of at least 2 (``reason``: why even)."""
+    if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
+        raise ValueError(f"{key} must be an even number of at least 2, got {games!r} ({reason})")
+
+
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig:
     """How checkpoints are rated (the ``evaluation`` section of an experiment config).
@@ -66,8 +72,7 @@ class EvaluationConfig:
     engine_games: int = 0
 
     def __post_init__(self):
-        if self.games < 2 or self.games % 2:
-            raise ValueError(f"evaluation.games must be an even number of at least 2, got {self.games}")
+        check_game_count("evaluation.games", self.games)
         for name in ("max_game_plies", "num_simulations", "num_opponents"):
             if getattr(self, name) < 1:
                 raise ValueError(f"evaluation.{name} must be at least 1, got {getattr(self, name)}")
