@@ -103,6 +103,31 @@ def selfplay_batch():
     return game, config, jax.device_get(packed), jax.device_get(records)
 
 
+def test_a_call_logs_its_progress_from_inside_the_scan_and_plays_the_same_games(selfplay_batch, caplog):
+    import dataclasses
+    import logging
+
+    game, config, packed, records = selfplay_batch
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    mesh = make_mesh()
+    logged = dataclasses.replace(config, progress_plies=4)
+    assert config.progress_interval == 0 and logged.progress_interval == 4
+    assert SelfPlayConfig(plies_per_iteration=512).progress_interval == 64  # the default for long calls
+    selfplay = make_selfplay_fn(game, network, SearchConfig(num_simulations=8, max_num_considered_actions=4),
+                                logged, mesh)
+    with caplog.at_level(logging.INFO, logger="zerolab.selfplay.scan"):
+        again, again_records = jax.device_get(selfplay(replicate(variables, mesh), jax.random.key(1)))
+        jax.effects_barrier()
+    lines = [record.getMessage() for record in caplog.records if record.name == "zerolab.selfplay.scan"]
+    assert [line.split(",")[0] for line in lines] == [f"self-play: {ply} of 12 plies" for ply in (4, 8, 12)]
+    assert "s after ply 4" in lines[1] and "s after ply 8" in lines[2]
+    for before, after in zip(jax.tree.leaves((packed, records)), jax.tree.leaves((again, again_records))):
+        np.testing.assert_array_equal(before, after)  # the progress lines change nothing the call computes
+    with pytest.raises(ValueError, match="selfplay.progress_plies must be at least 0"):
+        SelfPlayConfig(progress_plies=-1)
+
+
 def test_selfplay_frames_are_consistent(selfplay_batch):
     game, config, packed, records = selfplay_batch
     # Stored in the scan with the game's codec: Gardner's 112 history planes as bits, 3 planes one value a frame, the

@@ -9,7 +9,8 @@ replay window stores it (:class:`zerolab.selfplay.frames.PackedFrames`: observat
 the game declares them so, legal masks as bits, sparse policy targets), so that a device holds the stored bytes of its
 frames, not dense planes and policies; **value targets**
 come from the final outcomes by a reverse scan, and frames whose game did not finish inside the scan are masked out of
-the value loss.
+the value loss.  A long call logs its progress from inside the scan (``self-play: P of T plies``, a host callback
+every ``SelfPlayConfig.progress_interval`` plies: by default every eighth of a call of 256 plies or more).
 
 The parts are typed hooks (:mod:`zerolab.selfplay.types`), each with today's AlphaZero behaviour as its default
 (:mod:`zerolab.selfplay.hooks`).  :func:`make_play_fn` builds one device's self-play from them; the program over all
@@ -27,6 +28,8 @@ streams the core and SAI drew before the keys were handed out.)
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import flax.linen as nn
@@ -44,6 +47,11 @@ from zerolab.selfplay.types import (
     LANE_INIT_KEYS, LANE_STEP_KEYS, GameRule, LaneRule, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry,
     PlyRecord, SelfPlayConfig, ValueTargetsFn,
 )
+
+logger = logging.getLogger(__name__)
+
+#: Reports of one ply this close together are the devices of one call, logged once.
+DUPLICATE_SECONDS = 5.0
 
 
 def make_play_fn(
@@ -69,6 +77,7 @@ def make_play_fn(
     summary_fn = game_rule.summarize or ply_summary
 
     codec, policy_width = frame_codec(game), frame_policy_width(game)
+    progress = ProgressLog()
 
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
              ) -> tuple[PackedFrames, PlyRecord]:
@@ -77,7 +86,9 @@ def make_play_fn(
         carry = PlyCarry(lanes=lane_rule.init(player_variables, call_streams[1:], num_games, settings),
                          key=call_streams[0])
 
-        def one_ply(carry: PlyCarry, _):
+        def one_ply(carry: PlyCarry, ply_index: jax.Array | None):
+            if ply_index is not None:
+                log_progress(ply_index + 1, config.progress_interval, config.plies_per_iteration, progress)
             lanes = carry.lanes
             ply_streams = jax.random.split(carry.key, 3 + LANE_STEP_KEYS)
             key, act_key, sample_key, lane_keys = ply_streams[0], ply_streams[1], ply_streams[2], ply_streams[3:]
@@ -109,12 +120,34 @@ def make_play_fn(
             )
             return PlyCarry(lanes=next_lanes, key=key), (frame, record, statistics)
 
-        last, (frames, records, statistics) = jax.lax.scan(one_ply, carry, None, length=config.plies_per_iteration)
+        plies = jnp.arange(config.plies_per_iteration) if config.progress_interval else None
+        last, (frames, records, statistics) = jax.lax.scan(one_ply, carry, plies, length=config.plies_per_iteration)
         value, known = value_targets_fn(frames, records)
         frames = frames.replace(value_target=value, value_mask=known)
         return frames, records.replace(summary=summary_fn(records, statistics, last.lanes))
 
     return play
+
+
+class ProgressLog:
+    """The host side of a self-play call's progress lines: logs ``self-play: P of T plies`` and the seconds since the
+    previous line of the call, once however many devices report the same ply (each device of a mesh calls it)."""
+
+    def __init__(self) -> None:
+        self.last_ply, self.last_time = 0, time.monotonic()
+
+    def __call__(self, ply: Any, total: int) -> None:
+        ply, now = int(ply), time.monotonic()
+        if ply == self.last_ply and now - self.last_time < DUPLICATE_SECONDS:
+            return  # another device's report of the same ply
+        since = f", {now - self.last_time:.1f} s after ply {self.last_ply}" if 0 < self.last_ply < ply else ""
+        self.last_ply, self.last_time = ply, now
+        logger.info("self-play: %d of %d plies%s", ply, total, since)
+
+
+def log_progress(ply: jax.Array, interval: int, total: int, progress: ProgressLog) -> None:
+    """Inside the scan: calls ``progress(ply, total)`` on the host after every ``interval``-th ply."""
+    jax.lax.cond(ply % interval == 0, lambda: jax.debug.callback(progress, ply, total), lambda: None)
 
 
 def play(

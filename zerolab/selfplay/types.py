@@ -38,6 +38,8 @@ from zerolab.config import check_at_least, check_choice, section_dataclass
 from zerolab.selfplay.frames import PackedFrames
 
 TEMPERATURE_SCHEDULES = ("plies", "moves")
+#: Calls of this many plies or more log their progress by default (:attr:`SelfPlayConfig.progress_plies`).
+PROGRESS_CALL_PLIES = 256
 #: Keys the core hands a lane rule's ``init`` (streams 1–3 of the call's key) and its ``step`` (streams 3–4 of the
 #: ply's key): see :mod:`zerolab.selfplay.scan`.
 LANE_INIT_KEYS = 3
@@ -62,6 +64,10 @@ class SelfPlayConfig:
       device_memory_gib: the memory one device's self-play program may take (GiB); a device whose games do not fit
         plays them in chunks (:mod:`zerolab.selfplay.chunks`).  None: the memory the backend lets JAX allocate on
         the device (GPUs, TPUs), and no chunks on a backend that reports none (the CPU).
+      progress_plies: a call logs ``self-play: P of T plies`` every this many plies, from inside the scan (a host
+        callback; programs with one are not kept in JAX's persistent compilation cache).  None: every eighth of a
+        call of :data:`PROGRESS_CALL_PLIES` plies or more (the paper presets' long calls, minutes on a GPU), none in
+        shorter ones; 0: never.
     """
 
     num_games: int = 64
@@ -75,6 +81,7 @@ class SelfPlayConfig:
     temperature_end: float = 0.0
     temperature_cutoff_moves: int = 0
     device_memory_gib: float | None = None
+    progress_plies: int | None = None
 
     def __post_init__(self):
         for name in ("num_games", "plies_per_iteration", "max_game_plies"):
@@ -86,8 +93,17 @@ class SelfPlayConfig:
                 raise ValueError(f"selfplay.{name} must be >= 0, got {getattr(self, name)}")
         if self.temperature < 0 or self.temperature_end < 0:
             raise ValueError("selfplay temperatures must be >= 0")
+        if self.progress_plies is not None:
+            check_at_least("selfplay.progress_plies", self.progress_plies, 0)
         if self.device_memory_gib is not None and not self.device_memory_gib > 0:
             raise ValueError(f"selfplay.device_memory_gib must be > 0 or None, got {self.device_memory_gib}")
+
+    @property
+    def progress_interval(self) -> int:
+        """Plies between two progress lines of a call (0: none); see ``progress_plies``."""
+        if self.progress_plies is None:
+            return self.plies_per_iteration // 8 if self.plies_per_iteration >= PROGRESS_CALL_PLIES else 0
+        return self.progress_plies
 
     @classmethod
     def from_config(cls, config: Any) -> SelfPlayConfig:

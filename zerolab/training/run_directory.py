@@ -50,9 +50,9 @@ CONFIG_FILE = "config.json"
 PREVIOUS_CONFIG = re.compile(r"^config\.previous-(\d+)\.json$")
 #: Config keys that fix the shapes of what a checkpoint holds: a run directory's run keeps them whatever is allowed.
 SHAPE_DEFINING_PREFIXES = ("game.", "model.")
-#: Leaf keys a rerun may change freely: how the run is shown, where compiled programs are cached, how a device
-#: splits its self-play games (its memory budget).
-FREELY_CHANGED_LEAVES = ("progress", "compilation_cache", "device_memory_gib")
+#: Leaf keys a rerun may change freely: how the run is shown (its progress bars and self-play's progress lines),
+#: where compiled programs are cached, how a device splits its self-play games (its memory budget).
+FREELY_CHANGED_LEAVES = ("progress", "compilation_cache", "device_memory_gib", "progress_plies")
 #: Leaf keys a rerun may increase (a longer run), not decrease: training iterations.  A launcher adds its own with
 #: :func:`growing_leaves` (``python -m experiments run`` reads a runner module's ``GROWING_LEAVES``).
 GROWING_LEAVES = ("iterations",)

@@ -115,6 +115,8 @@ def default_config() -> ml_collections.ConfigDict:
                 # GiB one device's self-play may take; a device whose games do not fit plays them in chunks.
                 # None: the device's own memory where the backend reports it (GPU, TPU), no chunks on the CPU.
                 "device_memory_gib": None,
+                # a call logs its progress every this many plies; None: every eighth of a call of 256 plies or more
+                "progress_plies": None,
             },
             "method": "",  # "package.module:factory" of a zerolab.training.method.Method; empty: AlphaZero
             "method_options": {},  # keyword arguments of that factory
