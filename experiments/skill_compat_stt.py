@@ -9,7 +9,8 @@ __all__ = ["GROWING_LEAVES", "check_config", "plan", "run"]  # the runner's hook
 
 
 def plan(config) -> str:
-    """``python -m experiments plan skill-compat-stt``: the framework games' JAX programs and their calls (upper bounds)."""
+    """``python -m experiments plan skill-compat-stt``: the framework games' JAX programs and their calls (upper
+    bounds)."""
     from skill_compat.plan import framework_plan
 
     return framework_plan(config, "skill-compat-stt")

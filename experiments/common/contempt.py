@@ -41,6 +41,6 @@ def check_contempt_config(config) -> None:
         base = base_run_config(config)
         if base is None:
             raise ValueError(f"network={config.network!r}: no checkpoint there and no base_config to train one (the "
-                             f"paper presets play maia-1900 converted to a run: python -m zerolab lc0 convert --workdir "
-                             f"RUN)")
+                             f"paper presets play maia-1900 converted to a run: python -m zerolab lc0 convert "
+                             f"--workdir RUN)")
         check_training_config(base)

@@ -32,7 +32,8 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
     (negative: the newest); else a FileNotFoundError or ValueError naming ``key`` and what to do."""
     path = pathlib.Path(run)
     directory = path / "checkpoints"
-    found = sorted(int(entry.name) for entry in directory.iterdir() if entry.name.isdigit()) if directory.is_dir() else []
+    entries = directory.iterdir() if directory.is_dir() else ()
+    found = sorted(int(entry.name) for entry in entries if entry.name.isdigit())
     if not found:
         raise FileNotFoundError(f"{key}={str(run)!r}: no checkpoint there; train one first (python -m experiments run "
                                 f"sai-go --workdir {run})")
@@ -52,7 +53,8 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
 def check_play_keys(section, prefix: str = "") -> None:
     """The play keys a section may hold, each checked where present: ``games`` (even, half with each colour),
     ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of None is left to the caller),
-    ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0).  Keys are named as ``prefix`` + key."""
+    ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0).  Keys are named as
+    ``prefix`` + key."""
     if "games" in section:
         check_game_count(f"{prefix}games", section.games)
     for level in section.get("gnugo_levels", ()):

@@ -6,7 +6,8 @@ timed steps after two warm-up steps.  One JSON line per case: samples/s, the mod
 achieved and, with ``--peak-tflops``, the model-FLOP utilisation against that peak.  The model's FLOPs are PaLM's
 count (6 × parameters per token, plus 12 × layers × width × sequence length per token for attention's scores and
 mixing): XLA's cost analysis on a GPU leaves out the matrix products it hands to cuBLAS (it reported 190 GFLOP for a
-4,400 GFLOP step on an H200), so its figure is printed beside, not used.  Run in the repository root (``source scripts/gpu/setup.sh`` on a device machine).
+4,400 GFLOP step on an H200), so its figure is printed beside, not used.  Run in the repository root
+(``source scripts/gpu/setup.sh`` on a device machine).
 
     python scripts/gpu/distill_mfu.py --model-size 9M --batch-size 1024 --dtype float32 bfloat16 --peak-tflops 790
 """

@@ -23,7 +23,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = [
     "Contestant", "EloBook", "EloPanel", "EvaluationConfig", "Pairing", "PairingRecord", "RatedTraining",
-    "RunComparison", "TrainedRun", "check_game_count", "checkpoint_agent", "checkpoint_steps", "interleaved_steps", "new_figure",
+    "RunComparison", "TrainedRun", "check_game_count", "checkpoint_agent", "checkpoint_steps", "interleaved_steps",
+    "new_figure",
     "play_pairings", "rate_contestants", "rated_steps", "run_statistics", "save_figure", "train_then_rate",
 ]
 

@@ -31,7 +31,8 @@ __all__ = [
     "RunDirectoryError", "abstract_states", "alphazero_loss", "check_accelerator", "check_run_config",
     "check_run_directory", "check_training_config",
     "compile_cost", "config_changes_allowed", "default_config", "file_system_error", "format_plan", "format_programs",
-    "growing_leaves", "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
+    "growing_leaves", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
+    "resolve_checkpoint",
     "search_program", "train",
 ]
 

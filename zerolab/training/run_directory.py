@@ -6,9 +6,10 @@ directory, :func:`zerolab.training.train.run` for each training run, :func:`zero
 and the experiments that write their own record), which compares the config it is given with the record, key by
 key (:func:`config_changes`):
 
-* the same config, or changes that are safe on resume (:func:`is_safe_change`: a larger ``iterations`` or
-  ``num_bitstrings`` extends the run; ``progress``, ``compilation_cache`` and ``selfplay.device_memory_gib`` change only what is shown, where the
-  compiled programs are kept, and how a device splits its games): the run goes on;
+* the same config, or changes that are safe on resume (:func:`is_safe_change`: a larger ``iterations``, or a count
+  the launcher names (:func:`growing_leaves`), extends the run; ``progress``, ``compilation_cache``,
+  ``selfplay.device_memory_gib`` and ``selfplay.progress_plies`` change only what is shown, where the compiled
+  programs are kept, and how a device splits its games): the run goes on;
 * any other difference is refused with :class:`ConfigConflictError` — one line with every differing key, recorded
   value → new value — unless the change is allowed explicitly (``--allow-config-change`` on the command lines,
   :func:`config_changes_allowed` or ``allow_change=True`` in Python); keys that fix the shapes of what the
@@ -148,7 +149,8 @@ def conflict_message(workdir: pathlib.Path, changes: list[ConfigChange], allowed
     if unsafe and not allowed:
         return (f"{workdir} holds a run made with other settings ({'; '.join(map(str, unsafe))}; recorded in "
                 f"{workdir / CONFIG_FILE}): rerun with the recorded values to resume it, use another --workdir, or "
-                f"pass {ALLOW_FLAG} to change them (no flag is needed to raise {' or '.join(_GROWING_LEAVES.get())} or to "
+                f"pass {ALLOW_FLAG} to change them (no flag is needed to raise "
+                f"{' or '.join(_GROWING_LEAVES.get())} or to "
                 f"change {', '.join(FREELY_CHANGED_LEAVES)})")
     return None
 
