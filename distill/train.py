@@ -344,7 +344,7 @@ class TrainedPredictor:
 def load_trained_predictor(path: str | pathlib.Path) -> TrainedPredictor:
     """The EMA parameters of a run directory's newest readable checkpoint, or of one checkpoint directory.
 
-    The directory convention is :func:`zerolab.training.checkpoint.resolve_checkpoint`'s, and the fallback past an unreadable
+    The directory convention is :func:`zerolab.training.checkpoint_paths.resolve_checkpoint`'s, and the fallback past an unreadable
     checkpoint is :meth:`zerolab.training.checkpoint.Checkpointer.restore_newest`'s; a named step must be readable.
     """
     directory, step = resolve_checkpoint(path)

@@ -105,20 +105,21 @@ def check_checkpoint(path: str | os.PathLike, step: int | None = None,
 
     Raises:
       FileNotFoundError: no run or checkpoint step directory at ``path`` (as
-        :func:`zerolab.training.checkpoint.resolve_checkpoint` reads it), no checkpoint in it, or no step ``step``.
+        :func:`zerolab.training.checkpoint_paths.resolve_checkpoint` reads it), no checkpoint in it, or no step
+        ``step``.
       ValueError: a run of another game than chess or Gardner chess, or a bad search override.
     """
+    from zerolab.training.checkpoint_paths import resolve_checkpoint, step_directories  # pathlib alone
+
     path = pathlib.Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"--checkpoint {path}: no such run or checkpoint directory")
-    if path.name.isdigit() and path.parent.name == "checkpoints":
-        run, directory, chosen = path.parent.parent, path.parent, int(path.name)
-    elif (path / "checkpoints").is_dir():
-        run, directory, chosen = path, path / "checkpoints", step
-    else:
-        raise FileNotFoundError(f"--checkpoint {path} is neither a run directory (with checkpoints/) nor a "
-                                "checkpoint step directory (RUN/checkpoints/STEP)")
-    steps = sorted(int(entry.name) for entry in directory.iterdir() if entry.name.isdigit() and entry.is_dir())
+    try:
+        directory, chosen = resolve_checkpoint(path, step)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"--checkpoint {error}") from None
+    run = directory.parent
+    steps = step_directories(directory)
     if not steps:
         raise FileNotFoundError(f"--checkpoint {path}: no checkpoint in {directory}")
     if chosen is not None and chosen not in steps:

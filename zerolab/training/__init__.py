@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.training.checkpoint": ("Checkpointer", "resolve_checkpoint"),
+    "zerolab.training.checkpoint": ("Checkpointer",),
+    "zerolab.training.checkpoint_paths": ("resolve_checkpoint",),
     "zerolab.training.method": ("Method", "alphazero_loss"),
     "zerolab.training.metrics": ("MetricsLog",),
     "zerolab.training.plan": ("PlannedProgram", "abstract_states", "check_accelerator", "compile_cost", "format_plan",
@@ -37,7 +38,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
+    from zerolab.training.checkpoint import Checkpointer
+    from zerolab.training.checkpoint_paths import resolve_checkpoint
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.metrics import MetricsLog
     from zerolab.training.plan import (

@@ -41,19 +41,6 @@ class Restored:
     path: pathlib.Path
 
 
-def resolve_checkpoint(path: str | pathlib.Path, step: int | None = None) -> tuple[pathlib.Path, int | None]:
-    """``(checkpoints directory, step)`` for a run directory (``step`` or the newest) or a checkpoint step directory.
-
-    Here, below ``zerolab.training.runs``, so that engines can resolve a checkpoint without importing the games (pgx).
-    """
-    path = pathlib.Path(path)
-    if path.name.isdigit() and path.parent.name == "checkpoints":
-        return path.parent, int(path.name)
-    if (path / "checkpoints").is_dir():
-        return path / "checkpoints", step
-    raise FileNotFoundError(f"{path} is neither a run directory (with checkpoints/) nor a checkpoint step directory")
-
-
 class UnreadableCheckpointError(RuntimeError):
     """A directory holds checkpoints but none of them can be read (each was reported in the log)."""
 

@@ -30,7 +30,8 @@ import optax
 
 from zerolab import config as config_lib
 from zerolab.config import check_at_least, check_choice, section_dataclass
-from zerolab.training.checkpoint import Checkpointer, resolve_checkpoint
+from zerolab.training.checkpoint import Checkpointer
+from zerolab.training.checkpoint_paths import resolve_checkpoint
 from zerolab.games import Game, make_game
 from zerolab.networks.network import init_variables, make_network
 from zerolab.training.replay import FrameWindow, ReplayConfig
