@@ -350,7 +350,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     window_size = int(config.replay.window_size)
     epochs = float(config.train.epochs_per_iteration)
     iterations = int(config.iterations)
-    updates = [max(1, math.ceil(epochs * min(window_size, frames_per_iteration * iteration) / batch_size))
+    updates = [components.train.updates(min(window_size, frames_per_iteration * iteration))
                for iteration in range(1, iterations + 1)]
     extras_bytes = sum(math.prod(leaf.shape[2:]) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(frames.extras))
     model = config.model

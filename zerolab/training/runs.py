@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import pathlib
 from collections.abc import Iterator
 from typing import Any
@@ -86,6 +87,12 @@ class TrainConfig:
             raise ValueError(f"train.learning_rate must be positive, got {self.learning_rate!r}")
         for name in ("epochs_per_iteration", "l2_weight", "momentum"):
             check_at_least(f"train.{name}", getattr(self, name), 0)
+
+    def updates(self, window_frames: int) -> int:
+        """The updates an iteration makes on a window of ``window_frames`` frames (all processes' together):
+        ``epochs_per_iteration`` passes of ``batch_size``, rounded up, at least one — the rule the loop trains by
+        (:func:`zerolab.training.train.train_on_window`) and the plan counts by."""
+        return max(1, math.ceil(self.epochs_per_iteration * window_frames / self.batch_size))
 
     @classmethod
     def from_config(cls, config: Any) -> TrainConfig:

@@ -183,7 +183,7 @@ def train_on_window(
     """
     batch_size = train.batch_size
     local_size = local_batch_size("train.batch_size", batch_size, mesh)
-    num_updates = max(1, math.ceil(train.epochs_per_iteration * sum_over_processes(len(window)) / batch_size))
+    num_updates = train.updates(sum_over_processes(len(window)))
     order = np.concatenate([rng.permutation(len(window)) for _ in range(math.ceil(num_updates * local_size / len(window)) + 1)])
     totals: dict[str, float] = {}
     pending: collections.deque = collections.deque()  # metrics of dispatched updates, read back in order
