@@ -313,9 +313,10 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     variables = {"params": state.params, "batch_stats": state.batch_stats}
     key = jax.random.key(0)
 
-    from zerolab.training.train import make_run_selfplay_fn, standard_train_step
+    from zerolab.training.train import run_programs
 
-    selfplay_fn = make_run_selfplay_fn(components, mesh)
+    programs = run_programs(components, mesh)  # what the run calls (zerolab.training.train.RunPrograms)
+    selfplay_fn = programs.selfplay
     selfplay_lowered = selfplay_fn.lower(variables, key)
     selfplay = compile_cost("self-play", selfplay_lowered)
     frames, records = selfplay_lowered.out_info
@@ -340,9 +341,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
                       for name, dtype in STORAGE_DTYPES.items()},
                    extras={name: jax.ShapeDtypeStruct((batch_size,) + tuple(leaf.shape[2:]), leaf.dtype)
                            for name, leaf in frames.extras.items()})  # the window's dense frames, as training reads them
-    train_step = standard_train_step(components.network, optimizer, mesh, components.train.l2_weight,
-                                     components.method.loss_fn)
-    training = compile_cost("training step", train_step.lower(state, batch))
+    training = compile_cost("training step", programs.train_step.lower(state, batch))
 
     plies = int(config.selfplay.plies_per_iteration)
     simulations = int(config.search.num_simulations)

@@ -18,6 +18,7 @@ along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.ke
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import json
 import logging
@@ -279,6 +280,31 @@ def device_memory_record() -> dict:
     return {"device_peak_gib": stats["peak_bytes_in_use"] / 2**30} if "peak_bytes_in_use" in stats else {}
 
 
+@dataclasses.dataclass(frozen=True)
+class RunPrograms:
+    """The programs of one training run, declared once: :func:`run` calls them and
+    :func:`zerolab.training.plan.plan_training_run` compiles the same functions with abstract arguments.
+
+    Attributes:
+      selfplay: ``(variables, key) -> (frames, records)``: one iteration's self-play over the mesh, once an
+        iteration (:func:`make_run_selfplay_fn`).
+      train_step: ``(train_state, batch) -> (train_state, metrics)``: one update, :meth:`TrainConfig.updates` times
+        an iteration (:func:`standard_train_step`).
+    """
+
+    selfplay: Callable
+    train_step: Callable
+
+
+def run_programs(components: Components, mesh: Mesh) -> RunPrograms:
+    """The run's programs (:class:`RunPrograms`) for its components on ``mesh``."""
+    return RunPrograms(
+        selfplay=make_run_selfplay_fn(components, mesh),
+        train_step=standard_train_step(components.network, components.optimizer, mesh, components.train.l2_weight,
+                                       components.method.loss_fn),
+    )
+
+
 def make_run_selfplay_fn(components: Components, mesh: Mesh) -> Callable:
     """The run's jitted, sharded self-play ``(variables, key) -> (frames, records)``, from its method's parts.
 
@@ -369,13 +395,12 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         with writing(workdir / "config.json"):
             config_record.write()
 
-    selfplay_fn = make_run_selfplay_fn(components, mesh)
+    programs = run_programs(components, mesh)
+    selfplay_fn, train_step = programs.selfplay, programs.train_step
     # Self-play records replay from the start position; games of a method's own lane rule (other starts) or game rule
     # have no PGN.
     standard_games = components.method.games_from_start_position(components)
     pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
-    train_step = standard_train_step(components.network, optimizer, mesh, components.train.l2_weight,
-                                     components.method.loss_fn)
     local_batch_size("train.batch_size", components.train.batch_size, mesh)  # a bad size stops before self-play
     train_state = replicate(run_state.train_state, mesh)
 
