@@ -192,15 +192,23 @@ class EndgameStub(nn.Module):
         return NetworkOutput(logits, jnp.tanh(0.5 * alpha), {"alpha": alpha, "beta": beta})
 
 
-def test_lambda_one_prefers_the_larger_winning_margin(go_game):
+@pytest.mark.parametrize("mover", ["black", "white"])
+def test_lambda_one_prefers_the_larger_winning_margin(go_game, mover):
+    """Black to move, or the same position with the colours swapped and White to move (Black passes first) at the
+    komi that gives White what −KOMI gave Black: λ's bonus is the mover's, whichever colour moves."""
     step = fast_jit(go_game.step)
     state = go_game.init(jax.random.key(0))
+    if mover == "white":
+        state = step(state, go_game.gtp_to_action("pass"))
     for black, white in zip(BLACK_STONES, WHITE_STONES):
         state = step(step(state, go_game.gtp_to_action(black)), go_game.gtp_to_action(white))
+    komi = KOMI if mover == "black" else -KOMI
+    sign = 1.0 if mover == "black" else -1.0  # area_difference is Black's
+    assert bool(go_game.black_to_move(state)) == (mover == "black")
     margins = {}
     for move in (CAPTURE, DAME, "pass"):
         after = step(state, go_game.gtp_to_action(move))
-        margins[move] = float(go_game.area_difference(after)) - KOMI
+        margins[move] = sign * (float(go_game.area_difference(after)) - komi)
     assert margins == {CAPTURE: 20.5, DAME: 13.5, "pass": 12.5}  # all three win; the capture by the most
     candidates = (go_game.gtp_to_action(CAPTURE), go_game.gtp_to_action(DAME))
     stub = EndgameStub(np.asarray(state.observation), candidates, go_game.num_actions)
@@ -208,7 +216,7 @@ def test_lambda_one_prefers_the_larger_winning_margin(go_game):
     variables = init_variables(stub, go_game, jax.random.key(0))
     config = SearchConfig(kind="muzero", num_simulations=48, dirichlet_fraction=0.0)
     search = fast_jit(lambda key, lam: sai_search(config, go_game, stub, variables, key, states,
-                                                 jnp.full(4, KOMI), lam))  # λ traced: one compilation
+                                                 jnp.full(4, komi), lam))  # λ traced: one compilation
     visits = {lam: np.asarray(search(jax.random.key(1), lam).visit_counts) for lam in (0.0, 1.0)}
     capture_share = {lam: (v[:, candidates[0]] / v[:, list(candidates)].sum(-1)).mean() for lam, v in visits.items()}
     assert capture_share[1.0] > capture_share[0.0] + 0.2, capture_share
