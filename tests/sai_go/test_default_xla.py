@@ -51,4 +51,4 @@ def test_the_lambda_backup_of_a_hand_built_chain_at_default_xla(default_xla, lam
 
 
 def test_lambda_one_prefers_the_larger_winning_margin_at_default_xla(default_xla, go_game):
-    test_search.test_lambda_one_prefers_the_larger_winning_margin(go_game)
+    test_search.test_lambda_one_prefers_the_larger_winning_margin(go_game, "black")
