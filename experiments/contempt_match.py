@@ -120,9 +120,14 @@ def match_summary(contempt_name: str, puct_name: str, result: MatchResult, conte
 
 
 def check_config(config) -> None:
-    """Every key, before the run directory is made: the keys all contempt launchers read, the games and blocks, the
-    decisiveness target, and the settings' choice (which reads ``selfplay_run``'s rows unless both settings are
-    given)."""
+    """Every key, before the run directory is made: :func:`check_match_keys`, then the settings' choice (which reads
+    ``selfplay_run``'s rows unless both settings are given)."""
+    check_match_keys(config)
+    choose_settings(config)
+
+
+def check_match_keys(config) -> None:
+    """The keys all contempt launchers read, the games and blocks, the decisiveness target and the PUCT temperature."""
     check_contempt_config(config)
     games, blocks = int(config.games), int(config.blocks)
     if blocks < 1 or games < 2 or games % (2 * blocks):
@@ -131,7 +136,6 @@ def check_config(config) -> None:
         raise ValueError(f"target_ratio must be positive ((w+l)/d of self-play), got {config.target_ratio!r}")
     if config.puct_temperature:
         temperature_settings(config, str(config.puct_temperature))
-    choose_settings(config)
 
 
 def plan(config) -> str:
@@ -226,7 +230,7 @@ def combine_blocks(records: list[PairingRecord]) -> dict:
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
-    check_config(config)
+    check_match_keys(config)  # the door's check but the rows, which the choice below reads once
     workdir.mkdir(parents=True, exist_ok=True)
     chosen = choose_settings(config)
     network = base_network(config, base_run_config(config))

@@ -11,6 +11,7 @@ from sai_go.plan import SaiModel, abstract_model
 from sai_go.search import check_lambda
 from zerolab import check_at_least, from_json, load_config
 from zerolab.evaluation import check_game_count
+from zerolab.training import step_directories
 
 GNUGO_LEVELS = range(0, 11)
 
@@ -32,8 +33,7 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
     (negative: the newest); else a FileNotFoundError or ValueError naming ``key`` and what to do."""
     path = pathlib.Path(run)
     directory = path / "checkpoints"
-    entries = directory.iterdir() if directory.is_dir() else ()
-    found = sorted(int(entry.name) for entry in entries if entry.name.isdigit())
+    found = step_directories(directory) if directory.is_dir() else []
     if not found:
         raise FileNotFoundError(f"{key}={str(run)!r}: no checkpoint there; train one first (python -m experiments run "
                                 f"sai-go --workdir {run})")

@@ -12,7 +12,7 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.checkpoint": ("Checkpointer",),
-    "zerolab.training.checkpoint_paths": ("resolve_checkpoint",),
+    "zerolab.training.checkpoint_paths": ("resolve_checkpoint", "step_directories"),
     "zerolab.training.method": ("Method", "alphazero_loss"),
     "zerolab.training.metrics": ("MetricsLog",),
     "zerolab.training.plan": ("PlannedProgram", "abstract_states", "check_accelerator", "compile_cost", "format_plan",
@@ -33,13 +33,12 @@ __all__ = [
     "check_run_directory", "check_training_config",
     "compile_cost", "config_changes_allowed", "default_config", "file_system_error", "format_plan", "format_programs",
     "growing_leaves", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
-    "resolve_checkpoint",
-    "search_program", "train",
+    "resolve_checkpoint", "search_program", "step_directories", "train",
 ]
 
 if TYPE_CHECKING:
     from zerolab.training.checkpoint import Checkpointer
-    from zerolab.training.checkpoint_paths import resolve_checkpoint
+    from zerolab.training.checkpoint_paths import resolve_checkpoint, step_directories
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.metrics import MetricsLog
     from zerolab.training.plan import (
