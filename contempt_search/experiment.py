@@ -18,6 +18,8 @@ CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
 #: The plain search's rules in the experiments: mctx's search bit for bit, in the same simulation loop as contempt's,
 #: so that the arms differ only in the rules (run_search now runs every search in that loop; this names it).
 PLAIN_RULES = "zerolab.search.mcts:project_loop_rules"
+#: The experiments' agents play without root noise (agent options: :meth:`zerolab.SearchAgent.with_search`).
+NO_ROOT_NOISE = {"dirichlet_fraction": "0", "gumbel_scale": "0"}
 
 
 def base_network(config, base_run_config=None) -> pathlib.Path:

@@ -1,10 +1,10 @@
 """Cost plans of the search-contempt evaluation experiments (``python -m experiments plan contempt-match|contempt-odds|
 contempt-selfplay``): their paper presets play maia-1900 converted to a zerolab run, which does not exist at plan
 time; its network is built here as the converted run builds it (``game.name = "chess:lc0"``, lc0's network module
-read from the maia file's architecture) with abstract variables, and its base search is the converted run's (the
-core's default search section, which :func:`zerolab.convert_to_run` writes).  A search's FLOPs are its network
-evaluations: one evaluation of the batch compiled alone, times ``simulations + 1`` (XLA counts the simulation loop's
-body once).
+read from the maia file's architecture) and its base search is the converted run's (the core's default search
+section, which :func:`zerolab.convert_to_run` writes).  The plan's base agent is the run's, on abstract variables
+(:func:`zerolab.play.make_search_agent`): the launchers build their arms from it with the functions their runs use,
+and each arm plans its own jitted search (:meth:`zerolab.SearchAgent.planned_program`).
 """
 
 from __future__ import annotations
@@ -13,51 +13,22 @@ import dataclasses
 import pathlib
 from typing import Any
 
-import jax
 import ml_collections
 
-from zerolab import (
-    PlannedProgram,
-    SearchConfig,
-    abstract_states,
-    compile_cost,
-    default_config,
-    from_json,
-    init_variables,
-    make_game,
-    make_network,
-)
+from zerolab import PlannedProgram, SearchAgent, default_config, from_json
+from zerolab.play import make_search_agent
 
 LC0_NETWORK = "zerolab.networks.lc0.network:make_lc0"
 
 
 @dataclasses.dataclass
 class PlannedNetwork:
-    """A run's game, network (abstract variables) and base search."""
+    """A run's config and its base agent (the run's network on abstract variables, its search), and where the
+    config comes from."""
 
     config: Any
-    game: Any
-    network: Any
-    variables: Any
-    search: SearchConfig
+    base: SearchAgent
     source: str
-    _evaluation_flops: dict = dataclasses.field(default_factory=dict, repr=False)
-
-    def evaluation_flops(self, batch: int) -> float:
-        """FLOPs of one network evaluation of ``batch`` positions, from its compiled program (compiled once)."""
-        if batch not in self._evaluation_flops:
-            self._evaluation_flops[batch] = self._compile_evaluation(batch)
-        return self._evaluation_flops[batch]
-
-    def _compile_evaluation(self, batch: int) -> float:
-        return PlannedProgram.evaluation("evaluation", self.game, self.network, self.variables, batch).flops
-
-    def search_program(self, name: str, function: Any, batch: int, simulations: int, calls: int,
-                       what: str) -> PlannedProgram:
-        """``function`` (a jitted ``(variables, key, states [batch])`` search) compiled over abstract inputs."""
-        cost = compile_cost(name, function.lower(self.variables, jax.random.key(0),
-                                                 abstract_states(self.game, batch)))
-        return PlannedProgram.search(cost, calls, what, self.evaluation_flops(batch), simulations)
 
 
 def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> list[str]:
@@ -68,11 +39,8 @@ def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> li
 
 
 def network_of(run_config: Any, source: str) -> PlannedNetwork:
-    """The game, network (abstract variables) and search of a run's config."""
-    game = make_game(run_config.game.name, go_size=int(run_config.game.go_size), komi=float(run_config.game.komi))
-    network = make_network(run_config.model, game)
-    variables = jax.eval_shape(lambda key: init_variables(network, game, key), jax.random.key(0))
-    return PlannedNetwork(run_config, game, network, variables, SearchConfig.from_config(run_config.search), source)
+    """The base agent of a run's config, named ``base``, on abstract variables."""
+    return PlannedNetwork(run_config, make_search_agent(run_config, None, name="base"), source)
 
 
 def maia_network() -> PlannedNetwork:

@@ -109,7 +109,7 @@ def engine_run(arguments: argparse.Namespace) -> pathlib.Path:
         return pathlib.Path(arguments.checkpoint)
     run = pathlib.Path(arguments.maia_run)
     if not (run / "checkpoints").is_dir():
-        from zerolab import convert_to_run
+        from zerolab.frontends import convert_to_run
 
         convert_to_run(None, run)
     return run

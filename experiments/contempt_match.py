@@ -17,17 +17,18 @@ with more, block ``b`` plays with ``fold_in(key, b)``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
 import pathlib
 import time
+from collections.abc import Callable
 
 import jax
 
 from contempt_search.experiment import (
     CONTEMPT_RULES,
+    NO_ROOT_NOISE,
     PLAIN_RULES,
     base_network,
     nearest_setting,
@@ -91,20 +92,19 @@ def choose_settings(config) -> dict[str, dict]:
 
 def setting_options(setting: dict, config) -> dict[str, str]:
     """The search settings of a setting (agent options): the experiment's simulations, kind and PUCT rule
-    (``selection``), with the plain rules or contempt's at the setting's N_scl."""
+    (``selection``), no root noise, with the plain rules or contempt's at the setting's N_scl."""
     options = {"num_simulations": str(int(config.num_simulations)), "kind": config.kind, "selection": config.selection,
-               "rules": PLAIN_RULES}
+               "rules": PLAIN_RULES, **NO_ROOT_NOISE}
     if setting["sc_limit"] is not None:
         options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
     return options
 
 
-def setting_agent(network: pathlib.Path, setting: dict, config) -> SearchAgent:
-    """The base network with the setting's rules and temperature schedule; root noise off."""
-    agent = load_search_agent(network, {**setting_options(setting, config), "name": setting["name"]})
-    search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
-    return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search,
-                       temperature=temperature_schedule(config, setting["temperature"]))
+def setting_agent(base: SearchAgent, setting: dict, config) -> SearchAgent:
+    """The base network (``base``: the run's agent; in a plan, on abstract variables) with the setting's search and
+    temperature schedule, named by the setting: what the match plays, and what its plan compiles."""
+    return base.with_search(setting_options(setting, config), name=setting["name"],
+                            temperature=temperature_schedule(config, setting["temperature"]))
 
 
 def match_summary(contempt_name: str, puct_name: str, result: MatchResult, contempt_statistics: dict) -> dict:
@@ -142,7 +142,6 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-match``: the two arms' searches (each SearchAgent's jitted search with
     its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.play import compiled_search
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
     planned = experiment_network(config, base_run_config(config))
@@ -157,20 +156,11 @@ def plan(config) -> str:
                f"the same shapes (τ and N_scl are constants of the program)")
     games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
     batch = games // 2  # play_match: two lock-step batches, one with each arm moving first
-    programs = []
-    for arm in ("contempt", "puct"):
-        setting = chosen[arm]
-        search = dataclasses.replace(planned.search.with_overrides(setting_options(setting, config)),
-                                     dirichlet_fraction=0.0, gumbel_scale=0.0)
-        function = compiled_search(search, planned.game, planned.network,
-                                   temperature_schedule(config, setting["temperature"]))
-        programs.append(planned.search_program(
-            f"{setting['name']} search", function, batch, simulations, plies,
-            f"one move of {batch} games: {search.kind} ({search.selection}) {simulations} simulations, "
-            f"{setting['temperature']}"))
-    step = planned.game.batched_step
-    cost = compile_cost("arena step (pgx)", step.lower(abstract_states(planned.game, batch),
-                                                       jax.ShapeDtypeStruct((batch,), jax.numpy.int32)))
+    programs = [setting_agent(planned.base, chosen[arm], config).planned_program(batch, plies)
+                for arm in ("contempt", "puct")]
+    game = planned.base.game
+    cost = compile_cost("arena step (pgx)", game.batched_step.lower(abstract_states(game, batch),
+                                                                    jax.ShapeDtypeStruct((batch,), jax.numpy.int32)))
     programs.append(PlannedProgram(cost, 2 * plies, f"one ply of {batch} games"))
     notes = [
         f"{games} games in two lock-step batches of {batch}; each arm moves on every other ply of each batch: ≤ "
@@ -195,13 +185,14 @@ def block_pairings(chosen: dict, config) -> list[Pairing]:
             for block in range(blocks)]
 
 
-def play_block(network: pathlib.Path, chosen: dict, config, pairing: Pairing, key: jax.Array,
+def play_block(base: Callable[[], SearchAgent], chosen: dict, config, pairing: Pairing, key: jax.Array,
                pool: AgentPool) -> Match:
-    """One block of the match with fresh agents (so each block's search statistics are its own; the pool is not
-    used): its games, with contempt's moves and search statistics as the match's extras."""
+    """One block of the match with fresh agents on the base network (``base()`` loads it) so that each block's
+    search statistics are its own (the pool is not used): its games, with contempt's moves and search statistics as
+    the match's extras."""
     del pool
-    contempt = setting_agent(network, chosen["contempt"], config)
-    puct = setting_agent(network, chosen["puct"], config)
+    contempt = setting_agent(base(), chosen["contempt"], config)
+    puct = setting_agent(base(), chosen["puct"], config)
     played = play_match(contempt.game, contempt, puct, pairing.games, key, max_game_plies=int(config.max_game_plies),
                         show_progress=bool(config.progress))
     contempt_moves = sum((record.plies + (record.first_player == contempt.name)) // 2 for record in played.games)
@@ -234,9 +225,10 @@ def run(config, workdir: pathlib.Path) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     chosen = choose_settings(config)
     network = base_network(config, base_run_config(config))
+    base = functools.cache(functools.partial(load_search_agent, network, {"name": "base"}))  # loaded once, if played
     _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,
                                max_game_plies=int(config.max_game_plies),
-                               play=functools.partial(play_block, network, chosen, config), event="contempt-match")
+                               play=functools.partial(play_block, base, chosen, config), event="contempt-match")
     match = combine_blocks(list(records.values()))
     logger.info("contempt-match: %s", json.dumps(match))
     summary = {"settings": config.to_dict(), "network": str(network), "chosen": chosen, "match": match,

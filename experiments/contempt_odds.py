@@ -17,7 +17,7 @@ side) with 95 % Wilson intervals, the engine's fallback moves and contempt's ``s
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import logging
 import pathlib
@@ -25,7 +25,7 @@ import time
 
 import jax
 
-from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, base_network, temperature_schedule
+from contempt_search.experiment import CONTEMPT_RULES, NO_ROOT_NOISE, PLAIN_RULES, base_network, temperature_schedule
 from contempt_search.odds import odds_fen, odds_fens
 from contempt_search.statistics import wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
@@ -40,24 +40,22 @@ logger = logging.getLogger(__name__)
 
 def arm_options(arm: str, simulations: int, config) -> dict[str, str]:
     """The search settings of an arm (agent options): the experiment's kind and PUCT rule (``selection``) at
-    ``num_simulations``, with the plain rules or contempt's at N_scl = ``sc_limit``."""
+    ``num_simulations``, no root noise, with the plain rules or contempt's at N_scl = ``sc_limit``."""
     options = {"num_simulations": str(int(simulations)), "kind": config.kind, "selection": config.selection,
-               "rules": PLAIN_RULES}
+               "rules": PLAIN_RULES, **NO_ROOT_NOISE}
     if arm.startswith("contempt"):
         options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(config.sc_limit)})
     return options
 
 
-def arm_agent(network: pathlib.Path, game, arm: str, simulations: int, config, name: str = "",
+def arm_agent(base: SearchAgent, arm: str, simulations: int, config, name: str = "",
               temperature: str = "") -> SearchAgent:
-    """The arm's search on the network, root noise off; named ``<arm>-<simulations>`` unless ``name`` is given.
-    ``temperature`` (a constant τ as text; empty: none) samples its moves ∝ visits^(1/τ) instead of playing the
-    search's choice."""
-    options = {**arm_options(arm, simulations, config), "name": name or f"{arm}-{simulations}"}
-    agent = load_search_agent(network, options, game=game)
-    search = dataclasses.replace(agent.search_config, dirichlet_fraction=0.0, gumbel_scale=0.0)
+    """The arm's search on the base network (``base``: the run's agent; in a plan, on abstract variables); named
+    ``<arm>-<simulations>`` unless ``name`` is given.  ``temperature`` (a constant τ as text; empty: none) samples
+    its moves ∝ visits^(1/τ) instead of playing the search's choice."""
     schedule = temperature_schedule(config, temperature) if temperature else None
-    return SearchAgent(agent.name, agent.game, agent.network, agent.variables, search, temperature=schedule)
+    return base.with_search(arm_options(arm, simulations, config), name=name or f"{arm}-{simulations}",
+                            temperature=schedule)
 
 
 SELF_OPPONENT = "self"
@@ -83,14 +81,14 @@ def self_opponent_settings(spec: str) -> tuple[int, str] | None:
     return simulations, repr(temperature)
 
 
-def opponent_agent(spec: str, network: pathlib.Path, game, config) -> Agent:
+def opponent_agent(spec: str, base: SearchAgent, config) -> Agent:
     """The cell's opponent: a fresh UCI engine, or for ``self:...`` the network itself with plain PUCT
     (:func:`self_opponent_settings`), named ``spec``."""
     settings = self_opponent_settings(spec)
     if settings is None:
-        return EngineAgent(spec, game, seed=int(config.seed))
+        return EngineAgent(spec, base.game, seed=int(config.seed))
     simulations, temperature = settings
-    return arm_agent(network, game, "puct", simulations, config, name=spec, temperature=temperature)
+    return arm_agent(base, "puct", simulations, config, name=spec, temperature=temperature)
 
 
 def play_cell(game, agent: SearchAgent, opponent: Agent, config, key: jax.Array) -> Match:
@@ -155,36 +153,33 @@ def plan(config) -> str:
     """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
     with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab.play import compiled_search
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
     planned = experiment_network(config, base_run_config(config))
     game = make_game(config.game)
-    if game != planned.game:
+    if game != planned.base.game:
         raise ValueError(f"game={config.game!r}: the network ({planned.source}) plays {planned.config.game.name!r}")
     half, plies = int(config.games_per_cell) // 2, int(config.max_game_plies)
+    moves = (plies + 1) // 2  # the most moves one side makes in a game of `plies` plies
     arms = arm_names(config)
-    programs = []
-    for simulations in config.num_simulations:
-        for arm in arms:
-            search = dataclasses.replace(planned.search.with_overrides(arm_options(arm, simulations, config)),
-                                         dirichlet_fraction=0.0, gumbel_scale=0.0)
-            function = compiled_search(search, game, planned.network, None)
-            programs.append(planned.search_program(
-                f"{arm}-{int(simulations)} search", function, half, int(simulations), 2 * ((plies + 1) // 2),
-                f"one move of {half} games: {search.kind} ({search.selection}) {int(simulations)} simulations"))
-    step = game.batched_step
-    cost = compile_cost("arena step (pgx)", step.lower(abstract_states(game, half),
-                                                       jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
+    programs = [arm_agent(planned.base, arm, simulations, config).planned_program(half, 2 * moves)
+                for simulations in config.num_simulations for arm in arms]
     cells = len(config.num_simulations) * len(arms)
+    opponent = opponent_agent(config.opponent, planned.base, config) if self_opponent_settings(config.opponent) \
+        else None
+    if opponent is not None:
+        programs.append(opponent.planned_program(half, cells * 2 * moves))
+    cost = compile_cost("arena step (pgx)", game.batched_step.lower(abstract_states(game, half),
+                                                                    jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
     programs.append(PlannedProgram(cost, cells * 2 * plies, f"one ply of {half} games"))
     notes = [
         f"{cells} cells = {len(config.num_simulations)} search sizes × {len(arms)} arms; each {2 * half} games giving "
         f"{config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network moves on "
-        f"every other ply: ≤ {2 * ((plies + 1) // 2)} searches a cell (upper bounds: every game lasting {plies} plies)",
+        f"every other ply: ≤ {2 * moves} searches a cell (upper bounds: every game lasting {plies} plies)",
         f"network: {planned.source}",
-        f"not planned: the opponent {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves; the odds "
-        f"start positions are built on the host",
+        (f"the opponent {config.opponent}: the network itself, ≤ {2 * moves} searches a cell" if opponent is not None
+         else f"not planned: the opponent {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves")
+        + "; the odds start positions are built on the host",
     ]
     notes += memory_notes(programs)
     return format_programs(f"contempt-odds: {config.odds_piece} odds against {config.opponent}, "
@@ -200,6 +195,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     arms = arm_names(config)
     network = base_network(config, base_run_config(config))
     game = make_game(config.game)
+    base = functools.cache(functools.partial(load_search_agent, network, {"name": "base"}, game))  # once, if played
     key = jax.random.key(int(config.seed))
     settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.num_simulations
                 for arm in arms}
@@ -208,8 +204,8 @@ def run(config, workdir: pathlib.Path) -> dict:
 
     def play(pairing: Pairing, key: jax.Array, pool: AgentPool) -> Match:
         arm, simulations = settings[pairing.name]
-        return play_cell(game, arm_agent(network, game, arm, simulations, config),
-                         opponent_agent(config.opponent, network, game, config), config, key)
+        return play_cell(game, arm_agent(base(), arm, simulations, config),
+                         opponent_agent(config.opponent, base(), config), config, key)
 
     _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=int(config.max_game_plies), play=play,
                                event="contempt-odds")

@@ -63,10 +63,17 @@ def setting_selfplay(config, base_search, setting: dict) -> tuple:
     return search, selfplay
 
 
-def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
+def setting_program(config, agent, setting: dict, mesh) -> tuple:
+    """``(play, search)``: a setting's jitted self-play over ``mesh`` with the base agent's network (``agent``: the
+    run's; in a plan, on abstract variables), ``play(variables, key)``, and its search config: what the run calls and
+    its plan compiles."""
     search, selfplay = setting_selfplay(config, agent.search_config, setting)
+    return make_selfplay_fn(agent.game, agent.network, search, selfplay, mesh), search
+
+
+def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
     mesh = make_mesh(jax.devices()[:1])
-    play = make_selfplay_fn(agent.game, agent.network, search, selfplay, mesh)
+    play, _ = setting_program(config, agent, setting, mesh)
     started = time.perf_counter()
     _, records = play(replicate(agent.variables, mesh), key)
     records = jax.device_get(records)
@@ -138,29 +145,30 @@ def plan(config) -> str:
     shapes with other constants (N_scl, τ)."""
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab import PlannedProgram, compile_cost, format_programs
+    from zerolab.training import evaluations_per_search
 
     planned = experiment_network(config, base_run_config(config))
+    base = planned.base
     rows = settings(config)
-    mesh = make_mesh(jax.devices()[:1])
     games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
-    flops = planned.evaluation_flops(games) * (simulations + 1) * plies
+    evaluation = PlannedProgram.evaluation("evaluation", base.game, base.network, base.variables, games)
     programs = []
     for kind, group in (("search-contempt", [row for row in rows if row["sc_limit"] is not None]),
                         ("PUCT", [row for row in rows if row["sc_limit"] is None])):
         if not group:
             continue
-        search, selfplay = setting_selfplay(config, planned.search, group[0])
-        play = make_selfplay_fn(planned.game, planned.network, search, selfplay, mesh)
-        cost = compile_cost(f"self-play, {group[0]['name']}", play.lower(planned.variables, jax.random.key(0)))
-        programs.append(PlannedProgram(cost, len(group), f"{games} games × {plies} plies, {search.kind} "
-                                                         f"({search.selection}) {simulations} simulations a move",
-                                       flops_per_call=flops))
+        play, search = setting_program(config, base, group[0], make_mesh(jax.devices()[:1]))
+        cost = compile_cost(f"self-play, {group[0]['name']}", play.lower(base.variables, jax.random.key(0)))
+        programs.append(PlannedProgram.search(cost, len(group), f"{games} games × {plies} plies, {search.kind} "
+                                              f"({search.selection}) {simulations} simulations a move",
+                                              evaluation.flops, simulations, searches=plies))
     notes = [
         f"{len(rows)} settings, one self-play call each ({', '.join(row['name'] for row in rows)}); each setting is "
         f"its own program (N_scl and τ are constants of it), compiled above once per search kind: the others have the "
         f"same shapes, FLOPs and memory",
-        f"a call plays {plies} plies (the scan's length, whether games end or not) of {simulations + 1} network "
-        f"evaluations of {games} positions (XLA counts the scan's body once)",
+        f"a call plays {plies} plies (the scan's length, whether games end or not) of "
+        f"{evaluations_per_search(simulations)} network evaluations of {games} positions (XLA counts the scan's body "
+        f"once)",
         f"network: {planned.source}",
     ]
     notes += memory_notes(programs)

@@ -98,7 +98,7 @@ def plan(config) -> str:
 def planned_programs(config) -> tuple[list, list[str]]:
     """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.PlannedProgram` with its calls."""
     from experiments.common.sai_go import run_model
-    from sai_go.plan import agent_search_program, pgx_step_program
+    from sai_go.plan import pgx_step_program
 
     model, source = run_model(config.network)
     rows = settings(config)
@@ -108,10 +108,10 @@ def planned_programs(config) -> tuple[list, list[str]]:
     games, plies = int(config.games), int(config.max_game_plies)
     batch = games // 2  # play_match: two lock-step batches, one with each colour moving first
     game = model.game(float(config.komi))
+    pairings, agents, _ = schedule(config, model.sai_agent(int(config.num_simulations)))
+    sai = agents[pairings[0].player_a]()  # the run's first SAI agent, on abstract variables: λ and komi are arguments
     programs = [
-        agent_search_program("SAI λ search", model, game, int(config.num_simulations), int(config.temperature_plies),
-                             batch, matches * plies,
-                             f"one move of {batch} games: {int(config.num_simulations)} simulations, λ backup, safe move"),
+        sai.planned_program(batch, matches * plies, name="SAI λ search"),
         pgx_step_program("arena step (pgx)", game, batch, matches * 2 * plies, f"one ply of {batch} games"),
         pgx_step_program("margin replay step (pgx)", game, None, matches * games * (plies + start_moves),
                          "one move of one game, replayed to count its margin"),

@@ -15,7 +15,6 @@ the SAI run's metrics); ``figures/sai-go-panel.png`` plots score and Elo against
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import pathlib
@@ -26,7 +25,7 @@ import numpy as np
 from zerolab import Agent, load_config, make_game, train
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
 from zerolab.play import check_agent_spec, load_search_agent, make_agent
-from zerolab.training import MetricsLog, check_training_config
+from zerolab.training import MetricsLog, check_training_config, evaluations_per_search
 from sai_go.agents import SaiAgent
 from experiments.common.sai_go import check_play_keys, check_sai_network
 
@@ -58,10 +57,11 @@ def plan(config) -> str:
     """``python -m experiments plan sai-go-panel``: the landmark run's training programs, then the panel's searches
     (the SAI checkpoints' λ search, the landmark checkpoints' search) and the arena's referee, compiled with abstract
     inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
-    from zerolab import SearchConfig, format_programs
-    from zerolab.training import format_plan, plan_training_run, search_program
+    from zerolab import format_programs
+    from zerolab.play import make_search_agent
+    from zerolab.training import format_plan, plan_training_run
     from experiments.common.sai_go import run_model
-    from sai_go.plan import abstract_model, agent_search_program, kept_steps, pgx_step_program
+    from sai_go.plan import abstract_model, kept_steps, pgx_step_program
 
     sai, sai_source = run_model(config.sai_run)
     landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
@@ -82,19 +82,18 @@ def plan(config) -> str:
     members = len(az_members) + len(config.gnugo_levels) + bool(config.random_player)
     cells = len(sai_steps) * members
     games, plies = int(config.games), int(config.max_game_plies)
-    simulations = int(config.num_simulations)
     game = sai.game(float(config.komi))
     sai_moves, member_moves = plies // 2, (plies + 1) // 2  # the member moves first (Black), SAI second (White)
-    # load_search_agent keeps the landmark run's own search (root noise included), at `simulations`
-    az_search = dataclasses.replace(SearchConfig.from_config(landmark.run_config.search), num_simulations=simulations)
+    # the run's agents on abstract variables: an SAI checkpoint, and a landmark one (its run's own search, root noise
+    # included, at the panel's simulations)
+    sai_player = panel_sai_agent(sai.sai_agent(int(config.num_simulations)), config, sai_steps[-1])
+    member = make_search_agent(landmark.run_config, landmark.variables, member_options(config, az_members[-1]))
     programs = [
-        agent_search_program("SAI λ search (White)", sai, game, simulations, int(config.temperature_plies), games,
-                             cells * sai_moves, f"one move of {games} games: {simulations} simulations, λ = 0"),
-        search_program("landmark search (Black)", game, landmark.network, landmark.variables, az_search, games,
-                       len(sai_steps) * len(az_members) * member_moves, rules=az_search.make_rules()),
+        sai_player.planned_program(games, cells * sai_moves, name="SAI λ search (White)"),
+        member.planned_program(games, len(sai_steps) * len(az_members) * member_moves,
+                               name="landmark search (Black)"),
         pgx_step_program("arena step (pgx)", game, games, cells * plies, f"one ply of {games} games"),
     ]
-    programs[1].what = f"one move of {games} games: {az_search.kind} {simulations} simulations"
     notes = [
         f"{cells} cells = {len(sai_steps)} SAI checkpoints (steps {sai_steps[0]}..{sai_steps[-1]}: every "
         f"{int(sai.run_config.checkpoint.keep_period)}th and the last {int(sai.run_config.checkpoint.keep)}) × "
@@ -145,14 +144,13 @@ def run(config, workdir: pathlib.Path) -> dict:
 
     members = {}
     for step in rated_steps(checkpoint_steps(landmark), int(landmark_config.checkpoint.keep_period)):
-        members[f"az-{step}"] = functools.partial(load_search_agent, landmark, {
-            "step": str(step), "num_simulations": str(config.num_simulations), "name": f"az-{step}"})
+        members[f"az-{step}"] = functools.partial(load_search_agent, landmark, member_options(config, step))
     for level in config.gnugo_levels:
         members[f"gnugo-{level}"] = functools.partial(gnugo_member, level, game)
     if config.random_player:
         members["random"] = RandomAgent
     sai_steps = checkpoint_steps(config.sai_run)
-    sai_agents = {f"sai-{step}": functools.partial(sai_agent, config, step) for step in sai_steps}
+    sai_agents = {f"sai-{step}": functools.partial(sai_checkpoint_agent, config, step) for step in sai_steps}
     # every cell: the member as Black (moving first in every game), SAI as White; member by member
     pairings = [Pairing(member, f"sai-{step}", int(config.games), key=jax.random.fold_in(key, step),
                         alternate_colours=False) for member in members for step in sai_steps]
@@ -170,7 +168,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     ratings = book.ratings()
     records = MetricsLog(pathlib.Path(config.sai_run)).records()
     run_config = json.loads((pathlib.Path(config.sai_run) / "config.json").read_text())
-    per_frame = int(run_config["search"]["num_simulations"]) + 1
+    per_frame = evaluations_per_search(int(run_config["search"]["num_simulations"]))
     nodes = {0: 0, **{record["iteration"]: record["frames"] * per_frame for record in records}}
     results = {"cells": cells, "members": names, "sai_steps": sai_steps, "win_rates": win_rates.tolist(),
                "weights": dict(zip(names, weights.tolist())), "panel_scores": dict(zip(map(str, sai_steps), scores.tolist())),
@@ -189,8 +187,19 @@ def run(config, workdir: pathlib.Path) -> dict:
     return {k: v for k, v in results.items() if k != "cells"}
 
 
-def sai_agent(config, step: int) -> SaiAgent:
+def member_options(config, step: int) -> dict[str, str]:
+    """A landmark checkpoint's agent options: its run's own search (root noise included) at the panel's
+    simulations, named ``az-<step>``."""
+    return {"step": str(step), "num_simulations": str(config.num_simulations), "name": f"az-{step}"}
+
+
+def panel_sai_agent(base: SaiAgent, config, step: int) -> SaiAgent:
+    """SAI checkpoint ``step`` (its network in ``base``) with the panel's komi and temperature, named ``sai-<step>``."""
+    return base.with_options(komi=float(config.komi), temperature_plies=int(config.temperature_plies),
+                             name=f"sai-{step}")
+
+
+def sai_checkpoint_agent(config, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
-    return SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.num_simulations),
-                                    name=f"sai-{step}").with_options(
-        komi=float(config.komi), temperature_plies=int(config.temperature_plies))
+    base = SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.num_simulations))
+    return panel_sai_agent(base, config, step)

@@ -124,8 +124,9 @@ def plan(config) -> str:
     """``python -m experiments plan sai-go-positions``: the self-play programs (one per batch of games: the batch is
     static), the endgame searches, the network evaluations and the replays, compiled with abstract inputs."""
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab.training import evaluations_per_search
     from experiments.common.sai_go import run_model
-    from sai_go.plan import evaluation_flops, evaluation_program, kept_steps, pgx_step_program
+    from sai_go.plan import kept_steps, pgx_step_program
 
     sections = list(config.sections)
     model, source = run_model(config.network)
@@ -141,17 +142,21 @@ def plan(config) -> str:
         games = int(config.games_per_komi)
         selfplay_calls[games] = selfplay_calls.get(games, 0) + len(config.komi_offsets)
     play = compiled_selfplay(game, model.network, simulations)
+
+    def evaluation(name: str, batch: int, calls: int = 1, what: str = "") -> PlannedProgram:
+        return PlannedProgram.evaluation(name, game, model.network, model.variables, batch, calls, what)
+
     for games, calls in selfplay_calls.items():
         cost = compile_cost(f"self-play, {games} games", play.lower(
             model.variables, jax.random.key(0), jax.ShapeDtypeStruct((), jnp.float32), games))
         what = f"{games} games × {plies} plies, {simulations} simulations a move, λ = 0, no branches"
-        one_ply = PlannedProgram.search(cost, calls, what, evaluation_flops(game, model.network, model.variables,
-                                                                             games), simulations)
-        programs.append(PlannedProgram(cost, calls, what, flops_per_call=one_ply.flops * plies + evaluation_flops(
-            game, model.network, model.variables, 1)))
+        program = PlannedProgram.search(cost, calls, what, evaluation("evaluation", games).flops, simulations,
+                                        searches=plies)
+        program.flops_per_call += evaluation("empty board", 1).flops  # the empty board's α and β, once a call
+        programs.append(program)
     if selfplay_calls:
-        notes.append(f"self-play: {plies} plies (2·N², the most a 7x7 game lasts) of {simulations + 1} evaluations "
-                     f"each, plus the empty board's (XLA counts the scan's body once); "
+        notes.append(f"self-play: {plies} plies (2·N², the most a 7x7 game lasts) of "
+                     f"{evaluations_per_search(simulations)} evaluations each, plus the empty board's (XLA counts the scan's body once); "
                      + (f"{int(config.heldout_games)} held-out games (margin), " if "margin" in sections else "")
                      + (f"{int(config.games_per_komi)} games at each of {len(config.komi_offsets)} komi (komi curve)"
                         if "komi_curve" in sections else ""))
@@ -165,15 +170,13 @@ def plan(config) -> str:
         programs.append(PlannedProgram.search(cost, len(steps) * len(config.lambdas),
                                               f"{len(ENDGAMES)} endgames × {int(config.endgame_seeds)} seeds, "
                                               f"{simulations} simulations with root noise",
-                                              evaluation_flops(game, model.network, model.variables, batch),
-                                              simulations))
-        programs.append(evaluation_program("endgame evaluation", game, model.network, model.variables,
-                                           len(ENDGAMES), len(steps), f"α, β of the {len(ENDGAMES)} endgames"))
+                                              evaluation("evaluation", batch).flops, simulations))
+        programs.append(evaluation("endgame evaluation", len(ENDGAMES), len(steps),
+                                   f"α, β of the {len(ENDGAMES)} endgames"))
         notes.append(f"endgames: {len(steps)} networks × {len(config.lambdas)} λ searches; the evaluation runs op by "
                      f"op in the runner (compiled here for its figures)")
     if "komi_curve" in sections:
-        programs.append(evaluation_program("empty-board evaluation", game, model.network, model.variables, 1, 1,
-                                           "α, β of the empty board (op by op in the runner)"))
+        programs.append(evaluation("empty-board evaluation", 1, 1, "α, β of the empty board (op by op in the runner)"))
     setup_moves = sum(len(endgame.setup(Rules(game.size))) for endgame in ENDGAMES) if "endgames" in sections else 0
     replays = (int(config.heldout_games) * plies if "margin" in sections else 0) + setup_moves
     if replays:

@@ -29,7 +29,8 @@ from skill_compat.experiment import (
     build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
 )
 from skill_compat.frameworks import bitstrings_for_run
-from zerolab import check_at_least, convert_to_run, train
+from zerolab import check_at_least, train
+from zerolab.frontends import convert_to_run
 from zerolab.training import check_training_config
 
 

@@ -18,7 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 
-from zerolab import Agent, GoGame, SearchConfig, make_game, make_network
+from zerolab import (
+    Agent,
+    GoGame,
+    PlannedProgram,
+    SearchConfig,
+    abstract_states,
+    abstract_variables,
+    compile_cost,
+    make_game,
+    make_network,
+)
 from zerolab.training import load_trained_variables
 from sai_go.search import SaiSearchOutput, check_lambda, sai_search
 
@@ -95,16 +105,26 @@ class SaiAgent(Agent):
                         num_simulations: int | None = None, name: str | None = None) -> SaiAgent:
         """The SAI network of a run (or step) directory; a ValueError naming ``path`` if it is not an SAI run."""
         trained = load_trained_variables(path, step)
-        config = trained.config
+        return cls.from_run_config(trained.config, trained.variables, lam, num_simulations,
+                                   name or f"sai-{pathlib.Path(path).name}-{trained.step}", source=str(path))
+
+    @classmethod
+    def from_run_config(cls, config: Any, variables: Any = None, lam: float = 0.0, num_simulations: int | None = None,
+                        name: str = "sai", source: str = "the run config") -> SaiAgent:
+        """The agent of an SAI run's config (``config.json``): its network and game, PUCT with the run's constants at
+        ``num_simulations`` (default: the run's), no root noise.  ``variables`` None gives abstract ones: an agent for
+        a cost plan (:meth:`planned_program`).  A ValueError naming ``source`` if the config is not an SAI run's."""
         if config.model.name != SAI_NETWORK or config.game.name != "go":
-            raise ValueError(f"{path} is not an SAI run: its model.name is {config.model.name!r} and game "
+            raise ValueError(f"{source} is not an SAI run: its model.name is {config.model.name!r} and game "
                              f"{config.game.name!r}, expected {SAI_NETWORK!r} on go")
         game = make_game("go", go_size=int(config.game.go_size), komi=float(config.game.komi))
         search = SearchConfig(kind="muzero", num_simulations=int(num_simulations or config.search.num_simulations),
                               dirichlet_fraction=0.0, pb_c_init=float(config.search.pb_c_init),
                               pb_c_base=float(config.search.pb_c_base))
-        return cls(name or f"sai-{pathlib.Path(path).name}-{trained.step}", game, make_network(config.model, game),
-                   trained.variables, search, lam)
+        network = make_network(config.model, game)
+        if variables is None:
+            variables = abstract_variables(network, game)
+        return cls(name, game, network, variables, search, lam)
 
     def with_options(self, **changes) -> SaiAgent:
         return dataclasses.replace(self, **changes)
@@ -124,3 +144,17 @@ class SaiAgent(Agent):
 
     def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
         return np.asarray(self.analyse(states, key).action)  # one batched search over every lane
+
+    def planned_program(self, batch: int, calls: int, what: str = "", name: str = "") -> PlannedProgram:
+        """This agent's own jitted search (λ backup, safe move: :func:`compiled_agent_search`) of ``batch`` positions,
+        compiled over abstract states, komi and λ, called ``calls`` times and named ``name`` (default
+        ``<agent> search``); its FLOPs are its network evaluations (:meth:`zerolab.PlannedProgram.search`).  The
+        variables may be abstract (:meth:`from_run_config`)."""
+        states = abstract_states(self.game, batch)
+        komi, lam = jax.ShapeDtypeStruct((batch,), jnp.float32), jax.ShapeDtypeStruct((), jnp.float32)
+        lowered = self._search.lower(self.variables, jax.random.key(0), states, komi, lam)
+        evaluation = PlannedProgram.evaluation("evaluation", self.game, self.network, self.variables, batch)
+        return PlannedProgram.search(compile_cost(name or f"{self.name} search", lowered), calls,
+                                     what or f"one move of {batch} games: {self.search.num_simulations} simulations, "
+                                     f"λ backup, safe move",
+                                     evaluation.flops, self.search.num_simulations)

@@ -134,13 +134,16 @@ def maia_agents(weights: str, mode: str) -> tuple[Any, PolicyAgent, PolicyAgent,
     return game, junior, hand, argmax
 
 
+def tree_agent(config, junior: PolicyAgent) -> SearchAgent:
+    """Tree: the junior's network (maia) with the match search (:func:`match_search`)."""
+    return SearchAgent("tree", junior.game, junior.network, junior.variables, match_search(config))
+
+
 def build_cast(config) -> Cast:
     game, junior, hand, argmax = maia_agents(config.junior.weights, config.junior.mode)
-    network, variables = junior.network, junior.variables
     senior = StockfishOracle(config.senior.engine, int(config.senior.nodes), int(config.senior.threads))
     evaluator = StockfishOracle(config.senior.engine, int(config.evaluator.nodes), int(config.senior.threads))
-    tree = SearchAgent("tree", game, network, variables, match_search(config))
-    return Cast(game, junior, hand, argmax, senior, evaluator, tree, config)
+    return Cast(game, junior, hand, argmax, senior, evaluator, tree_agent(config, junior), config)
 
 
 def junior_model(cast: Cast):

@@ -2,10 +2,10 @@
 skill-compat-attuned``): the JAX programs the framework games call on the host, compiled ahead of time with abstract
 inputs, and how often a preset calls them.
 
-The programs are the cast's own jitted functions (:func:`skill_compat.experiment.build_cast`): maia-1900's policy
-(:class:`zerolab.PolicyAgent`: the junior, the hand, the argmax model of the expectors), tree's search
-(:class:`zerolab.SearchAgent` with :func:`skill_compat.experiment.match_search`), pgx's batched step, the piece
-types of the legal moves and the hand's two-stage draw; built with maia's module and abstract variables.
+The programs are the cast's own: its agents, built by the functions the run builds them with
+(:func:`skill_compat.experiment.maia_agents`, :func:`skill_compat.experiment.tree_agent`), each planning its jitted
+function (``planned_program``: maia-1900's policy for the junior, the hand and the argmax model of the expectors;
+tree's search), and pgx's batched step, the piece types of the legal moves and the hand's two-stage draw.
 
 Calls are upper bounds: every game lasts ``framework.max_game_plies`` and each player is asked on every ply where it
 could be (an STT senior on every ply of its team, though only the plies whose bit is 1 ask it).  A batch of games
@@ -18,53 +18,27 @@ compiled alone, times ``simulations + 1``.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import functools
 import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from zerolab import (
-    PlannedProgram,
-    PolicyAgent,
-    SearchAgent,
-    abstract_states,
-    compile_cost,
-    format_programs,
-    load_lc0_weights,
-    make_game,
-)
+from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 from skill_compat.expectors import padded_batch
-from skill_compat.experiment import check_seniors, match_search
+from skill_compat.experiment import check_seniors, maia_agents, tree_agent
 from skill_compat.players import jitted_piece_types
 from skill_compat.teams import _per_game_hand
 
 GIB = 1024**3
 
 
-@dataclasses.dataclass
-class Maia:
-    """maia-1900's game, module and abstract variables (what :func:`skill_compat.experiment.maia_agents` loads)."""
-
-    game: Any
-    network: Any
-    variables: Any
-
-
-def maia(weights: str = "") -> Maia:
-    game = make_game("chess", observation="lc0")
-    network, variables = load_lc0_weights(weights or None)
-    return Maia(game, network, jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.asarray(leaf).dtype),
-                                            variables))
-
-
 class Counter:
     """Calls of each program (name, batch) of an experiment, compiled once each by :meth:`programs`."""
 
-    def __init__(self, model: Maia, config: Any):
-        self.model, self.config = model, config
+    def __init__(self, config: Any):
+        self.config = config
+        self.game, self.junior, self.hand, self.argmax = maia_agents(config.junior.weights, config.junior.mode)
         self.calls: dict[tuple[str, int], int] = collections.defaultdict(int)
 
     def add(self, program: str, batch: int, calls: int) -> None:
@@ -73,27 +47,18 @@ class Counter:
     def programs(self) -> list[PlannedProgram]:
         return [self.build(name, batch, calls) for (name, batch), calls in self.calls.items()]
 
-    def evaluation_flops(self, batch: int) -> float:
-        return PlannedProgram.evaluation("evaluation", self.model.game, self.model.network, self.model.variables,
-                                         batch).flops
-
     def build(self, name: str, batch: int, calls: int) -> PlannedProgram:
-        model, config, game = self.model, self.config, self.model.game
+        game, key, label = self.game, jax.random.key(0), f"{name} [{batch}]"
         states = abstract_states(game, batch)
-        key = jax.random.key(0)
-        label = f"{name} [{batch}]"
-        if name.endswith("search"):  # tree's (and the attuned senior's) search: SearchAgent's jitted function
-            search = match_search(config)
-            agent = SearchAgent(name, game, model.network, model.variables, search)
-            cost = compile_cost(label, agent._search.lower(model.variables, key, states))
-            return PlannedProgram.search(cost, calls, f"{search.kind} {search.num_simulations} simulations from "
-                                               f"{batch} positions", self.evaluation_flops(batch),
-                                         search.num_simulations)
-        if name.startswith("maia"):  # PolicyAgent's jitted (actions, probabilities)
-            mode, temperature = {"maia argmax": ("argmax", 1.0), "maia sample": ("sample", 1.0)}[name]
-            agent = PolicyAgent(model.network, model.variables, game, mode=mode, temperature=temperature)
-            cost = compile_cost(label, agent._policy.lower(model.variables, states, key))
-            return PlannedProgram(cost, calls, f"maia's policy ({mode}) of {batch} positions")
+        if name.endswith("search"):  # tree's (and the attuned senior's) search: the run's tree agent
+            tree = tree_agent(self.config, self.junior)
+            search = tree.search_config
+            return tree.planned_program(batch, calls, f"{search.kind} {search.num_simulations} simulations from "
+                                                      f"{batch} positions", name=label)
+        if name.startswith("maia"):  # the cast's PolicyAgent of that mode: (actions, probabilities) jitted
+            agent = {"maia argmax": self.argmax, "maia sample": self.hand}[name]
+            return agent.planned_program(batch, calls, f"maia's policy ({agent.mode}) of {batch} positions",
+                                         name=label)
         actions = jax.ShapeDtypeStruct((batch,), jnp.int32)
         if name == "pgx step":
             cost = compile_cost(label, game.batched_step.lower(states, actions))
@@ -124,7 +89,7 @@ def count_framework(counter: Counter, framework: str, seniors: list[str], plain_
     candidates = int(config.expector.candidates)
     # the HB expector's boards a decision: 6 types × top, or every legal move (counted at the largest padded size)
     hb_size = padded_batch(6 * int(config.expector.top) if config.expector.get("moves", "top") == "top"
-                           else int(counter.model.game.max_legal_actions), int(config.expector.top))
+                           else int(counter.game.max_legal_actions), int(config.expector.top))
 
     def senior_calls(name: str, ply_batches: int) -> None:
         """The focal senior's (STT) or brain's (HB) own programs, ``ply_batches`` = batches × plies."""
@@ -186,24 +151,19 @@ def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> li
             f"{device_gib:g} GB accelerator holds" for program in programs if program.cost.device_bytes > device_gib * GIB]
 
 
-@functools.lru_cache(maxsize=2)
-def _cached_maia(weights: str) -> Maia:
-    return maia(weights)
-
-
 def framework_programs(config, framework: str | None = None, seniors=None, plain_seniors=None,
                        versus_tree: bool = False) -> tuple[list[PlannedProgram], list[str]]:
     """``(programs, notes)`` of a framework experiment's config (skill-compat-stt / -hb, or attuned's evaluation)."""
     framework = framework or config.framework.name
     seniors = check_seniors(framework, seniors if seniors is not None else config.seniors)
     plain_seniors = check_seniors(framework, plain_seniors if plain_seniors is not None else config.plain_chess.seniors)
-    counter = Counter(_cached_maia(str(config.junior.weights)), config)
+    counter = Counter(config)
     notes = count_framework(counter, framework, seniors, plain_seniors, versus_tree)
     programs = counter.programs()
     return programs, notes + memory_notes(programs)
 
 
-__all__ = ["Counter", "Maia", "count_framework", "framework_programs", "maia", "memory_notes"]
+__all__ = ["Counter", "count_framework", "framework_programs", "memory_notes"]
 
 
 def framework_plan(config: Any, name: str) -> str:

@@ -31,7 +31,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.logs": ("configure_logging",),
     "zerolab.progress": ("progress_bar",),
     "zerolab.games": ("ChessGame", "GameBoards", "GameRecord", "GoGame", "make_game", "validate_fen"),
-    "zerolab.networks": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "init_variables",
+    "zerolab.networks": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "abstract_variables", "init_variables",
                          "load_lc0_weights", "make_network"),
     "zerolab.search": ("SearchConfig", "SearchRules", "Tree", "masked_logits", "run_search"),
     "zerolab.selfplay": ("Frames", "MoveRule", "PlyDecision", "SelfPlayConfig", "make_play_fn", "standard_lane_rule"),
@@ -39,16 +39,16 @@ __getattr__, __dir__ = lazy_names(__name__, {
                          "default_config", "format_programs", "train"),
     "zerolab.engines": ("EngineError", "UCIEngine", "find_engine"),
     "zerolab.play": ("Agent", "PolicyAgent", "SearchAgent", "lanes_to_answer"),
-    "zerolab.frontends": ("UCIOption", "check_checkpoint", "checkpoint_search", "convert_to_run",
-                          "interleaved_best_times", "serve_search_engine"),
+    "zerolab.frontends": ("UCIOption", "check_checkpoint", "checkpoint_search", "interleaved_best_times",
+                          "serve_search_engine"),
 })
 
 __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "EngineError", "Frames", "GameBoards", "GameRecord",
     "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "OPTIONAL_PRESETS", "PRESETS", "PlannedProgram",
     "PlyDecision", "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
-    "UCIOption", "abstract_states", "check_at_least", "check_checkpoint", "check_choice",
-    "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "convert_to_run", "default_config",
+    "UCIOption", "abstract_states", "abstract_variables", "check_at_least", "check_checkpoint", "check_choice",
+    "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "default_config",
     "find_engine", "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step",
     "lanes_to_answer", "load_config", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn",
     "masked_logits", "progress_bar", "replicate", "replicated", "request_host_devices", "run_search",
@@ -64,7 +64,8 @@ if TYPE_CHECKING:
     from zerolab.progress import progress_bar
     from zerolab.games import ChessGame, GameBoards, GameRecord, GoGame, make_game, validate_fen
     from zerolab.networks import (
-        AlphaZeroResNet, NetworkInputs, NetworkOutput, init_variables, load_lc0_weights, make_network,
+        AlphaZeroResNet, NetworkInputs, NetworkOutput, abstract_variables, init_variables, load_lc0_weights,
+        make_network,
     )
     from zerolab.search import SearchConfig, SearchRules, Tree, masked_logits, run_search
     from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn, standard_lane_rule
@@ -74,5 +75,5 @@ if TYPE_CHECKING:
     from zerolab.engines import EngineError, UCIEngine, find_engine
     from zerolab.play import Agent, PolicyAgent, SearchAgent, lanes_to_answer
     from zerolab.frontends import (
-        UCIOption, check_checkpoint, checkpoint_search, convert_to_run, interleaved_best_times, serve_search_engine,
+        UCIOption, check_checkpoint, checkpoint_search, interleaved_best_times, serve_search_engine,
     )

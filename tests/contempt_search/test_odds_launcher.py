@@ -110,24 +110,18 @@ def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(ga
     from zerolab.play.search_agents import SearchAgent
     from zerolab.selfplay.hooks import move_temperature
 
-    base = SearchConfig(dirichlet_fraction=0.25)  # the run's own search, noise on
-
-    def load(path, options, game):
-        assert path == "RUN" and game is gardner_game
-        return SearchAgent(options["name"], game, "network", "variables", base.with_overrides(
-            {key: value for key, value in options.items() if key != "name"}))
-
-    monkeypatch.setattr(contempt_odds, "load_search_agent", load)
+    base = SearchAgent("base", gardner_game, "network", "variables",
+                       SearchConfig(dirichlet_fraction=0.25))  # the run's own search, noise on
     monkeypatch.setattr(contempt_odds, "EngineAgent", lambda spec, game, seed: ("engine", spec, seed))
     config = types.SimpleNamespace(kind="muzero", selection="lc0", seed=3, sc_limit=5)
     spec = "self:simulations=5,temperature=1"
-    opponent = contempt_odds.opponent_agent(spec, "RUN", gardner_game, config)
+    opponent = contempt_odds.opponent_agent(spec, base, config)
     search = opponent.search_config
     assert opponent.name == spec and (opponent.network, opponent.variables) == ("network", "variables")
     assert (search.num_simulations, search.kind, search.selection, search.rules) == (5, "muzero", "lc0", PLAIN_RULES)
-    assert search.dirichlet_fraction == 0.0
+    assert search.dirichlet_fraction == 0.0 and search.gumbel_scale == 0.0
     assert np.allclose(move_temperature(jnp.arange(0, 300, 7), opponent.temperature), 1.0)
-    assert contempt_odds.opponent_agent("fairy-stockfish:skill=0", "RUN", gardner_game, config) == (
+    assert contempt_odds.opponent_agent("fairy-stockfish:skill=0", base, config) == (
         "engine", "fairy-stockfish:skill=0", 3)
-    arm = contempt_odds.arm_agent("RUN", gardner_game, "contempt5", 64, config)
+    arm = contempt_odds.arm_agent(base, "contempt5", 64, config)
     assert arm.temperature is None and arm.search_config.rules != PLAIN_RULES  # the arms still play their choice

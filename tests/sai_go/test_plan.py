@@ -8,7 +8,8 @@ from zerolab import load_config
 
 def test_the_gnugo_plan_compiles_the_sai_search_and_counts_its_calls(tmp_path):
     from experiments.sai_go_gnugo import plan, planned_programs
-    from sai_go.plan import abstract_model, evaluation_flops
+    from sai_go.plan import abstract_model
+    from zerolab import PlannedProgram
 
     config = load_config("sai-go-gnugo", "paper", [
         f"network={tmp_path / 'sai-go-paper'}", "games=4", "num_simulations=8", "max_game_plies=10", "gnugo_levels=[1]",
@@ -23,7 +24,8 @@ def test_the_gnugo_plan_compiles_the_sai_search_and_counts_its_calls(tmp_path):
     assert by_name["margin replay step (pgx)"].calls == matches * 4 * (10 + 3)  # "C3 pass E5" before the moves
     # the network is the sai-go paper preset's (its run does not exist): 3 blocks × 128 channels
     model = abstract_model(load_config("sai-go", "paper"))
-    assert search.flops == evaluation_flops(model.game(9.5), model.network, model.variables, 2) * (8 + 1) > 0
+    evaluation = PlannedProgram.evaluation("evaluation", model.game(9.5), model.network, model.variables, 2)
+    assert search.flops == evaluation.flops * (8 + 1) > 0
     assert search.cost.flops > 0 and search.cost.compile_seconds > 0
     assert all(program.cost.device_bytes > 0 for program in programs)
     assert search.cost.device_bytes > by_name["arena step (pgx)"].cost.device_bytes

@@ -98,3 +98,32 @@ def test_load_trained_variables_falls_back_only_without_an_explicit_step(trained
     # Asked for the unreadable step by name, it refuses rather than hand back another step's parameters.
     with pytest.raises(FileNotFoundError, match="no readable checkpoint"):
         runs.load_trained_variables(corrupted_run, ITERATIONS)
+
+
+def test_a_plan_builds_the_agent_a_run_loads_on_abstract_variables(trained_run):
+    """An experiment declares its agents once: ``make_search_agent`` of a run's config without variables is the agent
+    ``load_search_agent`` gives (same game, search and name; variables of the same shapes, abstract), and its
+    planned program is that agent's search compiled, with the FLOPs of ``simulations + 1`` evaluations a call."""
+    from zerolab.config import from_json
+    from zerolab.play import load_search_agent, make_search_agent
+    from zerolab.training import PlannedProgram
+
+    options = {"num_simulations": "3", "dirichlet_fraction": "0", "name": "x"}
+    loaded = load_search_agent(trained_run, options)
+    planned = make_search_agent(from_json((trained_run / "config.json").read_text()), None, options)
+    assert (planned.name, planned.game, planned.search_config) == ("x", loaded.game, loaded.search_config)
+    shapes = lambda tree: jax.tree.map(lambda leaf: (leaf.shape, leaf.dtype), tree)  # noqa: E731
+    assert shapes(planned.variables) == shapes(loaded.variables)
+    assert all(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(planned.variables))
+
+    program = planned.planned_program(LANES, calls=5)
+    evaluation = PlannedProgram.evaluation("evaluation", planned.game, planned.network, planned.variables, LANES)
+    assert (program.cost.name, program.calls) == ("x search", 5)
+    assert program.flops == evaluation.flops * (3 + 1) > 0 and program.cost.device_bytes > 0
+
+    # an arm of an experiment: the run's agent with its search changed as an agent spec would change it
+    arm = loaded.with_search({"num_simulations": "2", "kind": "muzero"}, name="arm")
+    spec = load_search_agent(trained_run, {**options, "num_simulations": "2", "kind": "muzero", "name": "arm"})
+    assert (arm.name, arm.search_config, arm.variables) == ("arm", spec.search_config, loaded.variables)
+    with pytest.raises(ValueError, match="unknown agent option 'simulations'"):
+        loaded.with_search({"simulations": "2"})

@@ -176,6 +176,12 @@ def init_variables(network: nn.Module, game: Game, key: jax.Array) -> dict:
     return {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}
 
 
+def abstract_variables(network: nn.Module, game: Game) -> dict:
+    """The variables :func:`init_variables` would make, as ``jax.ShapeDtypeStruct`` leaves: traced, nothing
+    initialised (a cost plan's network, whose checkpoint may not exist yet)."""
+    return jax.eval_shape(lambda key: init_variables(network, game, key), jax.random.key(0))
+
+
 def count_parameters(params: Any) -> int:
     return int(sum(x.size for x in jax.tree_util.tree_leaves(params)))
 

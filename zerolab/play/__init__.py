@@ -13,7 +13,7 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.play.agents": ("Agent", "AgentPool", "lanes_to_answer"),
-    "zerolab.play.search_agents": ("SearchAgent", "compiled_search", "load_search_agent"),
+    "zerolab.play.search_agents": ("SearchAgent", "load_search_agent", "make_search_agent"),
     "zerolab.play.engine_agents": ("EngineAgent",),
     "zerolab.play.agent_specs": ("check_agent_spec", "make_agent", "split_spec"),
     "zerolab.play.arena": ("Match", "MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
@@ -23,13 +23,13 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = [
     "Agent", "AgentPool", "EngineAgent", "Match", "MatchResult", "MemberChoice", "PolicyAgent", "SearchAgent",
-    "TeamAgent", "TeamMoves", "check_agent_spec", "compiled_search", "lanes_to_answer", "load_search_agent",
-    "make_agent", "play_games", "play_match", "policy_actions", "policy_probabilities", "split_spec",
+    "TeamAgent", "TeamMoves", "check_agent_spec", "lanes_to_answer", "load_search_agent", "make_agent",
+    "make_search_agent", "play_games", "play_match", "policy_actions", "policy_probabilities", "split_spec",
 ]
 
 if TYPE_CHECKING:
     from zerolab.play.agents import Agent, AgentPool, lanes_to_answer
-    from zerolab.play.search_agents import SearchAgent, compiled_search, load_search_agent
+    from zerolab.play.search_agents import SearchAgent, load_search_agent, make_search_agent
     from zerolab.play.engine_agents import EngineAgent
     from zerolab.play.agent_specs import check_agent_spec, make_agent, split_spec
     from zerolab.play.arena import Match, MemberChoice, TeamAgent, TeamMoves, play_games, play_match

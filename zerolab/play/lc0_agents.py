@@ -19,6 +19,7 @@ import pgx
 from zerolab.play.agents import Agent
 from zerolab.networks.lc0.network import check_lc0_game
 from zerolab.networks.network import NetworkInputs
+from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost
 
 MODES = ("argmax", "sample")
 
@@ -89,6 +90,14 @@ class PolicyAgent(Agent):
 
     def select_actions(self, states: pgx.State, key: jax.Array, active: np.ndarray | None = None) -> np.ndarray:
         return np.asarray(self._policy(self.variables, states, key)[0])  # one batched call over every lane
+
+    def planned_program(self, batch: int, calls: int, what: str = "", name: str = "") -> PlannedProgram:
+        """This agent's own jitted policy of ``batch`` positions (one network evaluation: no loop, so XLA's FLOPs are
+        the call's), compiled over abstract states, called ``calls`` times and named ``name`` (default
+        ``<agent> [batch]``); the variables may be abstract."""
+        lowered = self._policy.lower(self.variables, abstract_states(self.game, batch), jax.random.key(0))
+        cost = compile_cost(name or f"{self.name} [{batch}]", lowered)
+        return PlannedProgram(cost, calls, what or f"the policy ({self.mode}) of {batch} positions")
 
 
 __all__ = ["PolicyAgent", "policy_actions", "policy_probabilities", "MODES"]

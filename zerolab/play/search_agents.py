@@ -1,6 +1,10 @@
 """Search agents: a network with a search, e.g. a training checkpoint (:class:`SearchAgent`), its shared compiled
-search (:func:`compiled_search`) and its loading from a run or checkpoint directory (:func:`load_search_agent`, with
-the agent spec's options: :mod:`zerolab.play.agent_specs`).
+search (:func:`compiled_search`), its building from a run's config (:func:`make_search_agent`: with the run's
+variables, or abstract ones for a cost plan) and its loading from a run or checkpoint directory
+(:func:`load_search_agent`, with the agent spec's options: :mod:`zerolab.play.agent_specs`).
+
+An experiment declares its agents once: ``run`` builds them on loaded variables and ``plan`` on abstract ones, and
+the plan compiles each agent's own jitted search (:meth:`SearchAgent.planned_program`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import pgx
 
 from zerolab.games import Game
 from zerolab.games.base import plies_played
-from zerolab.networks.network import make_network
+from zerolab.networks.network import abstract_variables, make_network
+from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost
 from zerolab.training.runs import Components, load_trained_variables
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.hooks import choose_actions
@@ -88,28 +93,66 @@ class SearchAgent(Agent):
         """``{name: mean}`` of the search summary over every position searched so far (empty without a summary)."""
         return {name: total / max(self._searched_positions, 1) for name, total in self._statistic_totals.items()}
 
+    def with_search(self, options: dict[str, str], name: str | None = None,
+                    temperature: SelfPlayConfig | None = None) -> SearchAgent:
+        """The same network and variables with the search changed by ``options`` (text values, as an agent spec's:
+        :meth:`zerolab.search.SearchConfig.with_overrides`), named ``name`` (default: this agent's), with
+        ``temperature`` (default None: the search's choice).  Fresh search statistics."""
+        search = self.search_config.with_overrides(options, what="agent option")
+        search.make_rules()  # a wrong rules name or option fails here, not inside a jitted search
+        return SearchAgent(name or self.name, self.game, self.network, self.variables, search, temperature)
+
+    def planned_program(self, batch: int, calls: int, what: str = "", name: str = "") -> PlannedProgram:
+        """This agent's own jitted search of ``batch`` positions (:func:`compiled_search`), compiled over abstract
+        states, called ``calls`` times and named ``name`` (default ``<agent> search``): its device memory and compile
+        time from XLA, its FLOPs those of its network evaluations (:meth:`zerolab.training.PlannedProgram.search`).
+        The variables may be abstract (:func:`make_search_agent` without variables)."""
+        search = self.search_config
+        lowered = self._search.lower(self.variables, jax.random.key(0), abstract_states(self.game, batch))
+        evaluation = PlannedProgram.evaluation("evaluation", self.game, self.network, self.variables, batch)
+        sampled = "" if self.temperature is None else ", moves sampled from the visits"
+        return PlannedProgram.search(compile_cost(name or f"{self.name} search", lowered), calls,
+                                     what or f"one move of {batch} games: {search.kind} ({search.selection}) "
+                                     f"{search.num_simulations} simulations{sampled}",
+                                     evaluation.flops, search.num_simulations)
+
 
 AGENT_OPTION_KEYS = ("step", "name")
 """A checkpoint agent spec's own keys; its other keys are the search's (:meth:`SearchConfig.with_overrides`)."""
 
 
-def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
-                      game: Game | None = None, temperature: SelfPlayConfig | None = None) -> SearchAgent:
-    """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory.
+def make_search_agent(run_config: Any, variables: Any = None, options: dict[str, str] | None = None,
+                      game: Game | None = None, temperature: SelfPlayConfig | None = None,
+                      name: str = "agent") -> SearchAgent:
+    """A :class:`SearchAgent` of a run's config (``config.json``): its network and search, changed by the agent
+    spec's ``options`` (``name`` names it; ``step`` is the loader's), playing ``game`` (default: the run's own; the
+    network module is built for it from the run's model config, e.g. an AlphaGateau trained on 5×5 Gardner chess
+    playing 8×8 chess: its graph, not its parameters, carries the board size).
 
-    ``game`` (default: the run's own) is the game the agent plays: the network module is built for it from the run's
-    model config, e.g. an AlphaGateau trained on 5×5 Gardner chess playing 8×8 chess (its graph, not its parameters,
-    carries the board size).  Agents of one architecture and game share one compiled search.  ``temperature``: see
-    :class:`SearchAgent`.
+    ``variables`` None gives abstract ones (:func:`zerolab.networks.abstract_variables`): an agent for a cost plan,
+    whose :meth:`SearchAgent.planned_program` compiles the search a run of the same config plays with.
     """
     options = dict(options or {})
-    trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
-    components = Components.from_config(trained.config)
+    components = Components.from_config(run_config)
     if game is not None and game != components.game:
-        components = dataclasses.replace(components, game=game, network=make_network(trained.config.model, game))
+        components = dataclasses.replace(components, game=game, network=make_network(run_config.model, game))
+    if variables is None:
+        variables = abstract_variables(components.network, components.game)
     search = components.search.with_overrides(
         {key: value for key, value in options.items() if key not in AGENT_OPTION_KEYS},
         what="agent option", other_keys=AGENT_OPTION_KEYS)
     search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not inside a jitted search
-    name = options.get("name", f"{pathlib.Path(path).name}@{trained.step}")
-    return SearchAgent(name, components.game, components.network, trained.variables, search, temperature)
+    return SearchAgent(options.get("name", name), components.game, components.network, variables, search,
+                       temperature)
+
+
+def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
+                      game: Game | None = None, temperature: SelfPlayConfig | None = None) -> SearchAgent:
+    """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory:
+    :func:`make_search_agent` of its config and variables, named ``<directory>@<step>`` unless ``options`` name it.
+    Agents of one architecture and game share one compiled search.  ``temperature``: see :class:`SearchAgent`.
+    """
+    options = dict(options or {})
+    trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
+    return make_search_agent(trained.config, trained.variables, options, game, temperature,
+                             name=f"{pathlib.Path(path).name}@{trained.step}")

@@ -541,11 +541,13 @@ class PlannedProgram:
         return cls(compile_cost(name, lowered), calls, what or f"one network evaluation of {batch} positions")
 
     @classmethod
-    def search(cls, cost: ProgramCost, calls: int, what: str, evaluation_flops: float,
-               num_simulations: int) -> PlannedProgram:
-        """A compiled search (``cost``) whose FLOPs are those of its network evaluations,
-        :func:`evaluations_per_search` of ``evaluation_flops`` each: XLA counts the simulation loop's body once."""
-        return cls(cost, calls, what, flops_per_call=evaluation_flops * evaluations_per_search(num_simulations))
+    def search(cls, cost: ProgramCost, calls: int, what: str, evaluation_flops: float, num_simulations: int,
+               searches: int = 1) -> PlannedProgram:
+        """A compiled program of ``searches`` searches a call (one move; a self-play call: one a ply) whose FLOPs are
+        those of its network evaluations, :func:`evaluations_per_search` of ``evaluation_flops`` each a search: XLA
+        counts a loop's body once (the simulations', the plies')."""
+        return cls(cost, calls, what,
+                   flops_per_call=evaluation_flops * evaluations_per_search(num_simulations) * int(searches))
 
 
 def evaluations_per_search(num_simulations: int) -> int:
@@ -556,21 +558,6 @@ def evaluations_per_search(num_simulations: int) -> int:
 def abstract_states(game: Game, batch: int) -> Any:
     """``jax.ShapeDtypeStruct``s of ``batch`` pgx states of ``game`` (traced, not run)."""
     return jax.eval_shape(lambda key: jax.vmap(game.init)(jax.random.split(key, batch)), jax.random.key(0))
-
-
-def search_program(name: str, game: Game, network: Any, variables: Any, search_config: Any, batch: int, calls: int,
-                   rules: Any = None) -> PlannedProgram:
-    """One search of ``search_config`` from ``batch`` positions with ``network`` (abstract ``variables``), compiled;
-    its FLOPs are those of its ``num_simulations + 1`` network evaluations over the batch (XLA counts the simulation
-    loop's body once)."""
-    from zerolab.search.mcts import run_search
-
-    states = abstract_states(game, batch)
-    search = jax.jit(lambda v, key, s: run_search(search_config, game, network, v, key, s, rules=rules).action)
-    cost = compile_cost(name, search.lower(variables, jax.random.key(0), states))
-    evaluation = PlannedProgram.evaluation(f"{name} (one evaluation)", game, network, variables, batch)
-    return PlannedProgram.search(cost, calls, f"{search_config.num_simulations} simulations from {batch} positions",
-                                 evaluation.flops, search_config.num_simulations)
 
 
 def format_programs(title: str, programs: list[PlannedProgram], notes: list[str] = ()) -> str:
