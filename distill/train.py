@@ -32,7 +32,7 @@ import optax
 from jax.sharding import Mesh
 
 from distill.data.records import make_loader
-from distill.model import MODEL_SIZES, Transformer, TransformerConfig, count_parameters, init_params
+from distill.model import MODEL_SIZES, Transformer, TransformerConfig, count_parameters, init_params, jitted_apply
 from distill.predictors import Predictor, cross_entropy
 from zerolab import (
     Checkpointer, PlannedProgram, check_at_least, check_choice, check_divisible, compile_cost, jit_step, make_mesh,
@@ -207,8 +207,8 @@ def plan_training(settings: TrainingSettings, label: str = "training step",
     step = compile_cost(label, make_train_step(settings, make_mesh(jax.devices()[:1])).lower(state, batch))
     rows = 64 * 32
     tokens = jax.ShapeDtypeStruct((rows, model_config.sequence_length), jnp.int32)
-    forward = compile_cost(f"{label.replace('training step', 'scoring')}", jax.jit(
-        lambda params, tokens: Transformer(model_config).apply({"params": params}, tokens)).lower(state.params, tokens))
+    forward = compile_cost(f"{label.replace('training step', 'scoring')}",  # the engine's own scoring function
+                           jitted_apply(model_config).lower(state.params, tokens))
     parameters = sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(state.params))
     return [PlannedProgram(step, settings.num_steps, f"one update of {settings.batch_size} examples, "
                            f"{settings.model_size} ({parameters:,} parameters, {settings.dtype})"),
