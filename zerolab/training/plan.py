@@ -561,11 +561,14 @@ def abstract_states(game: Game, batch: int) -> Any:
 
 
 def format_programs(title: str, programs: list[PlannedProgram], notes: list[str] = ()) -> str:
-    """A table of an experiment's programs: compile time, FLOPs and device memory per call, calls, total FLOPs."""
+    """A table of an experiment's programs: compile time, FLOPs and device memory per call, calls, total FLOPs (the
+    name column as wide as the longest name needs, 34 at least)."""
+    width = max([34] + [len(program.cost.name) + 2 for program in programs])
     lines = [f"== {title}",
-             f"{'program':<34}{'compile':>9}{'GFLOP/call':>13}{'device memory':>15}{'calls':>14}{'total PFLOP':>13}  what a call does"]
+             f"{'program':<{width}}{'compile':>9}{'GFLOP/call':>13}{'device memory':>15}{'calls':>14}"
+             f"{'total PFLOP':>13}  what a call does"]
     for program in programs:
-        lines.append(f"{program.cost.name:<34}{program.cost.compile_seconds:>8.1f}s{program.flops / 1e9:>13,.2f}"
+        lines.append(f"{program.cost.name:<{width}}{program.cost.compile_seconds:>8.1f}s{program.flops / 1e9:>13,.2f}"
                      f"{format_bytes(program.cost.device_bytes):>15}{program.calls:>14,}"
                      f"{program.flops * program.calls / 1e15:>13,.2f}  {program.what}")
     total = sum(program.flops * program.calls for program in programs)
