@@ -145,13 +145,12 @@ def plan(config) -> str:
     shapes with other constants (N_scl, τ)."""
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab import PlannedProgram, compile_cost, format_programs
-    from zerolab.training import evaluations_per_search
+    from zerolab.training import evaluation_flops, evaluations_per_search
 
     planned = experiment_network(config, base_run_config(config))
     base = planned.base
     rows = settings(config)
     games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
-    evaluation = PlannedProgram.evaluation("evaluation", base.game, base.network, base.variables, games)
     programs = []
     for kind, group in (("search-contempt", [row for row in rows if row["sc_limit"] is not None]),
                         ("PUCT", [row for row in rows if row["sc_limit"] is None])):
@@ -161,7 +160,8 @@ def plan(config) -> str:
         cost = compile_cost(f"self-play, {group[0]['name']}", play.lower(base.variables, jax.random.key(0)))
         programs.append(PlannedProgram.search(cost, len(group), f"{games} games × {plies} plies, {search.kind} "
                                               f"({search.selection}) {simulations} simulations a move",
-                                              evaluation.flops, simulations, searches=plies))
+                                              evaluation_flops(base.game, base.network, base.variables, games),
+                                              simulations, searches=plies))
     notes = [
         f"{len(rows)} settings, one self-play call each ({', '.join(row['name'] for row in rows)}); each setting is "
         f"its own program (N_scl and τ are constants of it), compiled above once per search kind: the others have the "

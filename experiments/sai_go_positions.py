@@ -124,7 +124,7 @@ def plan(config) -> str:
     """``python -m experiments plan sai-go-positions``: the self-play programs (one per batch of games: the batch is
     static), the endgame searches, the network evaluations and the replays, compiled with abstract inputs."""
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
-    from zerolab.training import evaluations_per_search
+    from zerolab.training import evaluation_flops, evaluations_per_search
     from experiments.common.sai_go import run_model
     from sai_go.plan import kept_steps, pgx_step_program
 
@@ -146,13 +146,16 @@ def plan(config) -> str:
     def evaluation(name: str, batch: int, calls: int = 1, what: str = "") -> PlannedProgram:
         return PlannedProgram.evaluation(name, game, model.network, model.variables, batch, calls, what)
 
+    def flops_of(batch: int) -> float:
+        return evaluation_flops(game, model.network, model.variables, batch)
+
     for games, calls in selfplay_calls.items():
         cost = compile_cost(f"self-play, {games} games", play.lower(
             model.variables, jax.random.key(0), jax.ShapeDtypeStruct((), jnp.float32), games))
         what = f"{games} games × {plies} plies, {simulations} simulations a move, λ = 0, no branches"
-        program = PlannedProgram.search(cost, calls, what, evaluation("evaluation", games).flops, simulations,
+        program = PlannedProgram.search(cost, calls, what, flops_of(games), simulations,
                                         searches=plies)
-        program.flops_per_call += evaluation("empty board", 1).flops  # the empty board's α and β, once a call
+        program.flops_per_call += flops_of(1)  # the empty board's α and β, once a call
         programs.append(program)
     if selfplay_calls:
         notes.append(f"self-play: {plies} plies (2·N², the most a 7x7 game lasts) of "
@@ -170,7 +173,7 @@ def plan(config) -> str:
         programs.append(PlannedProgram.search(cost, len(steps) * len(config.lambdas),
                                               f"{len(ENDGAMES)} endgames × {int(config.endgame_seeds)} seeds, "
                                               f"{simulations} simulations with root noise",
-                                              evaluation("evaluation", batch).flops, simulations))
+                                              flops_of(batch), simulations))
         programs.append(evaluation("endgame evaluation", len(ENDGAMES), len(steps),
                                    f"α, β of the {len(ENDGAMES)} endgames"))
         notes.append(f"endgames: {len(steps)} networks × {len(config.lambdas)} λ searches; the evaluation runs op by "

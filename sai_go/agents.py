@@ -29,7 +29,7 @@ from zerolab import (
     make_game,
     make_network,
 )
-from zerolab.training import load_trained_variables
+from zerolab.training import evaluation_flops, load_trained_variables
 from sai_go.search import SaiSearchOutput, check_lambda, sai_search
 
 SAI_NETWORK = "sai_go.network:make_sai_network"
@@ -153,8 +153,8 @@ class SaiAgent(Agent):
         states = abstract_states(self.game, batch)
         komi, lam = jax.ShapeDtypeStruct((batch,), jnp.float32), jax.ShapeDtypeStruct((), jnp.float32)
         lowered = self._search.lower(self.variables, jax.random.key(0), states, komi, lam)
-        evaluation = PlannedProgram.evaluation("evaluation", self.game, self.network, self.variables, batch)
         return PlannedProgram.search(compile_cost(name or f"{self.name} search", lowered), calls,
                                      what or f"one move of {batch} games: {self.search.num_simulations} simulations, "
                                      f"λ backup, safe move",
-                                     evaluation.flops, self.search.num_simulations)
+                                     evaluation_flops(self.game, self.network, self.variables, batch),
+                                     self.search.num_simulations)

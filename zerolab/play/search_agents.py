@@ -21,7 +21,7 @@ import pgx
 from zerolab.games import Game
 from zerolab.games.base import plies_played
 from zerolab.networks.network import abstract_variables, make_network
-from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost
+from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost, evaluation_flops
 from zerolab.training.runs import Components, load_trained_variables
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.hooks import choose_actions
@@ -109,12 +109,12 @@ class SearchAgent(Agent):
         The variables may be abstract (:func:`make_search_agent` without variables)."""
         search = self.search_config
         lowered = self._search.lower(self.variables, jax.random.key(0), abstract_states(self.game, batch))
-        evaluation = PlannedProgram.evaluation("evaluation", self.game, self.network, self.variables, batch)
         sampled = "" if self.temperature is None else ", moves sampled from the visits"
         return PlannedProgram.search(compile_cost(name or f"{self.name} search", lowered), calls,
                                      what or f"one move of {batch} games: {search.kind} ({search.selection}) "
                                      f"{search.num_simulations} simulations{sampled}",
-                                     evaluation.flops, search.num_simulations)
+                                     evaluation_flops(self.game, self.network, self.variables, batch),
+                                     search.num_simulations)
 
 
 AGENT_OPTION_KEYS = ("step", "name")

@@ -16,7 +16,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.method": ("Method", "alphazero_loss"),
     "zerolab.training.metrics": ("MetricsLog",),
     "zerolab.training.plan": ("PlannedProgram", "abstract_states", "check_accelerator", "compile_cost",
-                              "evaluations_per_search", "format_plan", "format_programs", "plan_training_run"),
+                              "evaluation_flops", "evaluations_per_search", "format_plan", "format_programs",
+                              "plan_training_run"),
     "zerolab.training.runs": ("check_training_config", "load_trained_variables"),
     "zerolab.training.train": ("default_config", "train"),
     "zerolab.training.replay": ("FrameWindow",),
@@ -30,7 +31,7 @@ __all__ = [
     "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",
     "RunDirectoryError", "abstract_states", "alphazero_loss", "check_accelerator", "check_run_config",
     "check_run_directory", "check_training_config", "compile_cost", "config_changes_allowed", "default_config",
-    "evaluations_per_search", "file_system_error", "format_plan", "format_programs",
+    "evaluation_flops", "evaluations_per_search", "file_system_error", "format_plan", "format_programs",
     "growing_leaves", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
     "resolve_checkpoint", "step_directories", "train",
 ]
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.metrics import MetricsLog
     from zerolab.training.plan import (
-        PlannedProgram, abstract_states, check_accelerator, compile_cost, evaluations_per_search, format_plan,
-        format_programs, plan_training_run,
+        PlannedProgram, abstract_states, check_accelerator, compile_cost, evaluation_flops, evaluations_per_search,
+        format_plan, format_programs, plan_training_run,
     )
     from zerolab.training.runs import check_training_config, load_trained_variables
     from zerolab.training import train

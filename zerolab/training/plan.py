@@ -31,6 +31,7 @@ in zerolab/README.md); a program with no measured rate for the accelerator is "n
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Any
@@ -548,6 +549,20 @@ class PlannedProgram:
         counts a loop's body once (the simulations', the plies')."""
         return cls(cost, calls, what,
                    flops_per_call=evaluation_flops * evaluations_per_search(num_simulations) * int(searches))
+
+
+def evaluation_flops(game: Game, network: Any, variables: Any, batch: int) -> float:
+    """FLOPs of one evaluation of ``network`` over ``batch`` positions of ``game`` (:meth:`PlannedProgram.evaluation`),
+    compiled once per game, network, batch and variable shapes: a plan's arms of one network share it."""
+    leaves, structure = jax.tree.flatten(variables)
+    shapes = tuple((tuple(leaf.shape), jnp.dtype(leaf.dtype).name) for leaf in leaves)
+    return _evaluation_flops(game, network, int(batch), structure, shapes)
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluation_flops(game: Game, network: Any, batch: int, structure: Any, shapes: tuple) -> float:
+    variables = jax.tree.unflatten(structure, [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes])
+    return PlannedProgram.evaluation("evaluation", game, network, variables, batch).flops
 
 
 def evaluations_per_search(num_simulations: int) -> int:
