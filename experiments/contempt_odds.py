@@ -165,10 +165,9 @@ def plan(config) -> str:
     programs = [arm_agent(planned.base, arm, simulations, config).planned_program(half, 2 * moves)
                 for simulations in config.num_simulations for arm in arms]
     cells = len(config.num_simulations) * len(arms)
-    opponent = opponent_agent(config.opponent, planned.base, config) if self_opponent_settings(config.opponent) \
-        else None
-    if opponent is not None:
-        programs.append(opponent.planned_program(half, cells * 2 * moves))
+    self_opponent = self_opponent_settings(config.opponent) is not None  # an engine is not a JAX program
+    if self_opponent:
+        programs.append(opponent_agent(config.opponent, planned.base, config).planned_program(half, cells * 2 * moves))
     cost = compile_cost("arena step (pgx)", game.batched_step.lower(abstract_states(game, half),
                                                                     jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
     programs.append(PlannedProgram(cost, cells * 2 * plies, f"one ply of {half} games"))
@@ -177,7 +176,7 @@ def plan(config) -> str:
         f"{config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network moves on "
         f"every other ply: ≤ {2 * moves} searches a cell (upper bounds: every game lasting {plies} plies)",
         f"network: {planned.source}",
-        (f"the opponent {config.opponent}: the network itself, ≤ {2 * moves} searches a cell" if opponent is not None
+        (f"the opponent {config.opponent}: the network itself, ≤ {2 * moves} searches a cell" if self_opponent
          else f"not planned: the opponent {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves")
         + "; the odds start positions are built on the host",
     ]
