@@ -2,11 +2,16 @@
 
 Public API (imported lazily, so ``python -m alphagateau.graph`` runs without importing its own module twice):
 
-* graph (:mod:`alphagateau.graph`): :func:`board_graph`, :func:`build_graphs`, :func:`node_features`,
-  :func:`edge_features`, :func:`edge_logits_to_action_logits`, :func:`action_values_to_edges`,
+* graph (:mod:`alphagateau.graph`): :func:`board_graph`, :func:`graph_features`, :func:`build_graphs`,
+  :func:`node_features`, :func:`edge_features`, :func:`slot_logits_to_action_logits`,
+  :func:`edge_logits_to_action_logits`, :func:`action_values_to_edges`,
   :func:`graph_legal_moves_uci`, :class:`BoardGraph`, :data:`EDGE_FEATURE_NAMES`, :data:`NUM_NODE_FEATURES`,
   :data:`NUM_EDGE_FEATURES`, :data:`NON_EDGE_LOGIT`;
-* layers (:mod:`alphagateau.layers`): :class:`GATEAU`, :class:`ResGATEAU`, :class:`AttentionPooling`;
+* topology (:mod:`alphagateau.topology`): :class:`Topology` (a fixed graph's incoming-slot layout),
+  :class:`FixedGather` (a gather whose gradient is a gather), :func:`masked_softmax`: message passing without
+  scatters;
+* layers (:mod:`alphagateau.layers`): :class:`GATEAU`, :class:`ResGATEAU`, :class:`AttentionPooling`,
+  :class:`GraphBatch`;
 * network (:mod:`alphagateau.network`): :class:`AlphaGateau`, :func:`make_alphagateau` (the zerolab factory,
   ``config.model.name = "alphagateau.network:make_alphagateau"``), :func:`parameter_counts`,
   :func:`benchmark_graph_building`;
@@ -29,10 +34,13 @@ _EXPORTS = {
         "build_graphs",
         "edge_features",
         "edge_logits_to_action_logits",
+        "graph_features",
         "graph_legal_moves_uci",
         "node_features",
+        "slot_logits_to_action_logits",
     ),
-    "alphagateau.layers": ("GATEAU", "ResGATEAU", "AttentionPooling"),
+    "alphagateau.topology": ("FixedGather", "Topology", "masked_softmax"),
+    "alphagateau.layers": ("GATEAU", "GraphBatch", "ResGATEAU", "AttentionPooling"),
     "alphagateau.network": ("AlphaGateau", "make_alphagateau", "parameter_counts", "benchmark_graph_building"),
     "alphagateau.statistics": ("score_statistics",),
 }

@@ -42,9 +42,12 @@ zero planes are inserted before its no-progress plane and every channel means th
                                            square included; Gardner chess has no castling)
 ====  ===================================  ==========================================================
 
-Batches are :class:`jraph.GraphsTuple` with fixed sizes per board, so batching is a reshape plus an offset of
-``senders`` / ``receivers`` by ``graph_index * N``.  :func:`build_graphs` is jitted and reads only what a replay
+The network reads a batch as dense arrays, nodes [B, N, 119] and edges [B, E, 15] (:func:`graph_features`), with the
+board's fixed :class:`~alphagateau.topology.Topology` (``BoardGraph.topology``): message passing is gathers with
+constant tables and dense products, and the policy's edge → action map is a :class:`~alphagateau.topology.FixedGather`
+too, so neither the forward pass nor its gradient holds a scatter.  :func:`graph_features` reads only what a replay
 frame stores (observation and legal-action mask), so the network builds its graph inside ``__call__``.
+:func:`build_graphs` gives the same batch as one :class:`jraph.GraphsTuple` (the tools' and tests' view).
 
 Command line: ``python -m alphagateau.graph --game chess|gardner_chess --fens FILE [--stats]`` prints, for each
 FEN line, the sorted UCI moves of the edges flagged legal.
@@ -64,6 +67,7 @@ import jax.numpy as jnp
 import jraph
 import numpy as np
 
+from alphagateau.topology import FixedGather, Topology
 from zerolab.games import PROMOTION_PIECES, move_table, square_name
 
 BOARD_SIZES = (5, 8)
@@ -145,6 +149,28 @@ class BoardGraph:
     def edge_feature(self, name: str) -> np.ndarray:
         """[E] the static edge feature called ``name`` (see :data:`EDGE_FEATURE_NAMES`)."""
         return self.static_edge_features[:, EDGE_FEATURE_NAMES.index(name)]
+
+    @functools.cached_property
+    def topology(self) -> Topology:
+        """The move graph's :class:`~alphagateau.topology.Topology` (its gathers and incoming-edge slots)."""
+        return Topology(self.senders, self.receivers, self.num_nodes)
+
+    @functools.cached_property
+    def edges_to_actions(self) -> FixedGather:
+        """[B, E] per-edge values → [B, A] per-action values (actions that are not edges read the fill)."""
+        return FixedGather(self.action_edge, self.num_edges)
+
+    @functools.cached_property
+    def slots_to_actions(self) -> FixedGather:
+        """[B, N·D] values in the topology's slot layout → [B, A] per-action values (non-edges read the fill)."""
+        topology = self.topology
+        index = np.where(self.action_edge >= 0, topology.edge_slot[np.maximum(self.action_edge, 0)], -1)
+        return FixedGather(index.astype(np.int32), self.num_nodes * topology.slots_per_node)
+
+    @functools.cached_property
+    def actions_to_edges(self) -> FixedGather:
+        """[B, A] per-action values → [B, E] the values of the edges."""
+        return FixedGather(self.edge_action, self.num_actions)
 
 
 @functools.cache
@@ -264,13 +290,35 @@ def edge_features(legal_action_mask: jax.Array) -> jax.Array:
       [E, 15] float32: the static features with the ``legal`` column filled in.
     """
     graph = _graph_for_num_actions(legal_action_mask.shape[-1])
-    legal = legal_action_mask[graph.edge_action].astype(jnp.float32)
-    return jnp.asarray(graph.static_edge_features).at[:, LEGAL_FEATURE].set(legal)
+    legal = jnp.take(legal_action_mask, graph.edge_action, axis=-1).astype(jnp.float32)
+    is_legal_column = np.arange(NUM_EDGE_FEATURES) == LEGAL_FEATURE
+    return jnp.where(is_legal_column, legal[..., None], graph.static_edge_features)
+
+
+def graph_features(observation: jax.Array, legal_action_mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A batch of positions as dense graph features, the network's view.
+
+    Args:
+      observation: [B, n, n, C] pgx observations (side to move's frame).
+      legal_action_mask: [B, A] bool.
+
+    Returns:
+      ``(nodes [B, N, 119], edges [B, E, 15])`` float32; edge ``e`` is edge ``e`` of :func:`board_graph`, whose
+      ``topology`` the batch shares.
+    """
+    graph = board_graph(board_size_of(observation.shape))
+    batch_size = observation.shape[0]
+    if legal_action_mask.shape != (batch_size, graph.num_actions):
+        raise ValueError(
+            f"legal_action_mask has shape {legal_action_mask.shape}, expected {(batch_size, graph.num_actions)} for "
+            f"observations of shape {observation.shape}"
+        )
+    return jax.vmap(node_features)(observation), jax.vmap(edge_features)(legal_action_mask)
 
 
 @jax.jit
 def build_graphs(observation: jax.Array, legal_action_mask: jax.Array) -> jraph.GraphsTuple:
-    """A batch of position graphs as one ``jraph.GraphsTuple``.
+    """A batch of position graphs as one ``jraph.GraphsTuple`` (:func:`graph_features` flattened, for tools).
 
     Args:
       observation: [B, n, n, C] pgx observations (side to move's frame).
@@ -281,16 +329,9 @@ def build_graphs(observation: jax.Array, legal_action_mask: jax.Array) -> jraph.
       squares are nodes ``b * N … b * N + N - 1``), ``n_node`` [B] = N, ``n_edge`` [B] = E and no globals.  Edge
       ``b * E + e`` is edge ``e`` of :func:`board_graph`.
     """
-    board_size = board_size_of(observation.shape)
-    graph = board_graph(board_size)
+    nodes, edges = graph_features(observation, legal_action_mask)
+    graph = board_graph(board_size_of(observation.shape))
     batch_size = observation.shape[0]
-    if legal_action_mask.shape != (batch_size, graph.num_actions):
-        raise ValueError(
-            f"legal_action_mask has shape {legal_action_mask.shape}, expected {(batch_size, graph.num_actions)} for "
-            f"observations of shape {observation.shape}"
-        )
-    nodes = jax.vmap(node_features)(observation)
-    edges = jax.vmap(edge_features)(legal_action_mask)
     offsets = (jnp.arange(batch_size, dtype=jnp.int32) * graph.num_nodes)[:, None]
     return jraph.GraphsTuple(
         nodes=nodes.reshape(batch_size * graph.num_nodes, NUM_NODE_FEATURES),
@@ -303,18 +344,24 @@ def build_graphs(observation: jax.Array, legal_action_mask: jax.Array) -> jraph.
     )
 
 
+def slot_logits_to_action_logits(slot_logits: jax.Array) -> jax.Array:
+    """[B, N, D] one logit per slot of the board's topology → [B, A] pgx action logits; actions that are not edges
+    get :data:`NON_EDGE_LOGIT` (empty slots are read by no action)."""
+    batch_size, num_nodes, _ = slot_logits.shape
+    graph = board_graph({25: 5, 64: 8}[num_nodes])
+    return graph.slots_to_actions(slot_logits.reshape(batch_size, -1), fill=NON_EDGE_LOGIT)
+
+
 def edge_logits_to_action_logits(edge_logits: jax.Array) -> jax.Array:
     """[B, E] one logit per edge → [B, A] pgx action logits; actions that are not edges get :data:`NON_EDGE_LOGIT`."""
     graph = _graph_for_num_edges(edge_logits.shape[-1])
-    action_edge = jnp.asarray(graph.action_edge)
-    gathered = jnp.take(edge_logits, jnp.maximum(action_edge, 0), axis=-1)
-    return jnp.where(action_edge >= 0, gathered, jnp.asarray(NON_EDGE_LOGIT, edge_logits.dtype))
+    return graph.edges_to_actions(edge_logits, fill=NON_EDGE_LOGIT)
 
 
 def action_values_to_edges(action_values: jax.Array) -> jax.Array:
     """[B, A] per-action values (a policy target, a mask) → [B, E] the values of the edges."""
     graph = _graph_for_num_actions(action_values.shape[-1])
-    return jnp.take(action_values, jnp.asarray(graph.edge_action), axis=-1)
+    return graph.actions_to_edges(action_values)
 
 
 @functools.cache

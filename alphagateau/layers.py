@@ -1,18 +1,43 @@
 """GATEAU (graph attention with edge features), its residual block and attention pooling, as Flax linen modules.
 
-All layers read and write :class:`jraph.GraphsTuple` batches: ``nodes`` [total_nodes, H], ``edges`` [total_edges, H],
-``senders`` / ``receivers`` [total_edges] indexing ``nodes``.  An edge goes from its sender ``j`` to its receiver
-``i``; following the paper (and GAT), ``g_ij`` is the edge ``j → i``, ``N(i)`` the senders of ``i``'s incoming
-edges, and node ``i`` attends over its incoming edges.  On the chess graph an edge is a move, so a square gathers
-information from the squares that can move onto it.
+All layers read and write :class:`GraphBatch` batches of graphs that share one fixed :class:`Topology`: ``nodes``
+[B, N, H], ``edges`` [B, E, H].  An edge goes from its sender ``j`` to its receiver ``i``; following the paper (and
+GAT), ``g_ij`` is the edge ``j → i``, ``N(i)`` the senders of ``i``'s incoming edges, and node ``i`` attends over its
+incoming edges.  On the chess graph an edge is a move, so a square gathers information from the squares that can
+move onto it.  Edges live in the topology's incoming-slot layout [B, N, D, H] (:class:`Topology`).
+
+Message passing uses only gathers with constant tables and dense products (:mod:`alphagateau.topology`): the
+compiled forward pass and its gradient hold no scatter.  Every module computes in ``dtype`` (``bfloat16`` on
+accelerators) with float32 parameters; softmaxes and BatchNorm statistics are computed in float32.
 """
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import jraph
+
+from alphagateau.topology import Topology, masked_softmax
+
+
+class GraphBatch(NamedTuple):
+    """A batch of B graphs with one topology, edges in its incoming-slot layout (:class:`Topology`).
+
+    Attributes:
+      nodes: [B, N, H] node features.
+      edges: [B, N, D, H_edge] edge features: slot ``(i, d)`` holds node ``i``'s d-th incoming edge; empty slots
+        (``topology.incoming_mask`` false) hold values that nothing reads.
+    """
+
+    nodes: jax.Array
+    edges: jax.Array
+
+
+def slot_mask(topology: Topology, edges: jax.Array) -> jax.Array:
+    """[B, N, D, H] bool, true on the slots that hold an edge (a broadcast, for masked BatchNorm statistics)."""
+    return jnp.broadcast_to(jnp.asarray(topology.incoming_mask)[None, :, :, None], edges.shape)
 
 
 class GATEAU(nn.Module):
@@ -24,49 +49,54 @@ class GATEAU(nn.Module):
         α_ij  = softmax over j ∈ N(i) of LeakyReLU(aᵀ g'_ij)                    (5) attention
         h'_i  = W_0 h_i + Σ_{j ∈ N(i)} α_ij (W_h h_j + W_g g'_ij)              (6) node update
 
-    Same function, less work: ``W_u h`` and ``W_v h`` are projected once per node and then gathered onto the edges,
+    Same function, less work: ``W_u h`` and ``W_v h`` are projected once per node and then moved onto the edges,
     and by linearity ``Σ_j α_ij (W_h h_j + W_g g'_ij) = W_h Σ_j α_ij h_j + W_g Σ_j α_ij g'_ij``, so ``W_h`` and
-    ``W_g`` act on the N aggregated node vectors instead of the E edges (E = 1858 against N = 64 on 8×8): the only
-    matrix product over edges is ``W_e g``.  Each sum carries one bias (on ``W_e`` and ``W_0``); the attention
-    vector ``a`` has none, as a softmax ignores it.
+    ``W_g`` act on the N aggregated node vectors instead of the edges (1858 on 8×8 against N = 64): the only matrix
+    product over edges is ``W_e g``.  Each sum carries one bias (on ``W_e`` and ``W_0``); the attention vector ``a``
+    has none, as a softmax ignores it.
+
+    Without scatters, in the slot layout: ``W_u h_i`` is broadcast over node i's slots, ``W_v h_j`` gathered from
+    each slot's sender; (5) is a masked softmax along the slot axis; ``Σ_j α_ij g'_ij`` a reduction along it; and
+    ``Σ_j α_ij h_j`` the product of the dense attention matrix [B, N, N] (slots summed per sender) with the nodes.
 
     Attributes:
       features: H', the size of the output node and edge features.
       negative_slope: slope of the LeakyReLU in (5).
+      dtype: the computation dtype (parameters stay float32).
     """
 
     features: int
     negative_slope: float = 0.2
+    dtype: Any = jnp.float32
 
     @nn.compact
-    def __call__(self, graphs: jraph.GraphsTuple) -> jraph.GraphsTuple:
-        """Nodes [total_nodes, H] and edges [total_edges, H_edge] → nodes and edges [.., features]."""
-        nodes, edges = graphs.nodes, graphs.edges
-        senders, receivers = graphs.senders, graphs.receivers
-        num_nodes = nodes.shape[0]
+    def __call__(self, graphs: GraphBatch, topology: Topology) -> GraphBatch:
+        """Nodes [B, N, H] and edges [B, N, D, H_edge] → nodes [B, N, features] and edges [B, N, D, features]."""
+        nodes, edges = graphs
 
         def linear(name: str, use_bias: bool = False) -> nn.Dense:
-            return nn.Dense(self.features, use_bias=use_bias, name=name)
+            return nn.Dense(self.features, use_bias=use_bias, dtype=self.dtype, name=name)
 
         # (4) g'_ij = W_u h_i + W_e g_ij + W_v h_j
         new_edges = (
-            linear("receiver_to_edge")(nodes)[receivers]  # W_u h_i
+            linear("receiver_to_edge")(nodes)[:, :, None, :]  # W_u h_i
             + linear("edge_to_edge", use_bias=True)(edges)  # W_e g_ij
-            + linear("sender_to_edge")(nodes)[senders]  # W_v h_j
+            + topology.slot_senders(linear("sender_to_edge")(nodes))  # W_v h_j
         )
-        # (5) α_ij: softmax over the incoming edges of each receiver i
-        scores = nn.Dense(1, use_bias=False, name="attention")(new_edges)[:, 0]
+        # (5) α_ij: softmax over the incoming edges of each receiver i, in float32
+        scores = nn.Dense(1, use_bias=False, dtype=self.dtype, name="attention")(new_edges)[..., 0]
         scores = nn.leaky_relu(scores, negative_slope=self.negative_slope)
-        attention = jraph.segment_softmax(scores, receivers, num_segments=num_nodes)
+        attention = masked_softmax(scores, topology.incoming_mask).astype(new_edges.dtype)  # [B, N, D]
         # (6) h'_i = W_0 h_i + Σ_j α_ij (W_h h_j + W_g g'_ij) = W_0 h_i + W_h Σ_j α_ij h_j + W_g Σ_j α_ij g'_ij
-        weighted_senders = jraph.segment_sum(attention[:, None] * nodes[senders], receivers, num_segments=num_nodes)
-        weighted_edges = jraph.segment_sum(attention[:, None] * new_edges, receivers, num_segments=num_nodes)
+        attention_matrix = jnp.einsum("bid,idj->bij", attention, topology.incoming_senders.astype(attention.dtype))
+        weighted_senders = jnp.einsum("bij,bjh->bih", attention_matrix, nodes.astype(attention.dtype))
+        weighted_edges = jnp.sum(attention[..., None] * new_edges, axis=2)
         new_nodes = (
             linear("self_to_node", use_bias=True)(nodes)  # W_0 h_i
             + linear("sender_message")(weighted_senders)  # W_h Σ α_ij h_j
             + linear("edge_message")(weighted_edges)  # W_g Σ α_ij g'_ij
         )
-        return graphs._replace(nodes=new_nodes, edges=new_edges)
+        return GraphBatch(nodes=new_nodes, edges=new_edges)
 
 
 #: ``ResGATEAU.block`` values: the paper's pre-activation block (equation 9) and the post-activation block this
@@ -82,53 +112,56 @@ class ResGATEAU(nn.Module):
     * ``block='post_activation'``: ``x ← ReLU(x + BN(GATEAU(BNR(GATEAU(x)))))``, AlphaZero's residual block with
       GATEAU for the convolutions (the checkpoints written before ``model.block`` existed).
 
-    BatchNorm statistics update when ``train`` is true; under ``jit`` with a batch sharded over a device mesh the
-    batch moments are those of the global batch, so they are synchronised across devices without an axis name.
+    BatchNorm statistics (over the batch and the nodes, or the batch and the edges: empty slots masked out) update
+    when ``train`` is true;
+    under ``jit`` with a batch sharded over a device mesh the batch moments are those of the global batch, so they are
+    synchronised across devices without an axis name.
 
     Attributes:
       features: H, the size of the node and edge features (in and out).
       negative_slope: LeakyReLU slope of the attention.
       batch_norm_momentum: momentum of the BatchNorm running statistics.
       block: one of :data:`BLOCKS`.
+      dtype: the computation dtype (parameters and BatchNorm statistics stay float32).
     """
 
     features: int
     negative_slope: float = 0.2
     batch_norm_momentum: float = 0.9
     block: str = "post_activation"
+    dtype: Any = jnp.float32
 
     @nn.compact
-    def __call__(self, graphs: jraph.GraphsTuple, train: bool) -> jraph.GraphsTuple:
-        """Nodes [total_nodes, H] and edges [total_edges, H] → the same shapes."""
+    def __call__(self, graphs: GraphBatch, topology: Topology, train: bool) -> GraphBatch:
+        """Nodes [B, N, H] and edges [B, N, D, H] → the same shapes."""
         if self.block not in BLOCKS:
             raise ValueError(f"model.block must be one of {BLOCKS}, got {self.block!r}")
 
         def batch_norm(name: str) -> nn.BatchNorm:
-            return nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, name=name)
+            return nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, dtype=self.dtype,
+                                name=name)
 
-        def bnr(graphs: jraph.GraphsTuple, index: int) -> jraph.GraphsTuple:
-            return graphs._replace(nodes=nn.relu(batch_norm(f"node_norm_{index}")(graphs.nodes)),
-                                   edges=nn.relu(batch_norm(f"edge_norm_{index}")(graphs.edges)))
+        mask = slot_mask(topology, graphs.edges)
+
+        def bnr(graphs: GraphBatch, index: int) -> GraphBatch:
+            return GraphBatch(nodes=nn.relu(batch_norm(f"node_norm_{index}")(graphs.nodes)),
+                              edges=nn.relu(batch_norm(f"edge_norm_{index}")(graphs.edges, mask=mask)))
+
+        def gateau(name: str) -> GATEAU:
+            return GATEAU(self.features, self.negative_slope, self.dtype, name=name)
 
         residual = graphs
         if self.block == "pre_activation":
-            graphs = GATEAU(self.features, self.negative_slope, name="gateau_1")(bnr(graphs, 1))
-            graphs = GATEAU(self.features, self.negative_slope, name="gateau_2")(bnr(graphs, 2))
-            return graphs._replace(nodes=residual.nodes + graphs.nodes, edges=residual.edges + graphs.edges)
-        graphs = GATEAU(self.features, self.negative_slope, name="gateau_1")(graphs)
+            graphs = gateau("gateau_1")(bnr(graphs, 1), topology)
+            graphs = gateau("gateau_2")(bnr(graphs, 2), topology)
+            return GraphBatch(nodes=residual.nodes + graphs.nodes, edges=residual.edges + graphs.edges)
+        graphs = gateau("gateau_1")(graphs, topology)
         graphs = bnr(graphs, 1)
-        graphs = GATEAU(self.features, self.negative_slope, name="gateau_2")(graphs)
-        return graphs._replace(
+        graphs = gateau("gateau_2")(graphs, topology)
+        return GraphBatch(
             nodes=nn.relu(residual.nodes + batch_norm("node_norm_2")(graphs.nodes)),
-            edges=nn.relu(residual.edges + batch_norm("edge_norm_2")(graphs.edges)),
+            edges=nn.relu(residual.edges + batch_norm("edge_norm_2")(graphs.edges, mask=mask)),
         )
-
-
-def node_graph_index(graphs: jraph.GraphsTuple) -> jax.Array:
-    """[total_nodes] index of the graph each node belongs to (jit-safe: sizes come from static shapes)."""
-    num_graphs = graphs.n_node.shape[0]
-    num_nodes = jax.tree_util.tree_leaves(graphs.nodes)[0].shape[0]
-    return jnp.repeat(jnp.arange(num_graphs), graphs.n_node, total_repeat_length=num_nodes)
 
 
 #: ``AttentionPooling.pooling`` values: the paper's equation 7 and the projected pooling trained with before.
@@ -136,43 +169,43 @@ POOLINGS = ("paper", "projected")
 
 
 class AttentionPooling(nn.Module):
-    """Attention pooling of node features into one vector per graph.
+    """Attention pooling of each graph's node features into one vector.
 
     * ``pooling='paper'`` (equation 7, after Li et al.): ``α_i = softmax over the nodes i of graph G of
       LeakyReLU(aᵀ h_i)``, ``H_G = Σ_i α_i h_i`` (``features`` must be H: the nodes are not projected);
     * ``pooling='projected'``: ``H_G = Σ_i β_i W h_i`` with ``β_i = softmax_i(aᵀ h_i)`` (the checkpoints written
       before ``model.pooling`` existed).
 
+    The softmax runs in float32 along the node axis.
+
     Attributes:
       features: size of the pooled vector.
       pooling: one of :data:`POOLINGS`.
       negative_slope: LeakyReLU slope of the paper's scores.
+      dtype: the computation dtype.
     """
 
     features: int
     pooling: str = "projected"
     negative_slope: float = 0.2
+    dtype: Any = jnp.float32
 
     @nn.compact
-    def __call__(self, graphs: jraph.GraphsTuple) -> jax.Array:
-        """Nodes [total_nodes, H] → [num_graphs, features]."""
+    def __call__(self, nodes: jax.Array) -> jax.Array:
+        """Nodes [B, N, H] → [B, features]."""
         if self.pooling not in POOLINGS:
             raise ValueError(f"model.pooling must be one of {POOLINGS}, got {self.pooling!r}")
-        num_graphs = graphs.n_node.shape[0]
-        graph_index = node_graph_index(graphs)
-        scores = nn.Dense(1, use_bias=False, name="attention")(graphs.nodes)[:, 0]
+        scores = nn.Dense(1, use_bias=False, dtype=self.dtype, name="attention")(nodes)[..., 0]
         if self.pooling == "paper":
-            if graphs.nodes.shape[-1] != self.features:
+            if nodes.shape[-1] != self.features:
                 raise ValueError(f"the paper's pooling keeps the node features: features must be "
-                                 f"{graphs.nodes.shape[-1]}, got {self.features}")
+                                 f"{nodes.shape[-1]}, got {self.features}")
             scores = nn.leaky_relu(scores, negative_slope=self.negative_slope)
-            values = graphs.nodes
+            values = nodes
         else:
-            values = nn.Dense(self.features, name="value")(graphs.nodes)
-        weights = jraph.segment_softmax(scores, graph_index, num_segments=num_graphs, indices_are_sorted=True)
-        return jraph.segment_sum(
-            weights[:, None] * values, graph_index, num_segments=num_graphs, indices_are_sorted=True
-        )
+            values = nn.Dense(self.features, dtype=self.dtype, name="value")(nodes)
+        weights = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(values.dtype)  # [B, N]
+        return jnp.einsum("bn,bnh->bh", weights, values)
 
 
-__all__ = ["BLOCKS", "GATEAU", "POOLINGS", "AttentionPooling", "ResGATEAU", "node_graph_index"]
+__all__ = ["BLOCKS", "GATEAU", "POOLINGS", "AttentionPooling", "GraphBatch", "ResGATEAU", "slot_mask"]

@@ -2,7 +2,7 @@
 
 A zerolab network (``(inputs, train) -> (policy_logits [B, A], value [B])``) chosen with
 ``config.model.name = "alphagateau.network:make_alphagateau"``.  It reads only the :class:`NetworkInputs` a replay
-frame stores and builds the graph itself (:func:`alphagateau.graph.build_graphs`), so it drops into self-play,
+frame stores and builds the graph itself (:func:`alphagateau.graph.graph_features`), so it drops into self-play,
 training and search unchanged.  Nothing in the parameters depends on the board size: the same variables run on
 5×5 Gardner chess and 8×8 chess.
 
@@ -22,8 +22,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from alphagateau.graph import build_graphs, edge_logits_to_action_logits
-from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, ResGATEAU
+from alphagateau.graph import board_graph, board_size_of, graph_features, slot_logits_to_action_logits
+from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, GraphBatch, ResGATEAU, slot_mask
 from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput, check_at_least, check_choice
 from zerolab.networks import count_parameters
 
@@ -39,7 +39,7 @@ LEGACY_ARCHITECTURE = {"block": "post_activation", "heads": "linear", "pooling":
 class AlphaGateau(nn.Module):
     """AlphaGateau (paper, Figures 2–4).
 
-    Node features [B·N, 119] and edge features [B·E, 15] are embedded by one linear layer each into
+    Node features [B, N, 119] and edge features [B, E, 15] are embedded by one linear layer each into
     ``embedding_size`` H and go through ``num_blocks`` :class:`ResGATEAU` blocks (``block``); then, with ``heads``:
 
     * ``'paper'`` — policy head (Figure 4): edges → BNR → Linear H → BNR → Linear 1, one logit per edge; value head
@@ -58,6 +58,7 @@ class AlphaGateau(nn.Module):
       block: the residual block, one of :data:`alphagateau.layers.BLOCKS`.
       heads: one of :data:`HEADS`.
       pooling: the value head's pooling, one of :data:`alphagateau.layers.POOLINGS`.
+      dtype: the computation dtype (``model.dtype``); parameters stay float32 and the outputs are float32.
     """
 
     embedding_size: int = 128
@@ -67,39 +68,45 @@ class AlphaGateau(nn.Module):
     block: str = LEGACY_ARCHITECTURE["block"]
     heads: str = LEGACY_ARCHITECTURE["heads"]
     pooling: str = LEGACY_ARCHITECTURE["pooling"]
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
         """``(policy_logits [B, A], value [B])`` of a batch of chess (8×8) or Gardner chess (5×5) positions."""
         if self.heads not in HEADS:
             raise ValueError(f"model.heads must be one of {HEADS}, got {self.heads!r}")
-        batch_size = inputs.observation.shape[0]
-        graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
-        graphs = graphs._replace(
-            nodes=nn.Dense(self.embedding_size, name="node_embedding")(graphs.nodes),
-            edges=nn.Dense(self.embedding_size, name="edge_embedding")(graphs.edges),
-        )
+        topology = board_graph(board_size_of(inputs.observation.shape)).topology
+        nodes, edges = graph_features(inputs.observation, inputs.legal_action_mask)
+
+        def dense(features: int, name: str) -> nn.Dense:
+            return nn.Dense(features, dtype=self.dtype, name=name)
+
+        graphs = GraphBatch(nodes=dense(self.embedding_size, "node_embedding")(nodes),
+                            edges=dense(self.embedding_size, "edge_embedding")(topology.to_slots(edges)))
         for index in range(self.num_blocks):
             graphs = ResGATEAU(self.embedding_size, self.negative_slope, self.batch_norm_momentum, self.block,
-                               name=f"block_{index}")(graphs, train)
+                               self.dtype, name=f"block_{index}")(graphs, topology, train)
 
-        def bnr(features: jax.Array, name: str) -> jax.Array:
-            norm = nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, name=name)
-            return nn.relu(norm(features))
+        def bnr(features: jax.Array, name: str, mask: jax.Array | None = None) -> jax.Array:
+            norm = nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, dtype=self.dtype,
+                                name=name)
+            return nn.relu(norm(features, mask=mask))
 
-        pooling = AttentionPooling(self.embedding_size, self.pooling, self.negative_slope, name="value_pooling")
+        pooling = AttentionPooling(self.embedding_size, self.pooling, self.negative_slope, self.dtype,
+                                   name="value_pooling")
         if self.heads == "paper":
-            edges = bnr(nn.Dense(self.embedding_size, name="policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
-                        "policy_norm_2")
-            edge_logits = nn.Dense(1, name="policy_head")(edges).reshape(batch_size, -1)
-            nodes = bnr(nn.Dense(self.embedding_size, name="value_hidden")(bnr(graphs.nodes, "value_norm_1")),
+            mask = slot_mask(topology, graphs.edges)
+            edges = bnr(dense(self.embedding_size, "policy_hidden")(bnr(graphs.edges, "policy_norm_1", mask)),
+                        "policy_norm_2", mask)
+            edge_logits = dense(1, "policy_head")(edges)[..., 0]
+            nodes = bnr(dense(self.embedding_size, "value_hidden")(bnr(graphs.nodes, "value_norm_1")),
                         "value_norm_2")
-            pooled = nn.relu(pooling(graphs._replace(nodes=nodes)))
+            pooled = nn.relu(pooling(nodes))
         else:
-            edge_logits = nn.Dense(1, name="policy_head")(graphs.edges).reshape(batch_size, -1)
-            pooled = pooling(graphs)
-        value = jnp.tanh(nn.Dense(1, name="value_head")(pooled))[:, 0]
-        return NetworkOutput(edge_logits_to_action_logits(edge_logits), value)
+            edge_logits = dense(1, "policy_head")(graphs.edges)[..., 0]
+            pooled = pooling(graphs.nodes)
+        value = jnp.tanh(dense(1, "value_head")(pooled)[:, 0].astype(jnp.float32))
+        return NetworkOutput(slot_logits_to_action_logits(edge_logits.astype(jnp.float32)), value)
 
 
 CHESS_GAMES = ("chess", "gardner_chess")
@@ -218,7 +225,7 @@ def benchmark_graph_building(
         }
         row = {"game": game_name, "batch_size": batch_size}
         row["graph_ms"] = _milliseconds_per_call(
-            build_graphs, inputs.observation, inputs.legal_action_mask, repeats=repeats
+            jax.jit(graph_features), inputs.observation, inputs.legal_action_mask, repeats=repeats
         )
         for name, network in networks.items():
             variables = jax.jit(lambda key, network=network: network.init(key, inputs, train=False))(jax.random.key(1))

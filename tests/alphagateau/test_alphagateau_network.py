@@ -7,14 +7,14 @@ import types
 
 import jax
 import jax.numpy as jnp
-import jraph
 import ml_collections
 import numpy as np
 import optax
 import pytest
 
-from alphagateau.graph import NON_EDGE_LOGIT, board_graph
-from alphagateau.layers import GATEAU, AttentionPooling
+from alphagateau.graph import NON_EDGE_LOGIT, board_graph, graph_features
+from alphagateau.layers import GATEAU, AttentionPooling, GraphBatch
+from alphagateau.topology import Topology
 from alphagateau.network import make_alphagateau, parameter_counts
 from zerolab.networks.network import apply_network, init_variables, make_network
 
@@ -32,14 +32,13 @@ def test_gateau_follows_equations_4_to_6():
     receivers = np.array([1, 1, 0, 2, 1, 0])  # i
     nodes = rng.normal(size=(4, 3)).astype(np.float32)
     edges = rng.normal(size=(6, 2)).astype(np.float32)
-    graphs = jraph.GraphsTuple(
-        nodes=jnp.asarray(nodes), edges=jnp.asarray(edges), senders=jnp.asarray(senders),
-        receivers=jnp.asarray(receivers), n_node=jnp.array([4]), n_edge=jnp.array([6]), globals=None,
-    )
+    topology = Topology(senders, receivers, num_nodes=4)
+    graphs = GraphBatch(nodes=jnp.asarray(nodes)[None], edges=topology.to_slots(jnp.asarray(edges)[None]))
     layer = GATEAU(features=5)
-    params = layer.init(jax.random.key(0), graphs)["params"]
+    params = layer.init(jax.random.key(0), graphs, topology)["params"]
     params = jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(1), x.shape), params)  # nonzero biases
-    out = layer.apply({"params": params}, graphs)
+    out = layer.apply({"params": params}, graphs, topology)
+    out = GraphBatch(nodes=out.nodes[0], edges=topology.to_edges(out.edges)[0])
     p = jax.tree.map(np.asarray, params)
     W_u, W_v = p["receiver_to_edge"]["kernel"], p["sender_to_edge"]["kernel"]
     W_e, b_e = p["edge_to_edge"]["kernel"], p["edge_to_edge"]["bias"]
@@ -66,20 +65,16 @@ def test_gateau_follows_equations_4_to_6():
 
 def test_attention_pooling_follows_equation_7():
     rng = np.random.default_rng(1)
-    nodes = rng.normal(size=(5, 3)).astype(np.float32)
-    graphs = jraph.GraphsTuple(
-        nodes=jnp.asarray(nodes), edges=None, senders=jnp.zeros(0, jnp.int32), receivers=jnp.zeros(0, jnp.int32),
-        n_node=jnp.array([2, 3]), n_edge=jnp.array([0, 0]), globals=None,
-    )
+    nodes = rng.normal(size=(2, 3, 3)).astype(np.float32)  # two graphs of three nodes
     pooling = AttentionPooling(features=4)
-    params = pooling.init(jax.random.key(0), graphs)["params"]
-    pooled = np.asarray(pooling.apply({"params": params}, graphs))
+    params = pooling.init(jax.random.key(0), jnp.asarray(nodes))["params"]
+    pooled = np.asarray(pooling.apply({"params": params}, jnp.asarray(nodes)))
     a = np.asarray(params["attention"]["kernel"])[:, 0]
     W, b = np.asarray(params["value"]["kernel"]), np.asarray(params["value"]["bias"])
-    for graph, members in enumerate((slice(0, 2), slice(2, 5))):
-        scores = nodes[members] @ a
+    for graph, members in enumerate(nodes):
+        scores = members @ a
         weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
-        np.testing.assert_allclose(pooled[graph], weights @ (nodes[members] @ W + b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(pooled[graph], weights @ (members @ W + b), rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="session")
@@ -219,24 +214,20 @@ PAPER_MODEL = {**TINY_MODEL, "block": "pre_activation", "heads": "paper", "pooli
 def test_the_papers_pooling_follows_equation_7():
     """α_i = softmax_i(LeakyReLU(aᵀ h_i)), H = Σ_i α_i h_i: no projection of the nodes."""
     rng = np.random.default_rng(2)
-    nodes = rng.normal(size=(5, 3)).astype(np.float32)
-    graphs = jraph.GraphsTuple(
-        nodes=jnp.asarray(nodes), edges=None, senders=jnp.zeros(0, jnp.int32), receivers=jnp.zeros(0, jnp.int32),
-        n_node=jnp.array([2, 3]), n_edge=jnp.array([0, 0]), globals=None,
-    )
+    nodes = rng.normal(size=(2, 3, 3)).astype(np.float32)  # two graphs of three nodes
     pooling = AttentionPooling(features=3, pooling="paper", negative_slope=0.2)
-    params = pooling.init(jax.random.key(0), graphs)["params"]
+    params = pooling.init(jax.random.key(0), jnp.asarray(nodes))["params"]
     assert sorted(params) == ["attention"]
     params = {"attention": {"kernel": jnp.array([[1.5], [-2.0], [0.5]])}}  # scores of both signs: LeakyReLU shows
-    pooled = np.asarray(pooling.apply({"params": params}, graphs))
+    pooled = np.asarray(pooling.apply({"params": params}, jnp.asarray(nodes)))
     a = np.asarray(params["attention"]["kernel"])[:, 0]
     assert (nodes @ a < 0).sum() >= 2 and (nodes @ a > 0).sum() >= 2
-    for graph, members in enumerate((slice(0, 2), slice(2, 5))):
-        scores = _leaky_relu(nodes[members] @ a)
+    for graph, members in enumerate(nodes):
+        scores = _leaky_relu(members @ a)
         weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
-        np.testing.assert_allclose(pooled[graph], weights @ nodes[members], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(pooled[graph], weights @ members, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="features must be 3"):
-        AttentionPooling(features=4, pooling="paper").init(jax.random.key(0), graphs)
+        AttentionPooling(features=4, pooling="paper").init(jax.random.key(0), jnp.asarray(nodes))
 
 
 def _batch_norm(x, params, statistics, epsilon=1e-5):
@@ -248,8 +239,8 @@ def _bnr(x, params, statistics):
     return np.maximum(_batch_norm(x, params, statistics), 0.0)
 
 
-def _gateau(graphs, params):
-    return GATEAU(features=params["self_to_node"]["kernel"].shape[1]).apply({"params": params}, graphs)
+def _gateau(graphs, params, topology):
+    return GATEAU(features=params["self_to_node"]["kernel"].shape[1]).apply({"params": params}, graphs, topology)
 
 
 def _perturbed(variables):
@@ -262,42 +253,49 @@ def _perturbed(variables):
 
 def test_the_papers_residual_block_follows_equation_9(gardner_game, network_inputs):
     """(h, g) + GATEAU(BNR(GATEAU(BNR(h, g)))) on real Gardner graphs, inference mode."""
-    from alphagateau.graph import build_graphs
     from alphagateau.layers import ResGATEAU
 
     inputs = network_inputs["gardner_chess"]
-    graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
+    topology = board_graph(5).topology
+    nodes, edges = graph_features(inputs.observation, inputs.legal_action_mask)
     rng = np.random.default_rng(3)
-    graphs = graphs._replace(nodes=jnp.asarray(rng.normal(size=(graphs.nodes.shape[0], 6)), jnp.float32),
-                             edges=jnp.asarray(rng.normal(size=(graphs.edges.shape[0], 6)), jnp.float32))
+    graphs = GraphBatch(nodes=jnp.asarray(rng.normal(size=nodes.shape[:2] + (6,)), jnp.float32),
+                        edges=topology.to_slots(jnp.asarray(rng.normal(size=edges.shape[:2] + (6,)), jnp.float32)))
+    valid = topology.incoming_mask[None, :, :, None]  # empty slots: values nothing reads
+
+    def same(got, expected, **kwargs):
+        np.testing.assert_allclose(np.where(valid, got, 0) if got.ndim == 4 else got,
+                                   np.where(valid, expected, 0) if got.ndim == 4 else expected,
+                                   rtol=1e-4, atol=1e-4, **kwargs)
+
     block = ResGATEAU(features=6, block="pre_activation")
-    variables = _perturbed(block.init(jax.random.key(0), graphs, train=False))
-    out = block.apply(variables, graphs, train=False)
+    variables = _perturbed(block.init(jax.random.key(0), graphs, topology, train=False))
+    out = block.apply(variables, graphs, topology, train=False)
     p, s = jax.tree.map(np.asarray, variables["params"]), jax.tree.map(np.asarray, variables["batch_stats"])
-    inner = graphs._replace(nodes=_bnr(np.asarray(graphs.nodes), p["node_norm_1"], s["node_norm_1"]),
-                            edges=_bnr(np.asarray(graphs.edges), p["edge_norm_1"], s["edge_norm_1"]))
-    inner = _gateau(inner, p["gateau_1"])
-    inner = inner._replace(nodes=_bnr(np.asarray(inner.nodes), p["node_norm_2"], s["node_norm_2"]),
-                           edges=_bnr(np.asarray(inner.edges), p["edge_norm_2"], s["edge_norm_2"]))
-    inner = _gateau(inner, p["gateau_2"])
-    np.testing.assert_allclose(out.nodes, np.asarray(graphs.nodes) + np.asarray(inner.nodes), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(out.edges, np.asarray(graphs.edges) + np.asarray(inner.edges), rtol=1e-4, atol=1e-4)
+    inner = GraphBatch(nodes=_bnr(np.asarray(graphs.nodes), p["node_norm_1"], s["node_norm_1"]),
+                       edges=_bnr(np.asarray(graphs.edges), p["edge_norm_1"], s["edge_norm_1"]))
+    inner = _gateau(inner, p["gateau_1"], topology)
+    inner = GraphBatch(nodes=_bnr(np.asarray(inner.nodes), p["node_norm_2"], s["node_norm_2"]),
+                       edges=_bnr(np.asarray(inner.edges), p["edge_norm_2"], s["edge_norm_2"]))
+    inner = _gateau(inner, p["gateau_2"], topology)
+    same(out.nodes, np.asarray(graphs.nodes) + np.asarray(inner.nodes))
+    same(out.edges, np.asarray(graphs.edges) + np.asarray(inner.edges))
     # The tower's output is not normalised: values below 0 remain (the post-activation block ends with a ReLU).
     assert (np.asarray(out.nodes) < 0).any()
     # The post-activation block on the same graphs: ReLU(x + BN(GATEAU(BNR(GATEAU(x))))), nodes and edges alike.
     block = ResGATEAU(features=6, block="post_activation")
-    variables = _perturbed(block.init(jax.random.key(0), graphs, train=False))
-    out = block.apply(variables, graphs, train=False)
+    variables = _perturbed(block.init(jax.random.key(0), graphs, topology, train=False))
+    out = block.apply(variables, graphs, topology, train=False)
     p, s = jax.tree.map(np.asarray, variables["params"]), jax.tree.map(np.asarray, variables["batch_stats"])
-    inner = _gateau(graphs, p["gateau_1"])
-    inner = inner._replace(nodes=_bnr(np.asarray(inner.nodes), p["node_norm_1"], s["node_norm_1"]),
-                           edges=_bnr(np.asarray(inner.edges), p["edge_norm_1"], s["edge_norm_1"]))
-    inner = _gateau(inner, p["gateau_2"])
+    inner = _gateau(graphs, p["gateau_1"], topology)
+    inner = GraphBatch(nodes=_bnr(np.asarray(inner.nodes), p["node_norm_1"], s["node_norm_1"]),
+                       edges=_bnr(np.asarray(inner.edges), p["edge_norm_1"], s["edge_norm_1"]))
+    inner = _gateau(inner, p["gateau_2"], topology)
     for name in ("nodes", "edges"):
         residual = np.asarray(getattr(graphs, name)) + _batch_norm(np.asarray(getattr(inner, name)),
                                                                   p[f"{name[:4]}_norm_2"], s[f"{name[:4]}_norm_2"])
         assert (residual < 0).any()  # the final ReLU has something to clip
-        np.testing.assert_allclose(getattr(out, name), np.maximum(residual, 0.0), rtol=1e-4, atol=1e-4, err_msg=name)
+        same(np.asarray(getattr(out, name)), np.maximum(residual, 0.0), err_msg=name)
 
 
 def test_the_papers_heads_follow_figures_3_and_4(gardner_game, network_inputs):
@@ -305,6 +303,7 @@ def test_the_papers_heads_follow_figures_3_and_4(gardner_game, network_inputs):
     → Linear 1 → tanh; computed by hand from the tower's output and compared with the network's."""
     from alphagateau.graph import edge_logits_to_action_logits
 
+    topology = board_graph(5).topology
     network = make_alphagateau(ml_collections.ConfigDict(PAPER_MODEL), gardner_game)
     assert (network.block, network.heads, network.pooling) == ("pre_activation", "paper", "paper")
     inputs = network_inputs["gardner_chess"]
@@ -316,13 +315,14 @@ def test_the_papers_heads_follow_figures_3_and_4(gardner_game, network_inputs):
     def dense(x, params):
         return x @ params["kernel"] + params["bias"]
 
-    edges = _bnr(dense(_bnr(np.asarray(tower.edges), p["policy_norm_1"], s["policy_norm_1"]), p["policy_hidden"]),
+    tower_edges = np.asarray(topology.to_edges(tower.edges))  # [B, E, H] in edge order
+    edges = _bnr(dense(_bnr(tower_edges, p["policy_norm_1"], s["policy_norm_1"]), p["policy_hidden"]),
                  p["policy_norm_2"], s["policy_norm_2"])
     edge_logits = dense(edges, p["policy_head"]).reshape(inputs.observation.shape[0], -1)
     np.testing.assert_allclose(output.policy_logits, edge_logits_to_action_logits(jnp.asarray(edge_logits)),
                                rtol=1e-4, atol=1e-4)
     nodes = _bnr(dense(_bnr(np.asarray(tower.nodes), p["value_norm_1"], s["value_norm_1"]), p["value_hidden"]),
-                 p["value_norm_2"], s["value_norm_2"]).reshape(inputs.observation.shape[0], 25, -1)
+                 p["value_norm_2"], s["value_norm_2"])  # [B, 25, H]
     a = p["value_pooling"]["attention"]["kernel"][:, 0]
     scores = _leaky_relu(nodes @ a)
     weights = np.exp(scores - scores.max(1, keepdims=True))
