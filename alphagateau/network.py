@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from alphagateau.graph import board_graph, board_size_of, graph_features, slot_logits_to_action_logits
-from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, GraphBatch, ResGATEAU, slot_mask
+from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, GraphBatch, ResGATEAU, SlotBatchNorm
 from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput, check_at_least, check_choice
 from zerolab.networks import count_parameters
 
@@ -87,17 +87,20 @@ class AlphaGateau(nn.Module):
             graphs = ResGATEAU(self.embedding_size, self.negative_slope, self.batch_norm_momentum, self.block,
                                self.dtype, name=f"block_{index}")(graphs, topology, train)
 
-        def bnr(features: jax.Array, name: str, mask: jax.Array | None = None) -> jax.Array:
+        def bnr(features: jax.Array, name: str) -> jax.Array:
+            """ReLU(BatchNorm(features)): nodes [B, N, H] or edges in the slot layout [B, N, D, H]."""
+            if features.ndim == 4:
+                return nn.relu(SlotBatchNorm(not train, self.batch_norm_momentum, dtype=self.dtype, name=name)(
+                    features, topology))
             norm = nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, dtype=self.dtype,
                                 name=name)
-            return nn.relu(norm(features, mask=mask))
+            return nn.relu(norm(features))
 
         pooling = AttentionPooling(self.embedding_size, self.pooling, self.negative_slope, self.dtype,
                                    name="value_pooling")
         if self.heads == "paper":
-            mask = slot_mask(topology, graphs.edges)
-            edges = bnr(dense(self.embedding_size, "policy_hidden")(bnr(graphs.edges, "policy_norm_1", mask)),
-                        "policy_norm_2", mask)
+            edges = bnr(dense(self.embedding_size, "policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
+                        "policy_norm_2")
             edge_logits = dense(1, "policy_head")(edges)[..., 0]
             nodes = bnr(dense(self.embedding_size, "value_hidden")(bnr(graphs.nodes, "value_norm_1")),
                         "value_norm_2")

@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zerolab.networks import compute_dtype
+
 from distill.tokenizer import ACTION_FROM_SQUARE, ACTION_PROMOTION, ACTION_TO_SQUARE, NUM_ACTIONS, NUM_CHARACTERS
 
 ACTION_EMBEDDINGS = ("table", "factored", "square-tied")
@@ -93,8 +95,7 @@ class TransformerConfig:
             raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
         if self.embedding_dim % self.num_heads:
             raise ValueError(f"embedding_dim {self.embedding_dim} is not divisible by num_heads {self.num_heads}")
-        if self.dtype not in ("float32", "bfloat16"):
-            raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+        compute_dtype(self.dtype, "model.dtype")  # the core's rule: one of zerolab.networks.NETWORK_DTYPES
         if self.action_embedding not in ACTION_EMBEDDINGS:
             raise ValueError(f"action_embedding must be one of {ACTION_EMBEDDINGS}, got {self.action_embedding!r}")
         needs_actions = self.action_embedding != "table" or self.mark_action_squares

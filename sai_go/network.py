@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from zerolab import GoGame, NetworkInputs, NetworkOutput
-from zerolab.networks import policy_head, residual_tower
+from zerolab.networks import float32_output, policy_head, residual_tower
 
 #: β* is clipped to this range before the exponential, so a wild head cannot overflow β (c·e^6 ≈ 82 on 7×7).
 RAW_BETA_RANGE = (-12.0, 6.0)
@@ -41,17 +41,21 @@ class ValueTypeHead(nn.Module):
     """AlphaZero's value head without its tanh: 1×1 conv, BatchNorm, ReLU, dense hidden layer, ReLU, one output."""
 
     hidden: int
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
-        y = nn.Conv(1, (1, 1), use_bias=False)(x)
-        y = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(y))
-        y = nn.relu(nn.Dense(self.hidden)(y.reshape(y.shape[0], -1)))
-        return nn.Dense(1)(y).squeeze(-1)
+        """[B, H, W, C] → [B] float32."""
+        y = nn.Conv(1, (1, 1), use_bias=False, dtype=self.dtype)(x)
+        y = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y))
+        y = nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(y.reshape(y.shape[0], -1)))
+        return nn.Dense(1, dtype=self.dtype)(y).squeeze(-1).astype(jnp.float32)
 
 
 class SaiNetwork(nn.Module):
-    """Conv stem, ``num_blocks`` residual blocks of ``channels``, a policy head and the α and β* heads (type V)."""
+    """Conv stem, ``num_blocks`` residual blocks of ``channels``, a policy head and the α and β* heads (type V).
+
+    The tower and heads compute in ``dtype`` (``model.dtype``); α, β and the value are computed in float32."""
 
     num_actions: int
     board_points: int
@@ -59,17 +63,18 @@ class SaiNetwork(nn.Module):
     num_blocks: int = 3
     value_hidden: int = 64
     beta_scale: float = 10.0
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
-        x = residual_tower(inputs.observation, self.channels, self.num_blocks, train)
-        policy_logits = policy_head(x, self.num_actions, train)
+        x = residual_tower(inputs.observation, self.channels, self.num_blocks, train, self.dtype)
+        policy_logits = policy_head(x, self.num_actions, train, self.dtype)
 
-        alpha = ValueTypeHead(self.value_hidden, name="alpha_head")(x, train)
-        raw_beta = ValueTypeHead(self.value_hidden, name="beta_head")(x, train)
+        alpha = ValueTypeHead(self.value_hidden, self.dtype, name="alpha_head")(x, train)
+        raw_beta = ValueTypeHead(self.value_hidden, self.dtype, name="beta_head")(x, train)
         beta = (self.beta_scale / self.board_points) * jnp.exp(jnp.clip(raw_beta, *RAW_BETA_RANGE))
         value = jnp.tanh(0.5 * beta * alpha)  # 2σ(βα) − 1: the mover's outcome at komi 0
-        return NetworkOutput(policy_logits, value, {"alpha": alpha, "beta": beta})
+        return float32_output(NetworkOutput(policy_logits, value, {"alpha": alpha, "beta": beta}))
 
 
 def make_sai_network(model_config: Any, game: GoGame) -> nn.Module:

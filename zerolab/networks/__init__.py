@@ -12,19 +12,20 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.networks.lc0": ("load_lc0_weights",),
-    "zerolab.networks.network": ("AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "abstract_variables",
-                                 "apply_network", "count_parameters", "init_variables", "make_network", "policy_head",
-                                 "residual_tower"),
+    "zerolab.networks.network": ("AlphaZeroResNet", "NETWORK_DTYPES", "NetworkInputs", "NetworkOutput",
+                                 "abstract_variables", "apply_network", "compute_dtype", "count_parameters",
+                                 "float32_output", "init_variables", "make_network", "policy_head", "residual_tower"),
 })
 
 __all__ = [
-    "AlphaZeroResNet", "NetworkInputs", "NetworkOutput", "abstract_variables", "apply_network", "count_parameters",
-    "init_variables", "load_lc0_weights", "make_network", "policy_head", "residual_tower",
+    "AlphaZeroResNet", "NETWORK_DTYPES", "NetworkInputs", "NetworkOutput", "abstract_variables", "apply_network",
+    "compute_dtype", "count_parameters", "float32_output", "init_variables", "load_lc0_weights", "make_network",
+    "policy_head", "residual_tower",
 ]
 
 if TYPE_CHECKING:
     from zerolab.networks.lc0 import load_lc0_weights
     from zerolab.networks.network import (
-        AlphaZeroResNet, NetworkInputs, NetworkOutput, abstract_variables, apply_network, count_parameters,
-        init_variables, make_network, policy_head, residual_tower,
+        NETWORK_DTYPES, AlphaZeroResNet, NetworkInputs, NetworkOutput, abstract_variables, apply_network,
+        compute_dtype, count_parameters, float32_output, init_variables, make_network, policy_head, residual_tower,
     )

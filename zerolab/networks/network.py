@@ -12,6 +12,12 @@ fails at trace time with the name of the field instead of broadcasting silently.
 Networks are chosen by ``config.model.name``: ``resnet`` is built in; any other name is a ``module:factory`` path,
 with ``factory(model_config, game) -> nn.Module``, so method packages add networks without ``zerolab`` importing
 them.
+
+**Mixed precision, one rule for every network.**  ``config.model.dtype`` (:data:`NETWORK_DTYPES`) is the dtype a
+network computes in.  :func:`make_network` sets it on the module the factory returns (its ``dtype`` field, as Flax's
+own layers name it); parameters, BatchNorm statistics, optimiser state, losses and the search's arithmetic stay
+float32, and :func:`check_network_output` — the seam every caller passes through — casts the outputs to float32.
+Inside a network, softmaxes and BatchNorm moments are computed in float32 (Flax's BatchNorm does that itself).
 """
 
 from __future__ import annotations
@@ -25,8 +31,25 @@ import jax
 import jax.numpy as jnp
 import pgx
 
-from zerolab.config import check_at_least, did_you_mean, load_factory
+from zerolab.config import check_at_least, check_choice, did_you_mean, load_factory
 from zerolab.games import Game
+
+#: ``model.dtype`` values: what a network computes in (``bfloat16`` on accelerators; parameters stay float32).
+NETWORK_DTYPES = ("float32", "bfloat16")
+
+
+def compute_dtype(name: str, key: str = "model.dtype") -> jnp.dtype:
+    """The computation dtype named ``name`` (one of :data:`NETWORK_DTYPES`), or a ValueError naming ``key``."""
+    check_choice(key, name, NETWORK_DTYPES)
+    return jnp.dtype(name)
+
+
+def float32_output(output: NetworkOutput) -> NetworkOutput:
+    """``output`` with every floating array in float32 (the network boundary of the mixed-precision rule)."""
+    def cast(array):
+        return array.astype(jnp.float32) if jnp.issubdtype(array.dtype, jnp.floating) else array
+    return NetworkOutput(cast(output.policy_logits), cast(output.value),
+                         {name: cast(value) for name, value in output.extras.items()})
 
 
 class NetworkOutput(NamedTuple):
@@ -44,7 +67,8 @@ class NetworkOutput(NamedTuple):
 
 
 def check_network_output(output: Any, inputs: NetworkInputs) -> NetworkOutput:
-    """``output`` as a :class:`NetworkOutput` whose shapes fit ``inputs``, or a ValueError naming the field.
+    """``output`` as a :class:`NetworkOutput` whose shapes fit ``inputs``, its floating arrays in float32, or a
+    ValueError naming the field.
 
     A bare ``(policy_logits, value)`` pair (networks written before ``NetworkOutput``) is accepted.
     """
@@ -62,7 +86,7 @@ def check_network_output(output: Any, inputs: NetworkInputs) -> NetworkOutput:
     for name, value in output.extras.items():
         if value.ndim == 0 or value.shape[0] != batch_size:
             raise ValueError(f"network output extras[{name!r}] has shape {tuple(value.shape)}, expected [{batch_size}, ...]")
-    return output
+    return float32_output(output)
 
 
 @flax.struct.dataclass
@@ -84,36 +108,39 @@ class NetworkInputs:
 
 class ResidualBlock(nn.Module):
     channels: int
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
-        y = nn.Conv(self.channels, (3, 3), use_bias=False)(x)
-        y = nn.BatchNorm(use_running_average=not train, momentum=0.9)(y)
+        y = nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype)(x)
+        y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
         y = nn.relu(y)
-        y = nn.Conv(self.channels, (3, 3), use_bias=False)(y)
-        y = nn.BatchNorm(use_running_average=not train, momentum=0.9)(y)
+        y = nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype)(y)
+        y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
         return nn.relu(x + y)
 
 
-def residual_tower(observation: jax.Array, channels: int, num_blocks: int, train: bool) -> jax.Array:
-    """AlphaZero's trunk: a 3×3 conv stem with BatchNorm and ReLU, then ``num_blocks`` residual blocks.
+def residual_tower(observation: jax.Array, channels: int, num_blocks: int, train: bool,
+                   dtype: Any = jnp.float32) -> jax.Array:
+    """AlphaZero's trunk: a 3×3 conv stem with BatchNorm and ReLU, then ``num_blocks`` residual blocks, computed in
+    ``dtype``.
 
     Call it inside a ``@nn.compact`` method: its layers belong to the calling module and are named as if written
     there (``Conv_0``, ``BatchNorm_0``, ``ResidualBlock_0``, ...), so networks that share it keep their parameter names.
     """
-    x = nn.Conv(channels, (3, 3), use_bias=False)(observation.astype(jnp.float32))
-    x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(x))
+    x = nn.Conv(channels, (3, 3), use_bias=False, dtype=dtype)(observation.astype(dtype))
+    x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(x))
     for _ in range(num_blocks):
-        x = ResidualBlock(channels)(x, train)
+        x = ResidualBlock(channels, dtype)(x, train)
     return x
 
 
-def policy_head(x: jax.Array, num_actions: int, train: bool) -> jax.Array:
-    """AlphaZero's policy head over a trunk's [B, H, W, C] features: [B, num_actions] logits (call it inside
-    ``@nn.compact``, like :func:`residual_tower`)."""
-    policy = nn.Conv(2, (1, 1), use_bias=False)(x)
-    policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(policy))
-    return nn.Dense(num_actions)(policy.reshape(policy.shape[0], -1))
+def policy_head(x: jax.Array, num_actions: int, train: bool, dtype: Any = jnp.float32) -> jax.Array:
+    """AlphaZero's policy head over a trunk's [B, H, W, C] features: [B, num_actions] logits in ``dtype`` (call it
+    inside ``@nn.compact``, like :func:`residual_tower`)."""
+    policy = nn.Conv(2, (1, 1), use_bias=False, dtype=dtype)(x)
+    policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(policy))
+    return nn.Dense(num_actions, dtype=dtype)(policy.reshape(policy.shape[0], -1))
 
 
 class AlphaZeroResNet(nn.Module):
@@ -121,23 +148,25 @@ class AlphaZeroResNet(nn.Module):
 
     BatchNorm statistics update when ``train`` is true.  Under ``jit`` with a batch sharded over a device mesh the
     batch mean and variance are those of the global batch, so the statistics are synchronised across devices.
+    It computes in ``dtype`` (``model.dtype``) and returns float32.
     """
 
     num_actions: int
     channels: int = 64
     num_blocks: int = 5
     value_hidden: int = 64
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
-        x = residual_tower(inputs.observation, self.channels, self.num_blocks, train)
-        policy_logits = policy_head(x, self.num_actions, train)
+        x = residual_tower(inputs.observation, self.channels, self.num_blocks, train, self.dtype)
+        policy_logits = policy_head(x, self.num_actions, train, self.dtype)
 
-        value = nn.Conv(1, (1, 1), use_bias=False)(x)
-        value = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9)(value))
-        value = nn.relu(nn.Dense(self.value_hidden)(value.reshape(value.shape[0], -1)))
-        value = jnp.tanh(nn.Dense(1)(value)).squeeze(-1)
-        return NetworkOutput(policy_logits, value)
+        value = nn.Conv(1, (1, 1), use_bias=False, dtype=self.dtype)(x)
+        value = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(value))
+        value = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(value.reshape(value.shape[0], -1)))
+        value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(value).astype(jnp.float32)).squeeze(-1)
+        return float32_output(NetworkOutput(policy_logits, value))
 
 
 def make_resnet(model_config: Any, game: Game) -> nn.Module:
@@ -154,14 +183,23 @@ BUILTIN_NETWORKS: dict[str, Callable[[Any, Game], nn.Module]] = {"resnet": make_
 
 
 def make_network(model_config: Any, game: Game) -> nn.Module:
-    """The Flax module named by ``model_config.name`` (``resnet`` or ``package.module:factory``)."""
+    """The Flax module named by ``model_config.name`` (``resnet`` or ``package.module:factory``), computing in
+    ``model_config.dtype`` (float32 when absent; see the module docstring)."""
+    dtype = compute_dtype(model_config.get("dtype", "float32") if hasattr(model_config, "get") else "float32")
     name = model_config.name
     if name in BUILTIN_NETWORKS:
-        return BUILTIN_NETWORKS[name](model_config, game)
-    if ":" not in name:
+        network = BUILTIN_NETWORKS[name](model_config, game)
+    elif ":" not in name:
         raise ValueError(f"model.name: unknown network {name!r}{did_you_mean(name, BUILTIN_NETWORKS)}: use one of "
                          f"{sorted(BUILTIN_NETWORKS)} or 'package.module:factory'")
-    return load_factory(name, "model.name")(model_config, game)
+    else:
+        network = load_factory(name, "model.name")(model_config, game)
+    if "dtype" in getattr(network, "__dataclass_fields__", {}):
+        return network.clone(dtype=dtype)
+    if dtype != jnp.float32:
+        raise ValueError(f"model.dtype: the network {name!r} ({type(network).__name__}) has no dtype field, so it "
+                         f"computes in float32 only; got {dtype.name!r}")
+    return network
 
 
 def example_inputs(game: Game, batch_size: int = 1) -> NetworkInputs:

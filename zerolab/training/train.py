@@ -83,7 +83,8 @@ def default_config() -> ml_collections.ConfigDict:
             "seed": 0,
             "iterations": 10,
             "game": {"name": "gardner_chess", "go_size": 7, "komi": 7.5},
-            "model": {"name": "resnet", "channels": 64, "num_blocks": 5},
+            # dtype: what the network computes in, float32 | bfloat16 (parameters and everything else stay float32)
+            "model": {"name": "resnet", "channels": 64, "num_blocks": 5, "dtype": "float32"},
             "search": {
                 "kind": "gumbel",
                 "num_simulations": 32,

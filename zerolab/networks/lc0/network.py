@@ -33,7 +33,7 @@ import numpy as np
 from zerolab.networks.lc0.policy import NUM_LC0_PLANES, lc0_logits_to_actions
 from zerolab.networks.lc0.maia import resolve_weights_path
 from zerolab.networks.lc0.weights import ConvBlock, Lc0Weights, read_lc0_weights
-from zerolab.networks.network import NetworkInputs, NetworkOutput
+from zerolab.networks.network import NetworkInputs, NetworkOutput, float32_output
 
 BATCH_NORM_EPSILON = 1e-5
 BATCH_NORM_MOMENTUM = 0.99
@@ -41,24 +41,25 @@ NUM_INPUT_PLANES = 112
 ARCHITECTURE_KEYS = ("channels", "num_blocks", "se_channels", "value_channels", "value_hidden")
 
 
-def _norm(train: bool, name: str) -> nn.BatchNorm:
+def _norm(train: bool, name: str, dtype: Any = jnp.float32) -> nn.BatchNorm:
     return nn.BatchNorm(use_running_average=not train, momentum=BATCH_NORM_MOMENTUM, epsilon=BATCH_NORM_EPSILON,
-                        name=name)
+                        dtype=dtype, name=name)
 
 
 class Lc0ResidualBlock(nn.Module):
     filters: int
     se_channels: int
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
-        y = nn.Conv(self.filters, (3, 3), use_bias=False, name="conv1")(x)
-        y = nn.relu(_norm(train, "norm1")(y))
-        y = nn.Conv(self.filters, (3, 3), use_bias=False, name="conv2")(y)
-        y = _norm(train, "norm2")(y)
+        y = nn.Conv(self.filters, (3, 3), use_bias=False, dtype=self.dtype, name="conv1")(x)
+        y = nn.relu(_norm(train, "norm1", self.dtype)(y))
+        y = nn.Conv(self.filters, (3, 3), use_bias=False, dtype=self.dtype, name="conv2")(y)
+        y = _norm(train, "norm2", self.dtype)(y)
         pooled = y.mean(axis=(1, 2))  # [B, F]
-        squeezed = nn.relu(nn.Dense(self.se_channels, name="se_dense1")(pooled))
-        excitation = nn.Dense(2 * self.filters, name="se_dense2")(squeezed)  # [B, 2F]
+        squeezed = nn.relu(nn.Dense(self.se_channels, dtype=self.dtype, name="se_dense1")(pooled))
+        excitation = nn.Dense(2 * self.filters, dtype=self.dtype, name="se_dense2")(squeezed)  # [B, 2F]
         gamma, beta = excitation[:, : self.filters], excitation[:, self.filters:]
         y = jax.nn.sigmoid(gamma)[:, None, None, :] * y + beta[:, None, None, :]
         return nn.relu(x + y)
@@ -73,6 +74,7 @@ class Lc0Network(nn.Module):
       se_channels: S, the squeeze-excitation width (8 for maia).
       value_channels: the value head's 1×1 convolution channels (32).
       value_hidden: the value head's hidden units (128).
+      dtype: the computation dtype (``model.dtype``); the outputs are float32.
     """
 
     filters: int = 64
@@ -80,6 +82,7 @@ class Lc0Network(nn.Module):
     se_channels: int = 8
     value_channels: int = 32
     value_hidden: int = 128
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, inputs: NetworkInputs, train: bool = False) -> NetworkOutput:
@@ -87,26 +90,27 @@ class Lc0Network(nn.Module):
         if observation.shape[1:] != (8, 8, NUM_INPUT_PLANES):
             raise ValueError(f"lc0 network: observation has shape {observation.shape[1:]}, expected (8, 8, 112): "
                              f"play it on make_game('chess', observation='lc0')")
-        x = nn.Conv(self.filters, (3, 3), use_bias=False, name="input_conv")(observation)
-        x = nn.relu(_norm(train, "input_norm")(x))
+        dtype = self.dtype
+        x = nn.Conv(self.filters, (3, 3), use_bias=False, dtype=dtype, name="input_conv")(observation.astype(dtype))
+        x = nn.relu(_norm(train, "input_norm", dtype)(x))
         for index in range(self.num_blocks):
-            x = Lc0ResidualBlock(self.filters, self.se_channels, name=f"residual_{index}")(x, train)
+            x = Lc0ResidualBlock(self.filters, self.se_channels, dtype, name=f"residual_{index}")(x, train)
 
-        policy = nn.Conv(self.filters, (3, 3), use_bias=False, name="policy1_conv")(x)
-        policy = nn.relu(_norm(train, "policy1_norm")(policy))
-        policy = nn.Conv(NUM_LC0_PLANES, (3, 3), use_bias=True, name="policy_conv")(policy)  # [B, 8, 8, 80]
+        policy = nn.Conv(self.filters, (3, 3), use_bias=False, dtype=dtype, name="policy1_conv")(x)
+        policy = nn.relu(_norm(train, "policy1_norm", dtype)(policy))
+        policy = nn.Conv(NUM_LC0_PLANES, (3, 3), use_bias=True, dtype=dtype, name="policy_conv")(policy)  # [B,8,8,80]
         batch = policy.shape[0]
         lc0_logits = policy.transpose(0, 3, 1, 2).reshape(batch, NUM_LC0_PLANES * 64)  # plane·64 + rank·8 + file
         current = observation[..., :13].reshape(batch, 64, 13)  # squares rank·8 + file
-        policy_logits = lc0_logits_to_actions(lc0_logits, current[..., 0], current[..., 5])
+        policy_logits = lc0_logits_to_actions(lc0_logits.astype(jnp.float32), current[..., 0], current[..., 5])
 
-        value = nn.Conv(self.value_channels, (1, 1), use_bias=False, name="value_conv")(x)
-        value = nn.relu(_norm(train, "value_norm")(value))
+        value = nn.Conv(self.value_channels, (1, 1), use_bias=False, dtype=dtype, name="value_conv")(x)
+        value = nn.relu(_norm(train, "value_norm", dtype)(value))
         value = value.transpose(0, 3, 1, 2).reshape(batch, self.value_channels * 64)  # channel-major
-        value = nn.relu(nn.Dense(self.value_hidden, name="value_dense1")(value))
-        wdl_logits = nn.Dense(3, name="value_dense2")(value)
-        wdl = jax.nn.softmax(wdl_logits, axis=-1)
-        return NetworkOutput(policy_logits, wdl[:, 0] - wdl[:, 2], {"wdl": wdl})
+        value = nn.relu(nn.Dense(self.value_hidden, dtype=dtype, name="value_dense1")(value))
+        wdl_logits = nn.Dense(3, dtype=dtype, name="value_dense2")(value)
+        wdl = jax.nn.softmax(wdl_logits.astype(jnp.float32), axis=-1)
+        return float32_output(NetworkOutput(policy_logits, wdl[:, 0] - wdl[:, 2], {"wdl": wdl}))
 
 
 def wdl(network: nn.Module, variables: dict, inputs: NetworkInputs) -> jax.Array:
