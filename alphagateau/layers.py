@@ -126,9 +126,12 @@ class GATEAU(nn.Module):
         scores = nn.leaky_relu(scores, negative_slope=self.negative_slope)
         attention = masked_softmax(scores, topology.incoming_mask).astype(new_edges.dtype)  # [B, N, D]
         # (6) h'_i = W_0 h_i + Σ_j α_ij (W_h h_j + W_g g'_ij) = W_0 h_i + W_h Σ_j α_ij h_j + W_g Σ_j α_ij g'_ij
-        attention_matrix = jnp.einsum("bid,idj->bij", attention, topology.incoming_senders.astype(attention.dtype))
-        weighted_senders = jnp.einsum("bij,bjh->bih", attention_matrix, nodes.astype(attention.dtype))
-        weighted_edges = jnp.sum(attention[..., None] * new_edges, axis=2)
+        # The sums over a node's 14–35 incoming edges accumulate in float32, whatever the computation dtype.
+        attention_matrix = jnp.einsum("bid,idj->bij", attention, topology.incoming_senders.astype(attention.dtype),
+                                      preferred_element_type=jnp.float32).astype(attention.dtype)
+        weighted_senders = jnp.einsum("bij,bjh->bih", attention_matrix, nodes.astype(attention.dtype),
+                                      preferred_element_type=jnp.float32).astype(new_edges.dtype)
+        weighted_edges = jnp.sum(attention[..., None] * new_edges, axis=2, dtype=jnp.float32).astype(new_edges.dtype)
         new_nodes = (
             linear("self_to_node", use_bias=True)(nodes)  # W_0 h_i
             + linear("sender_message")(weighted_senders)  # W_h Σ α_ij h_j
@@ -244,7 +247,7 @@ class AttentionPooling(nn.Module):
         else:
             values = nn.Dense(self.features, dtype=self.dtype, name="value")(nodes)
         weights = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(values.dtype)  # [B, N]
-        return jnp.einsum("bn,bnh->bh", weights, values)
+        return jnp.einsum("bn,bnh->bh", weights, values, preferred_element_type=jnp.float32).astype(values.dtype)
 
 
 __all__ = ["BLOCKS", "GATEAU", "POOLINGS", "AttentionPooling", "GraphBatch", "ResGATEAU", "SlotBatchNorm"]

@@ -81,6 +81,10 @@ class AlphaGateau(nn.Module):
         def dense(features: int, name: str) -> nn.Dense:
             return nn.Dense(features, dtype=self.dtype, name=name)
 
+        def last_layer(name: str, features: jax.Array) -> jax.Array:
+            """The heads' last linear layer, one output, in float32 (the core's mixed-precision rule)."""
+            return nn.Dense(1, dtype=jnp.float32, name=name)(features.astype(jnp.float32))[..., 0]
+
         graphs = GraphBatch(nodes=dense(self.embedding_size, "node_embedding")(nodes),
                             edges=dense(self.embedding_size, "edge_embedding")(topology.to_slots(edges)))
         for index in range(self.num_blocks):
@@ -101,15 +105,15 @@ class AlphaGateau(nn.Module):
         if self.heads == "paper":
             edges = bnr(dense(self.embedding_size, "policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
                         "policy_norm_2")
-            edge_logits = dense(1, "policy_head")(edges)[..., 0]
+            edge_logits = last_layer("policy_head", edges)
             nodes = bnr(dense(self.embedding_size, "value_hidden")(bnr(graphs.nodes, "value_norm_1")),
                         "value_norm_2")
             pooled = nn.relu(pooling(nodes))
         else:
-            edge_logits = dense(1, "policy_head")(graphs.edges)[..., 0]
+            edge_logits = last_layer("policy_head", graphs.edges)
             pooled = pooling(graphs.nodes)
-        value = jnp.tanh(dense(1, "value_head")(pooled)[:, 0].astype(jnp.float32))
-        return NetworkOutput(slot_logits_to_action_logits(edge_logits.astype(jnp.float32)), value)
+        value = jnp.tanh(last_layer("value_head", pooled))
+        return NetworkOutput(slot_logits_to_action_logits(edge_logits), value)
 
 
 CHESS_GAMES = ("chess", "gardner_chess")

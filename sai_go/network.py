@@ -49,7 +49,7 @@ class ValueTypeHead(nn.Module):
         y = nn.Conv(1, (1, 1), use_bias=False, dtype=self.dtype)(x)
         y = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y))
         y = nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(y.reshape(y.shape[0], -1)))
-        return nn.Dense(1, dtype=self.dtype)(y).squeeze(-1).astype(jnp.float32)
+        return nn.Dense(1, dtype=jnp.float32)(y.astype(jnp.float32)).squeeze(-1)  # the last layer in float32
 
 
 class SaiNetwork(nn.Module):

@@ -53,7 +53,7 @@ def get_config(preset: str = "tiny"):
             "seed": base.seed,
             # The paper's architecture (pre-activation blocks, Figures 3-4 heads, equation 7 pooling).
             "model": {"name": "alphagateau.network:make_alphagateau", "embedding_size": 128, "num_blocks": 5,
-                      "block": "pre_activation", "heads": "paper", "pooling": "paper"},
+                      "block": "pre_activation", "heads": "paper", "pooling": "paper", "dtype": "float32"},
             "search": base.search,
             "progress": True,
             "evaluation": {"games": 64, "num_simulations": 128, "max_game_plies": 512, "num_opponents": 5},
@@ -93,6 +93,7 @@ def get_config(preset: str = "tiny"):
         config.match.update({"games": 128, "num_simulations": 16, "max_game_plies": 200})
     elif preset == "paper":
         config.model.num_blocks = 10  # the paper's fine-tuning model: 10 residual layers, 1.7M parameters
+        config.model.dtype = "bfloat16"  # accelerators: the network computes in bfloat16, all else in float32
         config.search.num_simulations = 128
         config.search.max_num_considered_actions = 16
         config.search.gumbel_scale = 1.0

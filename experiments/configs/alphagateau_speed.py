@@ -23,8 +23,8 @@ def get_config(preset: str = "tiny"):
     config.models = {
         # The paper's architecture: pre-activation blocks, Figures 3-4 heads, equation 7 pooling.
         "alphagateau": {"name": ALPHAGATEAU, "embedding_size": 128, "num_blocks": 5, "block": "pre_activation",
-                        "heads": "paper", "pooling": "paper"},
-        "resnet": {"name": "resnet", "channels": 128, "num_blocks": 5},
+                        "heads": "paper", "pooling": "paper", "dtype": "float32"},
+        "resnet": {"name": "resnet", "channels": 128, "num_blocks": 5, "dtype": "float32"},
     }
     config.evaluation = {
         "games": 64,  # per match, half with each colour
@@ -56,6 +56,7 @@ def get_config(preset: str = "tiny"):
         config.evaluation.max_game_plies = 60
     elif preset == "paper":
         config.game.name = "chess"
+        config.models.alphagateau.dtype = config.models.resnet.dtype = "bfloat16"  # accelerators
         config.iterations = 500
         config.checkpoint.keep_period = 10
         config.search.num_simulations = 128

@@ -23,10 +23,12 @@ def get_config(preset: str = "tiny"):
     quickstart = load_config("quickstart", "paper" if preset == "paper" else "tiny")
     config = ml_collections.ConfigDict({key: quickstart[key] for key in TRAINING_KEYS})
     architecture = {key: quickstart.model[key] for key in ("block", "heads", "pooling")}  # the paper's
+    dtype = quickstart.model.dtype  # bfloat16 in the paper preset
     width, blocks = int(quickstart.model.channels), int(quickstart.model.num_blocks)
     config.models = {
-        "alphagateau": {"name": quickstart.model.name, "embedding_size": width, "num_blocks": blocks, **architecture},
-        "resnet": {"name": "resnet", "channels": width, "num_blocks": blocks},
+        "alphagateau": {"name": quickstart.model.name, "embedding_size": width, "num_blocks": blocks, **architecture,
+                        "dtype": dtype},
+        "resnet": {"name": "resnet", "channels": width, "num_blocks": blocks, "dtype": dtype},
     }
     config.seeds = [0]
     config.match = {"games": 32, "num_simulations": 16, "max_game_plies": 256}

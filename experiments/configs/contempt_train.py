@@ -50,6 +50,7 @@ def get_config(preset: str = "tiny"):
     elif preset == "paper":
         config.from_scratch = False
         config.search.selection = "lc0"  # lc0's PUCT (the search the paper ran) in both arms and in the ratings
+        config.model.dtype = "bfloat16"  # accelerators: the network computes in bfloat16, all else in float32
         config.game.name = "chess"
         config.iterations = 60
         config.checkpoint.keep_period = 10

@@ -92,6 +92,7 @@ def get_config(preset: str) -> ml_collections.ConfigDict:
         config.data.mirror_train = False
         config.train.mark_action_squares = False
         config.train.normalization = "post"
+        config.train.dtype = "bfloat16"  # accelerators: the matrix products in bfloat16, all else in float32
         config.train.update({"model_size": "9M", "batch_size": 1024, "num_steps": 1_000_000,
                              "learning_rate": 1e-4, "warmup_steps": 0, "schedule": "constant",
                              "log_every": 1000, "checkpoint_every": 10_000, "loader_workers": 2})

@@ -37,6 +37,7 @@ def get_config(preset: str = "tiny"):
         config.checkpoint.keep_period = 10
         config.model.channels = 128
         config.model.num_blocks = 5
+        config.model.dtype = "bfloat16"  # accelerators: the network computes in bfloat16, all else in float32
         config.search.num_simulations = 128
         config.selfplay.num_games = 256
         config.selfplay.plies_per_iteration = 256

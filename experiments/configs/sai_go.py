@@ -47,6 +47,7 @@ def get_config(preset: str = "tiny"):
         config.checkpoint.keep_period = 10
         config.model.channels = 128
         config.model.num_blocks = 3
+        config.model.dtype = "bfloat16"  # accelerators: the network computes in bfloat16, all else in float32
         config.search.num_simulations = 250
         config.selfplay.num_games = 256
         config.selfplay.plies_per_iteration = 512

@@ -59,15 +59,16 @@ class BenchCase:
     train_batch_size: int = 256
     search: tuple[tuple[str, str], ...] = ()  # search overrides as text, e.g. (("rules", "pkg.mod:rules"),)
     model: str = "resnet"  # config.model.name: "resnet" or "package.module:factory"
+    dtype: str = "float32"  # config.model.dtype: what the network computes in (float32 | bfloat16)
     reference: bool = True  # also time the bare pgx + mctx loop
     floor: bool = True  # also time the floor: the evaluations and game steps alone (floor_program)
 
     def model_config(self) -> ml_collections.ConfigDict:
         """``config.model`` for this case: ``channels`` and ``num_blocks`` (and ``embedding_size`` = channels, which
-        AlphaGateau reads) under the case's network name."""
+        AlphaGateau reads) under the case's network name, computing in ``dtype``."""
         return ml_collections.ConfigDict(
             {"name": self.model, "channels": self.channels, "embedding_size": self.channels,
-             "num_blocks": self.num_blocks})
+             "num_blocks": self.num_blocks, "dtype": self.dtype})
 
     def search_config(self) -> SearchConfig:
         """The case's search: Gumbel with ``num_simulations``, then the ``search`` overrides."""
@@ -373,7 +374,7 @@ def training_program(case: BenchCase, updates: int = 10) -> Callable[[], object]
 def bench_training(case: BenchCase, repeats: int, updates: int = 10) -> dict:
     seconds = best_time(training_program(case, updates), repeats, f"{updates} updates {case.model}")
     batch = case.train_batch_size
-    return {"case": "train", "game": case.game, "model": case.model, "channels": case.channels,
+    return {"case": "train", "game": case.game, "model": case.model, "dtype": case.dtype, "channels": case.channels,
             "num_blocks": case.num_blocks, "batch_size": batch, "devices": jax.device_count(),
             "train_samples_per_s": updates * batch / seconds, "peak_memory_gib": peak_memory_gib()}
 

@@ -257,7 +257,8 @@ def command_bench(args: argparse.Namespace) -> int:
     cases = bench.DEFAULT_CASES
     if args.game:
         cases = tuple(case for case in cases if case.game == args.game)
-    sizes = {"model": args.model, "channels": args.width, "num_blocks": args.blocks, "num_games": args.games,
+    sizes = {"model": args.model, "dtype": args.dtype, "channels": args.width, "num_blocks": args.blocks,
+             "num_games": args.games,
              "plies": args.plies, "num_simulations": args.simulations, "train_batch_size": args.batch_size}
     sizes = {field: value for field, value in sizes.items() if value is not None}
     if args.no_reference:
@@ -357,6 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument("--only", nargs="+", choices=["selfplay", "train"], default=None, help="which benchmarks")
     bench.add_argument("--model", default=None, help="network name, as config.model.name (default resnet)")
+    bench.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
+                       help="what the network computes in, as config.model.dtype (default float32)")
     bench.add_argument("--width", type=int, default=None, help="channels (ResNet) or embedding size (AlphaGateau)")
     bench.add_argument("--blocks", type=int, default=None, help="residual or GATEAU blocks")
     bench.add_argument("--games", type=int, default=None, help="games per self-play batch")

@@ -17,7 +17,8 @@ them.
 network computes in.  :func:`make_network` sets it on the module the factory returns (its ``dtype`` field, as Flax's
 own layers name it); parameters, BatchNorm statistics, optimiser state, losses and the search's arithmetic stay
 float32, and :func:`check_network_output` — the seam every caller passes through — casts the outputs to float32.
-Inside a network, softmaxes and BatchNorm moments are computed in float32 (Flax's BatchNorm does that itself).
+Inside a network, softmaxes and BatchNorm moments are computed in float32 (Flax's BatchNorm does that itself), and
+so is each head's last layer: logits rounded to bfloat16 would tie moves float32 tells apart.
 """
 
 from __future__ import annotations
@@ -136,11 +137,13 @@ def residual_tower(observation: jax.Array, channels: int, num_blocks: int, train
 
 
 def policy_head(x: jax.Array, num_actions: int, train: bool, dtype: Any = jnp.float32) -> jax.Array:
-    """AlphaZero's policy head over a trunk's [B, H, W, C] features: [B, num_actions] logits in ``dtype`` (call it
-    inside ``@nn.compact``, like :func:`residual_tower`)."""
+    """AlphaZero's policy head over a trunk's [B, H, W, C] features: [B, num_actions] float32 logits (call it inside
+    ``@nn.compact``, like :func:`residual_tower`).  Its convolution computes in ``dtype``, its last layer in float32,
+    as every network's last layers do: logits rounded to bfloat16 (steps of 1/32 at 4) would tie moves that float32
+    tells apart."""
     policy = nn.Conv(2, (1, 1), use_bias=False, dtype=dtype)(x)
     policy = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(policy))
-    return nn.Dense(num_actions, dtype=dtype)(policy.reshape(policy.shape[0], -1))
+    return nn.Dense(num_actions, dtype=jnp.float32)(policy.reshape(policy.shape[0], -1).astype(jnp.float32))
 
 
 class AlphaZeroResNet(nn.Module):
@@ -165,7 +168,7 @@ class AlphaZeroResNet(nn.Module):
         value = nn.Conv(1, (1, 1), use_bias=False, dtype=self.dtype)(x)
         value = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(value))
         value = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(value.reshape(value.shape[0], -1)))
-        value = jnp.tanh(nn.Dense(1, dtype=self.dtype)(value).astype(jnp.float32)).squeeze(-1)
+        value = jnp.tanh(nn.Dense(1, dtype=jnp.float32)(value.astype(jnp.float32))).squeeze(-1)
         return float32_output(NetworkOutput(policy_logits, value))
 
 

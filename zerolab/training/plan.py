@@ -356,7 +356,9 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     model = config.model
     size_keys = ("name", "channels", "embedding_size", "num_blocks")
     description = {
-        "model_options": tuple(sorted((key, value) for key, value in model.items() if key not in size_keys)),
+        # float32 is every measured rate's dtype: only another dtype is an option that sets a rate apart
+        "model_options": tuple(sorted((key, value) for key, value in model.items()
+                                      if key not in size_keys and (key, value) != ("dtype", "float32"))),
         "game": config.game.name, "model": model.name, "width": int(model.get("channels", model.get("embedding_size", 0))),
         "blocks": int(model.get("num_blocks", 0)), "search": config.search.kind, "simulations": simulations,
         "games": games, "plies": plies, "batch_size": batch_size, "window_size": window_size,

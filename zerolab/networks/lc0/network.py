@@ -98,7 +98,8 @@ class Lc0Network(nn.Module):
 
         policy = nn.Conv(self.filters, (3, 3), use_bias=False, dtype=dtype, name="policy1_conv")(x)
         policy = nn.relu(_norm(train, "policy1_norm", dtype)(policy))
-        policy = nn.Conv(NUM_LC0_PLANES, (3, 3), use_bias=True, dtype=dtype, name="policy_conv")(policy)  # [B,8,8,80]
+        policy = nn.Conv(NUM_LC0_PLANES, (3, 3), use_bias=True, dtype=jnp.float32, name="policy_conv")(
+            policy.astype(jnp.float32))  # [B, 8, 8, 80]; the last layers in float32, as the core's rule says
         batch = policy.shape[0]
         lc0_logits = policy.transpose(0, 3, 1, 2).reshape(batch, NUM_LC0_PLANES * 64)  # plane·64 + rank·8 + file
         current = observation[..., :13].reshape(batch, 64, 13)  # squares rank·8 + file
@@ -108,7 +109,7 @@ class Lc0Network(nn.Module):
         value = nn.relu(_norm(train, "value_norm", dtype)(value))
         value = value.transpose(0, 3, 1, 2).reshape(batch, self.value_channels * 64)  # channel-major
         value = nn.relu(nn.Dense(self.value_hidden, dtype=dtype, name="value_dense1")(value))
-        wdl_logits = nn.Dense(3, dtype=dtype, name="value_dense2")(value)
+        wdl_logits = nn.Dense(3, dtype=jnp.float32, name="value_dense2")(value.astype(jnp.float32))
         wdl = jax.nn.softmax(wdl_logits.astype(jnp.float32), axis=-1)
         return float32_output(NetworkOutput(policy_logits, wdl[:, 0] - wdl[:, 2], {"wdl": wdl}))
 
