@@ -65,7 +65,7 @@ def test_the_chunk_is_the_largest_divisor_whose_program_fits():
 
 
 def test_each_chunk_plays_with_its_own_key_folded_from_the_devices():
-    """Chunk c of C plays with fold_in(key, c): keys of their own, none equal to another's; one chunk, the key itself."""
+    """Chunk c of C plays with fold_in(key, c), keys all different; one chunk plays with the key itself."""
     key = jax.random.key(5)
     keys = chunk_keys(key, 3)
     data = [jax.random.key_data(keys[chunk]).tolist() for chunk in range(3)]
