@@ -1,8 +1,9 @@
 """The search tree over legal moves (zerolab.search.tree) against mctx's dense search, on positions of each game.
 
-With K = A slots a node (the dense layout) the compact search is mctx's bit for bit; with K = the game's most legal
-actions only the order of float additions over K rather than A slots may differ: the actions, visit counts and root
-values are equal, the Gumbel policy target within 1e-6.  Rules (search-contempt) give the same search at any K.
+With K = A slots a node (the dense layout) the compact search is mctx's bit for bit (but for the Gumbel policy target's
+last bits on some instruction sets); with K = the game's most legal actions only the order of float additions over K
+rather than A slots may differ: the actions, visit counts and root values are equal, the Gumbel policy target within
+1e-6.  Rules (search-contempt) give the same search at any K.
 """
 
 from __future__ import annotations
@@ -77,11 +78,16 @@ def test_the_compact_search_is_mctx_search(position_set, kind):
         return run(mctx_loop=True), run(), run(num_slots=game.num_actions) if dense_layout else None
 
     dense, compact, full = jax.device_get(searches(jax.random.key(4)))
-    for name in ("action", "visit_counts", "policy_target", "root_value") if dense_layout else ():
+    for name in ("action", "visit_counts", "root_value") if dense_layout else ():
         np.testing.assert_array_equal(getattr(dense, name), getattr(full, name), err_msg=f"K = A: {name}")
     for name in ("action", "visit_counts", "root_value"):
         np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=f"K = most legal: {name}")
-    np.testing.assert_allclose(dense.policy_target, compact.policy_target, rtol=0, atol=1e-6)
+    # The Gumbel policy target is a softmax normalised by a float32 sum over A = 1225 actions (or K slots), which
+    # XLA vectorises differently in the two programs on some instruction sets: bit for bit with AVX2 and AVX-512 code
+    # at K = A, but with XLA_FLAGS=--xla_cpu_max_isa=AVX 12 of its 4900 entries differ by up to 6e-8 (a few ulps).
+    others = {"K = A": full, "K = most legal": compact} if dense_layout else {"K = most legal": compact}
+    for name, other in others.items():
+        np.testing.assert_allclose(dense.policy_target, other.policy_target, rtol=0, atol=1e-6, err_msg=name)
     assert game.max_legal_actions < game.num_actions or game.name == "go"
 
 
