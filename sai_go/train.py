@@ -48,7 +48,7 @@ def sai_loss(output: NetworkOutput, frames: Frames,
     komi = frames.extras["signed_komi"].astype(jnp.float32)
     if value_loss == "paper":
         error = (0.5 * (1.0 + frames.value_target) - jax.nn.sigmoid(value.beta * (value.alpha + komi))) ** 2
-    else:  # as written before the paper's form, operation for operation (the pinned update is bit for bit)
+    else:  # as written before the paper's form, operation for operation (the pinned update's)
         error = (frames.value_target - jnp.tanh(0.5 * value.beta * (value.alpha + komi))) ** 2
     mask = frames.value_mask.astype(jnp.float32)
     value_loss = jnp.sum(mask * error) / jnp.maximum(mask.sum(), 1.0)

@@ -321,6 +321,66 @@ def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go
         SaiSelfPlayOptions(pass_rule="never")
 
 
+def board_states(go_game, boards):
+    """A batch of 7×7 positions, Black to move, with ``boards`` ``[B, 49]`` (+1 Black, −1 White, 0 empty) and legal
+    moves: the empty points and the pass (every empty point here is a legal move for Black)."""
+    boards = jnp.asarray(boards, jnp.int32)
+    states = go_game.batched_init(jax.random.split(jax.random.key(0), len(boards)))
+    legal = jnp.concatenate([boards == 0, jnp.ones((len(boards), 1), bool)], axis=1)
+    return states.replace(_x=states._x._replace(board=boards), legal_action_mask=legal)
+
+
+def test_no_early_pass_keeps_a_pass_when_every_other_move_fills_an_own_eye(go_game):
+    """Black's stones fill the board but for two eyes (points 0 and 24): every legal move other than the pass fills one
+    of Black's own eyes, so even ``no_early_pass`` (``only_when_behind=False``) keeps the pass.  The same board with a
+    White stone at 47 and point 48 empty (next to White: no eye): the pass gives way to 48, not to the more visited
+    eye at 0."""
+    from sai_go.selfplay import avoid_losing_pass
+
+    eyes_only = np.ones(49, np.int32)
+    eyes_only[[0, 24]] = 0
+    with_capture = eyes_only.copy()
+    with_capture[47], with_capture[48] = -1, 0
+    states = board_states(go_game, [eyes_only, with_capture])
+    pass_action = go_game.pass_action
+    visits = np.zeros((2, go_game.num_actions), np.float32)
+    visits[:, pass_action], visits[:, 0], visits[1, 48] = 10.0, 3.0, 1.0
+    action, weights = avoid_losing_pass(go_game, states, jnp.array([9.5, 9.5]), jnp.asarray(visits),
+                                        jnp.zeros((2, go_game.num_actions)), jnp.full(2, pass_action, jnp.int32),
+                                        only_when_behind=False)
+    np.testing.assert_array_equal(action, [pass_action, 48])
+    np.testing.assert_array_equal(np.asarray(weights)[0], visits[0])  # untouched where the pass stays
+
+
+def test_each_pass_rule_reaches_the_move_rule(go_game, tiny_network, monkeypatch):
+    """``sai_move_rule`` on a lane whose search passes on the empty board, Black ahead (komi −9.5): ``free`` and
+    ``no_losing_pass`` play the pass, ``no_early_pass`` a board move (the search is scripted: no compile)."""
+    import types
+
+    from sai_go import selfplay as sai_selfplay
+
+    network, variables = tiny_network
+    states = go_game.batched_init(jax.random.split(jax.random.key(0), 1))
+    pass_action = go_game.pass_action
+    visits = jnp.zeros((1, go_game.num_actions)).at[0, pass_action].set(4.0).at[0, 10].set(1.0)
+
+    def scripted_search(config, game, network, variables, key, states, komi, lam):
+        return types.SimpleNamespace(
+            action=jnp.full(1, pass_action, jnp.int32), visit_counts=visits,
+            root_prior_logits=jnp.zeros((1, go_game.num_actions)), policy_target=visits / 5.0,
+            black_to_move=jnp.ones(1, bool), alpha=jnp.zeros(1), beta=jnp.ones(1), score_estimate=jnp.zeros(1))
+
+    monkeypatch.setattr(sai_selfplay, "sai_search", scripted_search)
+    carry = SaiGame(komi=jnp.array([-9.5]), is_branch=jnp.zeros(1, bool), candidate_states=None,
+                    candidate_komi=None, candidates=None)
+    played = {}
+    for rule in ("free", "no_losing_pass", "no_early_pass"):
+        act = sai_selfplay.sai_move_rule(go_game, network, SearchConfig(), lam=0.0, pass_rule=rule).act
+        decision = act(types.SimpleNamespace(learner=variables), jax.random.key(1), states, jnp.zeros(1), carry)
+        played[rule] = int(decision.action[0])
+    assert played == {"free": pass_action, "no_losing_pass": pass_action, "no_early_pass": 10}
+
+
 def test_own_eyes_are_empty_points_surrounded_by_the_movers_stones():
     """3×3 (rows from the top): Black stones on the four edge midpoints, a White stone in the bottom-left corner: the
     centre and the three empty corners are Black's eyes (edges count as Black's); none is White's."""

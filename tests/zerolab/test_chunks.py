@@ -42,6 +42,12 @@ def test_the_chunk_is_the_largest_divisor_whose_program_fits():
     choice = choose_chunk_games(12, memory_of, budget_bytes=145)
     assert (choice.chunk_games, choice.num_chunks, compiled) == (4, 3, [12, 6, 1, 4])
     assert choice.measured == {12: 200, 6: 160, 1: 110, 4: 140}
+    # The line's slope is per game beyond the first: (160 − 110) / (6 − 1) = 10 a game, so 3 games (130) is the
+    # largest predicted under 135 and the first compiled after the line's two points (a slope of 50 / 6 would
+    # predict 4 games, 135.0 ≤ 135, and compile 4 first).
+    memory_of, compiled = memory({})
+    choice = choose_chunk_games(12, memory_of, budget_bytes=135)
+    assert (choice.chunk_games, compiled) == (3, [12, 6, 1, 3])
     # A prediction the compiled program does not keep: the next smaller divisor is compiled in turn.
     memory_of, compiled = memory({4: 150})
     choice = choose_chunk_games(12, memory_of, budget_bytes=145)
@@ -56,6 +62,16 @@ def test_the_chunk_is_the_largest_divisor_whose_program_fits():
     assert (error.value.budget_bytes, error.value.smallest_bytes, compiled) == (GIB // 4, GIB // 2, [12, 6, 1])
     with pytest.raises(SelfPlayDoesNotFit):
         choose_chunk_games(1, lambda size: 10, budget_bytes=5)
+
+
+def test_each_chunk_plays_with_its_own_key_folded_from_the_devices():
+    """Chunk c of C plays with fold_in(key, c), keys all different; one chunk plays with the key itself."""
+    key = jax.random.key(5)
+    keys = chunk_keys(key, 3)
+    data = [jax.random.key_data(keys[chunk]).tolist() for chunk in range(3)]
+    assert data == [jax.random.key_data(jax.random.fold_in(key, chunk)).tolist() for chunk in range(3)]
+    assert len({tuple(item) for item in data}) == 3
+    assert jax.random.key_data(chunk_keys(key, 1)).tolist() == [jax.random.key_data(key).tolist()]
 
 
 def test_the_budget_is_the_key_else_the_devices_own_memory():
@@ -98,12 +114,16 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
     for ours, whole in zip(jax.tree.leaves(chunked), jax.tree.leaves((frames, records))):
         assert (ours.shape, ours.dtype) == (whole.shape, whole.dtype)
     assert chunked[0].to_frames().observation.shape == (4, 4, 5, 5, 17)
-    # Each chunk's frames and records are an unchunked call on its 2 games with its key.
+    # Each chunk's frames and records are an unchunked call on its 2 games with its key, fold_in(device key, c)
+    # (written out here, not taken from chunk_keys, which a test above holds), and the two chunks' games differ.
     play_two = jax.jit(lambda v, k: play_fn(v, k, 2))
-    for chunk, chunk_key in enumerate(chunk_keys(jax.random.fold_in(key, 0), 2)):
-        alone = jax.device_get(play_two(variables, chunk_key))
+    device_key = jax.random.fold_in(key, 0)
+    for chunk in range(2):
+        alone = jax.device_get(play_two(variables, jax.random.fold_in(device_key, chunk)))
         for ours, theirs in zip(jax.tree.leaves(chunked), jax.tree.leaves(alone)):
             np.testing.assert_array_equal(ours[:, 2 * chunk:2 * chunk + 2], theirs)
+    observations = chunked[0].to_frames().observation
+    assert not np.array_equal(observations[:, :2], observations[:, 2:])
 
     # A budget under even one game a device: a clear error naming the budget and the 1-game program's memory (measured
     # here by the same compile the error's search makes), before anything runs.

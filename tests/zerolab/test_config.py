@@ -27,6 +27,12 @@ def test_unknown_key_names_the_closest_key_and_lists_its_section_or_every_key():
         load_config("quickstart", "tiny", ["trian.batch_size=8"])  # an unknown section: every key, the closest first
     assert "'trian.batch_size' (did you mean 'train.batch_size'?); valid keys: " in str(error.value)
     assert "search.num_simulations" in str(error.value)
+    # A top-level key (no section): the closest key as it is, and every key.
+    with pytest.raises(ConfigError) as error:
+        load_config("quickstart", "tiny", ["iteration=3"])
+    message = str(error.value)
+    assert message.startswith("unknown config key 'iteration' (did you mean 'iterations'?); valid keys: "), message
+    assert "search.num_simulations" in message and "keys in" not in message
 
 
 def test_wrong_type_names_key_and_value():

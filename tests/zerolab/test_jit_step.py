@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
 
-from zerolab.devices import DATA_AXIS, jit_step, make_mesh, shard_host_batch
+from zerolab.devices import DATA_AXIS, argument_signature, jit_step, make_mesh, shard_host_batch
 
 
 def sum_step(state, batch):
@@ -47,3 +47,16 @@ def test_a_step_compiled_ahead_runs_that_executable_and_says_how_long_compiling_
     assert int(new_state["count"]) == 2 * mesh.devices.size
     with pytest.raises(TypeError):  # another signature goes through jax.jit (here gone)
         step(new_state, {"x": shard_host_batch(np.ones((4 * mesh.devices.size, 3), np.float32), mesh)})
+
+
+def test_arguments_of_another_dtype_are_another_signature_and_compile_their_own_program():
+    """float32 and float16 batches of one shape: two signatures, and compiling the second is a compile, not 0.0."""
+    mesh = make_mesh()
+    step = jit_step(sum_step, mesh, donate_state=False)
+    state = {"total": jnp.zeros(3), "count": jnp.zeros((), jnp.int32)}
+    rows = np.ones((2 * mesh.devices.size, 3))
+    single, half = ({"x": shard_host_batch(rows.astype(dtype), mesh)} for dtype in (np.float32, np.float16))
+    assert argument_signature((state, single)) != argument_signature((state, half))
+    assert argument_signature((state, single)) == argument_signature((state, {"x": single["x"] + 1}))
+    assert step.compile(state, single) > 0 and step.compile(state, half) > 0
+    assert len(step.compiled_signatures) == 2

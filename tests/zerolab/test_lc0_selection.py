@@ -13,7 +13,7 @@ import pytest
 
 from zerolab.search import mcts as search_lib
 from zerolab.search.config import SearchConfig, selection_functions
-from zerolab.search.selection import lc0_action_selection, lc0_puct_scores, muzero_action_selection
+from zerolab.search.selection import lc0_action_selection, lc0_puct_scores, masked_argmax, muzero_action_selection
 from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree
 
 # lc0's defaults (src/search/classic/params.cc): CPuct, CPuctBase, CPuctFactor, FpuValue (FpuStrategy=reduction)
@@ -87,6 +87,18 @@ def test_a_selection_sequence_follows_lc0s_formulas(logits, start_visits, by_han
         node_value = (node_value * node_visits + qvalues[expected_chosen[-1]]) / (node_visits + 1)
         node_visits += 1
     assert chosen == expected_chosen == by_hand
+
+
+def test_ties_go_to_the_first_slot():
+    """``masked_argmax`` is ``jnp.argmax`` (mctx's): the first of equal maxima among the valid slots, the first NaN,
+    slot 0 when none is valid.  An lc0 node whose children have equal priors and no visits has equal scores: slot 0."""
+    assert int(masked_argmax(jnp.array([1.0, 3.0, 3.0]), jnp.array([True, True, True]))) == 1
+    assert int(masked_argmax(jnp.array([3.0, 2.0, 3.0, 3.0]), jnp.array([False, True, True, True]))) == 2
+    assert int(masked_argmax(jnp.array([1.0, jnp.nan, 3.0, jnp.nan]), jnp.array([True] * 4))) == 1
+    assert int(masked_argmax(jnp.array([1.0, 2.0]), jnp.array([False, False]))) == 0
+    tree = one_node_tree(ACTIONS, [0.5, 0.5, 0.5, 0.5, None], [0, 0, 0, 0, 0], np.zeros(5), 1, 0.2)
+    slot, scores = jax.device_get(lc0_choice(tree))
+    assert len(set(scores[:4].tolist())) == 1 and int(slot) == 0
 
 
 def test_first_play_urgency_makes_lc0_choose_otherwise_than_mctx():

@@ -177,6 +177,12 @@ def test_a_process_supplies_its_share_of_the_global_batch():
     assert jax.process_index() == 0 and local_batch_size("selfplay.num_games", 16, two_hosts) == 8
     with pytest.raises(ValueError, match=r"selfplay.num_games=6 must be divisible .* \(2 processes × 2 local"):
         check_divisible("selfplay.num_games", 6, two_hosts)
+    # Three devices a host on two hosts (a mesh that tells the local devices, 3, from the processes, 2): 12 / 6 × 3.
+    two_hosts_of_three = types.SimpleNamespace(devices=np.array([types.SimpleNamespace(process_index=index)
+                                                                 for index in (0, 0, 0, 1, 1, 1)]))
+    assert local_batch_size("selfplay.num_games", 12, two_hosts_of_three) == 6
+    with pytest.raises(ValueError, match=r"selfplay.num_games=9 must be divisible .* \(2 processes × 3 local"):
+        check_divisible("selfplay.num_games", 9, two_hosts_of_three)
 
 
 def test_each_process_has_its_own_reproducible_numpy_generator():

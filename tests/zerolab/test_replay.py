@@ -472,8 +472,8 @@ def save_fifo_steps(workdir, new_frames_per_step: list[int], window_size: int = 
 def test_an_unreadable_chunk_loses_only_its_frames_when_the_readable_part_keeps_more_work(tmp_path, caplog):
     """Step 2's window reads chunk 1 (8 old frames) and chunk 2 (its 2 new ones).  Chunk 1 unreadable: both kept
     steps lose it, and the newest train state resumes with the 2 frames it can read (kept work: 12 frames played,
-    8 lost = 4, against step 1's 10 - 10 = 0).  Chunk 2 unreadable: step 2 keeps 12 - 2 = 10 frames of work,
-    step 1 (whole) 10: the newer one goes on."""
+    8 lost = 4, against step 1's 10 - 10 = 0).  Then two steps that both lost frames and keep equal work: the newer
+    one goes on."""
     from zerolab.training.replay_checkpoints import ProcessReplay
 
     checkpoints = save_fifo_steps(tmp_path, [10, 2])
@@ -489,10 +489,20 @@ def test_an_unreadable_chunk_loses_only_its_frames_when_the_readable_part_keeps_
     assert "resuming from step 2 with the readable part of its replay window: 8 frames lost" in caplog.text
     assert str(chunks / "frames-1.npz") in caplog.text
 
-    checkpoints = save_fifo_steps(tmp_path / "other", [10, 2])
-    (tmp_path / "other" / "replay" / "process-0" / "frames-2.npz").write_bytes(b"truncated")
-    restored = checkpoints.restore(tiny_train_state(0))
-    assert (restored.iteration, ids(restored.window)) == (2, list(range(2, 10)))  # equal work: the newer step
+    # Equal work, both steps offered: a window of 30 frames takes 10, 5 and 10 new frames at steps 1-3, and the
+    # chunks of steps 2 and 3 cannot be read.  Step 3 keeps 25 - 15 = 10 frames of work, step 2 15 - 5 = 10 (both
+    # lost frames, so resume_candidates offers both; step 1, whole, keeps no more than 10 and is not offered): the
+    # newer one, step 3, goes on.
+    checkpoints = save_fifo_steps(tmp_path / "other", [10, 5, 10], window_size=30)
+    for step in (2, 3):
+        (tmp_path / "other" / "replay" / "process-0" / f"frames-{step}.npz").write_bytes(b"truncated")
+    offered = [point for point, _, _ in checkpoints.resume_candidates(tiny_train_state(0))]
+    assert [(point.step, point.kept_frames) for point in offered] == [(3, 10), (2, 10)]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        restored = checkpoints.restore(tiny_train_state(0))
+    assert (restored.iteration, restored.frames_seen, ids(restored.window)) == (3, 25, list(range(10)))
+    assert "resuming from step 3 with the readable part of its replay window: 15 frames lost" in caplog.text
 
 
 def test_a_run_resumes_from_an_older_whole_window_when_the_unreadable_chunk_holds_more_than_was_played_since(

@@ -62,6 +62,7 @@ def run_directory(tmp_path):
     ("progress", True, False, True),
     ("compilation_cache", "~/.cache/a", "/tmp/b", True),
     ("selfplay.device_memory_gib", None, 40.0, True),
+    ("selfplay.progress_plies", 0, 8, True),  # self-play's progress lines: what is shown
     ("selfplay.num_games", 16, 64, False),
     ("seed", 0, 1, False),
     ("model.channels", 8, 16, False),
@@ -135,6 +136,16 @@ def test_an_allowed_change_keeps_the_previous_record_and_logs_the_change(run_dir
 def test_game_and_model_never_change_even_when_changes_are_allowed(run_directory):
     with pytest.raises(ConfigConflictError, match=r"model.channels 8 → 16.*no rerun changes; use another --workdir"):
         check_run_config(run_directory, config(model__channels=16), allow_change=True)
+
+
+def test_a_game_or_model_key_the_record_predates_is_no_conflict(run_directory):
+    """A key the code gained since the record was written (its recorded value missing) changes no checkpoint's shape:
+    a directory holding work takes it without the flag, under model.* as anywhere; a changed model key is refused."""
+    record = check_run_config(run_directory, config(model__new_option=3, selfplay__new_option=True))
+    assert [str(change) for change in record.changes] == ["model.new_option (absent) → 3",
+                                                          "selfplay.new_option (absent) → true"]
+    with pytest.raises(ConfigConflictError, match="model.channels 8 → 16"):
+        check_run_config(run_directory, config(model__channels=16, model__new_option=3))
 
 
 def test_a_directory_without_work_takes_any_config(tmp_path):

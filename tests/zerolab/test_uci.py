@@ -1,5 +1,6 @@
 """Tests of zerolab.frontends.uci: the UCI server in-process (through queues) and as a subprocess driven by python-chess."""
 
+import dataclasses
 import json
 import pathlib
 import queue
@@ -484,18 +485,18 @@ class ScriptedEngine:
     """A :class:`zerolab.frontends.uci_search.SearchEngine` whose compilations and searches only take time: a size
     compiles in ``compile_seconds``, a search of n simulations takes ``0.002 + n * 0.002`` s."""
 
-    def __new__(cls, compiled=(0,), simulations=4, compile_seconds=0.3):
+    def __new__(cls, compiled=(0,), simulations=4, compile_seconds=0.3, sleep=time.sleep):
         from zerolab.frontends.uci_search import SearchEngine, SearchResult
 
         class Scripted(SearchEngine):
             def _compile(self, size):
-                time.sleep(compile_seconds)
+                sleep(compile_seconds)
                 return size
 
             def _run(self, size, states):
                 self._program(size)
                 seconds = 0.002 + size * 0.002
-                time.sleep(seconds)
+                sleep(seconds)
                 self.ran.append(size)
                 return SearchResult(size, size % 8, 0.0, np.eye(8, dtype=np.int32)[size % 8] * size, (size % 8,),
                                     1.0, 1, seconds)
@@ -516,7 +517,7 @@ def test_a_move_waits_for_its_search_to_compile_and_a_timed_move_uses_its_budget
     timed = budget(move_time=0.3)
     result, notes = engine.search(timed, None)  # searches of 4 again and again, then what still fits
     used = timed.elapsed()
-    assert 0.7 * 0.3 <= used <= 0.3 + 0.05 and notes == []  # the deadline is 0.9 of it
+    assert 0.7 * 0.3 <= used <= 0.3 + 0.05 and notes == []  # the deadline (0.9 of it) is held by the next test
     assert engine.ran[0] == 4 and len(engine.ran) > 10 and result.simulations == sum(engine.ran)
     engine = ScriptedEngine(compiled=(0, 1, 2), simulations=64)  # `Simulations` still compiling: no wait
     result, notes = engine.search(budget(move_time=0.1), None)
@@ -524,6 +525,59 @@ def test_a_move_waits_for_its_search_to_compile_and_a_timed_move_uses_its_budget
     engine = ScriptedEngine(compiled=(0,))
     result, notes = engine.search(budget(move_time=0.001), None)  # nothing fits: the network's policy
     assert engine.ran == [0] and result.simulations == 0
+
+
+class VirtualClock:
+    """``time.monotonic``/``perf_counter`` that only ``sleep`` moves: a scripted engine's timed move, exactly."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    perf_counter = monotonic
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_a_timed_move_searches_until_nine_tenths_of_its_time(monkeypatch):
+    """``go movetime 300`` on a virtual clock: searches of 4 (10 ms each), then what still fits, until 0.9 × 0.3 s;
+    the last search ends inside it, at most the smallest compiled search (4 ms) before it."""
+    from zerolab.frontends import uci_search
+
+    clock = VirtualClock()
+    monkeypatch.setattr(uci_search, "time", clock)
+    engine = ScriptedEngine(compiled=(0, 1, 2, 4), sleep=clock.sleep)
+    started = clock.now
+    timed = dataclasses.replace(budget(move_time=0.3), started_at=started)
+    assert timed.time_budget == 0.3
+    result, notes = engine.search(timed, None)
+    used = clock.now - started
+    assert 0.9 * 0.3 - 0.004 <= used <= 0.9 * 0.3 + 1e-9, used
+    assert notes == [] and engine.ran[0] == 4 and result.simulations == sum(engine.ran)
+
+
+def test_a_move_reports_its_searchs_depth_and_seldepth():
+    """The ``info`` of a move: depth the mean depth of the tree's nodes rounded (1.4 → 1, at least 1), seldepth the
+    deepest node (5); the score in lc0's centipawns, the nodes the simulations; the variation read from the state."""
+    import collections
+    import types
+
+    from zerolab.frontends.uci_search import SearchResult
+
+    engine = ScriptedEngine(compiled=(0, 16))
+    state = collections.namedtuple("State", "terminated")(np.array(False))
+    engine._ready.set()
+    engine.loaded = types.SimpleNamespace(note=None)
+    engine.positions = types.SimpleNamespace(state=lambda board: state)
+    engine.game = types.SimpleNamespace(action_to_uci=lambda action, state: ["e2e4", "e7e5", "g1f3"][action],
+                                        jitted_step=lambda state, action: state)
+    engine._run = lambda size, states: SearchResult(size, 0, 0.5, np.zeros(8, np.int32), (0, 1, 2), 1.4, 5, 0.1)
+    choice = engine.choose_move(chess.Board(), budget(nodes=16))
+    assert (choice.move, choice.depth, choice.seldepth, choice.nodes) == ("e2e4", 1, 5, 16)
+    assert choice.score_centipawns == 284 and choice.principal_variation == ("e2e4", "e7e5", "g1f3")
 
 
 def test_a_timed_move_before_any_search_compiles_waits_inside_its_time_not_past_it():
@@ -630,6 +684,9 @@ def test_value_to_centipawns_is_odd_and_monotone():
 
     values = [value_to_centipawns(q) for q in (-1.0, -0.5, 0.0, 0.5, 1.0)]
     assert values == sorted(values) and values[2] == 0 and values[1] == -values[3]
+    # lc0's legacy formula, 290.680623072 · tan(1.548090806 · Q), by hand: tan(0.774045) = 0.97753, tan(1.393282)
+    # = 5.5740; Q is clipped to ±0.99 (tan(1.532610) = 26.17).
+    assert [value_to_centipawns(q) for q in (0.5, 0.9, -0.9, 1.0)] == [284, 1620, -1620, 7608]
 
 
 def test_search_overrides_reach_the_search_config():

@@ -7,8 +7,10 @@ The stored files were written at commit bc9e941, by SAI's own self-play scan, be
     PYTHONPATH=. nice -n 15 .venv/bin/python tests/sai_go/data/make_selfplay_reference.py
 
 (the script and the test only use ``make_sai_play_fn``'s public signature, which both implementations share).
-Rerunning it at a later commit must write the same arrays and numbers (the zip archive's timestamps aside); the test
-checks exactly that.
+Rerunning it at a later commit must write the same integers, booleans and discrete floats, and the network's floats
+within the test's tolerances (another CPU rounds them differently; the test's docstring says which are which); the
+test checks exactly that.  The parameters after the update (``update.params…``) were appended later, on another
+machine, after the rest was checked (the test's docstring).
 """
 
 from __future__ import annotations
