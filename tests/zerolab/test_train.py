@@ -129,14 +129,23 @@ def test_trained_run_keeps_complete_steps_as_the_checkpoint_config_says(trained_
     # checkpoint.keep=3, keep_period=5: train states of the 3 newest steps and of step 0; windows of the 3 newest.
     assert Checkpointer(trained_run / "checkpoints").steps() == [0, 1, 2, 3]
     assert ReplayCheckpoints(trained_run / "replay", keep=3).steps() == [1, 2, 3]
-    # Each step wrote only its own 32 new frames (a chunk); no kept index reads step 0's empty window.
+    # Each step wrote only the frames that entered its window (a chunk); no kept index reads step 0's empty window.
+    # 4 lanes, 8-ply calls, 6-ply games (none ends sooner): iteration 1 ends each lane's first game at ply 6 (24
+    # frames enter, 8 wait); iteration 2 ends the second at its ply 4 (8 + 16 enter, 16 wait); iteration 3 ends the
+    # third at its ply 2 and the fourth at its last (16 + 32 enter, none wait).
     chunks = sorted(path.name for path in (trained_run / "replay" / "process-0").glob("frames-*.npz"))
     assert chunks == ["frames-1.npz", "frames-2.npz", "frames-3.npz"]
-    for step in (1, 2, 3):
-        assert len(np.load(trained_run / "replay" / "process-0" / f"frames-{step}.npz")["value_target"]) == 32
+    entered = [len(np.load(trained_run / "replay" / "process-0" / f"frames-{step}.npz")["value_target"])
+               for step in (1, 2, 3)]
+    assert entered == [24, 24, 48]
     records = metrics_records(trained_run)
     assert [r["iteration"] for r in records] == [1, 2, 3] and [r["frames"] for r in records] == [32, 64, 96]
-    assert [r["window_size"] for r in records] == [32, 64, 96]
+    assert [r["window_size"] for r in records] == [24, 48, 96]
+    assert [r["frames_entered"] for r in records] == entered
+    assert [r["frames_entered_from_earlier_calls"] for r in records] == [0, 8, 16]
+    assert [r["frames_pending"] for r in records] == [8, 16, 0]
+    assert [r["frames_entered_without_value"] for r in records] == [0, 0, 0]
+    assert [len(saved_pending(trained_run, step)["lane"]) for step in (1, 2, 3)] == [8, 16, 0]
     # compiled ahead of the first call (or by an earlier run of the process): later rates leave no compile out
     for program in ("selfplay", "train"):
         assert records[0][f"{program}_compile_s"] >= 0 and [r[f"{program}_compile_s"] for r in records[1:]] == [0.0, 0.0]
@@ -161,7 +170,6 @@ def test_resumed_run_equals_the_uninterrupted_run(trained_run, run_copy, caplog)
     assert_trees_equal(saved_window(run_copy, 3), saved_window(trained_run, 3))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 45: lanes and pending frames are not carried or checkpointed yet")
 def test_a_game_that_spans_a_kill_resumes_bit_for_bit(trained_run, run_copy):
     """Killed after iteration 2 was saved, with games running in the lanes: step 2 holds the lanes (each game's
     position, ply and lane-rule carry) and the frames of those games, which wait for their game's end.  The resumed
@@ -287,20 +295,20 @@ def test_an_allowed_change_is_recorded_with_the_previous_config_kept(run_copy, c
 
 def test_a_truncated_chunk_every_kept_window_reads_resumes_from_the_newest_train_state(trained_run, run_copy,
                                                                                         caplog):
-    """Chunk 1 (iteration 1's 32 frames) is read by the windows of steps 1, 2 and 3: truncated, no kept window is
-    whole.  The run goes on from train state 3 with the 64 frames it can read (64 of the 96 played kept, more than
-    step 1 or 2 would keep), says what it lost, and trains iteration 4 on them and the new frames."""
+    """Chunk 1 (iteration 1's 24 frames) is read by the windows of steps 1, 2 and 3: truncated, no kept window is
+    whole.  The run goes on from train state 3 with the 72 frames it can read (72 of the 96 played kept, more than
+    step 1 or 2 would keep), says what it lost, and trains iteration 4 on them and the new frames (24 enter)."""
     chunk = run_copy / "replay" / "process-0" / "frames-1.npz"
     chunk.write_bytes(chunk.read_bytes()[:100])
     with caplog.at_level(logging.INFO):
         train.run(tiny_config(f"iterations={TRAINED_ITERATIONS + 1}"), run_copy)
-    assert ("resuming from step 3 with the readable part of its replay window: 32 frames lost with the unreadable "
+    assert ("resuming from step 3 with the readable part of its replay window: 24 frames lost with the unreadable "
             f"{chunk}") in caplog.text
-    assert "64 of the 96 frames played so far are kept (no kept step keeps more)" in caplog.text
+    assert "72 of the 96 frames played so far are kept (no kept step keeps more)" in caplog.text
     records = metrics_records(run_copy)
     assert [r["iteration"] for r in records] == [1, 2, 3, 4]
     assert records[:3] == metrics_records(trained_run)
-    assert (records[3]["frames"], records[3]["window_size"]) == (128, 64 + 32)
+    assert (records[3]["frames"], records[3]["window_size"]) == (128, 72 + 24)
     assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
 
 
