@@ -33,6 +33,7 @@ VERSUS_RUN = ["iterations=1", *TOY_NETWORKS, *TOY_SELFPLAY, "match.games=2", "ma
 FINETUNE_RUN = [
     "model.embedding_size=8", "model.num_blocks=1",
     "pretrain.iterations=1", "pretrain.selfplay.num_games=4", "pretrain.selfplay.plies_per_iteration=8",
+    "pretrain.selfplay.max_game_plies=8",  # games end inside the one call, so its frames train the network
     "pretrain.train.batch_size=16",
     "finetune.iterations=1", "finetune.selfplay.num_games=2", "finetune.selfplay.plies_per_iteration=4",
     "finetune.selfplay.max_game_plies=4", "finetune.train.batch_size=8",
