@@ -21,8 +21,10 @@ candidates in the move rule's carry (:class:`SaiGame`), and the lanes of a devic
   (candidates that find no free slot are dropped and counted), then every lane whose game ended takes a pending
   branch if one is left (lowest slot first), else a fresh game (:func:`sai_lane_step`).  A branch is played out from
   s at k' (its plies counted from s's, so the temperature schedule and the ply cap see the whole game); its frames
-  carry k' and its own result.  The queue lives for one call (one iteration's scan): branches still pending at its end
-  are not kept.
+  carry k' and its own result.  The queue is part of the lanes' shared state, which the training loop carries from
+  call to call with the games themselves (and checkpoints): branches still pending at a call's end are played in
+  the next.  A call that continues carried lanes first evaluates α_∅, β_∅ again with its own network
+  (:func:`sai_lane_resume`), so fresh games' komi follows the current network.
 * **Results**: games that end by two passes or at the ply cap (``min(selfplay.max_game_plies, 2·N²)``) are counted
   by area at the game's komi; superko endings keep pgx's winner (:func:`sai_go.scoring.black_result`, in
   :func:`sai_reward`).  Each frame's value target is its game's result from its mover's view (the core's default).
@@ -171,12 +173,13 @@ class SaiCallSettings:
 @flax.struct.dataclass
 class SaiShared:
     """The lanes' per-device state: the pending branches, the network's α_∅, β_∅ on the empty board (Black to
-    move) and the komi of the call's first games (for the statistics)."""
+    move) and which lanes hold a fresh game started by ``init`` that no ply has counted yet (for the statistics:
+    the first ply counts them as started, then clears it)."""
 
     queue: BranchQueue
     empty_alpha: jax.Array
     empty_beta: jax.Array
-    first_komi: jax.Array
+    first_fresh: jax.Array
 
 
 def call_settings(settings: SaiCallSettings | None) -> SaiCallSettings:
@@ -317,11 +320,26 @@ def sai_lane_init(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions)
         )
         queue = BranchQueue(states=jax.tree.map(lambda leaf: jnp.repeat(leaf[:1], options.queue_size, axis=0), states),
                             komi=jnp.zeros(options.queue_size), valid=jnp.zeros(options.queue_size, bool))
-        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta, first_komi=komi)
+        shared = SaiShared(queue=queue, empty_alpha=empty_alpha, empty_beta=empty_beta,
+                           first_fresh=jnp.ones(num_games, bool))
         zeros = jnp.zeros(num_games, jnp.int32)
         return Lanes(states=states, ply=zeros, first_ply=zeros, rule_carry=rule_carry, shared=shared)
 
     return init
+
+
+def sai_lane_resume(game: GoGame, network: nn.Module):
+    """SAI's :data:`~zerolab.selfplay.types.LaneResumeFn`: carried lanes keep their games and pending branches; α_∅,
+    β_∅ are the calling network's (evaluated as ``init`` does, from the first of its keys)."""
+
+    def resume(variables: PlayVariables, keys: jax.Array, lanes: Lanes, settings: SaiCallSettings | None) -> Lanes:
+        del settings
+        empty = jax.vmap(game.init)(keys[0][None])
+        _, empty_value = evaluate(network, variables.learner, empty)
+        return lanes.replace(shared=lanes.shared.replace(empty_alpha=empty_value.alpha[0],
+                                                         empty_beta=empty_value.beta[0]))
+
+    return resume
 
 
 def sai_reward(game: GoGame):
@@ -404,29 +422,35 @@ def sai_lane_step(game: GoGame, options: SaiSelfPlayOptions):
         advanced = advance_lanes(lanes, played)
         next_lanes = restart_games(advanced.replace(rule_carry=going_on), game_over, new_states,
                                    game.plies_played(new_states), next_game)
+        first_fresh = shared.first_fresh
         statistics = {"branches_started": taken.sum(), "branches_pushed": pushed, "branches_dropped": dropped,
                       "fresh_started": fresh_started.sum(),
+                      "first_fresh": first_fresh.sum(),
+                      "first_komi_sum": jnp.where(first_fresh, sai_game.komi, 0.0).sum(),
+                      "first_komi_square_sum": jnp.where(first_fresh, sai_game.komi ** 2, 0.0).sum(),
                       "fresh_finished": (game_over & ~sai_game.is_branch).sum(),
                       "branch_finished": (game_over & sai_game.is_branch).sum(),
                       "fresh_komi_sum": jnp.where(fresh_started, fresh_komi, 0.0).sum(),
                       "fresh_komi_square_sum": jnp.where(fresh_started, fresh_komi ** 2, 0.0).sum(),
                       "margin": margin, "counted": counted}
-        return next_lanes.replace(shared=shared.replace(queue=queue)), statistics
+        return next_lanes.replace(shared=shared.replace(queue=queue, first_fresh=jnp.zeros_like(first_fresh))), statistics
 
     return step
 
 
-def call_totals(per_ply: dict, game_over: jax.Array, fresh_komi: jax.Array, left_pending: jax.Array) -> dict:
+def call_totals(per_ply: dict, game_over: jax.Array, left_pending: jax.Array) -> dict:
     """Per-call statistics, each broadcast over ``[T, B]`` so that the core's mean over plies reports it;
-    ``left_pending``: branches still in the queue when the call ends (dropped with it, counted here)."""
+    ``left_pending``: branches still in the queue when the call ends (carried into the next call with the lanes).
+    Fresh games started are those ``init`` started (counted by the first ply, ``first_fresh``) and those started
+    since."""
     shape = game_over.shape
     final_margin, known = backward_game_values(jnp.where(per_ply["counted"], per_ply["margin"], jnp.nan), game_over,
                                                alternating=False)  # Black's margin: no sign flips
     usable = known & ~jnp.isnan(final_margin)
     error = jnp.where(usable, jnp.abs(per_ply["score_estimate"] - jnp.where(usable, final_margin, 0.0)), 0.0)
-    started = per_ply["fresh_started"].sum() + fresh_komi.shape[0]
-    komi_sum = per_ply["fresh_komi_sum"].sum() + fresh_komi.sum()
-    komi_square_sum = per_ply["fresh_komi_square_sum"].sum() + (fresh_komi ** 2).sum()
+    started = per_ply["fresh_started"].sum() + per_ply["first_fresh"].sum()
+    komi_sum = per_ply["fresh_komi_sum"].sum() + per_ply["first_komi_sum"].sum()
+    komi_square_sum = per_ply["fresh_komi_square_sum"].sum() + per_ply["first_komi_square_sum"].sum()
     komi_mean = komi_sum / started
     totals = {
         "branches_started": per_ply["branches_started"].sum(),
@@ -448,8 +472,7 @@ def sai_summary(records: PlyRecord, statistics: dict, lanes: Lanes) -> dict:
     """SAI's :data:`~zerolab.selfplay.types.RecordsSummaryFn`: mean β per ply and the call's totals
     (:func:`call_totals`)."""
     per_ply = {**statistics, "score_estimate": records.summary["score_estimate"]}
-    totals = call_totals(per_ply, records.game_over, fresh_komi=lanes.shared.first_komi,
-                         left_pending=lanes.shared.queue.valid.sum())
+    totals = call_totals(per_ply, records.game_over, left_pending=lanes.shared.queue.valid.sum())
     return {"mean_beta": records.summary["mean_beta"], **totals}
 
 
@@ -460,9 +483,11 @@ def check_go(game) -> GoGame:
 
 
 def sai_lane_rule(game: GoGame, network: nn.Module, options: SaiSelfPlayOptions) -> LaneRule:
-    """SAI's :class:`~zerolab.selfplay.LaneRule`: :func:`sai_lane_init`, :func:`sai_lane_step`."""
+    """SAI's :class:`~zerolab.selfplay.LaneRule`: :func:`sai_lane_init`, :func:`sai_lane_step`,
+    :func:`sai_lane_resume`."""
     check_go(game)
-    return LaneRule(init=sai_lane_init(game, network, options), step=sai_lane_step(game, options))
+    return LaneRule(init=sai_lane_init(game, network, options), step=sai_lane_step(game, options),
+                    resume=sai_lane_resume(game, network))
 
 
 def sai_game_rule(game: GoGame) -> GameRule:

@@ -72,7 +72,7 @@ def get_config(preset: str = "tiny"):
     if preset == "tiny":
         config.pretrain = stage_config(iterations=12, num_games=32, plies=48, window_size=6144, batch_size=128,
                                        epochs_per_iteration=1 / 3, keep_period=6, temperature_plies=4)
-        config.pretrain.selfplay.max_game_plies = 256  # Gardner games are short; longer ones carry no value target
+        config.pretrain.selfplay.max_game_plies = 256  # a game may span calls (lanes are carried): any cap works
         config.finetune = stage_config(iterations=4, num_games=16, plies=48, window_size=2304, batch_size=64,
                                        epochs_per_iteration=0.25, keep_period=2, temperature_plies=4)
         config.evaluation.games = 8
@@ -83,10 +83,11 @@ def get_config(preset: str = "tiny"):
         config.pretrain = stage_config(iterations=10, num_games=64, plies=64, window_size=20_000, batch_size=128,
                                        epochs_per_iteration=1.0, keep_period=10, temperature_plies=4,
                                        max_game_plies=256)
-        # 8×8: games of up to 200 plies (the tiny preset's 48 made nearly every value target a draw).  A self-play
-        # call starts fresh games and drops the unfinished ones at its end (their frames get no value target), so
-        # plies_per_iteration must be the cap too: 32 games × 200 plies an iteration, 8 iterations (51,200
-        # positions), a window of two iterations' frames, half of it trained on an iteration (each frame about once).
+        # 8×8: games of up to 200 plies (the tiny preset's 48 made nearly every value target a draw): 32 games ×
+        # 200 plies an iteration, 8 iterations (51,200 positions), a window of two iterations' frames, half of it
+        # trained on an iteration (each frame about once).  Calls as long as the cap are the measured run's
+        # (alphagateau/README.md, made when a call dropped its unfinished games); lanes are now carried from call to
+        # call, so shorter calls would also give every frame its game's value.
         config.finetune = stage_config(iterations=8, num_games=32, plies=200, window_size=12_800, batch_size=128,
                                        epochs_per_iteration=0.5, keep_period=8, temperature_plies=4)
         config.evaluation.update({"games": 16, "num_simulations": 8, "max_game_plies": 200})

@@ -41,7 +41,8 @@ def get_config(preset: str = "tiny"):
         config.method_options.branch_from_branches = False  # the paper's proportion of fresh games and branches
         # seed 2's drift: White passed early, ahead on the board count, and lost (sai_go/README.md)
         config.method_options.pass_rule = "no_early_pass"
-        # games without early passes last ≈ 96 plies: longer calls, so that branches finish inside them
+        # games without early passes last ≈ 96 plies; calls of 512 plies are the measured run's (sai_go/README.md,
+        # made when the branch queue lived for one call; it is now carried with the lanes from call to call)
         config.selfplay.num_games = 32
         config.selfplay.plies_per_iteration = 512
         config.method_options.queue_size = 128

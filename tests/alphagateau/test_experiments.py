@@ -33,6 +33,7 @@ VERSUS_RUN = ["iterations=1", *TOY_NETWORKS, *TOY_SELFPLAY, "match.games=2", "ma
 FINETUNE_RUN = [
     "model.embedding_size=8", "model.num_blocks=1",
     "pretrain.iterations=1", "pretrain.selfplay.num_games=4", "pretrain.selfplay.plies_per_iteration=8",
+    "pretrain.selfplay.max_game_plies=8",  # games end inside the one call, so its frames train the network
     "pretrain.train.batch_size=16",
     "finetune.iterations=1", "finetune.selfplay.num_games=2", "finetune.selfplay.plies_per_iteration=4",
     "finetune.selfplay.max_game_plies=4", "finetune.train.batch_size=8",
@@ -93,7 +94,7 @@ def test_sub_run_configs_build_their_components(preset):
 def test_finetune_evidence_preset_plays_8x8_games_long_enough_to_finish():
     evidence = load_config("alphagateau-finetune", "evidence")
     assert evidence.finetune.selfplay.max_game_plies >= 160  # the tiny preset's 48 made nearly every target a draw
-    # A self-play call starts fresh games and drops unfinished ones: a game is at most an iteration's plies long.
+    # calls as long as the cap: the measured run's setting (a game may now span calls, so this is no longer needed)
     assert evidence.finetune.selfplay.plies_per_iteration == evidence.finetune.selfplay.max_game_plies
     assert evidence.match.games == 128 and evidence.match.max_game_plies >= 160
     assert evidence.evaluation.max_game_plies >= 160

@@ -392,3 +392,51 @@ def test_own_eyes_are_empty_points_surrounded_by_the_movers_stones():
     np.testing.assert_array_equal(own_eye_points(colours, jnp.array([True]), 3),
                                   [[True, False, True, False, True, False, False, False, True]])
     assert not own_eye_points(colours, jnp.array([False]), 3).any()
+
+
+def test_sais_games_branch_points_and_queue_are_carried_from_call_to_call(go_game, tiny_network):
+    """SAI on the core's carried calls: 2 lanes, calls of 6 plies, games capped at 8, every position after a game's
+    first move a branch point (3 a game, a queue of 16).  Call 1 ends with both games running, each holding its 3
+    branch points in the move rule's carry; call 2 ends them at its second ply (8 plies: longer than a call), so
+    their 6 branch points join the queue, 2 are taken at once (branch games from those very points) and 4 stay
+    pending at the call's end; call 3 goes on from that queue: every branch pushed in calls 2 and 3 is started or
+    still pending (none lost between the calls).  Carried games are not counted again as fresh games started."""
+    from sai_go.selfplay import sai_game_rule, sai_move_rule
+    from zerolab import make_play_fn
+
+    network, variables = tiny_network
+    options = SaiSelfPlayOptions(lam=0.5, branch_probability=1.0, max_branches=3, queue_size=16)
+    config = SelfPlayConfig(num_games=2, plies_per_iteration=6, max_game_plies=8, temperature_plies=2)
+    core = make_play_fn(go_game, sai_move_rule(go_game, network, SEARCH, options.lam), config,
+                        lane_rule=sai_lane_rule(go_game, network, options), game_rule=sai_game_rule(go_game))
+    init, play = fast_jit(core.init_lanes, static_argnums=2), fast_jit(core.play_lanes, static_argnums=2)
+    lanes = init(variables, jax.random.key(5), 2)
+    calls = []
+    for call in range(3):
+        frames, records, lanes = jax.device_get(play(variables, jax.random.key(6 + call), 2, None, None, lanes))
+        calls.append((records, lanes))
+    (records1, lanes1), (records2, lanes2), (records3, lanes3) = calls
+    total = lambda records, name: float(records.summary[name][0, 0])  # noqa: E731 - per-call totals
+    # Call 1: both games run on, each with its 3 branch points; nothing queued; the 2 games init began counted.
+    assert not records1.game_over.any() and np.asarray(lanes1.ply).tolist() == [6, 6]
+    assert np.asarray(lanes1.rule_carry.candidates).tolist() == [3, 3]
+    assert not lanes1.shared.queue.valid.any() and total(records1, "fresh_games_started") == 2
+    # Call 2: the carried games end at its ply 1, 8 plies long; their branch points are queued and 2 taken.
+    assert records2.game_over[1].all() and not records2.game_over[0].any()
+    np.testing.assert_array_equal(records2.game_length[1], [8, 8])
+    assert (total(records2, "branches_pushed"), total(records2, "fresh_games_started")) == (6, 0)
+    branch_komi = set(np.asarray(lanes1.rule_carry.candidate_komi).ravel().tolist())
+    # the games begun at call 2's ply 2 are branches from call 1's branch points (at their komi), still running
+    assert total(records2, "branches_started") == 2 and np.asarray(lanes2.rule_carry.is_branch).all()
+    assert set(np.asarray(lanes2.rule_carry.komi).tolist()) <= branch_komi
+    assert set(np.asarray(lanes2.first_ply).tolist()) <= {1, 2, 3}
+    # the other 4 stay queued at the call's end, carried with the lanes
+    valid = np.asarray(lanes2.shared.queue.valid)
+    assert total(records2, "branches_left_pending") == valid.sum() == 4
+    assert set(np.asarray(lanes2.shared.queue.komi)[valid].tolist()) <= branch_komi
+    # Call 3 continues the queue: pushed = started + pending at the end, over calls 2 and 3 (no branch dropped).
+    pushed = total(records2, "branches_pushed") + total(records3, "branches_pushed")
+    begun = total(records2, "branches_started") + total(records3, "branches_started")
+    assert total(records2, "branches_dropped") == total(records3, "branches_dropped") == 0
+    assert pushed == begun + int(np.asarray(lanes3.shared.queue.valid).sum())
+    assert total(records3, "branches_started") > 0

@@ -62,7 +62,11 @@ def test_two_sai_iterations_killed_and_resumed_keep_the_frames_komi(tmp_path):
     assert step == 2
     window = stored.fields()
     komi, signed = np.asarray(window["extra_komi"]), np.asarray(window["extra_signed_komi"])
-    assert len(komi) == len(window["value_target"]) == 2 * 4 * 24  # iteration 1's frames survived the kill
+    # Every frame played is in the window or waits for its game's end (lanes carried from call to call): iteration
+    # 1's frames, and the pending ones, survived the kill.
+    assert len(komi) == len(window["value_target"]) == sum(record["frames_entered"] for record in records)
+    assert len(komi) + records[-1]["frames_pending"] == 2 * 4 * 24
+    assert np.asarray(window["value_mask"]).all()
     np.testing.assert_array_equal(komi - np.floor(komi), 0.5)  # half-integer komi, fresh and branch games
     np.testing.assert_array_equal(np.abs(signed), np.abs(komi))
     assert np.asarray(window["extra_branch"]).any() and not np.asarray(window["extra_branch"]).all()

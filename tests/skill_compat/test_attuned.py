@@ -170,3 +170,38 @@ def test_bad_options_are_refused(setup):
         attuned.make_method(None, make_game("gardner_chess"))
     with pytest.raises(ValueError, match="framework"):
         attuned.make_method(None, setup.game, framework="blitz")
+
+
+def test_the_stt_lane_rules_bits_are_carried_with_their_game_from_call_to_call():
+    """The STT lane rule draws a game's bits (``[B, max_game_plies]``) when the game starts; carried lanes keep them:
+    with calls of 3 plies and 8-ply games (Gardner chess, a move rule that plays the first legal move and records
+    the bit it reads, as STT's does), every ply of each lane's first game — played over three calls — reads the
+    bits drawn at its start, and the second game reads fresh ones."""
+    from zerolab import MoveRule, PlyDecision, SelfPlayConfig, make_game, make_play_fn
+    from tests.fast_compile import fast_jit
+
+    game = make_game("gardner_chess")
+    config = SelfPlayConfig(num_games=2, plies_per_iteration=3, max_game_plies=8)
+
+    def act(variables, key, states, ply, bits):
+        first_legal = jnp.argmax(states.legal_action_mask, axis=-1).astype(jnp.int32)
+        senior = bits[jnp.arange(bits.shape[0]), jnp.minimum(ply, bits.shape[1] - 1)]
+        return PlyDecision(action=first_legal, policy_target=jax.nn.one_hot(first_legal, game.num_actions),
+                           carry=bits, frame_extras={"senior": senior})
+
+    core = make_play_fn(game, MoveRule(act=act), config, attuned.stt_lane_rule(game, config.max_game_plies))
+    init, play = fast_jit(core.init_lanes, static_argnums=2), fast_jit(core.play_lanes, static_argnums=2)
+    lanes = init(None, jax.random.key(0), 2)
+    first_bits = np.asarray(lanes.rule_carry)
+    read, over = [], []
+    for call in range(4):
+        frames, records, lanes = jax.device_get(play(None, jax.random.key(10 + call), 2, None, None, lanes))
+        read.append(np.asarray(frames.extras["senior"]))
+        over.append(np.asarray(records.game_over))
+    read, over = np.concatenate(read), np.concatenate(over)  # [12, 2]: the lanes' plies over the four calls
+    for lane in range(2):
+        end = int(np.flatnonzero(over[:, lane])[0])
+        assert end == 7  # the first legal move never mates in 8 plies: the cap ends the game, in call 3
+        np.testing.assert_array_equal(read[:end + 1, lane], first_bits[lane, :end + 1])
+    np.testing.assert_array_equal(np.asarray(lanes.rule_carry)[:, :4], read[8:12].T)  # the second game's own bits
+    assert not np.array_equal(np.asarray(lanes.rule_carry), first_bits)

@@ -40,9 +40,10 @@ def attuned_run(tmp_path_factory):
     base = directory / "base"  # training_config reads the learner's architecture from the base run's config
     base.mkdir()
     (base / "config.json").write_text(json.dumps({"model": {"name": LC0_NETWORK, "weights": "", **ARCHITECTURE}}))
+    # games as long as the call (max_game_plies = PLIES): they end in it, so its frames enter the window and train
     experiment = load_config("skill-compat-attuned", "tiny", [
         f"junior.weights={junior}", "attuned.policy_target=search", "training.iterations=1",
-        f"training.num_games={GAMES}", f"training.plies_per_iteration={PLIES}", "training.max_game_plies=8",
+        f"training.num_games={GAMES}", f"training.plies_per_iteration={PLIES}", f"training.max_game_plies={PLIES}",
         "training.num_simulations=2", "tree.max_num_considered_actions=2", "training.batch_size=4", "progress=False"])
     config = training_config(experiment, base)
     config.init_from = ""  # the base run holds no checkpoint: the learner starts from its own initial network

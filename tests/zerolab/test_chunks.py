@@ -134,3 +134,57 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
     with pytest.raises(SelfPlayDoesNotFit, match=message) as error:
         selfplay_under(budget / GIB)(on_devices, key)
     assert error.value.smallest_bytes == smallest and abs(error.value.budget_bytes - budget) <= 1
+
+
+def test_carried_lanes_in_chunks_are_each_chunks_own_lanes_and_shared_state():
+    """The carried calls in 2 chunks (:func:`lanes_in_chunks`) are, chunk by chunk, the unchunked calls on its 2
+    games with its key, over two calls: lanes ``[4]`` hold each chunk's games, the lane rule's shared state ``[2]``
+    each chunk's own (here a count of the games ended, carried from call to call); one chunk gives the shared state a
+    leading axis of 1."""
+    import jax.numpy as jnp
+
+    from zerolab.selfplay.chunks import lanes_in_chunks
+    from zerolab.selfplay.hooks import standard_lane_rule
+    from zerolab.selfplay.types import LaneRule, MoveRule, PlyDecision
+
+    game = make_game("go", go_size=5)
+    standard = standard_lane_rule(game)
+
+    def init(variables, keys, num_games, settings):
+        return standard.init(variables, keys, num_games, settings).replace(shared=jnp.zeros((), jnp.int32))
+
+    def step(keys, lanes, played, settings):
+        stepped, statistics = standard.step(keys, lanes.replace(shared=None), played, settings)
+        return stepped.replace(shared=lanes.shared + played.game_over.sum()), statistics
+
+    def act(variables, key, states, ply, carry):  # a random legal move: cheap to compile
+        action = jax.random.categorical(key, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
+        return PlyDecision(action=action, policy_target=jax.nn.one_hot(action, game.num_actions), carry=carry)
+
+    play_fn = make_play_fn(game, MoveRule(act=act), SelfPlayConfig(num_games=4, plies_per_iteration=3,
+                                                                     max_game_plies=4),
+                           lane_rule=LaneRule(init=init, step=step))
+    chunked_init, chunked_play = (jax.jit(f, static_argnums=2) for f in lanes_in_chunks(play_fn, 2))
+    alone_init, alone_play = jax.jit(play_fn.init_lanes, static_argnums=2), jax.jit(play_fn.play_lanes,
+                                                                                    static_argnums=2)
+    key = jax.random.key(3)
+    lanes = chunked_init(None, key, 4)
+    assert lanes.shared.shape == (2,) and lanes.ply.shape == (4,)
+    alone = [alone_init(None, chunk_key, 2) for chunk_key in chunk_keys(key, 2)]
+    ended = 0
+    for call in range(2):
+        call_key = jax.random.fold_in(key, call + 1)
+        frames, records, lanes = jax.device_get(chunked_play(None, call_key, 4, None, None, lanes))
+        ended += int(np.asarray(records.game_over).sum())
+        for chunk, chunk_key in enumerate(chunk_keys(call_key, 2)):
+            own_frames, own_records, alone[chunk] = jax.device_get(
+                alone_play(None, chunk_key, 2, None, None, alone[chunk]))
+            for ours, theirs in zip(jax.tree.leaves((frames, records)), jax.tree.leaves((own_frames, own_records))):
+                np.testing.assert_array_equal(ours[:, 2 * chunk:2 * chunk + 2], theirs)
+            for ours, theirs in zip(jax.tree.leaves(lanes.replace(shared=None)),
+                                    jax.tree.leaves(alone[chunk].replace(shared=None))):
+                np.testing.assert_array_equal(ours[2 * chunk:2 * chunk + 2], theirs)
+            assert int(lanes.shared[chunk]) == int(alone[chunk].shared)
+    assert int(lanes.shared.sum()) == ended >= 4  # the games ended in both calls (the 4-ply cap ends one a lane)
+    one_init, _ = lanes_in_chunks(play_fn, 1)
+    assert jax.jit(one_init, static_argnums=2)(None, key, 4).shared.shape == (1,)

@@ -291,7 +291,10 @@ def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
     assert step == 2
     window = stored.fields()
     ply, partner_moves = np.asarray(window["extra_ply"]), np.asarray(window["extra_partner_moves"])
-    assert len(ply) == len(window["value_target"]) == 2 * 32  # the frames of iteration 1 survived the kill
+    # the frames of iteration 1 survived the kill: 6-ply games in calls of 8, so each iteration 24 frames enter
+    # (iteration 1: the first games; iteration 2: the second games, whose first 2 frames waited since iteration 1)
+    assert len(ply) == len(window["value_target"]) == 2 * 24
+    assert np.asarray(window["value_mask"]).all()
     np.testing.assert_array_equal(partner_moves, ply // 2)  # the rule's per-game carry, reset with each game
 
     game = make_game("gardner_chess")
@@ -336,8 +339,9 @@ def test_complete_games_lists_every_game_inside_the_scan():
     reward = np.array([[0, 0], [1, 0], [0, -1], [0, 0], [0, 0]], np.float32)  # from the mover's view
     first_moved = np.array([[True, True], [False, False], [True, True], [False, False], [True, True]])
     action = np.arange(10).reshape(5, 2)
+    length = np.array([[1, 1], [2, 2], [1, 3], [2, 1], [3, 2]])  # plies of each game, its own ply included
     records = PlyRecord(action=action, reward=reward, game_over=over, first_player_moved=first_moved,
-                        game_length=np.zeros((5, 2)), position_hash=np.zeros((5, 2, 2)))
+                        game_length=length, position_hash=np.zeros((5, 2, 2)))
     games = complete_games(records)
     assert [(lane, start, list(actions), score) for lane, start, actions, score in games] == [
         (0, 0, [0, 2], 0.0),  # the second player moved last and won
@@ -345,4 +349,7 @@ def test_complete_games_lists_every_game_inside_the_scan():
         (1, 0, [1, 3, 5], 0.0),  # the first player moved last and lost
     ]
     assert [(lane, list(actions), score) for lane, actions, score in finished_games(records, 5)] == [
-        (0, [0, 2], 0.0), (1, [1, 3, 5], 0.0)]
+        (0, [0, 2], 0.0), (1, [1, 3, 5], 0.0), (0, [4, 6, 8], 0.5)]  # games from the call's first ply first
+    # Lane 1's first game was carried from an earlier call (5 plies long, 3 of them in this call): not whole here.
+    carried = records.replace(game_length=np.array([[1, 3], [2, 4], [1, 5], [2, 1], [3, 2]]))
+    assert [(lane, start) for lane, start, _, _ in complete_games(carried)] == [(0, 0), (0, 2)]

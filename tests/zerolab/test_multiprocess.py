@@ -32,6 +32,8 @@ TINY_RUN = [  # tests/zerolab/test_train.py's tiny quickstart run, on 5×5 Go
     # on 5×5 Go, not Gardner chess: the game is not the point, and each of the 3 processes compiles its self-play
     # in half the time
     "game.name=go", "game.go_size=5",
+    # games of one call's length: every frame of the call enters the window (none waits for a later call)
+    "selfplay.max_game_plies=8",
 ]
 FRAMES_PER_PROCESS = 4 // 2 * 8  # each of the 2 processes plays 2 of the 4 games for 8 plies
 TIMEOUT_SECONDS = 900  # per phase, an upper bound only: about 25 s each with a warm cache, minutes on a loaded machine

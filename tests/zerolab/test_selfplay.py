@@ -262,3 +262,57 @@ def test_a_real_win_reaches_the_value_targets_with_each_movers_sign(pyffish):
     assert frames.value_mask.all()
     stats = summarize(records)  # the game's first player (the mover at its first ply) is Black here
     assert (stats["games_finished"], stats["first_player_losses"], stats["mean_game_length"]) == (2, 2, 2.0)
+
+
+def test_a_game_longer_than_a_call_ends_and_every_frame_gets_its_result(pyffish):
+    """Calls of one ply (``plies_per_iteration=1``) carry their lanes into the next: the forced-move-then-mate game
+    (2 plies, longer than a call) reaches its end in the second call.  Black's frame of call 1 waits (pending: no
+    value target, nothing enters the window), then gets Black's loss (−1) when White mates in call 2, White's frame
+    its win (+1): each checked against the game's result (the reward of its last ply) and its mover's side; both are
+    marked as frames of a game begun in iteration 1.  The third call starts the next game (its frame waits)."""
+    from zerolab.training.pending import PendingFrames, settle
+    from zerolab.training.replay import FrameWindow
+
+    fen = FORCED_MOVE_THEN_MATE_IN_ONE
+    game = make_game("gardner_chess")
+    network = AlphaZeroResNet(num_actions=game.num_actions, channels=8, num_blocks=1)
+    variables = init_variables(network, game, jax.random.key(0))
+    config = SelfPlayConfig(num_games=2, plies_per_iteration=1, max_game_plies=10, temperature_plies=0)
+    search = SearchConfig(num_simulations=32, max_num_considered_actions=16)
+    play = make_play_fn(game, search_move_rule(game, network, search), config,
+                        lane_rule=standard_lane_rule(game, initial_states_from_fens(game, [fen])))
+    mesh = make_mesh()
+    selfplay = make_selfplay_fn(game, network, search, config, mesh, play_fn=play)
+    variables = replicate(variables, mesh)
+    lanes = selfplay.init_lanes(variables, jax.random.key(1))
+    pending = PendingFrames.fresh(2, 1)
+    entered, records_of = [], []
+    for iteration in (1, 2, 3):
+        packed, records, lanes = selfplay.play_lanes(variables, jax.random.fold_in(jax.random.key(1), iteration),
+                                                     lanes)
+        records = jax.device_get(records)
+        new, pending, statistics = settle(pending, FrameWindow.from_device_frames(packed), records.game_over,
+                                          iteration, config.max_game_plies)
+        entered.append((new, statistics))
+        records_of.append(records)
+    (first, first_stats), (second, second_stats), (third, third_stats) = entered
+    assert len(first) == 0 and (first_stats["frames_entered"], first_stats["frames_pending"]) == (0, 2)
+    assert not records_of[0].game_over.any()
+    # Call 2: White mates (reward +1 from the mover's view); the game was 2 plies long, the call 1.
+    np.testing.assert_array_equal(records_of[1].game_over, [[True, True]])
+    np.testing.assert_array_equal(records_of[1].reward, [[1.0, 1.0]])
+    np.testing.assert_array_equal(records_of[1].game_length, [[2, 2]])
+    result = records_of[1].reward[0]  # the game's result from its last mover's (White's) view
+    # entered: the waiting frames first (Black's, ply 0 of each lane), then the call's own (White's, ply 1)
+    np.testing.assert_array_equal(second.arrays["value_target"], np.concatenate([-result, result]))
+    assert second.arrays["value_mask"].all()
+    assert (second_stats["frames_entered"], second_stats["frames_entered_from_earlier_calls"],
+            second_stats["frames_pending"], second_stats["frames_entered_without_value"]) == (4, 2, 0, 0)
+    np.testing.assert_array_equal(second.arrays["game_iteration"], [1, 1, 1, 1])
+    # The waiting frames are Black's positions of call 1, exactly as stored then.
+    call_one = FrameWindow.from_device_frames(selfplay.play_lanes(
+        variables, jax.random.fold_in(jax.random.key(1), 1), selfplay.init_lanes(variables, jax.random.key(1)))[0])
+    np.testing.assert_array_equal(second.arrays["observation_bits"][:2], call_one.arrays["observation_bits"])
+    # Call 3: the lanes' next games begin (in iteration 3); their first frames wait.
+    assert len(third) == 0 and third_stats["frames_pending"] == 2
+    np.testing.assert_array_equal(pending.lane_game_iteration, [3, 3])

@@ -31,6 +31,8 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_RUN = [  # the quickstart config with the ResNet (the core's own network) at toy size
     "model.name=resnet", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4", "search.max_num_considered_actions=4",
     "selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16", "progress=False",
+    # games of at most 6 plies in calls of 8: a game begun late in a call ends in the next one (spans a kill)
+    "selfplay.max_game_plies=6",
 ]
 TRAINED_ITERATIONS = 3
 # Record fields measured in seconds (and rates from them): the only ones a resumed run may change.
@@ -69,6 +71,23 @@ def saved_train_state(workdir, step):
 def saved_window(workdir, step):
     """Step ``step``'s replay window as stored (compact arrays, disk sources included)."""
     return read_window(workdir, step)[1].arrays
+
+
+def saved_lanes(workdir, step):
+    """The self-play lanes (each game in progress: position, ply, the lane rule's carry) saved with train state
+    ``step``, as saved (numpy leaves); None where the step saved none."""
+    if not (pathlib.Path(workdir) / "checkpoints" / str(step) / "lanes").exists():
+        return None
+    return Checkpointer(pathlib.Path(workdir) / "checkpoints").restore(step, {"lanes": None}).items["lanes"]
+
+
+def saved_pending(workdir, step):
+    """The frames of games still running that step ``step`` saved (stored arrays); None where it saved none."""
+    path = pathlib.Path(workdir) / "replay" / "process-0" / f"pending-{step}.npz"
+    if not path.exists():
+        return None
+    with np.load(path) as archive:
+        return {name: archive[name] for name in archive.files if name != "metadata"}
 
 
 def assert_trees_equal(a, b):
@@ -110,14 +129,23 @@ def test_trained_run_keeps_complete_steps_as_the_checkpoint_config_says(trained_
     # checkpoint.keep=3, keep_period=5: train states of the 3 newest steps and of step 0; windows of the 3 newest.
     assert Checkpointer(trained_run / "checkpoints").steps() == [0, 1, 2, 3]
     assert ReplayCheckpoints(trained_run / "replay", keep=3).steps() == [1, 2, 3]
-    # Each step wrote only its own 32 new frames (a chunk); no kept index reads step 0's empty window.
+    # Each step wrote only the frames that entered its window (a chunk); no kept index reads step 0's empty window.
+    # 4 lanes, 8-ply calls, 6-ply games (none ends sooner): iteration 1 ends each lane's first game at ply 6 (24
+    # frames enter, 8 wait); iteration 2 ends the second at its ply 4 (8 + 16 enter, 16 wait); iteration 3 ends the
+    # third at its ply 2 and the fourth at its last (16 + 32 enter, none wait).
     chunks = sorted(path.name for path in (trained_run / "replay" / "process-0").glob("frames-*.npz"))
     assert chunks == ["frames-1.npz", "frames-2.npz", "frames-3.npz"]
-    for step in (1, 2, 3):
-        assert len(np.load(trained_run / "replay" / "process-0" / f"frames-{step}.npz")["value_target"]) == 32
+    entered = [len(np.load(trained_run / "replay" / "process-0" / f"frames-{step}.npz")["value_target"])
+               for step in (1, 2, 3)]
+    assert entered == [24, 24, 48]
     records = metrics_records(trained_run)
     assert [r["iteration"] for r in records] == [1, 2, 3] and [r["frames"] for r in records] == [32, 64, 96]
-    assert [r["window_size"] for r in records] == [32, 64, 96]
+    assert [r["window_size"] for r in records] == [24, 48, 96]
+    assert [r["frames_entered"] for r in records] == entered
+    assert [r["frames_entered_from_earlier_calls"] for r in records] == [0, 8, 16]
+    assert [r["frames_pending"] for r in records] == [8, 16, 0]
+    assert [r["frames_entered_without_value"] for r in records] == [0, 0, 0]
+    assert [len(saved_pending(trained_run, step)["lane"]) for step in (1, 2, 3)] == [8, 16, 0]
     # compiled ahead of the first call (or by an earlier run of the process): later rates leave no compile out
     for program in ("selfplay", "train"):
         assert records[0][f"{program}_compile_s"] >= 0 and [r[f"{program}_compile_s"] for r in records[1:]] == [0.0, 0.0]
@@ -140,6 +168,34 @@ def test_resumed_run_equals_the_uninterrupted_run(trained_run, run_copy, caplog)
     assert resumed[2]["wall_s"] > resumed[1]["wall_s"] > resumed[0]["wall_s"] > 0
     assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
     assert_trees_equal(saved_window(run_copy, 3), saved_window(trained_run, 3))
+
+
+def test_a_game_that_spans_a_kill_resumes_bit_for_bit(trained_run, run_copy):
+    """Killed after iteration 2 was saved, with games running in the lanes: step 2 holds the lanes (each game's
+    position, ply and lane-rule carry) and the frames of those games, which wait for their game's end.  The resumed
+    run plays iteration 3 bit for bit as the uninterrupted one: those games end in it, and their frames enter the
+    window with the same value targets, marked with the iteration that began their game."""
+    lanes, pending = saved_lanes(trained_run, 2), saved_pending(trained_run, 2)
+    assert lanes is not None and pending is not None, "step 2 saved no game in progress: a kill loses the games"
+    assert np.asarray(lanes["ply"]).max() > 0 and len(pending["value_target"]) > 0, "no game spans the kill"
+    shutil.rmtree(run_copy / "checkpoints" / "3")
+    for name in ("window-3.npz", "pending-3.npz"):
+        (run_copy / "replay" / "process-0" / name).unlink(missing_ok=True)
+    train.run(tiny_config(f"iterations={TRAINED_ITERATIONS}"), run_copy)
+    original, resumed = metrics_records(trained_run), metrics_records(run_copy)
+    assert [without_timings(r) for r in resumed] == [without_timings(r) for r in original]
+    assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
+    assert_trees_equal(saved_window(run_copy, 3), saved_window(trained_run, 3))
+    assert_trees_equal(saved_lanes(run_copy, 3), saved_lanes(trained_run, 3))
+    assert_trees_equal(saved_pending(run_copy, 3), saved_pending(trained_run, 3))
+    # The games running at the kill (6-ply cap, 8-ply calls) all ended in iteration 3: their frames entered its
+    # window, each with a value target, recorded as begun in iteration 2.
+    window = saved_window(run_copy, 3)
+    entered = window["source_chunk"] == 3
+    spanning = entered & (window["game_iteration"] < 3)
+    assert spanning.sum() > len(pending["value_target"]) > 0  # its pending frames and its plies of iteration 3
+    assert window["value_mask"].all()
+    assert set(np.unique(window["game_iteration"][spanning])) <= {1, 2}
 
 
 def test_unreadable_newest_checkpoint_is_reported_and_the_previous_one_used(trained_run, run_copy, caplog):
@@ -239,20 +295,20 @@ def test_an_allowed_change_is_recorded_with_the_previous_config_kept(run_copy, c
 
 def test_a_truncated_chunk_every_kept_window_reads_resumes_from_the_newest_train_state(trained_run, run_copy,
                                                                                         caplog):
-    """Chunk 1 (iteration 1's 32 frames) is read by the windows of steps 1, 2 and 3: truncated, no kept window is
-    whole.  The run goes on from train state 3 with the 64 frames it can read (64 of the 96 played kept, more than
-    step 1 or 2 would keep), says what it lost, and trains iteration 4 on them and the new frames."""
+    """Chunk 1 (iteration 1's 24 frames) is read by the windows of steps 1, 2 and 3: truncated, no kept window is
+    whole.  The run goes on from train state 3 with the 72 frames it can read (72 of the 96 played kept, more than
+    step 1 or 2 would keep), says what it lost, and trains iteration 4 on them and the new frames (24 enter)."""
     chunk = run_copy / "replay" / "process-0" / "frames-1.npz"
     chunk.write_bytes(chunk.read_bytes()[:100])
     with caplog.at_level(logging.INFO):
         train.run(tiny_config(f"iterations={TRAINED_ITERATIONS + 1}"), run_copy)
-    assert ("resuming from step 3 with the readable part of its replay window: 32 frames lost with the unreadable "
+    assert ("resuming from step 3 with the readable part of its replay window: 24 frames lost with the unreadable "
             f"{chunk}") in caplog.text
-    assert "64 of the 96 frames played so far are kept (no kept step keeps more)" in caplog.text
+    assert "72 of the 96 frames played so far are kept (no kept step keeps more)" in caplog.text
     records = metrics_records(run_copy)
     assert [r["iteration"] for r in records] == [1, 2, 3, 4]
     assert records[:3] == metrics_records(trained_run)
-    assert (records[3]["frames"], records[3]["window_size"]) == (128, 64 + 32)
+    assert (records[3]["frames"], records[3]["window_size"]) == (128, 72 + 24)
     assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
 
 

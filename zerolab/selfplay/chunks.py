@@ -80,6 +80,91 @@ def play_in_chunks(play_fn: Callable, num_chunks: int) -> Callable:
     return play
 
 
+def stack_shared(lanes: Any) -> Any:
+    """``lanes`` (a :class:`~zerolab.selfplay.types.Lanes`) with its shared state given a leading axis of 1: the form
+    carried lanes take outside one chunk's play (every leaf with a leading axis, lanes ``[B]`` and shared state
+    ``[chunks]``), so that they are split over devices and chunks like the games."""
+    return lanes.replace(shared=jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], lanes.shared))
+
+
+def chunk_lanes(lanes: Any, chunk: jax.Array, chunk_games: int) -> Any:
+    """Chunk ``chunk``'s lanes out of a device's carried lanes (lanes ``[G]``, shared state ``[C]``)."""
+    own = jax.tree.map(lambda leaf: jax.lax.dynamic_slice_in_dim(leaf, chunk * chunk_games, chunk_games, axis=0),
+                       lanes.replace(shared=None))
+    return own.replace(shared=jax.tree.map(lambda leaf: jax.lax.dynamic_index_in_dim(leaf, chunk, keepdims=False),
+                                           lanes.shared))
+
+
+def lanes_in_chunks(play_fn: Callable, num_chunks: int) -> tuple[Callable, Callable]:
+    """``(init, play)``: ``play_fn``'s carried-lane calls (``play_fn.init_lanes``, ``play_fn.play_lanes``, see
+    :func:`zerolab.selfplay.scan.make_play_fn`) over ``num_games`` games as ``num_chunks`` chunks, as
+    :func:`play_in_chunks` plays them (chunk ``c``: games ``[c·b, (c + 1)·b)`` with key ``chunk_keys(key, C)[c]``).
+
+    ``init(variables, key, num_games, frozen, settings) -> lanes`` and ``play(variables, key, num_games, frozen,
+    settings, lanes) -> (frames, records, lanes)``; the lanes have leaves ``[num_games, ...]`` and a shared state
+    ``[C, ...]`` (each chunk's own: :func:`stack_shared`)."""
+    init_lanes, play_lanes = play_fn.init_lanes, play_fn.play_lanes
+    if num_chunks == 1:
+        def init_one(variables, key, num_games, frozen_variables=None, settings=None):
+            return stack_shared(init_lanes(variables, key, num_games, frozen_variables, settings))
+
+        def play_one(variables, key, num_games, frozen_variables, settings, lanes):
+            unstacked = lanes.replace(shared=jax.tree.map(lambda leaf: leaf[0], lanes.shared))
+            frames, records, lanes = play_lanes(variables, key, num_games, frozen_variables, settings, unstacked)
+            return frames, records, stack_shared(lanes)
+
+        return init_one, play_one
+
+    def buffers(shapes: Any, num_games: int, games_axis: int) -> Any:
+        return jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[:games_axis] + (num_games,) + leaf.shape[games_axis + 1:],
+                                                   leaf.dtype), shapes)
+
+    def lane_buffers(shapes: Any, num_games: int) -> Any:
+        own = buffers(shapes.replace(shared=None), num_games, 0)
+        return own.replace(shared=jax.tree.map(lambda leaf: jnp.zeros((num_chunks,) + leaf.shape, leaf.dtype),
+                                               shapes.shared))
+
+    def write_lanes(output: Any, lanes: Any, chunk: jax.Array, chunk_games: int) -> Any:
+        own = jax.tree.map(lambda out, leaf: jax.lax.dynamic_update_slice_in_dim(out, leaf, chunk * chunk_games, axis=0),
+                           output.replace(shared=None), lanes.replace(shared=None))
+        return own.replace(shared=jax.tree.map(
+            lambda out, leaf: jax.lax.dynamic_update_index_in_dim(out, leaf, chunk, axis=0), output.shared,
+            lanes.shared))
+
+    def init(variables, key, num_games, frozen_variables=None, settings=None):
+        chunk_games = num_games // num_chunks
+        keys = chunk_keys(key, num_chunks)
+
+        def init_chunk(chunk_key):
+            return init_lanes(variables, chunk_key, chunk_games, frozen_variables, settings)
+
+        outputs = lane_buffers(jax.eval_shape(init_chunk, keys[0]), num_games)
+        return jax.lax.fori_loop(0, num_chunks, lambda chunk, out: write_lanes(
+            out, init_chunk(keys[chunk]), chunk, chunk_games), outputs)
+
+    def play(variables, key, num_games, frozen_variables, settings, lanes):
+        chunk_games = num_games // num_chunks
+        keys = chunk_keys(key, num_chunks)
+
+        def play_chunk(chunk):
+            return play_lanes(variables, keys[chunk], chunk_games, frozen_variables, settings,
+                              chunk_lanes(lanes, chunk, chunk_games))
+
+        frame_shapes, record_shapes, lane_shapes = jax.eval_shape(play_chunk, 0)
+        outputs = (buffers((frame_shapes, record_shapes), num_games, 1), lane_buffers(lane_shapes, num_games))
+
+        def one_chunk(chunk, outputs):
+            (frames, records, new_lanes), (played, carried) = play_chunk(chunk), outputs
+            played = jax.tree.map(lambda output, leaf: jax.lax.dynamic_update_slice_in_dim(
+                output, leaf, chunk * chunk_games, axis=1), played, (frames, records))
+            return played, write_lanes(carried, new_lanes, chunk, chunk_games)
+
+        (frames, records), lanes = jax.lax.fori_loop(0, num_chunks, one_chunk, outputs)
+        return frames, records, lanes
+
+    return init, play
+
+
 def chunk_sizes(num_games: int) -> list[int]:
     """The chunk sizes ``num_games`` splits into without a remainder, smallest first."""
     return [size for size in range(1, num_games + 1) if num_games % size == 0]

@@ -85,14 +85,19 @@ def value_targets(reward: jax.Array, game_over: jax.Array) -> tuple[jax.Array, j
     return backward_game_values(reward, game_over)
 
 
-def backward_game_values(end_value: jax.Array, game_over: jax.Array, alternating: bool = True
-                         ) -> tuple[jax.Array, jax.Array]:
+def backward_game_values(end_value: jax.Array, game_over: jax.Array, alternating: bool = True,
+                         carry_in: tuple[jax.Array, jax.Array] | None = None) -> tuple[jax.Array, jax.Array]:
     """``(value [T, B], known [T, B])``: each ply's value at its game's end, by one reverse scan over the plies.
 
     ``value[t] = end_value[t]`` where a game ended at ply t (``game_over[t]``), else ``−value[t+1]`` when
     ``alternating`` (a value from the mover's view: the next ply's mover is the other player), ``value[t+1]``
     otherwise (a value from one fixed view, e.g. Black's margin).  ``known[t]``: a game ended at ply t or later in
     the lane, so ``value[t]`` is its game's (elsewhere ``value`` is 0, the game unfinished when the scan stopped).
+
+    ``carry_in``: ``(value [B], known [B])`` of the ply after the last one (the first ply of the next self-play
+    call: its ``value[0]`` and ``known[0]``), so that plies of a game that went on into that call get its value; None:
+    nothing known after the last ply.  The training loop seeds a game's pending frames so
+    (:mod:`zerolab.training.pending`).
     """
 
     def backward(carry, inputs):
@@ -102,9 +107,11 @@ def backward_game_values(end_value: jax.Array, game_over: jax.Array, alternating
         known = over | known_after
         return (value, known), (value, known)
 
-    _, (value, known) = jax.lax.scan(
-        backward, (jnp.zeros_like(end_value[0]), jnp.zeros_like(game_over[0])), (end_value, game_over), reverse=True
-    )
+    if carry_in is None:
+        carry_in = (jnp.zeros_like(end_value[0]), jnp.zeros_like(game_over[0]))
+    else:
+        carry_in = (jnp.asarray(carry_in[0], end_value.dtype), jnp.asarray(carry_in[1], game_over.dtype))
+    _, (value, known) = jax.lax.scan(backward, carry_in, (end_value, game_over), reverse=True)
     return value, known
 
 

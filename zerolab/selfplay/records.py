@@ -34,26 +34,30 @@ def summarize(records: PlyRecord) -> dict[str, float]:
 
 def complete_games(records: PlyRecord) -> list[tuple[int, int, np.ndarray, float]]:
     """Every game played wholly inside the scan, lane by lane, as ``(lane, first ply, actions, first_player_score)``
-    (host, numpy records).  A lane's first game starts at ply 0; each later one on the ply after the previous ended."""
+    (host, numpy records).  A lane's first game starts at ply 0 (unless it is a game carried from an earlier call:
+    its plies there are not in these records, and it is left out); each later one on the ply after the previous
+    ended."""
     over = np.asarray(records.game_over)
     actions, rewards = np.asarray(records.action), np.asarray(records.reward)
-    first_moved = np.asarray(records.first_player_moved)
+    first_moved, length = np.asarray(records.first_player_moved), np.asarray(records.game_length)
     games = []
     for lane in range(over.shape[1]):
         start = 0
         for end in np.flatnonzero(over[:, lane]):
             reward = float(rewards[end, lane])
             score = (reward + 1) / 2 if bool(first_moved[end, lane]) else (1 - reward) / 2
-            games.append((lane, start, actions[start: end + 1, lane], score))
+            if int(length[end, lane]) == end + 1 - start:  # every ply of the game is in the records
+                games.append((lane, start, actions[start: end + 1, lane], score))
             start = end + 1
     return games
 
 
 def finished_games(records: PlyRecord, max_games: int) -> list[tuple[int, np.ndarray, float]]:
-    """Up to ``max_games`` games that ended inside the scan and started at its first ply, as
-    ``(lane, actions, first_player_score)``, in lane order; host (numpy) records."""
-    first_games = [(lane, actions, score) for lane, start, actions, score in complete_games(records) if start == 0]
-    return first_games[:max_games]
+    """Up to ``max_games`` games played wholly inside the scan, as ``(lane, actions, first_player_score)``, those
+    that started at its first ply first (in lane order), then the others (in lane order); host (numpy) records."""
+    games = complete_games(records)
+    ordered = [game for game in games if game[1] == 0] + [game for game in games if game[1] != 0]
+    return [(lane, actions, score) for lane, _, actions, score in ordered][:max_games]
 
 
 __all__ = ["complete_games", "finished_games", "summarize"]

@@ -3,13 +3,13 @@
 Each ply: the **move rule** decides for all games (default: one search), the **temperature schedule** samples from
 the visit counts early in a game (the search's choice otherwise), a vmapped pgx step plays the moves, the **reward
 rule** scores them, and the **lane rule**'s step starts a fresh game in every lane whose game ended (its ``init``
-made the call's first games).  A game that reaches
-``max_game_plies`` ends (a draw under pgx's rewards).  The scan records one frame per game and ply, stored as the
+made the call's first games; the training loop carries the lanes into the next call, so a game may span calls).
+A game that reaches ``max_game_plies`` ends (a draw under pgx's rewards).  The scan records one frame per game and ply, stored as the
 replay window stores it (:class:`zerolab.selfplay.frames.PackedFrames`: observation planes as bits or one value where
 the game declares them so, legal masks as bits, sparse policy targets), so that a device holds the stored bytes of its
 frames, not dense planes and policies; **value targets**
-come from the final outcomes by a reverse scan, and frames whose game did not finish inside the scan are masked out of
-the value loss.  A long call logs its progress from inside the scan (``self-play: P of T plies``, a host callback
+come from the final outcomes by a reverse scan; frames whose game did not finish inside the scan have none (their
+``value_mask`` is false): the training loop keeps them pending until their game ends in a later call.  A long call logs its progress from inside the scan (``self-play: P of T plies``, a host callback
 every ``SelfPlayConfig.progress_interval`` plies: by default every eighth of a call of 256 plies or more).
 
 The parts are typed hooks (:mod:`zerolab.selfplay.types`), each with today's AlphaZero behaviour as its default
@@ -44,7 +44,7 @@ from zerolab.selfplay.hooks import (
     standard_lane_rule,
 )
 from zerolab.selfplay.types import (
-    LANE_INIT_KEYS, LANE_STEP_KEYS, GameRule, LaneRule, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry,
+    LANE_INIT_KEYS, LANE_STEP_KEYS, GameRule, LaneRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry,
     PlyRecord, SelfPlayConfig, ValueTargetsFn,
 )
 
@@ -63,7 +63,13 @@ def make_play_fn(
     game_rule: GameRule | None = None,
 ) -> PlayFn:
     """The core's per-device self-play: ``play(variables, key, num_games, frozen=None, settings=None) ->
-    (PackedFrames, PlyRecord)`` (a :data:`~zerolab.selfplay.types.PlayFn`; ``settings`` reach the lane rule).
+    (PackedFrames, PlyRecord)`` (a :data:`~zerolab.selfplay.types.PlayFn`; ``settings`` reach the lane rule), a call
+    on fresh lanes; and, as its attributes, the calls that carry lanes from one call to the next (the training loop's):
+    ``play.init_lanes(variables, key, num_games, frozen=None, settings=None) -> Lanes`` (a run's first games: those
+    ``play`` starts with the same key) and ``play.play_lanes(variables, key, num_games, frozen, settings, lanes) ->
+    (PackedFrames, PlyRecord, Lanes)`` (one call continuing ``lanes``: ``play`` on ``init_lanes``' lanes, bit for bit,
+    where the lane rule has no ``resume``).  Frames of a game that does not end inside a call have no value target
+    (``value_mask`` false); the training loop keeps them until their game ends (:mod:`zerolab.training.pending`).
 
     The lane rule's ``init``, then a scan over ``config.plies_per_iteration`` plies: ``move_rule.act``, the
     temperature schedule (where the decision carries visit counts), a vmapped pgx step, the game rule's reward and the
@@ -79,12 +85,10 @@ def make_play_fn(
     codec, policy_width = frame_codec(game), frame_policy_width(game)
     progress = ProgressLog()
 
-    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
-             ) -> tuple[PackedFrames, PlyRecord]:
-        player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
-        carry = PlyCarry(lanes=lane_rule.init(player_variables, call_streams[1:], num_games, settings),
-                         key=call_streams[0])
+    def run_scan(player_variables: PlayVariables, key: jax.Array, lanes: Lanes, num_games: int, settings: Any
+                 ) -> tuple[PackedFrames, PlyRecord, Lanes]:
+        """``config.plies_per_iteration`` plies from ``lanes`` with the scan's key ``key``: the frames (value
+        targets of the games that end inside the call), the records and the lanes after the last ply."""
 
         def one_ply(carry: PlyCarry, ply_index: jax.Array | None):
             if ply_index is not None:
@@ -120,12 +124,40 @@ def make_play_fn(
             )
             return PlyCarry(lanes=next_lanes, key=key), (frame, record, statistics)
 
+        carry = PlyCarry(lanes=lanes, key=key)
         plies = jnp.arange(config.plies_per_iteration) if config.progress_interval else None
         last, (frames, records, statistics) = jax.lax.scan(one_ply, carry, plies, length=config.plies_per_iteration)
         value, known = value_targets_fn(frames, records)
         frames = frames.replace(value_target=value, value_mask=known)
-        return frames, records.replace(summary=summary_fn(records, statistics, last.lanes))
+        return frames, records.replace(summary=summary_fn(records, statistics, last.lanes)), last.lanes
 
+    def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
+             ) -> tuple[PackedFrames, PlyRecord]:
+        player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
+        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
+        lanes = lane_rule.init(player_variables, call_streams[1:], num_games, settings)
+        frames, records, _ = run_scan(player_variables, call_streams[0], lanes, num_games, settings)
+        return frames, records
+
+    def init_lanes(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
+                   settings: Any = None) -> Lanes:
+        """The lanes of a run's first call with key ``key``: the games ``play`` would start with that key."""
+        player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
+        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
+        return lane_rule.init(player_variables, call_streams[1:], num_games, settings)
+
+    def play_lanes(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any, settings: Any,
+                   lanes: Lanes) -> tuple[PackedFrames, PlyRecord, Lanes]:
+        """One call that continues ``lanes`` (the lane rule's ``resume`` first, where it has one): the frames, the
+        records and the lanes to continue in the next call."""
+        player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
+        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
+        if lane_rule.resume is not None:
+            lanes = lane_rule.resume(player_variables, call_streams[1:], lanes, settings)
+        return run_scan(player_variables, call_streams[0], lanes, num_games, settings)
+
+    play.init_lanes = init_lanes
+    play.play_lanes = play_lanes
     return play
 
 

@@ -10,9 +10,11 @@ them or the whole per-device play function:
 * :class:`MoveRule` — the per-ply move rule ``act(variables, key, states, ply, carry) -> PlyDecision`` (:data:`ActFn`)
   and the frozen variables it plays with (a partner network), which reach it through :class:`PlayVariables`.  Its
   per-game state lives in ``carry`` (leaves ``[B, ...]``), made by the lane rule when a game starts.
-* :class:`LaneRule` — the games in the lanes (:class:`Lanes`), one value that ``init`` makes at the call's start
-  (:data:`LaneInitFn`: the first games, their move-rule carries and the lanes' shared per-device state) and ``step``
-  updates after every ply (:data:`LaneStepFn`: each lane goes on or starts its next game; per-ply statistics).  The
+* :class:`LaneRule` — the games in the lanes (:class:`Lanes`), one value that ``init`` makes for a run's first call
+  (:data:`LaneInitFn`: the first games, their move-rule carries and the lanes' shared per-device state), ``step``
+  updates after every ply (:data:`LaneStepFn`: each lane goes on or starts its next game; per-ply statistics) and
+  the next call continues (lanes are carried from call to call: a game ends only when it is terminal or reaches
+  ``max_game_plies``; ``resume``, where a rule has one, refreshes them at a call's start, e.g. SAI's α∅, β∅).  The
   core's (:func:`~zerolab.selfplay.hooks.standard_lane_rule`) starts every game from an :data:`InitialStatesFn` (the
   game's start position, a FEN list, ...) with a carry from an :data:`InitCarryFn`; SAI's starts games at per-game
   komi and branches games from earlier positions through a per-device queue.
@@ -52,8 +54,9 @@ class SelfPlayConfig:
 
     Attributes:
       num_games: games played in parallel (over all devices).
-      plies_per_iteration: length of the scan; finished games restart inside it.
-      max_game_plies: a game this long ends as a draw.
+      plies_per_iteration: length of the scan (one self-play call); finished games restart inside it, and games
+        still running at its end go on in the next call (the lanes are carried).
+      max_game_plies: a game this long ends as a draw (whatever ``plies_per_iteration``: a game may span calls).
       temperature_schedule: ``plies`` (AlphaZero's: ``temperature`` for the first ``temperature_plies`` plies, then
         the search's choice) or ``moves`` (lc0's, over full moves m = ply // 2 of the game: ``temperature`` while
         m < ``temperature_delay_moves``, then a linear decay that reaches ``temperature_end`` after
@@ -225,6 +228,9 @@ array; the core's streams are not among them); ``settings`` the call's (:data:`P
 RewardFn = Callable[[Lanes, pgx.State, jax.Array], jax.Array]
 """``(lanes before the ply, next_states [B], game_over [B]) -> reward [B]`` from the view of the player who moved;
 what the value targets are made of (jittable)."""
+LaneResumeFn = Callable[[PlayVariables, jax.Array, Lanes, Any], Lanes]
+"""``(variables, keys [LANE_INIT_KEYS], lanes, settings) -> lanes``: the lanes a call continues, as that call's
+variables and settings see them (e.g. SAI's α∅, β∅ of the current network); the games in them go on unchanged."""
 LaneStepFn = Callable[[jax.Array, Lanes, PlayedPly, Any], tuple[Lanes, dict]]
 """``(keys [LANE_STEP_KEYS], lanes before the ply, played, settings) -> (lanes of the next ply, statistics)``: every
 lane goes on with its game (:func:`~zerolab.selfplay.hooks.advance_lanes`) or, where it ended, starts its next one
@@ -252,8 +258,11 @@ class MoveRule:
 
 @dataclasses.dataclass(frozen=True)
 class LaneRule:
-    """How the games in the lanes begin and follow one another: ``init`` makes the lanes (:class:`Lanes`) at the
-    call's start, ``step`` updates them after each ply (the core's: :func:`~zerolab.selfplay.hooks.standard_lane_rule`).
+    """How the games in the lanes begin and follow one another: ``init`` makes the lanes (:class:`Lanes`) of a
+    run's first call, ``step`` updates them after each ply (the core's: :func:`~zerolab.selfplay.hooks.standard_lane_rule`)
+    and ``resume`` (None: none) refreshes carried lanes at the start of every call that continues them
+    (:func:`zerolab.selfplay.scan.make_play_fn`'s ``play_lanes``).  Everything in the lanes (states, plies, the move
+    rule's carry, the shared state) is carried from call to call and checkpointed with the train state.
 
     ``from_start_position``: every game starts from the game's start position (``game.init``), so that its moves
     replayed from there give the game (self-play PGN is written only then)."""
@@ -261,6 +270,7 @@ class LaneRule:
     init: LaneInitFn
     step: LaneStepFn
     from_start_position: bool = False
+    resume: LaneResumeFn | None = None
 
 
 @dataclasses.dataclass(frozen=True)

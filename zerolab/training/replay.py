@@ -60,6 +60,9 @@ from zerolab.selfplay.frames import (  # the stored layout, stated once in the s
 REPLAY_MODES = ("sample", "fifo")
 #: The arrays that say where each frame of a window is saved: chunk number (-1: not saved) and row in that chunk.
 SOURCE_FIELDS = ("source_chunk", "source_row")
+#: The array that records, for each frame, the training iteration that began its game (-1: not known, frames of runs
+#: made before games were carried from call to call); saved with the frames, not a training field.
+GAME_ITERATION = "game_iteration"
 #: Frames encoded on a device have a static policy width: the survey's widest frame rounded up to a multiple of this,
 #: so that a run compiles the encoder for a handful of widths (and its codecs), not for every iteration's width.
 POLICY_WIDTH_STEP = 32
@@ -195,10 +198,12 @@ class FrameWindow:
 
     @classmethod
     def unsaved(cls, arrays: dict[str, np.ndarray], codec: FrameCodec) -> FrameWindow:
-        """A window of stored arrays not saved on disk yet (disk sources -1)."""
+        """A window of stored arrays not saved on disk yet (disk sources -1; the iteration that began each frame's
+        game -1 where not given)."""
         count = len(arrays["value_target"])
         arrays["source_chunk"] = np.full(count, -1, np.int32)
         arrays["source_row"] = np.full(count, -1, np.int32)
+        arrays.setdefault(GAME_ITERATION, np.full(count, -1, np.int32))
         return cls(arrays, codec)
 
     def __len__(self) -> int:

@@ -6,7 +6,10 @@ A window is saved as **chunks** of frames and one **index** per step:
   :class:`~zerolab.training.replay.FrameWindow`), written once, at step c, and never changed;
 * ``window-<s>.npz``: step s's window as the chunk and row of each of its frames, in window order, with a JSON
   ``metadata`` entry: the step, the process's index, the number of processes, its numpy random state, the codec and
-  the size of every chunk the window reads.
+  the size of every chunk the window reads;
+* ``pending-<s>.npz``: the frames of the games still running in the process's lanes at step s, waiting for their
+  game's end (:class:`~zerolab.training.pending.PendingFrames`: stored arrays, each frame's lane; the iteration that
+  began each lane's game and the codec in its metadata), written before the index.
 
 Saving step s writes one chunk, ``frames-<s>.npz``, holding the frames the window has not saved before (the
 iteration's new frames) and, to bound the disk, the surviving frames of every older chunk of which less than half
@@ -38,7 +41,9 @@ import numpy as np
 
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.training.run_directory import writing
+from zerolab.training.pending import PendingFrames
 from zerolab.training.replay import (
+    GAME_ITERATION,
     SOURCE_FIELDS,
     FrameCodec,
     FrameWindow,
@@ -51,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 PROCESS_DIRECTORY = re.compile(r"^process-(\d+)$")
 INDEX = re.compile(r"^window-(\d+)\.npz$")
+PENDING = re.compile(r"^pending-(\d+)\.npz$")
 CHUNK = re.compile(r"^frames-(\d+)\.npz$")
 LEGACY_ARCHIVE = re.compile(r"^(\d+)\.npz$")
 METADATA_KEY = "metadata"
@@ -111,6 +117,7 @@ class RestoredReplay:
     window: FrameWindow
     numpy_rng: np.random.Generator | None
     lost: LostFrames = LostFrames()
+    pending: PendingFrames | None = None
 
 
 def _write_npz(path: pathlib.Path, arrays: dict[str, np.ndarray], metadata: dict) -> None:
@@ -161,6 +168,34 @@ class ProcessReplay:
     def chunk_path(self, chunk: int) -> pathlib.Path:
         return self.directory / f"frames-{chunk}.npz"
 
+    def pending_path(self, step: int) -> pathlib.Path:
+        return self.directory / f"pending-{step}.npz"
+
+    def save_pending(self, step: int, pending: PendingFrames) -> None:
+        """Writes step ``step``'s pending frames (before its index, which completes the step)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        arrays = {name: array for name, array in pending.window.arrays.items() if name not in SOURCE_FIELDS}
+        if arrays:
+            arrays = with_policy_width(arrays, policy_width(arrays))
+        arrays["lane"] = np.asarray(pending.lane, np.int32)
+        codec = pending.window.codec
+        _write_npz(self.pending_path(step), arrays, {
+            "step": step, "frames": len(pending), "codec": codec.to_json() if codec is not None else None,
+            "lane_game_iteration": [int(i) for i in pending.lane_game_iteration]})
+
+    def load_pending(self, step: int) -> PendingFrames | None:
+        """Step ``step``'s pending frames, or None where the step saved none (runs made before games were carried
+        from call to call)."""
+        if not self.pending_path(step).exists():
+            return None
+        arrays, metadata = _read_npz(self.pending_path(step))
+        lane = arrays.pop("lane")
+        lane_game_iteration = np.asarray(metadata["lane_game_iteration"], np.int32)
+        if metadata["codec"] is None:
+            return PendingFrames(FrameWindow.empty(), lane, lane_game_iteration)
+        window = FrameWindow.unsaved(arrays, FrameCodec.from_json(metadata["codec"]))
+        return PendingFrames(window, lane, lane_game_iteration)
+
     def legacy_path(self, step: int) -> pathlib.Path:
         return self.directory / f"{step}.npz"
 
@@ -185,9 +220,11 @@ class ProcessReplay:
             self._chunk_sizes[chunk] = int(_read_metadata(self.chunk_path(chunk))["rows"])
         return self._chunk_sizes[chunk]
 
-    def save(self, step: int, window: FrameWindow, metadata: dict) -> pathlib.Path:
+    def save(self, step: int, window: FrameWindow, metadata: dict, pending: PendingFrames | None = None
+             ) -> pathlib.Path:
         """Writes step ``step``'s window: its unsaved frames (and those of mostly dropped chunks) as chunk ``step``,
-        then its index.  Updates the window's ``source_chunk``/``source_row`` to where its frames now are."""
+        its pending frames (where given), then its index.  Updates the window's ``source_chunk``/``source_row`` to
+        where its frames now are."""
         self.directory.mkdir(parents=True, exist_ok=True)
         chunks: dict[int, int] = {}
         if len(window):
@@ -210,6 +247,10 @@ class ProcessReplay:
             sources = {name: np.zeros(0, np.int32) for name in SOURCE_FIELDS}
         metadata = {**metadata, "frames": len(window), "chunks": {str(c): n for c, n in chunks.items()},
                     "codec": window.codec.to_json() if window.codec is not None else None}
+        if pending is not None:
+            self.save_pending(step, pending)
+        else:
+            self.pending_path(step).unlink(missing_ok=True)
         _write_npz(self.index_path(step), sources, metadata)
         self.prune()
         return self.index_path(step)
@@ -239,6 +280,8 @@ class ProcessReplay:
                     raise
                 lost = lost.plus(len(at), f"{self.chunk_path(int(number))} ({type(error).__name__}: {error})")
                 continue
+            if GAME_ITERATION not in arrays:  # a chunk of a run made before games were carried between calls
+                arrays[GAME_ITERATION] = np.full(len(at), -1, np.int32)
             parts.append(FrameCodec.from_json(chunk_metadata["codec"]).recode(arrays, codec))
             positions.append(at)
         if not parts:
@@ -257,6 +300,7 @@ class ProcessReplay:
         for old in self.steps()[:-self.keep]:
             self.index_path(old).unlink(missing_ok=True)
             self.legacy_path(old).unlink(missing_ok=True)
+            self.pending_path(old).unlink(missing_ok=True)
         self.collect_garbage()
 
     def collect_garbage(self) -> None:
@@ -272,6 +316,10 @@ class ProcessReplay:
             if chunk not in referenced:
                 self.chunk_path(chunk).unlink(missing_ok=True)
                 self._chunk_sizes.pop(chunk, None)
+        indexed = set(self._numbers(INDEX))
+        for step in self._numbers(PENDING):
+            if step not in indexed:  # written by a save that did not finish its index
+                self.pending_path(step).unlink(missing_ok=True)
         for name in os.listdir(self.directory):
             if name.endswith(".npz.tmp"):
                 (self.directory / name).unlink(missing_ok=True)
@@ -282,6 +330,7 @@ class ProcessReplay:
                            self.directory / f"window-{stale}", step)
             self.index_path(stale).unlink(missing_ok=True)
             self.legacy_path(stale).unlink(missing_ok=True)
+            self.pending_path(stale).unlink(missing_ok=True)
         if self.directory.is_dir():
             self.collect_garbage()
 
@@ -302,12 +351,13 @@ class ReplayCheckpoints:
         restored)."""
         return sorted(set(self.single.steps()) | set(self.process_replay(0).steps()))
 
-    def save(self, step: int, window: FrameWindow, numpy_rng: np.random.Generator) -> None:
-        """Saves this process's window of ``step`` with the process's random state; earlier-layout steps beyond the
-        newest ``keep`` are deleted."""
+    def save(self, step: int, window: FrameWindow, numpy_rng: np.random.Generator,
+             pending: PendingFrames | None = None) -> None:
+        """Saves this process's window of ``step`` with the process's random state and pending frames (None: none
+        saved, no lanes carried); earlier-layout steps beyond the newest ``keep`` are deleted."""
         metadata = {"iteration": step, "process_index": jax.process_index(), "process_count": jax.process_count(),
                     "numpy_rng": numpy_rng.bit_generator.state}
-        self.process_replay(jax.process_index()).save(step, window, metadata)
+        self.process_replay(jax.process_index()).save(step, window, metadata, pending)
         newest = set(self.steps()[-self.keep:])
         for old in [s for s in self.single.steps() if s not in newest]:
             self.single.manager.delete(old)
@@ -363,8 +413,10 @@ class ReplayCheckpoints:
             raise FileNotFoundError(f"step {step} was written by {writers} processes; the windows of processes "
                                     f"{missing} are missing")
         if writers == process_count:
-            window, metadata, lost = self.process_replay(process_index).load(step, keep_readable)
-            return RestoredReplay(window, numpy_rng_share([metadata["numpy_rng"]], step, 0, 1), lost)
+            own = self.process_replay(process_index)
+            window, metadata, lost = own.load(step, keep_readable)
+            return RestoredReplay(window, numpy_rng_share([metadata["numpy_rng"]], step, 0, 1), lost,
+                                  own.load_pending(step))
         loaded = [self.process_replay(index).load(step, keep_readable) for index in range(writers)]
         fields = window_share([window.fields() for window, _, _ in loaded], process_index, process_count)
         window = FrameWindow.from_fields(fields) if fields else FrameWindow.empty()

@@ -18,7 +18,7 @@ import functools
 import logging
 import math
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import flax.linen as nn
@@ -35,6 +35,7 @@ from zerolab.training.checkpoint import Checkpointer
 from zerolab.training.checkpoint_paths import resolve_checkpoint
 from zerolab.games import Game, make_game
 from zerolab.networks.network import init_variables, make_network
+from zerolab.training.pending import PendingFrames
 from zerolab.training.replay import FrameWindow, ReplayConfig
 from zerolab.training.replay_checkpoints import ReplayCheckpoints
 from zerolab.training.run_directory import SHAPE_DEFINING_PREFIXES, writing
@@ -192,7 +193,11 @@ class ResumePoint:
 
 @dataclasses.dataclass
 class RunState:
-    """Everything a run carries from one iteration to the next (and through a checkpoint)."""
+    """Everything a run carries from one iteration to the next (and through a checkpoint).
+
+    ``lanes``: self-play's lanes, the games in progress (:class:`~zerolab.selfplay.types.Lanes`, leaves ``[B, ...]``
+    over all devices; None before the first call); ``pending``: this process's frames of those games, waiting for
+    their game's end (:class:`~zerolab.training.pending.PendingFrames`; None before the first call)."""
 
     iteration: int
     frames_seen: int
@@ -200,6 +205,8 @@ class RunState:
     window: FrameWindow
     numpy_rng: np.random.Generator
     last_record: dict | None = None
+    lanes: Any = None
+    pending: PendingFrames | None = None
 
 
 class RunCheckpoints:
@@ -224,16 +231,22 @@ class RunCheckpoints:
         self.replay = ReplayCheckpoints(workdir / "replay", keep=keep)
 
     def save(self, run: RunState, config: ml_collections.ConfigDict) -> None:
+        """Writes step ``run.iteration``: the replay window and the pending frames (each process its own), then the
+        train state with the self-play lanes (an orbax item ``lanes``, where the run has them) and the metadata."""
         metadata = {
             "iteration": run.iteration,
             "frames_seen": run.frames_seen,
             "numpy_rng": run.numpy_rng.bit_generator.state,
             "config": config_lib.to_json(config),
             "metrics": run.last_record,
+            "lanes": run.lanes is not None,
         }
-        self.replay.save(run.iteration, run.window, run.numpy_rng)
+        self.replay.save(run.iteration, run.window, run.numpy_rng, run.pending if run.lanes is not None else None)
+        items = {"train_state": jax.device_get(run.train_state)}
+        if run.lanes is not None:  # sharded over the devices: orbax writes each process's lanes (one process: all)
+            items["lanes"] = jax.device_get(run.lanes) if jax.process_count() == 1 else run.lanes
         with writing(self.states.directory / str(run.iteration)):
-            self.states.save(run.iteration, {"train_state": jax.device_get(run.train_state)}, metadata)
+            self.states.save(run.iteration, items, metadata)
 
     def discard_after(self, step: int) -> None:
         """Deletes checkpoints newer than ``step`` (left by a run that is resumed from ``step``)."""
@@ -246,12 +259,13 @@ class RunCheckpoints:
     def complete_steps(self) -> list[int]:
         return sorted(set(self.states.steps()) & set(self.replay.steps()))
 
-    def restore(self, template: TrainState) -> RunState | None:
+    def restore(self, template: TrainState, lanes_template: Callable[[], Any] | None = None) -> RunState | None:
         """The run state to resume from (:func:`resume_candidates` says which step); None for a new run (no train
         state saved yet).  Raises ``UnreadableCheckpointError`` when train states exist but no step has both a
-        readable train state and a readable window index."""
+        readable train state and a readable window index.  ``lanes_template()``: the self-play lanes' structure
+        (host arrays) to restore a step's lanes into; None: lanes are not restored."""
         best, passed = None, []
-        for candidate, state, replay in self.resume_candidates(template):
+        for candidate, state, replay in self.resume_candidates(template, lanes_template):
             if best is None or candidate.kept_frames > best[0].kept_frames:
                 if best is not None:
                     passed.append((best[0], best[2]))
@@ -286,7 +300,8 @@ class RunCheckpoints:
             )
         return None
 
-    def resume_candidates(self, template: TrainState) -> Iterator[tuple[ResumePoint, Any, Any]]:
+    def resume_candidates(self, template: TrainState, lanes_template: Callable[[], Any] | None = None
+                          ) -> Iterator[tuple[ResumePoint, Any, Any]]:
         """``(point, train state, replay)`` of the steps a run may resume from, newest first: each step with a
         readable train state and a readable window index, its window restored with its readable chunks.
 
@@ -295,8 +310,15 @@ class RunCheckpoints:
         that keeps the most frames (:attr:`ResumePoint.kept_frames`), the newest of equals.
         """
         most_kept = None
+        host_template = jax.device_get(template)
+
+        def templates(metadata: dict) -> dict:
+            if metadata.get("lanes") and lanes_template is not None:
+                return {"train_state": host_template, "lanes": lanes_template()}
+            return {"train_state": host_template}
+
         for step in reversed(self.complete_steps()):
-            state = self.states.restore_newest([step], {"train_state": jax.device_get(template)})
+            state = self.states.restore_newest([step], templates)
             if state is None:
                 continue
             frames_seen = int(state.metadata["frames_seen"])
@@ -317,6 +339,14 @@ class RunCheckpoints:
         if rng is None:  # the single-process layout: the random state is the train-state checkpoint's
             rng = np.random.default_rng()
             rng.bit_generator.state = state.metadata["numpy_rng"]
+        lanes, pending = state.items.get("lanes"), replay.pending
+        if (lanes is None) != (pending is None):
+            # e.g. a run of several processes resumed by another number of them: the lanes cannot be shared out
+            logger.warning("step %s saved %s but not %s: self-play starts fresh games (%d pending frames dropped)",
+                           state.metadata["iteration"], "lanes" if lanes is not None else "pending frames",
+                           "their pending frames" if lanes is not None else "lanes",
+                           0 if pending is None else len(pending))
+            lanes, pending = None, None
         return RunState(
             iteration=int(state.metadata["iteration"]),
             frames_seen=int(state.metadata["frames_seen"]),
@@ -324,6 +354,8 @@ class RunCheckpoints:
             window=replay.window,
             numpy_rng=rng,
             last_record=state.metadata.get("metrics"),
+            lanes=lanes,
+            pending=pending,
         )
 
     def saved_config(self) -> ml_collections.ConfigDict | None:

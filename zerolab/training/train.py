@@ -34,9 +34,10 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from zerolab.devices import (
+    DATA_AXIS,
     AheadOfTimeStep,
     is_main_process,
     jit_step,
@@ -54,6 +55,7 @@ from zerolab.training.metrics import MetricsLog
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
 from zerolab.games.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
+from zerolab.training.pending import PendingFrames, settle
 from zerolab.training.replay import FrameWindow, update_window
 from zerolab.training.run_directory import check_run_config, check_run_directory, writing
 from zerolab.search.config import SearchRules
@@ -224,45 +226,66 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
                   ) -> tuple[dict, RunState, TrainState, PlyRecord]:
     """Self-play, window update and training of one iteration (sizes from ``components``: self-play, replay,
     train): its metrics record, the new states, the ply records.  The rates leave out compilation
-    (``selfplay_compile_s`` and ``train_compile_s``, nonzero on the iteration that compiled the program)."""
+    (``selfplay_compile_s`` and ``train_compile_s``, nonzero on the iteration that compiled the program).
+
+    Self-play continues the run's lanes (a run's first call starts them with its key): games still running when the
+    call ends go on in the next, and their frames wait in ``run_state.pending`` until their game ends
+    (:func:`zerolab.training.pending.settle`); only frames with a value target enter the window."""
     iteration_started = time.perf_counter()
     variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
     selfplay_key = jax.random.fold_in(base_key, iteration)
-    compile_selfplay = getattr(selfplay_fn, "compile", None)
-    compile_seconds = compile_selfplay(variables, selfplay_key) if compile_selfplay is not None else 0.0
+    lanes, pending = run_state.lanes, run_state.pending
+    if lanes is None:  # the run's first games
+        lanes = selfplay_fn.init_lanes(variables, selfplay_key)
+        pending = PendingFrames.fresh(components.selfplay.num_games // jax.process_count(), iteration)
+    compile_seconds = selfplay_fn.compile_lanes(variables, selfplay_key, lanes)
     started = time.perf_counter()
-    frames, records = selfplay_fn(variables, selfplay_key)
+    frames, records, lanes = selfplay_fn.play_lanes(variables, selfplay_key, lanes)
     plies = frames.value_target.shape[0]
     # Stored compact where they were played (in the scan): only the window's arrays come to the host, and the
     # frames leave device memory before training.
-    new_frames = FrameWindow.from_device_frames(frames, run_state.window.codec)
+    played_frames = FrameWindow.from_device_frames(frames, run_state.window.codec)
     del frames
     records = local_numpy(records, axis=1)
+    new_frames, pending, entry = settle(pending, played_frames, records.game_over, iteration,
+                                        components.selfplay.max_game_plies)
     selfplay_seconds = time.perf_counter() - started
-    num_frames = sum_over_processes(len(new_frames))  # all processes' frames (a collective)
-    logger.info("iteration %d: self-play played %d plies of %d games, %d frames, in %.1f s", iteration,
-                plies, components.selfplay.num_games, num_frames, selfplay_seconds)
+    num_frames = sum_over_processes(len(played_frames))  # all processes' frames (a collective)
+    entry = {name: sum_over_processes(value) for name, value in entry.items()}
+    logger.info("iteration %d: self-play played %d plies of %d games, %d frames, in %.1f s: %d frames entered the "
+                "window (%d of games begun in earlier calls), %d wait for their game's end", iteration, plies,
+                components.selfplay.num_games, num_frames, selfplay_seconds, entry["frames_entered"],
+                entry["frames_entered_from_earlier_calls"], entry["frames_pending"])
+    if entry["frames_entered_without_value"]:
+        raise AssertionError(f"{entry['frames_entered_without_value']} frames would enter the window without a "
+                             f"value target")
     window_started = time.perf_counter()
-    window = update_window(run_state.window, new_frames, components.replay.window_size, run_state.numpy_rng,
-                           components.replay.mode)
+    window = run_state.window
+    if new_frames.arrays:
+        window = update_window(window, new_frames, components.replay.window_size, run_state.numpy_rng,
+                               components.replay.mode)
     logger.info("iteration %d: replay window of %d frames (%.0f bytes a frame) updated in %.1f s", iteration,
                 len(window), window.bytes_per_frame(), time.perf_counter() - window_started)
-    bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
-    train_compile_seconds = 0.0
-    if isinstance(train_step, AheadOfTimeStep) and train_step.executable is None:  # once a process, not every iteration
-        train_compile_seconds = train_step.compile(train_state, example_batch(window, components.train, mesh))
-    train_started = time.perf_counter()
-    train_state, train_metrics, samples = train_on_window(train_step, train_state, window, components.train, mesh,
-                                                          run_state.numpy_rng)
-    train_seconds = time.perf_counter() - train_started
+    train_compile_seconds, train_metrics, samples, train_seconds = 0.0, {}, 0, 0.0
+    if sum_over_processes(len(window)):
+        bar.set_rate(f"iteration {iteration}: training on {len(window)} frames")
+        if isinstance(train_step, AheadOfTimeStep) and train_step.executable is None:  # once a process
+            train_compile_seconds = train_step.compile(train_state, example_batch(window, components.train, mesh))
+        train_started = time.perf_counter()
+        train_state, train_metrics, samples = train_on_window(train_step, train_state, window, components.train,
+                                                              mesh, run_state.numpy_rng)
+        train_seconds = time.perf_counter() - train_started
+    else:
+        logger.info("iteration %d: no frame has a value target yet (no game has ended): no training", iteration)
     record = {
         "iteration": iteration,
         "frames": run_state.frames_seen + num_frames,
         **train_metrics,
         **summarize(records),
+        **entry,
         "window_size": len(window),
         "selfplay_moves_per_s": num_frames / selfplay_seconds,
-        "train_samples_per_s": samples / train_seconds,
+        "train_samples_per_s": samples / train_seconds if train_seconds else 0.0,
         "selfplay_s": selfplay_seconds,
         "selfplay_compile_s": compile_seconds,
         "train_compile_s": train_compile_seconds,
@@ -270,8 +293,16 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
         "iteration_s": time.perf_counter() - iteration_started,
     }
     record.update(device_memory_record())
-    run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng)
+    run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng, lanes=lanes,
+                         pending=pending)
     return record, run_state, train_state, records
+
+
+def place_lanes(lanes: Any, mesh: Mesh) -> Any:
+    """Host lanes (a checkpoint's) on ``mesh``'s devices, sharded along their leading axis as self-play's carried
+    calls take them (one process; see :class:`~zerolab.training.runs.RunCheckpoints`)."""
+    sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+    return jax.tree.map(lambda leaf: jax.device_put(np.asarray(leaf), sharding), lanes)
 
 
 def device_memory_record() -> dict:
@@ -359,12 +390,6 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     workdir = check_run_directory(pathlib.Path(workdir), "run directory")
     config_record = check_run_config(workdir, config, allow_config_change)
     components = check_training_config(config)
-    selfplay = components.selfplay
-    if selfplay.plies_per_iteration < selfplay.max_game_plies:  # until unfinished games carry over between calls
-        logger.warning("selfplay.plies_per_iteration (%d) < selfplay.max_game_plies (%d): a self-play call stops the "
-                       "games still running when it ends (their frames train the policy but get no value target), "
-                       "so no game lasts more than %d plies", selfplay.plies_per_iteration, selfplay.max_game_plies,
-                       selfplay.plies_per_iteration)
     workdir.mkdir(parents=True, exist_ok=True)
     mesh = make_mesh()
     optimizer = components.optimizer
@@ -378,7 +403,15 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         check_compatible(saved_config, config, workdir)
     base_key = jax.random.key(int(config.seed))
     template = init_train_state(components.network, components.game, optimizer, jax.random.fold_in(base_key, 0))
-    run_state = checkpoints.restore(template)
+    programs = run_programs(components, mesh)
+    selfplay_fn, train_step = programs.selfplay, programs.train_step
+
+    def lanes_template():
+        """The self-play lanes' structure as host arrays, to restore a checkpoint's lanes into."""
+        abstract = selfplay_fn.lanes_template(replicate(template.variables, mesh), base_key)
+        return jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), abstract)
+
+    run_state = checkpoints.restore(template, lanes_template)
     if run_state is None:
         if config.get("init_from"):
             template = initialise_from(template, config.init_from, optimizer)
@@ -396,8 +429,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         with writing(workdir / "config.json"):
             config_record.write()
 
-    programs = run_programs(components, mesh)
-    selfplay_fn, train_step = programs.selfplay, programs.train_step
+    if run_state.lanes is not None:  # restored as host arrays: sharded over the devices as self-play returns them
+        run_state.lanes = place_lanes(run_state.lanes, mesh)
     # Self-play records replay from the start position; games of a method's own lane rule (other starts) or game rule
     # have no PGN.
     standard_games = components.method.games_from_start_position(components)
@@ -427,7 +460,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             if main_process:
                 metrics_log.append(record)
             bar.advance()
-            bar.set_rate(f"loss {record['loss']:.3f} · {record['selfplay_moves_per_s']:.0f} moves/s")
+            bar.set_rate(f"loss {record.get('loss', float('nan')):.3f} · {record['selfplay_moves_per_s']:.0f} moves/s")
             logger.info("iteration %d: %s", iteration, json.dumps(
                 {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
     metrics_log.close()
