@@ -188,3 +188,51 @@ def test_carried_lanes_in_chunks_are_each_chunks_own_lanes_and_shared_state():
     assert int(lanes.shared.sum()) == ended >= 4  # the games ended in both calls (the 4-ply cap ends one a lane)
     one_init, _ = lanes_in_chunks(play_fn, 1)
     assert jax.jit(one_init, static_argnums=2)(None, key, 4).shared.shape == (1,)
+
+
+def test_the_lane_rule_gets_streams_1_to_3_of_the_calls_key_and_the_scan_stream_0():
+    """``init`` (through ``play`` and ``init_lanes``) and ``resume`` (through ``play_lanes``) get streams 1–3 of the
+    call's key, never the scan's stream 0 (which would make a lane's first game and its first move correlated)."""
+    import jax.numpy as jnp
+
+    from zerolab.selfplay.hooks import standard_lane_rule
+    from zerolab.selfplay.scan import call_streams
+    from zerolab.selfplay.types import LANE_INIT_KEYS, LaneRule, MoveRule, PlyDecision
+
+    game = make_game("go", go_size=5)
+    standard = standard_lane_rule(game)
+
+    def remember(keys, num_games):  # [num_games, LANE_INIT_KEYS, 2] the key data each lane was handed
+        return jnp.broadcast_to(jax.random.key_data(keys), (num_games,) + jax.random.key_data(keys).shape)
+
+    def init(variables, keys, num_games, settings):
+        return standard.init(variables, keys, num_games, settings).replace(rule_carry=remember(keys, num_games))
+
+    def resume(variables, keys, lanes, settings):
+        return lanes.replace(rule_carry=remember(keys, lanes.ply.shape[0]))
+
+    def step(keys, lanes, played, settings):
+        stepped, statistics = standard.step(keys, lanes.replace(rule_carry=None), played, settings)
+        return stepped.replace(rule_carry=lanes.rule_carry), statistics
+
+    def act(variables, key, states, ply, carry):
+        action = jnp.argmax(states.legal_action_mask, axis=-1).astype(jnp.int32)
+        return PlyDecision(action=action, policy_target=jax.nn.one_hot(action, game.num_actions), carry=carry,
+                           frame_extras={"lane_keys": carry})
+
+    play = make_play_fn(game, MoveRule(act=act), SelfPlayConfig(num_games=2, plies_per_iteration=1,
+                                                                max_game_plies=4),
+                        lane_rule=LaneRule(init=init, step=step, resume=resume))
+    key = jax.random.key(5)
+    streams = jax.random.key_data(jax.random.split(key, 1 + LANE_INIT_KEYS))
+    scan_key, lane_keys = call_streams(key)
+    np.testing.assert_array_equal(jax.random.key_data(scan_key), streams[0])
+    np.testing.assert_array_equal(jax.random.key_data(lane_keys), streams[1:])
+    frames, _ = jax.jit(play, static_argnums=2)(None, key, 2)
+    lanes = jax.jit(play.init_lanes, static_argnums=2)(None, key, 2)
+    _, _, resumed = jax.jit(play.play_lanes, static_argnums=2)(None, key, 2, None, None, lanes)
+    for handed in (np.asarray(frames.extras["lane_keys"])[0], np.asarray(lanes.rule_carry),
+                   np.asarray(resumed.rule_carry)):
+        for lane in handed:
+            np.testing.assert_array_equal(lane, streams[1:])
+            assert not (lane == streams[0]).all(axis=-1).any()

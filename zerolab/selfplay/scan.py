@@ -54,6 +54,13 @@ logger = logging.getLogger(__name__)
 DUPLICATE_SECONDS = 5.0
 
 
+def call_streams(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A self-play call's key → (the scan's key, the lane rule's ``keys [LANE_INIT_KEYS]`` for ``init`` or
+    ``resume``): streams 0 and 1–3 of the call's key (module docstring, "Random streams")."""
+    streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
+    return streams[0], streams[1:]
+
+
 def make_play_fn(
     game: Game,
     move_rule: MoveRule,
@@ -134,27 +141,26 @@ def make_play_fn(
     def play(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None, settings: Any = None
              ) -> tuple[PackedFrames, PlyRecord]:
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
-        lanes = lane_rule.init(player_variables, call_streams[1:], num_games, settings)
-        frames, records, _ = run_scan(player_variables, call_streams[0], lanes, num_games, settings)
+        scan_key, init_keys = call_streams(key)
+        lanes = lane_rule.init(player_variables, init_keys, num_games, settings)
+        frames, records, _ = run_scan(player_variables, scan_key, lanes, num_games, settings)
         return frames, records
 
     def init_lanes(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any = None,
                    settings: Any = None) -> Lanes:
         """The lanes of a run's first call with key ``key``: the games ``play`` would start with that key."""
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
-        return lane_rule.init(player_variables, call_streams[1:], num_games, settings)
+        return lane_rule.init(player_variables, call_streams(key)[1], num_games, settings)
 
     def play_lanes(variables: Any, key: jax.Array, num_games: int, frozen_variables: Any, settings: Any,
                    lanes: Lanes) -> tuple[PackedFrames, PlyRecord, Lanes]:
         """One call that continues ``lanes`` (the lane rule's ``resume`` first, where it has one): the frames, the
         records and the lanes to continue in the next call."""
         player_variables = PlayVariables(learner=variables, frozen=frozen_variables)
-        call_streams = jax.random.split(key, 1 + LANE_INIT_KEYS)
+        scan_key, resume_keys = call_streams(key)
         if lane_rule.resume is not None:
-            lanes = lane_rule.resume(player_variables, call_streams[1:], lanes, settings)
-        return run_scan(player_variables, call_streams[0], lanes, num_games, settings)
+            lanes = lane_rule.resume(player_variables, resume_keys, lanes, settings)
+        return run_scan(player_variables, scan_key, lanes, num_games, settings)
 
     play.init_lanes = init_lanes
     play.play_lanes = play_lanes
