@@ -74,8 +74,10 @@ class SlotBatchNorm(nn.Module):
             if not self.is_initializing():
                 running_mean.value = self.momentum * running_mean.value + (1 - self.momentum) * mean
                 running_var.value = self.momentum * running_var.value + (1 - self.momentum) * var
+        # one affine map of x (x·m + (bias − mean·m)): no centred copy of the [B, N, D, H] edges is kept
         multiplier = jax.lax.rsqrt(var + self.epsilon) * scale
-        return ((x - mean.astype(x.dtype)) * multiplier.astype(x.dtype) + bias.astype(x.dtype)).astype(self.dtype)
+        offset = bias - mean * multiplier
+        return (x * multiplier.astype(x.dtype) + offset.astype(x.dtype)).astype(self.dtype)
 
 
 class GATEAU(nn.Module):
@@ -131,7 +133,8 @@ class GATEAU(nn.Module):
                                       preferred_element_type=jnp.float32).astype(attention.dtype)
         weighted_senders = jnp.einsum("bij,bjh->bih", attention_matrix, nodes.astype(attention.dtype),
                                       preferred_element_type=jnp.float32).astype(new_edges.dtype)
-        weighted_edges = jnp.sum(attention[..., None] * new_edges, axis=2, dtype=jnp.float32).astype(new_edges.dtype)
+        weighted_edges = jnp.einsum("bid,bidh->bih", attention, new_edges,
+                                    preferred_element_type=jnp.float32).astype(new_edges.dtype)
         new_nodes = (
             linear("self_to_node", use_bias=True)(nodes)  # W_0 h_i
             + linear("sender_message")(weighted_senders)  # W_h Σ α_ij h_j
