@@ -12,6 +12,7 @@ On several hosts, start ``run`` once per process with ``--coordinator HOST:PORT 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import inspect
 import json
@@ -29,11 +30,15 @@ from zerolab.frontends import (
 )
 from zerolab.training import (
     RunDirectoryError,
+    RunDirectoryOwner,
+    TrainingInterrupted,
     check_run_config,
     check_run_directory,
     config_changes_allowed,
     file_system_error,
     growing_leaves,
+    interrupt_on_sigterm,
+    interruption_report,
 )
 
 
@@ -103,25 +108,43 @@ def main(argv: list[str] | None = None) -> int:
         return plan_experiment(args.name, args.preset, args.overrides, args.accelerator, args.devices,
                                args.device_memory_gib)
     workdir = pathlib.Path(args.workdir or pathlib.Path("runs") / args.name)
+    interrupt_on_sigterm()  # a scheduler's SIGTERM ends the run as Ctrl-C does: one line on how to resume
+    with contextlib.ExitStack() as held:
+        try:
+            start_distributed(args)
+            start_host_devices(args)
+            config = load_config(args.name, args.preset, args.overrides)
+            check_experiment_config(args.name, config)
+            check_run_directory(workdir, "--workdir")
+            # one owner per run directory (process 0 of several): a busy one is refused before anything is written
+            owner = RunDirectoryOwner(workdir, "--workdir") if is_first_process() else None
+            if owner is not None:
+                held.enter_context(owner.claim(create=False))
+            runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
+            growing = tuple(getattr(runner, "GROWING_LEAVES", ()))  # the runner's own counts a rerun may raise
+            with growing_leaves(growing):
+                record = check_run_config(workdir, config, args.allow_config_change)
+        except (ValueError, FileNotFoundError) as error:  # a ConfigError, a RunDirectoryError, a missing input run
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return run_experiment(runner, config, workdir, record, owner, growing, args.allow_config_change)
+
+
+def run_experiment(runner, config, workdir: pathlib.Path, record, owner, growing: tuple[str, ...],
+                   allow_config_change: bool) -> int:
+    """Runs a checked experiment in ``workdir`` (held by ``owner``, where this process writes the record) and prints
+    its summary; the exit status."""
     try:
-        start_distributed(args)
-        start_host_devices(args)
-        config = load_config(args.name, args.preset, args.overrides)
-        check_experiment_config(args.name, config)
-        check_run_directory(workdir, "--workdir")
-        runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
-        growing = tuple(getattr(runner, "GROWING_LEAVES", ()))  # the runner's own counts a rerun may raise
-        with growing_leaves(growing):
-            record = check_run_config(workdir, config, args.allow_config_change)
-    except (ValueError, FileNotFoundError) as error:  # a ConfigError, a RunDirectoryError, a missing input run too
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        with config_changes_allowed(args.allow_config_change), growing_leaves(growing):
-            if is_first_process():
+        with config_changes_allowed(allow_config_change), growing_leaves(growing):
+            if owner is not None:
                 workdir.mkdir(parents=True, exist_ok=True)
+                owner.take()
                 record.write()
             summary = runner.run(config, workdir)
+    except (TrainingInterrupted, KeyboardInterrupt) as error:  # a signal: one line on how to resume
+        line, status = interruption_report(error, str(workdir))
+        print(line, file=sys.stderr)
+        return status
     except RunDirectoryError as error:  # one of the experiment's training runs records other settings
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.config": ("OPTIONAL_PRESETS", "PRESETS", "check_at_least", "check_choice", "from_json", "load_config",
-                       "to_json"),
+    "zerolab.config": ("OPTIONAL_PRESETS", "PRESETS", "check_at_least", "check_choice", "default_config", "from_json",
+                       "load_config", "to_json"),
     "zerolab.devices": ("check_divisible", "jit_step", "make_mesh", "replicate", "replicated", "request_host_devices",
                         "shard_host_batch"),
     "zerolab.logs": ("configure_logging",),
@@ -36,7 +36,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.search": ("SearchConfig", "SearchRules", "Tree", "masked_logits", "run_search"),
     "zerolab.selfplay": ("Frames", "MoveRule", "PlyDecision", "SelfPlayConfig", "make_play_fn", "standard_lane_rule"),
     "zerolab.training": ("Checkpointer", "Method", "PlannedProgram", "abstract_states", "compile_cost",
-                         "default_config", "format_programs", "train"),
+                         "format_programs", "train"),
     "zerolab.engines": ("EngineError", "UCIEngine", "find_engine"),
     "zerolab.play": ("Agent", "PolicyAgent", "SearchAgent", "lanes_to_answer"),
     "zerolab.frontends": ("UCIOption", "check_checkpoint", "checkpoint_search", "interleaved_best_times",
@@ -56,7 +56,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from zerolab.config import OPTIONAL_PRESETS, PRESETS, check_at_least, check_choice, from_json, load_config, to_json
+    from zerolab.config import (
+        OPTIONAL_PRESETS, PRESETS, check_at_least, check_choice, default_config, from_json, load_config, to_json,
+    )
     from zerolab.devices import (
         check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,
     )
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
     from zerolab.search import SearchConfig, SearchRules, Tree, masked_logits, run_search
     from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn, standard_lane_rule
     from zerolab.training import (
-        Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, default_config, format_programs, train,
+        Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, format_programs, train,
     )
     from zerolab.engines import EngineError, UCIEngine, find_engine
     from zerolab.play import Agent, PolicyAgent, SearchAgent, lanes_to_answer

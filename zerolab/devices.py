@@ -297,3 +297,20 @@ def local_parts(tree: Any, axis: int = 0) -> list[Any]:
         raise ValueError(f"the leaves are split into different numbers of parts along axis {axis}: {sorted(counts)}")
     num_parts = counts.pop() if counts else 1
     return [jax.tree.unflatten(structure, [parts[index] for parts in per_leaf]) for index in range(num_parts)]
+
+
+def use_compilation_cache(directory: str | None, min_compile_seconds: float | None = None) -> str | None:
+    """Keeps JAX's compiled programs in ``directory`` (``~`` expanded, created) unless JAX already has a cache
+    directory (``JAX_COMPILATION_CACHE_DIR``, or an earlier call); ``min_compile_seconds``: cache only programs that
+    took at least this long to compile (None: JAX's default).  A process that reruns or resumes a run reads its
+    compiled programs back from disk.  Returns the directory in use (None when there is none)."""
+    current = jax.config.jax_compilation_cache_dir
+    if current or not directory:
+        return current or None
+    path = os.path.expanduser(directory)
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    if min_compile_seconds is not None:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
+    return path
+

@@ -14,7 +14,7 @@ from zerolab.selfplay.hooks import (
     backward_game_values, choose_actions, initial_states_from_fens, search_move_rule, standard_lane_rule, value_targets,
 )
 from zerolab.selfplay.programs import make_selfplay_fn
-from zerolab.selfplay.records import summarize
+from zerolab.selfplay.records import complete_games, summarize
 from zerolab.selfplay.scan import make_play_fn
 from zerolab.selfplay.types import PlyRecord, SelfPlayConfig
 
@@ -286,13 +286,14 @@ def test_a_game_longer_than_a_call_ends_and_every_frame_gets_its_result(pyffish)
     variables = replicate(variables, mesh)
     lanes = selfplay.init_lanes(variables, jax.random.key(1))
     pending = PendingFrames.fresh(2, 1)
-    entered, records_of = [], []
+    entered, records_of, earlier_of = [], [], []
     for iteration in (1, 2, 3):
         packed, records, lanes = selfplay.play_lanes(variables, jax.random.fold_in(jax.random.key(1), iteration),
                                                      lanes)
         records = jax.device_get(records)
+        earlier_of.append(pending.earlier_actions())
         new, pending, statistics = settle(pending, FrameWindow.from_device_frames(packed), records.game_over,
-                                          iteration, config.max_game_plies)
+                                          iteration, config.max_game_plies, records.action)
         entered.append((new, statistics))
         records_of.append(records)
     (first, first_stats), (second, second_stats), (third, third_stats) = entered
@@ -316,3 +317,11 @@ def test_a_game_longer_than_a_call_ends_and_every_frame_gets_its_result(pyffish)
     # Call 3: the lanes' next games begin (in iteration 3); their first frames wait.
     assert len(third) == 0 and third_stats["frames_pending"] == 2
     np.testing.assert_array_equal(pending.lane_game_iteration, [3, 3])
+    # The game's record (what its PGN is replayed from): call 1's move then call 2's, White (who moved second) won.
+    assert earlier_of[0] == {}
+    assert complete_games(records_of[1]) == []  # without its earlier move the game is not whole: left out
+    whole = complete_games(records_of[1], earlier_of[1])
+    assert [(lane, start, score) for lane, start, _, score in whole] == [(0, 0, 0.0), (1, 0, 0.0)]
+    for lane, _, actions, _ in whole:
+        np.testing.assert_array_equal(actions, [records_of[0].action[0, lane], records_of[1].action[0, lane]])
+    np.testing.assert_array_equal(pending.action, records_of[2].action[0])

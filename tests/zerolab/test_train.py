@@ -8,6 +8,7 @@ sees and the order of the tests does not matter.
 
 import json
 import logging
+import os
 import pathlib
 import shutil
 import signal
@@ -22,8 +23,10 @@ import pytest
 from zerolab.training import runs
 from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
-from zerolab.training.run_directory import ConfigConflictError
+from zerolab.training.run_directory import OWNER_FILE, ConfigConflictError, RunDirectoryOwner
 from zerolab.config import load_config
+from zerolab.games import make_game
+from zerolab.games.pgn import replay_moves
 from zerolab.training.replay_checkpoints import ReplayCheckpoints, read_window
 from tests.fast_compile import subprocess_env
 
@@ -184,6 +187,7 @@ def test_a_game_that_spans_a_kill_resumes_bit_for_bit(trained_run, run_copy):
     train.run(tiny_config(f"iterations={TRAINED_ITERATIONS}"), run_copy)
     original, resumed = metrics_records(trained_run), metrics_records(run_copy)
     assert [without_timings(r) for r in resumed] == [without_timings(r) for r in original]
+    assert tensorboard_steps(run_copy) == [1, 2, 3]  # iteration 3's events of the first run are purged
     assert_trees_equal(saved_train_state(run_copy, 3), saved_train_state(trained_run, 3))
     assert_trees_equal(saved_window(run_copy, 3), saved_window(trained_run, 3))
     assert_trees_equal(saved_lanes(run_copy, 3), saved_lanes(trained_run, 3))
@@ -196,6 +200,23 @@ def test_a_game_that_spans_a_kill_resumes_bit_for_bit(trained_run, run_copy):
     assert spanning.sum() > len(pending["value_target"]) > 0  # its pending frames and its plies of iteration 3
     assert window["value_mask"].all()
     assert set(np.unique(window["game_iteration"][spanning])) <= {1, 2}
+    # Their PGN is whole: a game carried into iteration 3 opens with the moves its frames waited with at the kill
+    # (read back from pending-2.npz by the resumed run), and the resumed run writes the same games.
+    games_text = (run_copy / "games" / "selfplay-3.pgn").read_text()
+    assert games_text == (trained_run / "games" / "selfplay-3.pgn").read_text()
+    game = make_game("gardner_chess")
+    written = [movetext_moves(block) for block in games_text.split("[Event ")[1:]]
+    carried = [replay_moves(game, pending["action"][pending["lane"] == lane]) for lane in np.unique(pending["lane"])]
+    assert any(len(moves) > len(opening) and moves[:len(opening)] == opening
+               for moves in written for opening in carried), (written, carried)
+
+
+def movetext_moves(pgn_game: str) -> list[str]:
+    """The moves of one game's long-algebraic movetext (Gardner PGN): the tokens after the headers that are neither
+    move numbers nor the result."""
+    movetext = pgn_game.split("\n\n", 1)[1]
+    results = ("1-0", "0-1", "1/2-1/2", "*")
+    return [token for token in movetext.split() if not token.endswith(".") and token not in results]
 
 
 def test_unreadable_newest_checkpoint_is_reported_and_the_previous_one_used(trained_run, run_copy, caplog):
@@ -383,13 +404,58 @@ def test_kill_minus_nine_then_rerun_resumes_and_logs_each_iteration_once(trained
     assert list((run_copy / "tb").iterdir()), "TensorBoard events are written"
 
 
+def tensorboard_steps(workdir, tag="loss"):
+    """The steps of ``tag`` as TensorBoard shows them (its reader applies a resumed run's purge of later steps)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(pathlib.Path(workdir) / "tb"))
+    accumulator.Reload()
+    return [event.step for event in accumulator.Scalars(tag)]
+
+
+def files_of(directory):
+    return {path: path.stat().st_mtime_ns for path in pathlib.Path(directory).rglob("*")}
+
+
+def test_a_busy_run_directory_is_refused_and_sigterm_stops_after_a_saved_iteration(trained_run, run_copy):
+    """A command on a run directory another process owns is refused (status 2, one line naming the owner) and writes
+    nothing.  SIGTERM lets a training run finish and save its iteration, then stop with one line on how to resume
+    (status 143); the same command resumes, and each iteration is in metrics.jsonl and TensorBoard once."""
+    iterations = 12
+    before = files_of(run_copy)
+    with RunDirectoryOwner(run_copy).claim():  # this test process owns the directory
+        second = subprocess.run(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
+                                capture_output=True, text=True, timeout=300)
+    assert second.returncode == 2, second.stderr[-2000:]
+    refusal = [line for line in second.stderr.splitlines() if line.startswith("error:")]
+    assert len(refusal) == 1 and f"is in use by pid {os.getpid()} on " in refusal[0], second.stderr[-2000:]
+    assert files_of(run_copy) == {**before, run_copy / OWNER_FILE: files_of(run_copy)[run_copy / OWNER_FILE]}
+    process = subprocess.Popen(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 900
+    while len(iterations_logged(run_copy)) <= TRAINED_ITERATIONS and time.time() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    stopped = [line for line in stderr.splitlines() if line.startswith("stopped:")]
+    assert len(stopped) == 1 and "run the same command to resume" in stopped[0], stderr[-3000:]
+    assert "Traceback" not in stderr
+    logged = iterations_logged(run_copy)
+    assert TRAINED_ITERATIONS < logged[-1] < iterations and f"after iteration {logged[-1]}," in stopped[0]
+    resumed = subprocess.run(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
+                             capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert iterations_logged(run_copy) == list(range(1, iterations + 1))
+    assert tensorboard_steps(run_copy) == list(range(1, iterations + 1))
+
+
 # A wrong all-reduce (each device's gradient of its own shard, or one shard's gradient scaled) changes the gradient
 # by a large fraction of itself; float reassociation over 4 devices changes it by about 1e-7 of its scale.  SGD's
 # update is -learning_rate·gradient, so one step's parameter change is compared to 1e-4 of its scale.
 SHARDING_CHECK = textwrap.dedent("""
     import jax, numpy as np, optax
     from zerolab.devices import make_mesh, replicate, shard_host_batch
-    from zerolab.games import make_game
     from zerolab.networks.network import AlphaZeroResNet
     from zerolab.search.config import SearchConfig
     from zerolab.selfplay.programs import make_selfplay_fn

@@ -130,7 +130,10 @@ def command_train(args: argparse.Namespace) -> int:
     start_host_devices(args)
     from zerolab.config import load_config
     from zerolab.training import train
+    from zerolab.training.interrupt import TrainingInterrupted, interrupt_on_sigterm, interruption_report
     from zerolab.training.run_directory import check_run_directory, file_system_error
+
+    interrupt_on_sigterm()
 
     config = load_config(args.config, args.preset, args.overrides)
     train.check_training_config(config)  # every value, before the run directory is made
@@ -138,6 +141,10 @@ def command_train(args: argparse.Namespace) -> int:
 
     try:
         state = train.run(config, args.workdir, allow_config_change=args.allow_config_change)
+    except (TrainingInterrupted, KeyboardInterrupt) as error:  # a signal: one line on how to resume
+        line, status = interruption_report(error, str(args.workdir))
+        print(line, file=sys.stderr)
+        return status
     except Exception as error:  # noqa: BLE001 - a file-system failure mid-run is reported in one line
         message = file_system_error(error, args.workdir)
         if message is None:

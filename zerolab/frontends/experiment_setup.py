@@ -3,14 +3,13 @@ JAX's persistent compilation cache."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 from collections.abc import Mapping
 from typing import Any
 
-import jax
 import ml_collections
 
+from zerolab.devices import use_compilation_cache
 from zerolab.training import train
 from zerolab.training.run_directory import record_run_config
 
@@ -22,21 +21,6 @@ def prepare_experiment(config: ml_collections.ConfigDict, workdir: str | pathlib
     workdir = record_run_config(workdir, config).workdir
     use_compilation_cache(config.compilation_cache)
     return workdir
-
-
-def use_compilation_cache(directory: str) -> str | None:
-    """Keeps JAX's compiled programs in ``directory`` (``~`` expanded) unless JAX already has a cache directory.
-
-    Processes that rerun an experiment read the compiled search, self-play and arena programs back from disk.
-    Returns the directory in use (None when there is none).
-    """
-    current = jax.config.jax_compilation_cache_dir
-    if current or not directory:
-        return current or None
-    path = os.path.expanduser(directory)
-    os.makedirs(path, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", path)
-    return path
 
 
 def training_config(sections: Mapping[str, Any], model: Mapping[str, Any], **values: Any) -> ml_collections.ConfigDict:

@@ -179,13 +179,9 @@ def with_compilation_cache(load: Callable[[], LoadedSearch], directory: str) -> 
     unless JAX already has one (e.g. from ``JAX_COMPILATION_CACHE_DIR``)."""
 
     def load_with_cache() -> LoadedSearch:
-        import jax
+        from zerolab.devices import use_compilation_cache
 
-        if not jax.config.jax_compilation_cache_dir:
-            path = os.path.expanduser(directory)
-            os.makedirs(path, exist_ok=True)
-            jax.config.update("jax_compilation_cache_dir", path)
-            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        use_compilation_cache(directory, min_compile_seconds=0.0)
         return load()
 
     return load_with_cache

@@ -32,30 +32,38 @@ def summarize(records: PlyRecord) -> dict[str, float]:
     }
 
 
-def complete_games(records: PlyRecord) -> list[tuple[int, int, np.ndarray, float]]:
-    """Every game played wholly inside the scan, lane by lane, as ``(lane, first ply, actions, first_player_score)``
-    (host, numpy records).  A lane's first game starts at ply 0 (unless it is a game carried from an earlier call:
-    its plies there are not in these records, and it is left out); each later one on the ply after the previous
-    ended."""
+def complete_games(records: PlyRecord, earlier_actions: dict[int, np.ndarray] | None = None
+                   ) -> list[tuple[int, int, np.ndarray, float]]:
+    """Every game that ended in the scan and whose every move is known, lane by lane, as ``(lane, first ply, actions,
+    first_player_score)`` (host, numpy records).  A lane's first game starts at ply 0, or, if it was carried from
+    earlier calls, with the moves it played there: ``earlier_actions[lane]``
+    (:meth:`zerolab.training.pending.PendingFrames.earlier_actions`; a carried game whose earlier moves are not given
+    is left out); each later game starts on the ply after the previous ended."""
     over = np.asarray(records.game_over)
     actions, rewards = np.asarray(records.action), np.asarray(records.reward)
     first_moved, length = np.asarray(records.first_player_moved), np.asarray(records.game_length)
+    earlier_actions = earlier_actions or {}
     games = []
     for lane in range(over.shape[1]):
         start = 0
         for end in np.flatnonzero(over[:, lane]):
             reward = float(rewards[end, lane])
             score = (reward + 1) / 2 if bool(first_moved[end, lane]) else (1 - reward) / 2
-            if int(length[end, lane]) == end + 1 - start:  # every ply of the game is in the records
-                games.append((lane, start, actions[start: end + 1, lane], score))
+            played = actions[start: end + 1, lane]
+            if start == 0 and lane in earlier_actions:  # a game carried into the scan: its earlier moves first
+                played = np.concatenate([np.asarray(earlier_actions[lane], played.dtype), played])
+            if int(length[end, lane]) == len(played):  # every ply of the game is known
+                games.append((lane, start, played, score))
             start = end + 1
     return games
 
 
-def finished_games(records: PlyRecord, max_games: int) -> list[tuple[int, np.ndarray, float]]:
-    """Up to ``max_games`` games played wholly inside the scan, as ``(lane, actions, first_player_score)``, those
-    that started at its first ply first (in lane order), then the others (in lane order); host (numpy) records."""
-    games = complete_games(records)
+def finished_games(records: PlyRecord, max_games: int, earlier_actions: dict[int, np.ndarray] | None = None
+                   ) -> list[tuple[int, np.ndarray, float]]:
+    """Up to ``max_games`` of the games :func:`complete_games` finds, as ``(lane, actions, first_player_score)``,
+    those that ended first in their lane (in lane order) first, then the others (in lane order); host (numpy)
+    records."""
+    games = complete_games(records, earlier_actions)
     ordered = [game for game in games if game[1] == 0] + [game for game in games if game[1] != 0]
     return [(lane, actions, score) for lane, _, actions, score in ordered][:max_games]
 

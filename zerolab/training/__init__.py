@@ -14,6 +14,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.checkpoint": ("Checkpointer",),
     "zerolab.training.checkpoint_paths": ("resolve_checkpoint", "step_directories"),
     "zerolab.training.method": ("Method", "alphazero_loss"),
+    "zerolab.training.interrupt": ("TrainingInterrupted", "interrupt_on_sigterm", "interruption_report"),
     "zerolab.training.metrics": ("MetricsLog",),
     "zerolab.training.plan": ("PlannedProgram", "abstract_states", "check_accelerator", "compile_cost",
                               "evaluation_flops", "evaluations_per_search", "format_plan", "format_programs",
@@ -22,17 +23,19 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.training.train": ("default_config", "train"),
     "zerolab.training.replay": ("FrameWindow",),
     "zerolab.training.replay_checkpoints": ("read_window",),
-    "zerolab.training.run_directory": ("ConfigConflictError", "RunDirectoryError", "check_run_config",
+    "zerolab.training.run_directory": ("ConfigConflictError", "RunDirectoryBusyError", "RunDirectoryError",
+                                       "RunDirectoryOwner", "check_run_config",
                                        "check_run_directory", "config_changes_allowed", "file_system_error",
                                        "growing_leaves", "record_run_config"),
 })
 
 __all__ = [
     "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",
-    "RunDirectoryError", "abstract_states", "alphazero_loss", "check_accelerator", "check_run_config",
-    "check_run_directory", "check_training_config", "compile_cost", "config_changes_allowed", "default_config",
-    "evaluation_flops", "evaluations_per_search", "file_system_error", "format_plan", "format_programs",
-    "growing_leaves", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
+    "RunDirectoryBusyError", "RunDirectoryError", "RunDirectoryOwner", "TrainingInterrupted", "abstract_states",
+    "alphazero_loss", "check_accelerator", "check_run_config", "check_run_directory", "check_training_config",
+    "compile_cost", "config_changes_allowed", "default_config", "evaluation_flops", "evaluations_per_search",
+    "file_system_error", "format_plan", "format_programs", "growing_leaves", "interrupt_on_sigterm",
+    "interruption_report", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
     "resolve_checkpoint", "step_directories", "train",
 ]
 
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from zerolab.training.checkpoint import Checkpointer
     from zerolab.training.checkpoint_paths import resolve_checkpoint, step_directories
     from zerolab.training.method import Method, alphazero_loss
+    from zerolab.training.interrupt import TrainingInterrupted, interrupt_on_sigterm, interruption_report
     from zerolab.training.metrics import MetricsLog
     from zerolab.training.plan import (
         PlannedProgram, abstract_states, check_accelerator, compile_cost, evaluation_flops, evaluations_per_search,
@@ -51,6 +55,6 @@ if TYPE_CHECKING:
     from zerolab.training.replay import FrameWindow
     from zerolab.training.replay_checkpoints import read_window
     from zerolab.training.run_directory import (
-        ConfigConflictError, RunDirectoryError, check_run_config, check_run_directory, config_changes_allowed,
-        file_system_error, growing_leaves, record_run_config,
+        ConfigConflictError, RunDirectoryBusyError, RunDirectoryError, RunDirectoryOwner, check_run_config,
+        check_run_directory, config_changes_allowed, file_system_error, growing_leaves, record_run_config,
     )

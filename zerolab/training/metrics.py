@@ -29,7 +29,9 @@ class MetricsLog:
 
     ``reconcile(last_iteration, last_record)`` makes the file hold each completed iteration exactly once after a
     restart: records past the restored checkpoint are dropped, a torn last line is removed, and the record of the
-    restored iteration (kept in the checkpoint) is appended if the crash came before it was written.
+    restored iteration (kept in the checkpoint) is appended if the crash came before it was written.  TensorBoard
+    agrees: the resumed run's event file starts by purging the steps past the restored iteration (tensorboardX's
+    ``purge_step``, a SessionLog START that readers apply to the earlier files), so no step is shown twice.
     """
 
     def __init__(self, workdir: str | pathlib.Path, tensorboard: bool = True):
@@ -38,6 +40,7 @@ class MetricsLog:
         self._tensorboard_dir = pathlib.Path(workdir) / "tb"
         self._writer = None
         self._tensorboard = tensorboard
+        self._purge_step: int | None = None  # the first step this process writes again (set by reconcile)
 
     def records(self) -> list[dict[str, Any]]:
         if not self.path.exists():
@@ -64,9 +67,13 @@ class MetricsLog:
             if record.get("iteration") not in seen:
                 seen.add(record.get("iteration"))
                 unique.append(record)
-        if last_record is not None and last_iteration not in seen:
+        restored = last_record is not None and last_iteration not in seen  # the crash came before it was written
+        if restored:
             unique.append(_jsonable(dict(last_record)))
         self._rewrite(unique)
+        self._purge_step = last_iteration if restored else last_iteration + 1
+        if restored:
+            self._write_tensorboard(unique[-1])
 
     def append(self, record: Mapping[str, Any]) -> None:
         record = _jsonable(dict(record))
@@ -82,7 +89,7 @@ class MetricsLog:
         if self._writer is None:
             from tensorboardX import SummaryWriter
 
-            self._writer = SummaryWriter(str(self._tensorboard_dir))
+            self._writer = SummaryWriter(str(self._tensorboard_dir), purge_step=self._purge_step)
         step = int(record.get("iteration", 0))
         for key, value in record.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration":

@@ -37,11 +37,20 @@ class PendingFrames:
         and, in each lane, ply order; an empty window (no arrays) when none wait.
       lane: [P] int32 the lane of each frame (this process's lanes, numbered from 0).
       lane_game_iteration: [B] int32 the iteration that began each lane's game (whose call played its first ply).
+      action: [P] int32 the move played from each frame's position, or -1 where it was not recorded (frames saved
+        before actions were kept); what the game's record (PGN) is replayed from once the game ends.
     """
 
     window: FrameWindow
     lane: np.ndarray
     lane_game_iteration: np.ndarray
+    action: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.action is None:
+            self.action = np.full(len(self.lane), -1, np.int32)
+        if len(self.action) != len(self.lane):
+            raise ValueError(f"PendingFrames: {len(self.action)} actions for {len(self.lane)} frames")
 
     @classmethod
     def fresh(cls, num_lanes: int, iteration: int) -> PendingFrames:
@@ -50,6 +59,17 @@ class PendingFrames:
 
     def __len__(self) -> int:
         return len(self.window)
+
+    def earlier_actions(self) -> dict[int, np.ndarray]:
+        """``{lane: actions}``: the moves each lane's running game played in earlier calls, in ply order (lanes whose
+        waiting frames all recorded their move), for the records of games that end in the next call
+        (:func:`zerolab.selfplay.records.complete_games`)."""
+        actions = {}
+        for lane in np.unique(self.lane):
+            played = np.asarray(self.action)[self.lane == lane]
+            if (played >= 0).all():
+                actions[int(lane)] = played
+        return actions
 
 
 def join_windows(first: FrameWindow, second: FrameWindow) -> FrameWindow:
@@ -81,13 +101,13 @@ def seeded_values(pending: PendingFrames, first_value: np.ndarray, first_known: 
     return np.asarray(value)[rows, pending.lane], np.asarray(known)[rows, pending.lane]
 
 
-def settle(pending: PendingFrames, new: FrameWindow, game_over: np.ndarray, iteration: int, max_game_plies: int
-           ) -> tuple[FrameWindow, PendingFrames, dict]:
+def settle(pending: PendingFrames, new: FrameWindow, game_over: np.ndarray, iteration: int, max_game_plies: int,
+           actions: np.ndarray | None = None) -> tuple[FrameWindow, PendingFrames, dict]:
     """``(entered, pending, statistics)`` after a self-play call of this process.
 
     ``new``: the call's frames ``[T·B]`` (ply-major, as :meth:`FrameWindow.from_device_frames` flattens them), with
-    the call's value targets (``value_mask``: the frame's game ended in the call); ``game_over [T, B]``: the call's
-    records.  ``entered``: the frames whose game has ended, with their value targets — the waiting frames of the
+    the call's value targets (``value_mask``: the frame's game ended in the call); ``game_over [T, B]`` and
+    ``actions [T, B]`` (the moves played; None: not kept with the waiting frames): the call's records.  ``entered``: the frames whose game has ended, with their value targets — the waiting frames of the
     lanes whose game ended in this call (lane order), then the call's frames whose game ended (ply-major); every one
     marked with the iteration that began its game (``game_iteration``).  ``pending``: the frames still waiting.
     ``statistics``: ``frames_entered``, ``frames_entered_from_earlier_calls``, ``frames_pending``,
@@ -116,6 +136,9 @@ def settle(pending: PendingFrames, new: FrameWindow, game_over: np.ndarray, iter
     kept = join_windows(waiting.select(np.flatnonzero(~settled)) if len(pending) else FrameWindow.empty(),
                         new.select(unknown) if len(unknown) else FrameWindow.empty())
     kept_lanes = np.concatenate([pending.lane[~settled], (unknown % lanes).astype(np.int32)])
+    call_actions = (np.full(plies * lanes, -1, np.int32) if actions is None
+                    else np.asarray(actions, np.int32).reshape(-1))
+    kept_actions = np.concatenate([np.asarray(pending.action)[~settled], call_actions[unknown]]).astype(np.int32)
     order = np.argsort(kept_lanes, kind="stable")
     if len(kept_lanes):
         kept = kept.select(order)
@@ -133,4 +156,4 @@ def settle(pending: PendingFrames, new: FrameWindow, game_over: np.ndarray, iter
         if entered.arrays else 0,
         "games_continued": int((~game_over[-1]).sum()) if plies else 0,
     }
-    return entered, PendingFrames(kept, kept_lanes[order], lane_game_iteration), statistics
+    return entered, PendingFrames(kept, kept_lanes[order], lane_game_iteration, kept_actions[order]), statistics

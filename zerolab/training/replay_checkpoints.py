@@ -8,8 +8,8 @@ A window is saved as **chunks** of frames and one **index** per step:
   ``metadata`` entry: the step, the process's index, the number of processes, its numpy random state, the codec and
   the size of every chunk the window reads;
 * ``pending-<s>.npz``: the frames of the games still running in the process's lanes at step s, waiting for their
-  game's end (:class:`~zerolab.training.pending.PendingFrames`: stored arrays, each frame's lane; the iteration that
-  began each lane's game and the codec in its metadata), written before the index.
+  game's end (:class:`~zerolab.training.pending.PendingFrames`: stored arrays, each frame's lane and the move played
+  from it; the iteration that began each lane's game and the codec in its metadata), written before the index.
 
 Saving step s writes one chunk, ``frames-<s>.npz``, holding the frames the window has not saved before (the
 iteration's new frames) and, to bound the disk, the surviving frames of every older chunk of which less than half
@@ -178,6 +178,7 @@ class ProcessReplay:
         if arrays:
             arrays = with_policy_width(arrays, policy_width(arrays))
         arrays["lane"] = np.asarray(pending.lane, np.int32)
+        arrays["action"] = np.asarray(pending.action, np.int32)
         codec = pending.window.codec
         _write_npz(self.pending_path(step), arrays, {
             "step": step, "frames": len(pending), "codec": codec.to_json() if codec is not None else None,
@@ -190,11 +191,12 @@ class ProcessReplay:
             return None
         arrays, metadata = _read_npz(self.pending_path(step))
         lane = arrays.pop("lane")
+        action = arrays.pop("action", None)  # None: saved before the waiting frames kept their moves
         lane_game_iteration = np.asarray(metadata["lane_game_iteration"], np.int32)
         if metadata["codec"] is None:
-            return PendingFrames(FrameWindow.empty(), lane, lane_game_iteration)
+            return PendingFrames(FrameWindow.empty(), lane, lane_game_iteration, action)
         window = FrameWindow.unsaved(arrays, FrameCodec.from_json(metadata["codec"]))
-        return PendingFrames(window, lane, lane_game_iteration)
+        return PendingFrames(window, lane, lane_game_iteration, action)
 
     def legacy_path(self, step: int) -> pathlib.Path:
         return self.directory / f"{step}.npz"

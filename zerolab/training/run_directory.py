@@ -40,6 +40,8 @@ import os
 import pathlib
 import re
 import shutil
+import sys
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -75,6 +77,94 @@ _GROWING_LEAVES: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVa
 
 class RunDirectoryError(ValueError):
     """A run directory cannot be used as asked: its message is one line naming the path and the problem."""
+
+
+class RunDirectoryBusyError(RunDirectoryError):
+    """Another process owns the run directory (:class:`RunDirectoryOwner`); the message names it."""
+
+
+#: The file whose lock marks a run directory's owner (its text says who holds it).
+OWNER_FILE = "owner.lock"
+
+
+class RunDirectoryOwner:
+    """One owner per run directory: an exclusive ``flock`` on ``<workdir>/owner.lock``, held while a run writes.
+
+    A second process that asks for a directory another holds gets :class:`RunDirectoryBusyError` naming the holder
+    (pid, host, start time and command, which the holder writes into the file) and has written nothing.  The lock is
+    the operating system's, so it goes with its process, however that ends (``kill -9`` included): a stale file is
+    no owner.  Within one process a directory may be claimed again (an experiment's launcher, then the training run
+    it starts in the same directory): the claims nest and the lock is released with the outermost.
+
+    Use :meth:`claim` (a context manager).  ``claim(create=False)`` takes the lock only where the directory exists
+    (nothing is written for a directory that does not, and nobody can hold it); :meth:`take` takes it later, after
+    the caller has made the directory.
+    """
+
+    _held: dict[str, list] = {}  # the process's own claims: real path -> [open lock file, depth]
+
+    def __init__(self, workdir: str | pathlib.Path, flag: str = "--workdir"):
+        self.workdir = pathlib.Path(workdir)
+        self.flag = flag
+        self._taken = False
+
+    @contextlib.contextmanager
+    def claim(self, create: bool = True):
+        """Holds the directory for the ``with`` block (made first where ``create``; see the class docstring)."""
+        try:
+            if create:
+                self.workdir.mkdir(parents=True, exist_ok=True)
+            if self.workdir.is_dir():
+                self.take()
+            yield self
+        finally:
+            self.release()
+
+    def take(self) -> None:
+        """Takes the lock (the directory must exist); :class:`RunDirectoryBusyError` if another process holds it."""
+        if self._taken:
+            return
+        import fcntl
+        import socket
+
+        key = os.path.realpath(self.workdir)
+        held = self._held.get(key)
+        if held is not None:  # this process holds it already: nest
+            held[1] += 1
+            self._taken = True
+            return
+        path = self.workdir / OWNER_FILE
+        handle = open(path, "a+")  # noqa: SIM115 - kept open while the lock is held
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "an unknown process"
+            handle.close()
+            raise RunDirectoryBusyError(f"{self.flag} {self.workdir} is in use by {holder}: one run at a time writes a "
+                                        f"run directory; wait for it to end or stop it, then run again") from None
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        command = " ".join(os.path.basename(part) if index == 0 else part for index, part in enumerate(sys.argv))
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {started} ({command})\n")
+        handle.flush()
+        self._held[key] = [handle, 1]
+        self._taken = True
+
+    def release(self) -> None:
+        """Gives the claim up (the lock goes with the process's last claim on the directory)."""
+        if not self._taken:
+            return
+        self._taken = False
+        key = os.path.realpath(self.workdir)
+        held = self._held.get(key)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] == 0:
+            del self._held[key]
+            held[0].close()  # closing the file releases the flock
 
 
 class ConfigConflictError(RunDirectoryError):

@@ -18,12 +18,14 @@ along with every ``checkpoint.keep_period``-th step and the last ``checkpoint.ke
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import json
 import logging
 import math
 import pathlib
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,16 +50,21 @@ from zerolab.devices import (
     replicate,
     shard_host_batch,
     sum_over_processes,
+    use_compilation_cache,
 )
+from zerolab.config import default_config  # noqa: F401 (zerolab.training.train.default_config, as before)
 from zerolab.games import Game
 from zerolab.training.method import ALPHAZERO, LossFn, alphazero_loss
+from zerolab.training.interrupt import StopOnSignal, TrainingInterrupted
 from zerolab.training.metrics import MetricsLog
 from zerolab.networks.network import NetworkInputs, apply_network, count_parameters
 from zerolab.games.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
 from zerolab.training.pending import PendingFrames, settle
 from zerolab.training.replay import FrameWindow, update_window
-from zerolab.training.run_directory import check_run_config, check_run_directory, writing
+from zerolab.training.run_directory import (
+    ConfigRecord, RunDirectoryOwner, check_run_config, check_run_directory, writing,
+)
 from zerolab.search.config import SearchRules
 from zerolab.training.runs import (
     Components,
@@ -76,63 +83,6 @@ from zerolab.selfplay.records import finished_games, summarize
 from zerolab.selfplay.types import PlyRecord
 
 logger = logging.getLogger(__name__)
-
-
-def default_config() -> ml_collections.ConfigDict:
-    """The base config of a training run; experiment configs start from it."""
-    return ml_collections.ConfigDict(
-        {
-            "seed": 0,
-            "iterations": 10,
-            "game": {"name": "gardner_chess", "go_size": 7, "komi": 7.5},
-            # dtype: what the network computes in, float32 | bfloat16 (parameters and everything else stay float32)
-            "model": {"name": "resnet", "channels": 64, "num_blocks": 5, "dtype": "float32"},
-            "search": {
-                "kind": "gumbel",
-                "num_simulations": 32,
-                "max_depth": None,
-                "max_num_considered_actions": 16,
-                "gumbel_scale": 1.0,
-                "dirichlet_alpha": 0.3,
-                "dirichlet_fraction": 0.25,
-                "pb_c_init": 1.25,
-                "pb_c_base": 19652.0,
-                "selection": "mctx",  # PUCT's rule: mctx's, or "lc0" (lc0's PUCT with the lc0_* parameters)
-                "lc0_cpuct": 1.745,
-                "lc0_cpuct_base": 38739.0,
-                "lc0_cpuct_factor": 3.894,
-                "lc0_fpu_reduction": 0.330,
-                "rules": "",  # "package.module:factory" of a SearchRules variant; empty: the standard search
-                "rule_options": {},  # keyword arguments of that factory
-            },
-            "selfplay": {
-                "num_games": 64,
-                "plies_per_iteration": 64,
-                "max_game_plies": 256,
-                "temperature_plies": 0,
-                "temperature": 1.0,
-                "temperature_schedule": "plies",  # or "moves" (lc0's; see zerolab.selfplay.types.SelfPlayConfig)
-                "temperature_delay_moves": 0,
-                "temperature_decay_moves": 0,
-                "temperature_end": 0.0,
-                "temperature_cutoff_moves": 0,
-                # GiB one device's self-play may take; a device whose games do not fit plays them in chunks.
-                # None: the device's own memory where the backend reports it (GPU, TPU), no chunks on the CPU.
-                "device_memory_gib": None,
-                # a call logs its progress every this many plies; None: every eighth of a call of 256 plies or more
-                "progress_plies": None,
-            },
-            "method": "",  # "package.module:factory" of a zerolab.training.method.Method; empty: AlphaZero
-            "method_options": {},  # keyword arguments of that factory
-            "replay": {"window_size": 100_000, "mode": "sample"},
-            # optimizer: adam | sgd_nesterov (momentum: its Nesterov momentum); see zerolab.training.runs.make_optimizer
-            "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0,
-                      "optimizer": "adam", "momentum": 0.9},
-            "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network
-            "init_from": "",  # a run or checkpoint directory whose network variables start this run
-            "progress": True,
-        }
-    )
 
 
 #: Training updates dispatched to the devices ahead of the one whose metrics the host waits for.
@@ -223,9 +173,10 @@ def example_batch(window: FrameWindow, train: TrainConfig, mesh: Mesh) -> Frames
 
 def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, components: Components, mesh: Mesh,
                   selfplay_fn: Callable, train_step: Callable, base_key: jax.Array, bar
-                  ) -> tuple[dict, RunState, TrainState, PlyRecord]:
+                  ) -> tuple[dict, RunState, TrainState, PlyRecord, dict[int, np.ndarray]]:
     """Self-play, window update and training of one iteration (sizes from ``components``: self-play, replay,
-    train): its metrics record, the new states, the ply records.  The rates leave out compilation
+    train): its metrics record, the new states, this process's ply records and the moves its games carried into the
+    call had played before it (:meth:`PendingFrames.earlier_actions`).  The rates leave out compilation
     (``selfplay_compile_s`` and ``train_compile_s``, nonzero on the iteration that compiled the program).
 
     Self-play continues the run's lanes (a run's first call starts them with its key): games still running when the
@@ -247,8 +198,9 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     played_frames = FrameWindow.from_device_frames(frames, run_state.window.codec)
     del frames
     records = local_numpy(records, axis=1)
+    earlier_actions = pending.earlier_actions()  # the moves of the games carried into this call, for their PGN
     new_frames, pending, entry = settle(pending, played_frames, records.game_over, iteration,
-                                        components.selfplay.max_game_plies)
+                                        components.selfplay.max_game_plies, records.action)
     selfplay_seconds = time.perf_counter() - started
     num_frames = sum_over_processes(len(played_frames))  # all processes' frames (a collective)
     entry = {name: sum_over_processes(value) for name, value in entry.items()}
@@ -295,7 +247,7 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
     record.update(device_memory_record())
     run_state = RunState(iteration, record["frames"], train_state, window, run_state.numpy_rng, lanes=lanes,
                          pending=pending)
-    return record, run_state, train_state, records
+    return record, run_state, train_state, records, earlier_actions
 
 
 def place_lanes(lanes: Any, mesh: Mesh) -> Any:
@@ -366,13 +318,15 @@ def standard_train_step(network: nn.Module, optimizer: optax.GradientTransformat
     return make_train_step(network, optimizer, mesh, l2_weight, method_loss)
 
 
-def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str) -> None:
-    """A few self-play games of the iteration as PGN, for a person to look at (games from the start position: the
-    records keep actions, which are replayed from ``game.init``)."""
+def write_selfplay_games(game: Game, records: PlyRecord, path: pathlib.Path, max_games: int, event: str,
+                         earlier_actions: dict[int, np.ndarray] | None = None) -> None:
+    """A few of the self-play games that ended in the iteration as PGN, for a person to look at (games from the start
+    position: the records keep actions, which are replayed from ``game.init``).  A game begun in an earlier call is
+    written whole: ``earlier_actions`` are its moves there (:meth:`PendingFrames.earlier_actions`)."""
     if max_games <= 0 or game.move_record_format is None:
         return
     games = [GameRecord("self-play", "self-play", replay_moves(game, actions), score, len(actions), False)
-             for _, actions, score in finished_games(records, max_games)]
+             for _, actions, score in finished_games(records, max_games, earlier_actions)]
     if games:
         write_games(game, games, path, event)
 
@@ -385,12 +339,26 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     check_run_directory`: not a file, writable, room left) and ``config`` against the config it records
     (:func:`~zerolab.training.run_directory.check_run_config`: a rerun with other settings is refused unless they
     are safe on resume or ``allow_config_change``; None: as :func:`~zerolab.training.run_directory.
-    config_changes_allowed` says).
+    config_changes_allowed` says).  The run owns ``workdir`` while it trains
+    (:class:`~zerolab.training.run_directory.RunDirectoryOwner`): a directory another process is writing is refused
+    with :class:`~zerolab.training.run_directory.RunDirectoryBusyError` before anything is written.
     """
     workdir = check_run_directory(pathlib.Path(workdir), "run directory")
-    config_record = check_run_config(workdir, config, allow_config_change)
-    components = check_training_config(config)
-    workdir.mkdir(parents=True, exist_ok=True)
+    # One owner per run directory: process 0 holds it (the other processes of a run write only their own files).
+    owner = RunDirectoryOwner(workdir, "run directory") if is_main_process() else None
+    with owner.claim(create=False) if owner is not None else contextlib.nullcontext():
+        config_record = check_run_config(workdir, config, allow_config_change)
+        components = check_training_config(config)
+        workdir.mkdir(parents=True, exist_ok=True)
+        if owner is not None:
+            owner.take()
+        return train_in(workdir, config, config_record, components)
+
+
+def train_in(workdir: pathlib.Path, config: ml_collections.ConfigDict, config_record: ConfigRecord,
+             components: Components) -> RunState:
+    """:func:`run`'s work, in a run directory this process owns whose config has been checked."""
+    use_compilation_cache(config.get("compilation_cache"))  # a resume reads its compiled programs back
     mesh = make_mesh()
     optimizer = components.optimizer
     checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
@@ -439,11 +407,12 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
     train_state = replicate(run_state.train_state, mesh)
 
     previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))
-    with progress_bar("training", int(config.iterations), unit="iteration", enabled=show_progress) as bar:
+    stop = StopOnSignal()  # SIGINT/SIGTERM: finish and save the iteration, then stop (zerolab.training.interrupt)
+    with stop, progress_bar("training", int(config.iterations), unit="iteration", enabled=show_progress) as bar:
         bar.advance(run_state.iteration)
         for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
             bar.set_rate(f"iteration {iteration}: self-play")
-            record, run_state, train_state, *last_records = run_iteration(
+            record, run_state, train_state, last_records, earlier_actions = run_iteration(
                 iteration, run_state, train_state, components, mesh, selfplay_fn, train_step, base_key, bar
             )
             record["wall_s"] = previous_wall_seconds + record["iteration_s"]
@@ -452,8 +421,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             if main_process:
                 games_path = workdir / "games" / f"selfplay-{iteration}.pgn"
                 with writing(games_path):
-                    write_selfplay_games(components.game, last_records[0], games_path, pgn_games,
-                                         f"self-play iteration {iteration}")
+                    write_selfplay_games(components.game, last_records, games_path, pgn_games,
+                                         f"self-play iteration {iteration}", earlier_actions)
             save_started = time.perf_counter()
             checkpoints.save(run_state, config)
             logger.info("iteration %d: checkpoint saved in %.1f s", iteration, time.perf_counter() - save_started)
@@ -463,6 +432,10 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
             bar.set_rate(f"loss {record.get('loss', float('nan')):.3f} · {record['selfplay_moves_per_s']:.0f} moves/s")
             logger.info("iteration %d: %s", iteration, json.dumps(
                 {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+            # every process stops after the same iteration (a signal may reach only some of them)
+            if sum_over_processes(stop.requested or 0) and iteration < int(config.iterations):
+                metrics_log.close()
+                raise TrainingInterrupted(stop.requested or signal.SIGTERM, iteration, str(workdir))
     metrics_log.close()
     run_state.train_state = jax.device_get(train_state)
     return run_state
