@@ -220,3 +220,22 @@ def test_library_errors_log_one_short_line_without_their_traceback():
                                                             ("a\nb",), None)
     OneLineLibraryErrors().filter(own)
     assert own.getMessage() == "m a\nb"
+
+
+def test_sizes_that_do_not_split_over_the_devices_are_refused_before_the_run_directory_is_made(tmp_path):
+    """16 games over 3 devices: refused at the door (status 2, one line naming the key), with no run directory made;
+    before, "new run" had written its files when self-play found it out."""
+    import pathlib
+    import subprocess
+
+    from tests.fast_compile import subprocess_env
+
+    workdir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "zerolab", "train", "--config", "quickstart", "--workdir",
+                             str(workdir), "--host-devices", "3", "selfplay.num_games=16"],
+                            cwd=pathlib.Path(__file__).resolve().parents[2], capture_output=True, text=True,
+                            timeout=300, env=subprocess_env())
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == ("error: selfplay.num_games=16 must be divisible by the number "
+                                                      "of devices (3)")
+    assert not workdir.exists()

@@ -31,6 +31,7 @@ import optax
 
 from zerolab import config as config_lib
 from zerolab.config import check_at_least, check_choice, section_dataclass
+from zerolab.devices import check_divisible, make_mesh
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.training.checkpoint_paths import resolve_checkpoint
 from zerolab.games import Game, make_game
@@ -169,11 +170,17 @@ class Components:
 def check_training_config(config: Any) -> Components:
     """A training run's config read whole and checked before anything is made or written: ``iterations`` and every
     component's values (:meth:`Components.from_config`: the game, the network's name and sizes, the search, the
-    self-play sizes, the method, the replay window, the training settings).  Raises ValueError (a
+    self-play sizes, the method, the replay window, the training settings) and the sizes that split over the
+    devices (``selfplay.num_games``, ``train.batch_size``).  Raises ValueError (a
     :class:`~zerolab.config.ConfigError` for a value out of range or a name not known) naming the key, the value
     and what was expected; returns the components."""
     check_at_least("iterations", config.iterations, 0)
-    return Components.from_config(config)
+    components = Components.from_config(config)
+    # the sizes split over the devices (all processes' together) before anything is written, not after
+    mesh = make_mesh()
+    check_divisible("selfplay.num_games", components.selfplay.num_games, mesh)
+    check_divisible("train.batch_size", components.train.batch_size, mesh)
+    return components
 
 
 @dataclasses.dataclass(frozen=True)
