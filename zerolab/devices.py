@@ -211,6 +211,15 @@ def device_memory_budget(gib: float | None, device: jax.Device) -> int | None:
     return int(stats["bytes_limit"]) if "bytes_limit" in stats else None
 
 
+def device_memory_bytes(gib: float | None, device: jax.Device) -> int:
+    """Bytes a program may take on ``device``: :func:`device_memory_budget`, or on the CPU (which reports no limit)
+    the host's physical memory."""
+    budget = device_memory_budget(gib, device)
+    if budget is not None:
+        return budget
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
 def process_share(name: str, size: int, num_devices: int, num_local_devices: int, num_processes: int = 1) -> int:
     """This process's part of a global batch of ``size`` split evenly over ``num_devices`` devices, of which
     ``num_local_devices`` belong to this process: ``size / num_devices * num_local_devices``.

@@ -29,3 +29,35 @@ def test_inclusive_prefix_counts_is_cumsum_at_every_depth(length, width):
     counts = np.random.default_rng(length).integers(0, 3, (3, length)).astype(np.float32)
     prefix = jax.jit(inclusive_prefix_counts, static_argnums=1)(jnp.asarray(counts), width)
     np.testing.assert_array_equal(np.asarray(prefix), np.cumsum(counts, axis=-1))
+
+
+def test_tree_bytes_is_the_size_of_the_tree_instantiate_tree_makes():
+    """The door's estimate of a search tree (zerolab.training.runs.check_search_fits) is the real tree's size: every
+    array of ``instantiate_tree``'s output for one game, measured from its shapes."""
+    from zerolab.games import make_game
+    from zerolab.search.tree import instantiate_tree, tree_bytes
+
+    game = make_game("gardner_chess")
+    state = jax.eval_shape(game.init, jax.random.key(0))
+    embedding_bytes = sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(state))
+    for simulations, slots in ((7, 5), (32, game.max_legal_actions)):
+        def make(state):
+            batch = jax.tree.map(lambda leaf: leaf[None], state)
+            return instantiate_tree(jnp.zeros((1, game.num_actions)), jnp.zeros(1), batch,
+                                    batch.legal_action_mask, simulations, slots)
+
+        tree = jax.eval_shape(make, state)
+        measured = sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
+        assert tree_bytes(simulations, slots, embedding_bytes) == measured
+
+
+def test_a_search_whose_tree_cannot_fit_a_device_is_refused_at_the_door():
+    """``search.num_simulations=100000000``: refused by check_training_config, before anything is compiled or
+    written, with the tree's size; a size that fits passes."""
+    from zerolab.config import load_config
+    from zerolab.training.runs import check_training_config
+
+    with pytest.raises(ValueError, match=r"search.num_simulations=100000000: one game's search tree needs "
+                                         r"[0-9.]+ GiB \(100,000,001 nodes of [0-9.]+ KiB\), more than the "):
+        check_training_config(load_config("quickstart", "tiny", ["search.num_simulations=100000000"]))
+    check_training_config(load_config("quickstart", "tiny", ["selfplay.device_memory_gib=0.5"]))

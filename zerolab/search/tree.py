@@ -188,6 +188,17 @@ def minimum_logit(dtype) -> jax.Array:
     return jnp.asarray(jnp.finfo(dtype).min, dtype)
 
 
+#: Fields :func:`instantiate_tree` keeps per node and per slot (4 bytes each: int32 or float32).
+NODE_FIELDS, SLOT_FIELDS = 6, 7
+
+
+def tree_bytes(num_simulations: int, num_slots: int, embedding_bytes: int) -> int:
+    """Bytes of one game's tree as :func:`instantiate_tree` makes it (float32 values, no ``extra_data``):
+    ``num_simulations + 1`` nodes, each with its node fields, ``num_slots`` slots and an embedding of
+    ``embedding_bytes``.  What a search cannot do without, for checking a config before anything is compiled."""
+    return (num_simulations + 1) * (4 * NODE_FIELDS + 4 * SLOT_FIELDS * num_slots + embedding_bytes)
+
+
 def instantiate_tree(prior_logits: jax.Array, value: jax.Array, embedding: Any, legal_action_mask: jax.Array,
                      num_simulations: int, num_slots: int, extra_data: Any = None) -> Tree:
     """An empty tree of ``num_simulations + 1`` nodes with the root expanded: its slots from ``legal_action_mask``

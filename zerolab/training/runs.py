@@ -31,7 +31,7 @@ import optax
 
 from zerolab import config as config_lib
 from zerolab.config import check_at_least, check_choice, section_dataclass
-from zerolab.devices import check_divisible, make_mesh
+from zerolab.devices import check_divisible, device_memory_bytes, format_bytes, make_mesh
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.training.checkpoint_paths import resolve_checkpoint
 from zerolab.games import Game, make_game
@@ -42,6 +42,7 @@ from zerolab.training.replay_checkpoints import ReplayCheckpoints
 from zerolab.training.run_directory import SHAPE_DEFINING_PREFIXES, writing
 from zerolab.training.method import ALPHAZERO, Method, make_method
 from zerolab.search.config import SearchConfig, SearchRules
+from zerolab.search.tree import tree_bytes
 from zerolab.selfplay.types import SelfPlayConfig
 
 logger = logging.getLogger(__name__)
@@ -180,7 +181,27 @@ def check_training_config(config: Any) -> Components:
     mesh = make_mesh()
     check_divisible("selfplay.num_games", components.selfplay.num_games, mesh)
     check_divisible("train.batch_size", components.train.batch_size, mesh)
+    check_search_fits(components, mesh.devices.flat[0])
     return components
+
+
+def check_search_fits(components: Components, device: jax.Device) -> None:
+    """Refuses a search whose tree for a single game cannot fit a device (self-play can split its games into chunks
+    down to one game a chunk, not further): the tree's size from its shape alone
+    (:func:`zerolab.search.tree.tree_bytes`, the game's state as each node's embedding), against
+    ``selfplay.device_memory_gib`` or the device's memory (the host's on the CPU)."""
+    game, search = components.game, components.search
+    state = jax.eval_shape(game.init, jax.random.key(0))
+    embedding_bytes = sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(state))
+    num_slots = min(game.max_legal_actions, game.num_actions)
+    one_game = tree_bytes(search.num_simulations, num_slots, embedding_bytes)
+    available = device_memory_bytes(components.selfplay.device_memory_gib, device)
+    if one_game > available:
+        raise ValueError(
+            f"search.num_simulations={search.num_simulations}: one game's search tree needs {format_bytes(one_game)} "
+            f"({search.num_simulations + 1:,} nodes of {one_game / (search.num_simulations + 1) / 1024:.1f} KiB), more "
+            f"than the {format_bytes(available)} a device has ({device.platform}); self-play can play one game a "
+            f"chunk, not less")
 
 
 @dataclasses.dataclass(frozen=True)
