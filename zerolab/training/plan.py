@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 import time
 from typing import Any
@@ -48,6 +49,8 @@ from zerolab.selfplay.chunks import ChunkChoice, SelfPlayDoesNotFit, choose_chun
 from zerolab.selfplay.frames import Frames, PackedFrames, frame_codec
 from zerolab.training.replay import POLICY_ARRAYS, STORAGE_DTYPES, FrameCodec, FrameWindow
 from zerolab.training.runs import Components, init_train_state
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,10 +96,13 @@ class ProgramCost(ProgramMemory):
 
 
 def compile_cost(name: str, lowered: Any) -> ProgramCost:
-    """Compiles ``lowered`` (a ``jax.stages.Lowered``) and reads its cost and memory analyses."""
+    """Compiles ``lowered`` (a ``jax.stages.Lowered``) and reads its cost and memory analyses (logging a line before
+    and after: a plan's compilations take minutes on a CPU)."""
+    logger.info("plan: compiling the %s", name)
     started = time.perf_counter()
     compiled = lowered.compile()
     seconds = time.perf_counter() - started
+    logger.info("plan: %s compiled in %.1f s", name, seconds)
     cost = compiled.cost_analysis()
     cost = (cost[0] if isinstance(cost, (list, tuple)) else cost) or {}
     return ProgramCost(**dataclasses.asdict(program_memory(compiled)), name=name, compile_seconds=seconds,
