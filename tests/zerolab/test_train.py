@@ -456,6 +456,7 @@ def test_a_busy_run_directory_is_refused_and_sigterm_stops_after_a_saved_iterati
 SHARDING_CHECK = textwrap.dedent("""
     import jax, numpy as np, optax
     from zerolab.devices import make_mesh, replicate, shard_host_batch
+    from zerolab.games import make_game
     from zerolab.networks.network import AlphaZeroResNet
     from zerolab.search.config import SearchConfig
     from zerolab.selfplay.programs import make_selfplay_fn
