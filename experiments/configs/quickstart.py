@@ -1,6 +1,7 @@
 """Quickstart: AlphaGateau (the GATEAU graph network + Gumbel MuZero self-play) on Gardner chess.
 
-``tiny`` trains on a 2-core CPU in about 12 minutes (691 s of training measured under load, README); ``paper`` uses the AlphaGateau paper's 5×5 settings.
+``tiny`` trains on a 2-core CPU in about 12 minutes (710 s for the experiment, 506 s of it training, on an idle
+2-core CPU: zerolab/README); ``paper`` uses the AlphaGateau paper's 5×5 settings.
 ``model.name=resnet`` runs the same with the AlphaZero ResNet baseline (the quickstart's network until
 AlphaGateau was measured to train better here: see zerolab/README.md).
 """
@@ -28,6 +29,10 @@ def get_config(preset: str = "tiny"):
         config.search.max_num_considered_actions = 8
         config.selfplay.num_games = 64
         config.selfplay.plies_per_iteration = 64
+        # A game's cap (games go on from call to call): at 64 plies the final network scored 0.449 ± 0.036 against
+        # the quickstart made before games were carried, at 256 only 0.336 ± 0.033 (its self-play drew 30 % of its
+        # games, long shuffles teaching the value head a draw; zerolab/README, issue 45)
+        config.selfplay.max_game_plies = 64
         config.selfplay.temperature_plies = 4
         config.replay.window_size = 20_000
         config.train.batch_size = 128
