@@ -79,10 +79,10 @@ def get_config(preset: str = "tiny"):
         config.evaluation.num_simulations = 8
         config.evaluation.max_game_plies = 80
     elif preset == "evidence":
-        # 5×5: the quickstart's training keys (its tiny preset: 0.969 against its own iteration 0, zerolab README).
+        # 5×5: the quickstart's training keys (its tiny preset, 64-ply game cap included: zerolab README).
         config.pretrain = stage_config(iterations=10, num_games=64, plies=64, window_size=20_000, batch_size=128,
                                        epochs_per_iteration=1.0, keep_period=10, temperature_plies=4,
-                                       max_game_plies=256)
+                                       max_game_plies=64)
         # 8×8: games of up to 200 plies (the tiny preset's 48 made nearly every value target a draw): 32 games ×
         # 200 plies an iteration, 8 iterations (51,200 positions), a window of two iterations' frames, half of it
         # trained on an iteration (each frame about once).  Calls as long as the cap are the measured run's
