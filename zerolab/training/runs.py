@@ -181,7 +181,7 @@ def check_training_config(config: Any) -> Components:
     mesh = make_mesh()
     check_divisible("selfplay.num_games", components.selfplay.num_games, mesh)
     check_divisible("train.batch_size", components.train.batch_size, mesh)
-    check_search_fits(components, mesh.devices.flat[0])
+    check_search_fits(components, jax.local_devices()[0])  # a device this process can ask for its memory
     return components
 
 
