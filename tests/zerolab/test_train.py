@@ -430,6 +430,7 @@ def test_a_busy_run_directory_is_refused_and_sigterm_stops_after_a_saved_iterati
     refusal = [line for line in second.stderr.splitlines() if line.startswith("error:")]
     assert len(refusal) == 1 and f"is in use by pid {os.getpid()} on " in refusal[0], second.stderr[-2000:]
     assert files_of(run_copy) == {**before, run_copy / OWNER_FILE: files_of(run_copy)[run_copy / OWNER_FILE]}
+    assert OWNER_FILE == "owner.lock"  # the name zerolab/README gives users to look for
     process = subprocess.Popen(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 900
