@@ -13,12 +13,17 @@
      8×8 without any 8×8 training: the last one is the 5×5 model's 8×8 rating before fine-tuning;
    * ``chess@k`` — the fine-tuning checkpoints (every ``finetune.checkpoint.keep_period``-th and the last; its
      iteration 0 is the last 5×5 checkpoint itself, already rated);
+   * ``scratch@k`` — with ``config.scratch``, the control: the 8×8 stage trained again in ``workdir/scratch`` with
+     the same keys and seed from an untrained network (the one the 5×5 stage started from: AlphaGateau's
+     parameters do not depend on the board), drawn at the same 8×8 iterations as the fine-tuning;
 
 4. when ``config.match.games`` > 0, plays two head-to-head matches on 8×8 (``play_pairings`` in
    ``workdir/head-to-head``: ``matches.json``, ``elo.json``, ``games/*.pgn``; not played again on a rerun): the last
    5×5 checkpoint against the untrained network (the transfer) and the last fine-tuned checkpoint against that 5×5
    checkpoint (the fine-tuning), each ``match.games`` games, half with each colour, ``match.num_simulations``,
-   a draw at ``match.max_game_plies``;
+   a draw at ``match.max_game_plies``; with ``config.scratch`` a third, the last fine-tuned checkpoint against the
+   last from-scratch one (the control: the paper's claim is that pre-training on 5×5 then fine-tuning beats
+   training 8×8 from scratch at equal 8×8 iterations);
 5. writes ``elo.json``, ``elo.txt``, ``figures/alphagateau_finetune.png`` (Elo against iterations — 5×5 ones, then
    8×8 ones — and against cumulative training wall-clock) and ``summary.json`` (with ``head_to_head``: each match's
    W/D/L, score ± se, Elo ± se and its capped games; and ``selfplay``: each stage's finished, decisive and drawn
@@ -54,8 +59,10 @@ from zerolab.training import MetricsLog
 PRETRAIN_GAME = "gardner_chess"
 FINETUNE_GAME = "chess"
 UNTRAINED = "untrained"
+SCRATCH = "scratch"
 PRETRAIN_SERIES = "trained on 5×5, played on 8×8"
 FINETUNE_SERIES = "fine-tuned on 8×8 from the 5×5 parameters"
+SCRATCH_SERIES = "trained on 8×8 from scratch (the control)"
 HEAD_TO_HEAD_DIRECTORY = "head-to-head"
 
 
@@ -100,10 +107,14 @@ def head_to_head_summary(record: PairingRecord) -> dict[str, Any]:
             "wall_s": record.wall_s}
 
 
-def head_to_head_pairings(before: str, final: str, games: int) -> list[Pairing]:
+def head_to_head_pairings(before: str, final: str, games: int, scratch: str | None = None) -> list[Pairing]:
     """The transfer (the last 5×5 network against the untrained one) and the fine-tuning (the last fine-tuned network
-    against that 5×5 one) on 8×8, ``games`` games each."""
-    return [Pairing(before, UNTRAINED, games), Pairing(final, before, games)]
+    against that 5×5 one) on 8×8, ``games`` games each; with ``scratch`` (the last from-scratch 8×8 network), the
+    control: the last fine-tuned network against it."""
+    pairings = [Pairing(before, UNTRAINED, games), Pairing(final, before, games)]
+    if scratch is not None:
+        pairings.append(Pairing(final, scratch, games))
+    return pairings
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
@@ -115,9 +126,11 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
 
 def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparison, pretrain: TrainedRun,
-                      finetune: TrainedRun, before: str, final: str) -> dict[str, dict[str, Any]]:
-    """The two head-to-head matches of :func:`head_to_head_pairings` on 8×8 (``config.match``; none when its
-    ``games`` is 0) in ``workdir/head-to-head``, each summarised by :func:`head_to_head_summary` and printed."""
+                      finetune: TrainedRun, before: str, final: str,
+                      scratch: TrainedRun | None = None) -> dict[str, dict[str, Any]]:
+    """The head-to-head matches of :func:`head_to_head_pairings` on 8×8 (``config.match``; none when its ``games``
+    is 0) in ``workdir/head-to-head``, each summarised by :func:`head_to_head_summary` and printed; ``scratch`` (the
+    control run) adds the last fine-tuned checkpoint against its last one."""
     games = int(config.match.games)
     if games <= 0:
         return {}
@@ -125,10 +138,14 @@ def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparis
     checkpoints = {UNTRAINED: (pretrain, 0), before: (pretrain, pretrain.last_step)}
     if final != before:
         checkpoints[final] = (finetune, finetune.last_step)
+    scratch_name = None
+    if scratch is not None:
+        scratch_name = f"{scratch.name}@{scratch.last_step}"
+        checkpoints[scratch_name] = (scratch, scratch.last_step)
     loaders = {name: functools.partial(checkpoint_agent, run.directory, step, comparison.game, match, name,
                                        comparison.search_options)
                for name, (run, step) in checkpoints.items()}
-    _, records = play_pairings(head_to_head_pairings(before, final, games), loaders, comparison.game,
+    _, records = play_pairings(head_to_head_pairings(before, final, games, scratch_name), loaders, comparison.game,
                                comparison.workdir / HEAD_TO_HEAD_DIRECTORY, max_game_plies=match.max_game_plies,
                                seed=int(config.seed) + 2, show_progress=bool(config.progress),
                                event="AlphaGateau 5×5 → 8×8, head to head")
@@ -144,14 +161,19 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     pretrain = comparison.train("gardner", stage_training_config(config, "pretrain", PRETRAIN_GAME))
     init_from = str(pretrain.directory / "checkpoints" / str(pretrain.last_step))
     finetune = comparison.train("chess", stage_training_config(config, "finetune", FINETUNE_GAME, init_from=init_from))
+    scratch = (comparison.train(SCRATCH, stage_training_config(config, "finetune", FINETUNE_GAME))
+               if config.scratch else None)
     pretrained = [comparison.contestant(pretrain, step, UNTRAINED if step == 0 else PRETRAIN_SERIES,
                                         UNTRAINED if step == 0 else None) for step in pretrain.steps]
     finetuned = [comparison.contestant(finetune, step, FINETUNE_SERIES, iteration_offset=pretrain.last_step,
                                        wall_offset=pretrain.wall_seconds[pretrain.last_step])
                  for step in finetune.steps if step]
+    from_scratch = [] if scratch is None else [
+        comparison.contestant(scratch, step, SCRATCH_SERIES, iteration_offset=pretrain.last_step)
+        for step in scratch.steps if step]  # its step 0 is the untrained network, already rated
     before, final = pretrained[-1], (pretrained + finetuned)[-1]  # the last 5×5 checkpoint, the last one rated
-    head_to_head = play_head_to_head(config, comparison, pretrain, finetune, before.name, final.name)
-    book = comparison.rate(pretrained + finetuned)
+    head_to_head = play_head_to_head(config, comparison, pretrain, finetune, before.name, final.name, scratch)
+    book = comparison.rate(pretrained + finetuned + from_scratch)
     print(book.format_table())
 
     ratings = book.ratings()
@@ -162,6 +184,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         series.setdefault(PRETRAIN_SERIES, []).extend(series.pop(UNTRAINED, []))
         if FINETUNE_SERIES in series:
             series[FINETUNE_SERIES].append((float(getattr(before, x)), *ratings[before.name]))
+        if SCRATCH_SERIES in series and x == "iteration":  # 8×8 iteration 0 of the control: the untrained network
+            series[SCRATCH_SERIES].append((float(before.iteration), *ratings[UNTRAINED]))
         return series
 
     untrained = {"untrained AlphaGateau": ratings[UNTRAINED]}
@@ -175,7 +199,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     final_minus_before = fit.difference(final.name, before.name)
     return comparison.write_summary({
         "model": config.model.to_dict(),
-        "stages": {"pretrain": pretrain.statistics(), "finetune": finetune.statistics()},
+        "stages": {"pretrain": pretrain.statistics(), "finetune": finetune.statistics(),
+                   **({} if scratch is None else {SCRATCH: scratch.statistics()})},
         "before_finetuning": {
             "player": before.name, "rating": ratings[before.name][0], "sigma": ratings[before.name][1],
             "minus_untrained": {"elo": before_minus_untrained[0], "sigma": before_minus_untrained[1]},
@@ -185,8 +210,9 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
             "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]},
         },
         "head_to_head": head_to_head,
-        "selfplay": {"pretrain": selfplay_outcomes(MetricsLog(pretrain.directory).records()),
-                     "finetune": selfplay_outcomes(MetricsLog(finetune.directory).records())},
+        "selfplay": {name: selfplay_outcomes(MetricsLog(run.directory).records())
+                     for name, run in (("pretrain", pretrain), ("finetune", finetune), (SCRATCH, scratch))
+                     if run is not None},
         "evaluation": config.evaluation.to_dict(),
         "match": config.match.to_dict(),
     }, figure_path)

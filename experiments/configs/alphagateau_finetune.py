@@ -12,6 +12,8 @@ the last 5×5 checkpoint with a fresh optimiser (``init_from``).  ``evaluation``
   an iteration, the cap = the plies of an iteration) for 8 iterations, and two head-to-head matches of 128
   games on 8×8 at 16 simulations measure the transfer (the last 5×5 network against the untrained one) and the
   fine-tuning (the last 8×8 network against that 5×5 one); the Algorithm 2 rating is kept small (16-game matches).
+  The control (``scratch``): the same 8×8 stage trained from the untrained network, played against the fine-tuned
+  one at equal 8×8 iterations (128 games): does pre-training on 5×5 beat training 8×8 from scratch?
 * ``paper``: the paper's fine-tuning experiment (hidden size 128, 10 blocks, Adam 1e-3, 1024 games of 256 plies per
   iteration on 5×5 and 256 games of 512 plies on 8×8, 128 simulations, 1M-frame window, batch 256, 100 + 100
   iterations).
@@ -60,6 +62,10 @@ def get_config(preset: str = "tiny"):
             # Head to head on 8×8 (0 games: none): the last 5×5 network against the untrained one, and the last
             # fine-tuned network against that 5×5 one.
             "match": {"games": 0, "num_simulations": 128, "max_game_plies": 512},
+            # The control for the transfer claim: the 8×8 stage trained again from the untrained network (the same
+            # ``finetune`` keys and seed, in ``workdir/scratch``), rated beside the fine-tuned run and, when
+            # ``match.games`` > 0, played against it at equal 8×8 iterations.
+            "scratch": False,
             # Where JAX keeps compiled programs between processes and matches ("" leaves JAX's setting alone).
             "compilation_cache": "~/.cache/zerolab/jax-compilation",
         }
@@ -92,6 +98,7 @@ def get_config(preset: str = "tiny"):
                                        epochs_per_iteration=0.5, keep_period=8, temperature_plies=4)
         config.evaluation.update({"games": 16, "num_simulations": 8, "max_game_plies": 200})
         config.match.update({"games": 128, "num_simulations": 16, "max_game_plies": 200})
+        config.scratch = True
     elif preset == "paper":
         config.model.num_blocks = 10  # the paper's fine-tuning model: 10 residual layers, 1.7M parameters
         config.model.dtype = "bfloat16"  # accelerators: the network computes in bfloat16, all else in float32
@@ -103,6 +110,7 @@ def get_config(preset: str = "tiny"):
         config.finetune = stage_config(iterations=100, num_games=256, plies=512, window_size=1_000_000,
                                        batch_size=256, epochs_per_iteration=1.0, keep_period=10, temperature_plies=0)
         config.match.games = 128
+        config.scratch = True
     else:
         raise KeyError(preset)
     return config
