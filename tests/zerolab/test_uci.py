@@ -599,10 +599,11 @@ def test_a_timed_move_before_any_search_compiles_waits_inside_its_time_not_past_
     assert "for the first search to compile" in notes[0] and "still compiling" in notes[1], notes
 
 
-def test_isready_is_answered_while_the_network_loads(monkeypatch):
+def test_readyok_comes_when_a_move_can_be_made_not_before():
+    """``isready`` while the network loads is answered once loading ends (lc0 and Stockfish answer when ready, and
+    python-chess then gives the first ``go`` its whole time); a load that fails says why before ``readyok``."""
     from zerolab.frontends import uci_search
 
-    monkeypatch.setattr(uci_search, "READY_WAIT", 0.2)
     loading, failed = threading.Event(), []
 
     def load():
@@ -614,13 +615,13 @@ def test_isready_is_answered_while_the_network_loads(monkeypatch):
     warm_up.start()
     running = Harness(uci_search.SearchServer(engine, "loading", 4))
     running.send("uci")
-    assert running.read_until("uciok", timeout=2)[-1] == "uciok"
+    assert running.read_until("uciok", timeout=2)[-1] == "uciok"  # the handshake does not wait for the network
     running.send("isready")
-    assert running.read_until("readyok", timeout=2) == ["readyok"]  # while the load still runs
+    with pytest.raises(AssertionError, match="no line starting with 'readyok'"):
+        running.read_until("readyok", timeout=0.5)  # still loading: no readyok yet
     loading.set()
     warm_up.join(5)
     assert [str(error) for error in failed] == ["no such network"]  # serve_search_engine ends the process here
-    running.send("isready")
     assert running.read_until("readyok", timeout=2) == [
         "info string error: the engine failed to start: ValueError: no such network", "readyok"]
     running.quit()
@@ -884,16 +885,18 @@ def assert_searched(result, board, nodes):
 
 @pytest.mark.slow
 def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, stockfish_path):
-    """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice, with python-chess's
-    default time-outs (10 s for the handshake and for ``isready``, asked at once while the engine still loads and
-    compiles), one simulation a move, the run's PUCT search, under node limits, cutechess-style clocks
+    """``python -m zerolab uci --checkpoint RUN`` against Stockfish to the end of the game, twice (a cold start:
+    ``readyok`` waits until a move can be made, which may take longer than python-chess's 10 s), one simulation a move, the run's PUCT search, under node limits, cutechess-style clocks
     with increments and move times in turn; every move legal and searched (``assert_searched``): ``nodes 1`` under a
     node limit, any count under a clock or a move time.  Then ``go movetime 500`` uses most of its half second
-    (the engine searches again and again until its budget is used, rather than one search of ``Simulations``)."""
+    (the engine searches again and again until its budget is used, rather than one search of ``Simulations``).
+    Last, a second start, with python-chess's default time-outs throughout: its first call is a one-second move, which
+    must come in time (the checkpoint read once, the programs read back from the compilation cache)."""
     command = zerolab_uci("--checkpoint", str(chess_run), "--simulations", "1")
-    with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT) as engine, \
+    with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT, timeout=300) as engine, \
             chess.engine.SimpleEngine.popen_uci(stockfish_path, timeout=20) as stockfish:
-        engine.ping()  # isready within the default 10 s, while the network loads
+        engine.ping()  # readyok when a move can be made
+        engine.timeout = 10.0  # python-chess's default from here on
         assert engine.id["name"] == "zerolab run"
         stockfish.configure({"Skill Level": 0})
         clock = chess.engine.Limit(white_clock=3, black_clock=3, white_inc=0.1, black_inc=0.1)  # about 0.1 s a move
@@ -917,3 +920,62 @@ def test_checkpoint_engine_plays_complete_games_through_python_chess(chess_run, 
         result = engine.play(board, chess.engine.Limit(time=0.5), info=chess.engine.INFO_ALL)
         assert_searched(result, board, None)
         assert result.info["time"] >= 0.25 and result.info["nodes"] >= 2, result.info
+    with chess.engine.SimpleEngine.popen_uci(command, cwd=REPOSITORY_ROOT) as again:
+        board = chess.Board()
+        result = again.play(board, chess.engine.Limit(time=1), info=chess.engine.INFO_ALL)
+        assert result.move in board.legal_moves and "nodes" in result.info, result.info
+
+
+def test_the_analysis_engine_answers_64_positions_in_one_batched_request(chess_run):
+    """``python -m zerolab analysis``'s engine on the tiny run: 64 positions (random legal games, python-chess) in one
+    query, one compiled search of batch 64; every answer's moves legal in its position, visits adding up to the root's,
+    each principal variation playable, priors a distribution.  A game query (KataGo's ``moves`` + ``analyzeTurns``)
+    answers each turn, and bad fields are named."""
+    import io
+    import json
+    import random
+
+    from zerolab.frontends import analysis
+
+    generator, boards = random.Random(7), []
+    while len(boards) < 64:
+        board = chess.Board()
+        for _ in range(generator.randrange(0, 40)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(generator.choice(moves))
+        if not board.is_game_over():
+            boards.append(board)
+    engine = analysis.checkpoint_engine(str(chess_run), visits=4)
+    queries = [{"id": "many", "positions": [board.fen() for board in boards], "maxVisits": 6},
+               {"id": "game", "moves": ["e2e4", "e7e5", "g1f3"], "analyzeTurns": [0, 3]},
+               {"id": "bad-move", "moves": ["e2e5"]},
+               {"id": "bad-visits", "positions": [boards[0].fen()], "maxVisits": 0}]
+    output = io.StringIO()
+    engine.serve(io.StringIO("\n".join(json.dumps(query) for query in queries) + "\n"), output)
+    responses = [json.loads(line) for line in output.getvalue().splitlines()]
+    assert list(engine._programs) == [(64, 6), (2, 4)]  # the 64 positions in one search
+    many = [response for response in responses if response["id"] == "many"]
+    assert [response["turnNumber"] for response in many] == list(range(64))
+    for board, response in zip(boards, many):
+        infos = response["moveInfos"]
+        assert response["rootInfo"]["visits"] == 7 and sum(info["visits"] for info in infos) == 6, response
+        assert [info["order"] for info in infos] == list(range(len(infos)))
+        assert all(a["visits"] >= b["visits"] for a, b in zip(infos, infos[1:]))
+        for info in infos:
+            line = board.copy()
+            for move in info["pv"]:
+                assert chess.Move.from_uci(move) in line.legal_moves, (board.fen(), info)
+                line.push_uci(move)
+            assert info["pv"][0] == info["move"] and -1 <= info["value"] <= 1 and 0 < info["prior"] <= 1
+            assert info["winrate"] == pytest.approx((info["value"] + 1) / 2)
+    game = [response for response in responses if response["id"] == "game"]
+    assert [response["turnNumber"] for response in game] == [0, 3]
+    after = chess.Board()
+    for move in ("e2e4", "e7e5", "g1f3"):
+        after.push_uci(move)
+    assert {info["move"] for info in game[1]["moveInfos"]} <= {move.uci() for move in after.legal_moves}
+    errors = {response["id"]: response for response in responses if "error" in response}
+    assert errors["bad-move"]["field"] == "moves[0]" and "e2e5" in errors["bad-move"]["error"]
+    assert errors["bad-visits"]["field"] == "maxVisits"

@@ -1,4 +1,4 @@
-"""``python -m zerolab COMMAND``: train, match, legal-moves, gtp, uci, bench, lc0.
+"""``python -m zerolab COMMAND``: train, match, legal-moves, gtp, uci, analysis, bench, lc0.
 
 * ``train --config NAME --workdir DIR [--preset tiny|paper] [key=value ...]`` — trains with the config
   ``experiments/configs/NAME.py``; rerunning on the same DIR resumes.  On several hosts, start it once per process
@@ -18,6 +18,10 @@
   over a checkpoint's network and search (its rules included), searching until a move's time is used, with a
   per-user compilation cache; bad input (no such checkpoint or step, a Go run, a bad override) is refused before
   ``uciok`` with exit status 2 (see :mod:`zerolab.frontends.uci_search`).
+* ``analysis --checkpoint DIR [--visits N] [--max-batch B] [search.KEY=VALUE ...]`` — a JSON analysis engine in
+  KataGo's shape over any checkpoint (chess, Gardner chess, Go): queries of many positions on stdin, each query's
+  positions searched in one batch, per-move visits, values, priors and principal variations out (see
+  :mod:`zerolab.frontends.analysis`).
 * ``bench`` — self-play and training throughput as JSON lines, with the overhead over a bare pgx + mctx loop and the
   efficiency (the floor's time — evaluations and game steps alone — over self-play's).
 * ``lc0 describe|eval|convert|bench`` — lc0-format networks such as maia-1900 (see :mod:`zerolab.frontends.lc0_cli`).
@@ -325,6 +329,14 @@ def command_uci(args: argparse.Namespace) -> int:
                                           compilation_cache=args.compilation_cache)
 
 
+def command_analysis(args: argparse.Namespace) -> int:
+    """The JSON analysis engine on stdin/stdout (see :mod:`zerolab.frontends.analysis`)."""
+    from zerolab.frontends import analysis
+
+    args.overrides = search_overrides(args.overrides, "analysis")
+    return analysis.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m zerolab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -402,6 +414,18 @@ def build_parser() -> argparse.ArgumentParser:
                           "searches back (default: %(default)s; '' for none)")
     uci.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
     uci.set_defaults(handler=command_uci)
+    analysis = commands.add_parser("analysis", help="JSON analysis engine (KataGo's shape) over a checkpoint: many "
+                                                    "positions a query, searched in one batch")
+    analysis.add_argument("--checkpoint", required=True, help="run directory (newest readable step) or step directory")
+    analysis.add_argument("--step", type=int, default=None, help="checkpoint step of a run directory")
+    analysis.add_argument("--visits", type=int, default=None,
+                          help="simulations a position when a query gives no maxVisits (default: the run's)")
+    analysis.add_argument("--max-batch", type=int, default=64, help="most positions searched at once (default 64)")
+    analysis.add_argument("--seed", type=int, default=0, help="seed of the search keys")
+    analysis.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
+                          help="JAX's persistent compilation cache ('' for none)")
+    analysis.add_argument("overrides", nargs="*", help="search.KEY=VALUE overrides, e.g. search.kind=muzero")
+    analysis.set_defaults(handler=command_analysis)
     return parser
 
 
@@ -413,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         return lc0_main(argv[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if args.command in ("train", "uci"):
+    if args.command in ("train", "uci", "analysis"):
         args.overrides = split_overrides(parser, args, extra)
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

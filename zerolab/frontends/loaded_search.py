@@ -67,19 +67,21 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
     """
     import jax
 
-    from zerolab.play.search_agents import load_search_agent
+    from zerolab.play.search_agents import make_search_agent
     from zerolab.games import make_game
     from zerolab.networks.network import init_variables
+    from zerolab.training.runs import load_trained_variables
 
     quiet_closed_event_loop_errors()
-    options = {} if step is None else {"step": str(step)}
-    agent = load_search_agent(path, options)  # the run's own game: 8×8 chess in any observation (e.g. chess:lc0)
-    game, note = agent.game, ""
-    if getattr(game, "board_size", None) != 8:  # trained on another board: the same network built for 8×8 chess
-        note = (f"the network was trained on {game.name} ({game.board_size}x{game.board_size}), not 8x8 chess: "
-                "its scores on 8x8 are extrapolations")
-        game = make_game("chess")
-        agent = load_search_agent(path, options, game=game)
+    # One read of the checkpoint: a network trained on another board is built for 8×8 chess from the same variables.
+    trained = load_trained_variables(path, step)
+    run_game, note = str(trained.config.game.name), ""
+    if run_game.partition(":")[0] != "chess":  # Gardner chess (check_checkpoint refuses every other game)
+        note = f"the network was trained on {run_game}, not 8x8 chess: its scores on 8x8 are extrapolations"
+        run_game = "chess"
+    game = make_game(run_game)
+    agent = make_search_agent(trained.config, trained.variables, {}, game,
+                              name=f"{pathlib.Path(path).name}@{trained.step}")
     expected = jax.eval_shape(lambda: init_variables(agent.network, game, jax.random.key(0)))
     shapes = lambda tree: jax.tree.map(lambda leaf: tuple(leaf.shape), tree)  # noqa: E731
     if shapes(expected) != shapes(agent.variables):

@@ -23,9 +23,11 @@ and repetition counts, exactly as in self-play; consecutive positions of one gam
 loading the network (:func:`zerolab.frontends.loaded_search.check_checkpoint`: the checkpoint and ``--step``, the run's
 game, the search overrides) and refuses a mistake with one ``error:`` line, exit status 2, before any ``uciok``.
 Then JAX, pgx and the network load in a warm-up thread while the GUI handshakes: ``uci`` is answered at once;
-``isready`` waits up to :data:`READY_WAIT` seconds for the network to load (so a GUI that waits for ``readyok`` before
-starting the clock usually gets a loaded engine) and answers ``readyok`` in any case, well inside a client's 10 s
-time-out.  If loading fails after all (e.g. a network whose parameters do not fit 8×8), the engine writes
+``readyok`` means ready, as lc0's and Stockfish's do: ``isready`` is answered when a move can be made (the network
+loaded, pgx's step and the policy compiled: a timed move can then always answer in its time), so python-chess, which
+sends ``isready`` before a game's first ``go``, starts that move's clock on a loaded engine.  With a warm compilation
+cache that takes a few seconds (zerolab/README.md, "The UCI engine's start"); the checkpoint is read once.  If loading
+fails after all (e.g. a network whose parameters do not fit 8×8), the engine writes
 ``info string error: ...`` and ``error: ...`` on standard error and exits with status 2: it never plays fallback moves
 for a network it does not have.
 
@@ -97,7 +99,6 @@ MAXIMUM_SIMULATIONS = 100_000
 TIME_SAFETY = 0.9  # share of the move's time budget that the searches may fill
 TIMING_WINDOW = 8  # searches averaged in the per-simulation time
 QUIT_TIMEOUT = 5.0  # seconds ``quit`` waits for a compilation under way
-READY_WAIT = 5.0  # seconds ``isready`` waits for the network to load before answering anyway
 PRINCIPAL_VARIATION_LENGTH = 32  # most moves of a principal variation read from the tree
 FAILED_START_STATUS = 2  # exit status of ``serve_search_engine`` when the network cannot be loaded
 
@@ -539,8 +540,8 @@ class SearchEngine:
 
 
 class SearchServer(UCIServer):
-    """The UCI server of a :class:`SearchEngine`: a ``Simulations`` option; ``isready`` waits up to
-    :data:`READY_WAIT` seconds for the network to load, then answers (a ``go`` waits for what it needs)."""
+    """The UCI server of a :class:`SearchEngine`: a ``Simulations`` option; ``isready`` is answered when the engine
+    can move (:meth:`SearchEngine.wait_until_ready`), after the reason when it failed to start."""
 
     def __init__(self, engine: SearchEngine, name: str, simulations: int, options: Sequence[UCIOption] = ()):
         option = UCIOption("Simulations", "spin", simulations, 1, MAXIMUM_SIMULATIONS, on_change=engine.set_simulations)
@@ -549,7 +550,7 @@ class SearchServer(UCIServer):
         self.engine = engine
 
     def handle(self, line: str) -> bool:
-        if line.split()[:1] == ["isready"] and self.engine.wait_until_ready(READY_WAIT) and self.engine.error:
+        if line.split()[:1] == ["isready"] and self.engine.wait_until_ready() and self.engine.error:
             self.send_error(f"the engine failed to start: {type(self.engine.error).__name__}: {self.engine.error}")
         return super().handle(line)
 
