@@ -1,5 +1,9 @@
 """``python -m experiments run NAME [--preset tiny|paper] [--workdir DIR] [key=value ...]``.
 
+``python -m experiments report [--check]`` builds the READMEs' result tables from the committed ``results/``
+(:mod:`experiments.common.report`); ``python -m experiments collect NAME WORKDIR`` copies a run's results.json, summary and
+figures into ``results/NAME/`` to be committed.
+
 ``python -m experiments plan NAME [--preset paper] [--devices N] [--device-memory-gib GIB] [key=value ...]`` compiles
 an experiment's programs ahead of time and prints what they cost; with ``--devices N`` on N emulated CPU devices (a
 pod's shape: memory a device, the chunk a device's self-play games would be played in under the budget, or "does not
@@ -84,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                            "does not fit (default: selfplay.device_memory_gib, else 80)")
     plan.add_argument("overrides", nargs="*", help="config overrides key=value")
     commands.add_parser("list", help="list the experiments")
+    report = commands.add_parser("report", help="build the READMEs' result tables from the committed results/")
+    report.add_argument("--check", action="store_true",
+                        help="write nothing; list the tables that differ from the generated ones (exit status 1)")
+    collect = commands.add_parser("collect", help="copy a run's results.json, summary and figures into results/NAME")
+    collect.add_argument("name", help="experiment name")
+    collect.add_argument("workdir", help="the run directory")
     args, extra = parser.parse_known_args(argv)
     if args.command == "plan":
         args.overrides = args.overrides + extra
@@ -97,6 +107,20 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             print(f"{name:<{width}}  {experiment_summary(name)}")
         return 0
+    if args.command in ("report", "collect"):
+        from experiments.common import report, results
+
+        try:
+            if args.command == "report":
+                return report.report(check=args.check)
+            if args.name not in available_experiments():
+                raise ValueError(f"unknown experiment {args.name!r}; `python -m experiments list` names them")
+            for path in results.collect(args.workdir, report.RESULTS_DIRECTORY / args.name):
+                print(f"kept {path.relative_to(results.ROOT)}")
+            return 0
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     if args.command == "plan":
         if args.devices is not None:
             if args.devices < 1:
@@ -127,13 +151,16 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError) as error:  # a ConfigError, a RunDirectoryError, a missing input run
             print(f"error: {error}", file=sys.stderr)
             return 2
-        return run_experiment(runner, config, workdir, record, owner, growing, args.allow_config_change)
+        command = ["python", "-m", "experiments", *(sys.argv[1:] if argv is None else argv)]
+        return run_experiment(runner, config, workdir, record, owner, growing, args.allow_config_change,
+                              command, args.preset)
 
 
 def run_experiment(runner, config, workdir: pathlib.Path, record, owner, growing: tuple[str, ...],
-                   allow_config_change: bool) -> int:
+                   allow_config_change: bool, command: list[str] | None = None, preset: str = "tiny") -> int:
     """Runs a checked experiment in ``workdir`` (held by ``owner``, where this process writes the record) and prints
-    its summary; the exit status."""
+    its summary; the exit status.  A runner with ``results(summary, config)`` has its headline quantities written to
+    ``workdir/results.json`` (:func:`experiments.common.results.write_results`) by the first process."""
     try:
         with config_changes_allowed(allow_config_change), growing_leaves(growing):
             if owner is not None:
@@ -141,6 +168,11 @@ def run_experiment(runner, config, workdir: pathlib.Path, record, owner, growing
                 owner.take()
                 record.write()
             summary = runner.run(config, workdir)
+            if owner is not None and hasattr(runner, "results"):
+                from experiments.common.results import write_results
+
+                write_results(workdir, runner.__name__.rsplit(".", 1)[-1].replace("_", "-"),
+                              runner.results(summary, config), command or [], preset)
     except (TrainingInterrupted, KeyboardInterrupt) as error:  # a signal: one line on how to resume
         line, status = interruption_report(error, str(workdir))
         print(line, file=sys.stderr)
@@ -212,7 +244,11 @@ def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
 
 def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str, num_devices: int | None = None,
                     device_memory_gib: float | None = None) -> int:
-    """``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
+    """``python -m experiments report [--check]`` builds the READMEs' result tables from the committed ``results/``
+(:mod:`experiments.common.report`); ``python -m experiments collect NAME WORKDIR`` copies a run's results.json, summary and
+figures into ``results/NAME/`` to be committed.
+
+``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
     programs are not the core's training loop; on one device, unless its ``plan`` takes ``num_devices`` and
     ``device_memory_gib`` for a core training run it plans), else each training run's programs
     (:func:`zerolab.training.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of

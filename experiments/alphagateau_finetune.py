@@ -56,6 +56,8 @@ from zerolab.evaluation import (
 from zerolab.frontends import prepare_experiment, training_config
 from zerolab.training import MetricsLog
 
+from experiments.common.results import Quantity
+
 PRETRAIN_GAME = "gardner_chess"
 FINETUNE_GAME = "chess"
 UNTRAINED = "untrained"
@@ -209,6 +211,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
             "player": final.name, "rating": ratings[final.name][0], "sigma": ratings[final.name][1],
             "minus_before": {"elo": final_minus_before[0], "sigma": final_minus_before[1]},
         },
+        **({} if scratch is None else {"scratch": {"player": from_scratch[-1].name if from_scratch else UNTRAINED}}),
         "head_to_head": head_to_head,
         "selfplay": {name: selfplay_outcomes(MetricsLog(run.directory).records())
                      for name, run in (("pretrain", pretrain), ("finetune", finetune), (SCRATCH, scratch))
@@ -216,3 +219,30 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         "evaluation": config.evaluation.to_dict(),
         "match": config.match.to_dict(),
     }, figure_path)
+
+
+def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): each head-to-head match's score and Elo difference (se over its
+    games; one training run each, so no seed-to-seed spread is in them) and the Algorithm 2 ratings (2σ, WLS)."""
+    quantities: dict[str, Quantity] = {}
+    names = {"transfer": "the 5×5-trained network vs the untrained one, on 8×8",
+             "finetune": "fine-tuned on 8×8 vs its 5×5-trained self",
+             "control": "fine-tuned on 8×8 vs trained on 8×8 from scratch, equal 8×8 iterations"}
+    for head in summary.get("head_to_head", {}).values():
+        first, second = head["players"]
+        key = ("transfer" if second == UNTRAINED else "control" if second.startswith(SCRATCH + "@") else "finetune")
+        label = f"{names[key]} ({first} vs {second})"
+        quantities[f"{key}_score"] = Quantity(f"{label}, score", head["score"], head["score_se"], "se", "games",
+                                              head["games"], unit="score")
+        quantities[f"{key}_elo"] = Quantity(f"{label}, Elo", head["elo"], head["elo_se"], "se", "games",
+                                            head["games"], unit="Elo", digits=0)
+    rated = {"untrained": UNTRAINED, "before_finetuning": summary["before_finetuning"]["player"],
+             "after_finetuning": summary["after_finetuning"]["player"]}
+    if "scratch" in summary:
+        rated["scratch"] = summary["scratch"]["player"]
+    for key, player in rated.items():
+        rating = summary["elo"][player]
+        quantities[f"rating_{key}"] = Quantity(f"{player}, Algorithm 2 rating on 8×8 (the pool's mean at 1000)",
+                                               rating["rating"], 2 * rating["sigma"], "2σ", "rating games",
+                                               int(rating["games"]), unit="Elo", digits=0)
+    return quantities

@@ -37,7 +37,7 @@ FINETUNE_RUN = [
     "pretrain.train.batch_size=16",
     "finetune.iterations=1", "finetune.selfplay.num_games=2", "finetune.selfplay.plies_per_iteration=4",
     "finetune.selfplay.max_game_plies=4", "finetune.train.batch_size=8",
-    "match.games=2", "match.num_simulations=2", "match.max_game_plies=6",
+    "match.games=2", "match.num_simulations=2", "match.max_game_plies=6", "scratch=True",
 ]
 
 
@@ -279,7 +279,7 @@ def test_versus_trains_both_networks_per_seed_plays_them_and_resumes(tmp_path):
 def test_finetune_experiment_end_to_end(tmp_path):
     overrides = FINETUNE_RUN + SMALL_TRAINING + SMALL_EVALUATION
     summary = run_experiment(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)
-    check_outputs(tmp_path, summary, "alphagateau_finetune.png", {"untrained", "gardner@1", "chess@1"})
+    check_outputs(tmp_path, summary, "alphagateau_finetune.png", {"untrained", "gardner@1", "chess@1", "scratch@1"})
     assert summary["before_finetuning"]["player"] == "gardner@1"
     assert summary["after_finetuning"]["player"] == "chess@1"
     # init_from: the 8×8 run starts from the parameters of the last 5×5 checkpoint (not a fresh initialisation).
@@ -292,9 +292,15 @@ def test_finetune_experiment_end_to_end(tmp_path):
     for a, b in zip(flat_pretrained, flat_started):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert any(not np.array_equal(a, b) for a, b in zip(flat_pretrained, jax.tree.leaves(untrained)))
+    # The control starts 8×8 from the very network the 5×5 stage started from (AlphaGateau's parameters do not
+    # depend on the board), then trains with the fine-tuning's keys.
+    scratch = load_trained_variables(tmp_path / "scratch", 0).variables["params"]
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(untrained), jax.tree.leaves(scratch)))
+    assert not all(np.array_equal(a, b) for a, b in zip(
+        jax.tree.leaves(scratch), jax.tree.leaves(load_trained_variables(tmp_path / "scratch", 1).variables["params"])))
     # The head-to-head matches on 8×8: the transfer and the fine-tuning, from their records.
     matches = read_pairing_records(tmp_path / "head-to-head" / "matches.json")
-    assert list(matches) == ["gardner@1-vs-untrained", "chess@1-vs-gardner@1"]
+    assert list(matches) == ["gardner@1-vs-untrained", "chess@1-vs-gardner@1", "chess@1-vs-scratch@1"]
     for label, record in matches.items():
         head = summary["head_to_head"][label]
         assert (head["wins"], head["draws"], head["losses"]) == (record.result.wins, record.result.draws,
@@ -303,6 +309,14 @@ def test_finetune_experiment_end_to_end(tmp_path):
         assert check_game_file(tmp_path / "head-to-head" / "games" / f"{label}.pgn") == 2
     finetune = summary["selfplay"]["finetune"]
     assert finetune["games_finished"] == finetune["decisive"] + finetune["draws"] >= 2  # 2 lanes of 4 plies
+    # results.json's headline quantities: each match's score and Elo (se over its games), the ratings (2σ).
+    quantities = alphagateau_finetune.results(summary, load_config("alphagateau-finetune", "tiny", overrides))
+    control = summary["head_to_head"]["chess@1-vs-scratch@1"]
+    assert (quantities["control_score"].value, quantities["control_score"].n) == (control["score"], 2)
+    assert quantities["control_elo"].error == control["elo_se"] and quantities["transfer_elo"].over == "games"
+    assert quantities["rating_scratch"].value == summary["elo"]["scratch@1"]["rating"]
+    assert quantities["rating_scratch"].error == 2 * summary["elo"]["scratch@1"]["sigma"]
+    assert quantities["rating_scratch"].error_kind == "2σ"
     kept = (tmp_path / "head-to-head" / "matches.json").read_bytes()
     check_rerun_plays_nothing(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)
     assert (tmp_path / "head-to-head" / "matches.json").read_bytes() == kept

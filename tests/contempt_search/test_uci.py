@@ -99,14 +99,21 @@ def test_sc_limit_and_search_kind_change_the_search_the_engine_runs(chess_networ
 
     from zerolab.frontends.uci_search import SearchEngine, SearchServer
 
-    compiled = []  # (kind, rules, rule_options) of every search the engine builds, in order
+    compiled = []  # (kind, rules, rule_options) of every search the engine builds (fresh or growing), in order
     run_search = zerolab.search.mcts.run_search
 
     def recording_run_search(config, *arguments, **keywords):
         compiled.append((config.kind, config.rules, dict(config.rule_options)))
         return run_search(config, *arguments, **keywords)
 
+    grow_tree = zerolab.search.mcts.grow_tree
+
+    def recording_grow_tree(config, *arguments, **keywords):  # a PUCT engine's moves grow its kept tree
+        compiled.append((config.kind, config.rules, dict(config.rule_options)))
+        return grow_tree(config, *arguments, **keywords)
+
     monkeypatch.setattr(zerolab.search.mcts, "run_search", recording_run_search)
+    monkeypatch.setattr(zerolab.search.mcts, "grow_tree", recording_grow_tree)
     engine = SearchEngine(contempt_loader(chess_network, 2, "muzero", SC_LIMIT_OFF), 2)
     engine.warm_up(background_sizes=False)
     server = SearchServer(engine, ENGINE_NAME, 2, contempt_options("muzero", SC_LIMIT_OFF)(engine))

@@ -570,7 +570,7 @@ def test_a_move_reports_its_searchs_depth_and_seldepth():
     engine = ScriptedEngine(compiled=(0, 16))
     state = collections.namedtuple("State", "terminated")(np.array(False))
     engine._ready.set()
-    engine.loaded = types.SimpleNamespace(note=None)
+    engine.loaded = types.SimpleNamespace(note=None, search=types.SimpleNamespace(kind="gumbel"))
     engine.positions = types.SimpleNamespace(state=lambda board: state)
     engine.game = types.SimpleNamespace(action_to_uci=lambda action, state: ["e2e4", "e7e5", "g1f3"][action],
                                         jitted_step=lambda state, action: state)
@@ -979,3 +979,84 @@ def test_the_analysis_engine_answers_64_positions_in_one_batched_request(chess_r
     errors = {response["id"]: response for response in responses if "error" in response}
     assert errors["bad-move"]["field"] == "moves[0]" and "e2e5" in errors["bad-move"]["error"]
     assert errors["bad-visits"]["field"] == "maxVisits"
+
+
+@pytest.fixture(scope="module")
+def growing_engine(chess_run):
+    """The tiny PUCT run's engine in this process (8 simulations, a 2,048-node tree), warmed up."""
+    from zerolab.frontends import loaded_search, uci_search
+
+    engine = uci_search.SearchEngine(lambda: loaded_search.checkpoint_search(str(chess_run), simulations=8), 8)
+    engine.tree_nodes = 2048
+    engine.warm_up(background_sizes=False)
+    return engine
+
+
+def info_fields(line):
+    words = line.split()
+    fields = {key: int(words[words.index(key) + 1]) for key in ("depth", "nodes", "multipv") if key in words}
+    fields["pv"] = words[words.index("pv") + 1:] if "pv" in words else []
+    return fields
+
+
+def test_the_second_moves_search_starts_with_the_visits_kept_from_the_first(growing_engine):
+    """Tree reuse: after ``go nodes 64``, the reply the tree searched most below the move played, then ``go nodes 8``
+    from the new position: the search starts with that node's visits (less its own evaluation) and adds 8."""
+    import jax
+
+    from zerolab.frontends import uci_search
+
+    engine = growing_engine
+    running = Harness(uci_search.SearchServer(engine, "growing", 8))
+    running.send("ucinewgame", "position startpos", "go nodes 64")
+    first = running.read_until("bestmove")[-1].split()[1]
+    kept = engine.kept
+    tree = jax.tree.map(np.asarray, kept.tree)
+    state = kept.state
+    action = engine.game.uci_to_action(first, state)
+    node = tree.children_index[0, 0][list(tree.children_actions[0, 0]).index(action)]
+    slot = int(np.argmax(tree.children_visits[0, node]))
+    reply_node = tree.children_index[0, node, slot]
+    reply = engine.game.action_to_uci(int(tree.children_actions[0, node, slot]),
+                                      engine.game.jitted_step(state, np.int32(action)))
+    expected = int(tree.node_visits[0, reply_node]) - 1
+    assert expected >= 1, "the first search did not reach below its reply"
+    running.send(f"position startpos moves {first} {reply}", "go nodes 8")
+    lines = running.read_until("bestmove")
+    assert engine.reused_visits == expected
+    assert info_fields([line for line in lines if line.startswith("info depth")][-1])["nodes"] == expected + 8
+    running.send("ucinewgame", "position startpos moves e2e4", "go nodes 8")  # a new game: nothing kept
+    running.read_until("bestmove")
+    assert engine.reused_visits == 0
+    running.quit()
+
+
+def test_analysis_goes_on_until_stop_with_multipv_lines_and_go_depth_reaches_its_depth(growing_engine):
+    """``go infinite`` with ``MultiPV 3``: info lines about once a second, each report three lines ranked 1-3 whose
+    nodes grow, until ``stop``; ``go depth 3`` reports depth 3 or more before its bestmove."""
+    from zerolab.frontends import uci_search
+
+    running = Harness(uci_search.SearchServer(growing_engine, "growing", 8))
+    running.send("ucinewgame", "setoption name MultiPV value 3", "position startpos moves d2d4", "go infinite")
+    time.sleep(2.5)
+    running.send("stop")
+    lines = running.read_until("bestmove")
+    reports = [info_fields(line) for line in lines if line.startswith("info depth")]
+    groups = []  # each report: lines ranked 1, 2, … (at most 3; a move no simulation reached is not a line)
+    for report in reports:
+        if report["multipv"] == 1:
+            groups.append([])
+        groups[-1].append(report)
+    assert all([line["multipv"] for line in group] == list(range(1, len(group) + 1)) and len(group) <= 3
+               for group in groups), lines
+    assert len(groups) >= 3, lines  # two or more while searching (about one a second), then the last
+    best = [group[0] for group in groups]
+    assert all(a["nodes"] < b["nodes"] for a, b in zip(best, best[1:])), best
+    assert lines[-1] == f"bestmove {best[-1]['pv'][0]}"
+    searched = int((np.asarray(growing_engine.kept.tree.children_visits[0, 0]) > 0).sum())
+    assert len(groups[-1]) == min(3, searched) and len({line["pv"][0] for line in groups[-1]}) == len(groups[-1])
+    running.send("setoption name MultiPV value 1", "position startpos moves d2d4", "go depth 3")
+    depth_lines = running.read_until("bestmove")
+    final = [info_fields(line) for line in depth_lines if line.startswith("info depth")][-1]
+    assert final["depth"] >= 3 and "multipv" not in final
+    running.quit()

@@ -61,7 +61,7 @@ from zerolab.frontends.uci_protocol import (
     UCIOption,
     allowed_moves,
     fallback_move,
-    info_line,
+    info_lines,
     parse_go,
     parse_position,
     parse_setoption,
@@ -275,7 +275,9 @@ class UCIServer:
         budget = plan_budget(
             fields, self.board.turn, move_overhead=overhead, default_move_time=self.default_move_time
         )
-        budget = dataclasses.replace(budget, stop_event=self._stop_event)
+        board = self.board.copy()
+        budget = dataclasses.replace(budget, stop_event=self._stop_event,
+                                     report=lambda choice: self._report(choice, board, budget.elapsed()))
         if not (budget.infinite or budget.ponder):
             self._release_event.set()
         self._search_thread = threading.Thread(
@@ -291,7 +293,14 @@ class UCIServer:
         self._release_event.set()
 
     def _ponderhit(self, arguments: Sequence[str] = ()) -> None:
+        # The pondered move was played: the search stops and its best move is sent (the pondering was its thinking).
+        self._stop_event.set()
         self._release_event.set()
+
+    def _report(self, choice: MoveChoice, board: chess.Board, elapsed: float) -> None:
+        """An interim result of a running search, as ``info`` lines."""
+        for line in info_lines(choice, board, elapsed):
+            self.send(line)
 
     def _end_search(self, timeout: float | None) -> None:
         self._stop()
@@ -335,8 +344,7 @@ class UCIServer:
             return fallback_move(board, budget.search_moves)
         if choice.note:
             self.send("info string " + shortened(" ".join(choice.note.split())))
-        line = info_line(choice, board, budget.elapsed())
-        if line:
+        for line in info_lines(choice, board, budget.elapsed()):
             self.send(line)
         return move
 

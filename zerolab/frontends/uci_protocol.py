@@ -70,6 +70,9 @@ class SearchBudget:
     time_budget: float | None = None
     started_at: float = dataclasses.field(default_factory=time.monotonic, compare=False)
     stop_event: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False, repr=False)
+    #: Sends an interim :class:`MoveChoice` as ``info`` lines while the search goes on (the server sets it; a search
+    #: of ``go infinite`` reports about once a second).  None: nowhere to report.
+    report: Callable[["MoveChoice"], None] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def should_stop(self) -> bool:
         """True once ``stop`` (or ``quit``) arrived, or the time budget is spent."""
@@ -100,6 +103,8 @@ class MoveChoice:
       search_seconds: the time spent searching, when it differs from the time since ``go`` (e.g. a compilation
         waited for): ``nps`` is ``nodes / search_seconds`` then.
       note: a remark for the GUI, sent as ``info string`` before the ``info`` line.
+      multipv: the line's rank under ``MultiPV`` (1 the best), printed as ``multipv N``; None: a single line.
+      lines: the further lines of ``MultiPV`` (ranks 2, 3, …), each its own ``info`` line after this one's.
     """
 
     move: str | chess.Move
@@ -111,6 +116,8 @@ class MoveChoice:
     principal_variation: tuple[str, ...] = ()
     search_seconds: float | None = None
     note: str = ""
+    multipv: int | None = None
+    lines: tuple["MoveChoice", ...] = ()
 
     @property
     def uci(self) -> str:
@@ -342,6 +349,11 @@ def plan_budget(
     return SearchBudget(**fields, time_budget=min(budgets) if budgets else None)
 
 
+def info_lines(choice: MoveChoice, board: chess.Board, elapsed: float) -> list[str]:
+    """The ``info`` lines of ``choice`` and of its further ``MultiPV`` lines, in rank order."""
+    return [line for line in (info_line(one, board, elapsed) for one in (choice, *choice.lines)) if line]
+
+
 def allowed_moves(board: chess.Board, search_moves: Iterable[str] = ()) -> list[chess.Move]:
     """The legal moves of ``board`` in UCI order, only those among ``search_moves`` when some of them are legal."""
     legal = sorted(board.legal_moves, key=lambda move: move.uci())
@@ -373,6 +385,8 @@ def info_line(choice: MoveChoice, board: chess.Board, elapsed: float) -> str | N
         parts.append(f"depth {int(choice.depth)}")
     if choice.seldepth is not None:
         parts.append(f"seldepth {int(choice.seldepth)}")
+    if choice.multipv is not None:
+        parts.append(f"multipv {int(choice.multipv)}")
     if choice.mate_in is not None:
         parts.append(f"score mate {int(choice.mate_in)}")
     elif choice.score_centipawns is not None:
@@ -399,6 +413,6 @@ def info_line(choice: MoveChoice, board: chess.Board, elapsed: float) -> str | N
 __all__ = [
     "DEFAULT_MOVES_TO_GO", "DEFAULT_MOVE_OVERHEAD_MS", "DEFAULT_MOVE_TIME", "GO_FLAGS", "GO_INTEGER_PARAMETERS",
     "GO_MILLISECOND_PARAMETERS", "INCREMENT_SHARE", "MINIMUM_MOVE_TIME", "MOVE_OVERHEAD_OPTION", "MoveChoice",
-    "OPTION_TYPES", "SearchBudget", "UCIOption", "allowed_moves", "fallback_move", "info_line", "parse_go",
+    "OPTION_TYPES", "SearchBudget", "UCIOption", "allowed_moves", "fallback_move", "info_line", "info_lines", "parse_go",
     "parse_position", "parse_setoption", "plan_budget", "search_move_problems", "time_for_move"
 ]

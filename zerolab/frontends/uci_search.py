@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -100,6 +101,11 @@ TIME_SAFETY = 0.9  # share of the move's time budget that the searches may fill
 TIMING_WINDOW = 8  # searches averaged in the per-simulation time
 QUIT_TIMEOUT = 5.0  # seconds ``quit`` waits for a compilation under way
 PRINCIPAL_VARIATION_LENGTH = 32  # most moves of a principal variation read from the tree
+TREE_NODES = 2048  # nodes of the tree that grows and is kept between moves (the TreeNodes option; chess: ~15 MB)
+MAXIMUM_TREE_NODES = 1 << 20
+REPORT_INTERVAL = 1.0  # seconds between the ``info`` lines of a search that goes on
+CHUNK_SECONDS = 0.25  # a search that goes on grows in chunks of about this long (``stop`` is heard between them)
+MAXIMUM_MULTIPV = 8  # lines one compiled program reports (MultiPV up to this)
 FAILED_START_STATUS = 2  # exit status of ``serve_search_engine`` when the network cannot be loaded
 
 
@@ -212,10 +218,9 @@ def combined(results: Sequence[SearchResult]) -> SearchResult:
     )
 
 
-def tree_summary(tree: Any, action: Any, length: int) -> tuple[Any, Any, Any]:
-    """``(principal variation [length] (-1 padded), mean node depth, max node depth)`` of one unbatched search tree
-    (:class:`zerolab.search.tree.Tree`), jittable: the variation starts with ``action`` and follows the most visited
-    child; a node's depth is its parent's plus one."""
+def tree_depths(tree: Any) -> tuple[Any, Any]:
+    """``(mean node depth, max node depth)`` of one unbatched search tree, jittable: a node's depth is its parent's
+    plus one (nodes are numbered after their parents), the mean over the nodes below the root."""
     import jax
     import jax.numpy as jnp
 
@@ -227,7 +232,15 @@ def tree_summary(tree: Any, action: Any, length: int) -> tuple[Any, Any, Any]:
 
     depths = jax.lax.fori_loop(1, nodes, depth_of, jnp.zeros(nodes, jnp.int32))
     in_tree = tree.parents >= 0
-    mean_depth = jnp.sum(jnp.where(in_tree, depths, 0)) / jnp.maximum(jnp.sum(in_tree), 1)
+    return jnp.sum(jnp.where(in_tree, depths, 0)) / jnp.maximum(jnp.sum(in_tree), 1), jnp.max(depths)
+
+
+def principal_variation(tree: Any, action: Any, length: int) -> Any:
+    """[length] actions (-1 padded) of one unbatched search tree, jittable: ``action`` from the root, then the most
+    visited child at each node while there is one."""
+    import jax
+    import jax.numpy as jnp
+
     root_slot = jnp.argmax(tree.children_actions[tree.ROOT_INDEX] == action)
     start = tree.children_index[tree.ROOT_INDEX, root_slot]
 
@@ -242,7 +255,57 @@ def tree_summary(tree: Any, action: Any, length: int) -> tuple[Any, Any, Any]:
 
     variation = jnp.full(length, -1, jnp.int32).at[0].set(action)
     _, variation = jax.lax.fori_loop(1, length, follow, (start, variation))
-    return variation, mean_depth, jnp.max(depths)
+    return variation
+
+
+def tree_summary(tree: Any, action: Any, length: int) -> tuple[Any, Any, Any]:
+    """``(principal variation [length] (-1 padded), mean node depth, max node depth)`` of one unbatched search tree
+    (:class:`zerolab.search.tree.Tree`), jittable: :func:`principal_variation` from ``action`` and
+    :func:`tree_depths`."""
+    return (principal_variation(tree, action, length), *tree_depths(tree))
+
+
+def root_lines(tree: Any, count: int, length: int) -> tuple[Any, ...]:
+    """The ``count`` best root moves of one unbatched tree, jittable: most visited first (ties: the higher prior;
+    fewer when fewer are legal, -1 after them), each with its visits, its Q from the root's mover and its principal
+    variation [count, length]; then the tree's mean and max node depth, the root's value and visits."""
+    import jax
+    import jax.numpy as jnp
+
+    root = tree.ROOT_INDEX
+    valid = tree.children_actions[root] >= 0
+    priors = jax.nn.softmax(jnp.where(valid, tree.children_prior_logits[root], -jnp.inf))
+    visits = tree.children_visits[root]
+    score = jnp.where(valid, visits + jnp.where(valid, priors, 0.0) * 0.999, -1.0)
+    _, slots = jax.lax.top_k(score, count)
+    chosen = valid[slots]
+    actions = jnp.where(chosen, tree.children_actions[root, slots], -1)
+    qvalues = tree.children_rewards[root] + tree.children_discounts[root] * tree.children_values[root]
+    lines_q = jnp.where(visits[slots] > 0, qvalues[slots], tree.node_values[root])
+    variations = jax.vmap(lambda action: principal_variation(tree, action, length))(jnp.maximum(actions, 0))
+    variations = jnp.where(chosen[:, None], variations, -1)
+    mean_depth, max_depth = tree_depths(tree)
+    return (actions, visits[slots], lines_q, variations, mean_depth, max_depth, tree.node_values[root],
+            tree.node_visits[root])
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptTree:
+    """The engine's last search tree, kept for the next ``go`` (a batch of one).
+
+    Attributes:
+      tree: the tree (on the device), its root the position searched.
+      used: its nodes in use (the next search grows from there).
+      state: the pgx state of its root.
+      start_fen: the FEN the GUI's ``position`` started from.
+      moves: the GUI's moves from there to the root (UCI).
+    """
+
+    tree: Any
+    used: int
+    state: Any
+    start_fen: str
+    moves: tuple[str, ...]
 
 
 # --- the engine ----------------------------------------------------------------------------------------------------
@@ -271,6 +334,7 @@ class SearchEngine:
         self.key = None
         self.fixed_seconds = 0.0
         self.simulation_seconds: collections.deque[float] = collections.deque(maxlen=TIMING_WINDOW)
+        self.growth_seconds: collections.deque[float] = collections.deque(maxlen=TIMING_WINDOW)
         self.compile_seconds: dict[int, float] = {}  # each compiled size's compilation time
         self._programs: dict[int, Callable] = {}
         self._compiling: dict[int, threading.Event] = {}  # sizes being compiled, set when done
@@ -279,13 +343,17 @@ class SearchEngine:
         self._closing = threading.Event()
         self._key_lock = threading.Lock()
         self._noted = False  # the loaded search's note was sent
+        self.tree_nodes = TREE_NODES
+        self.multipv = 1
+        self.kept: KeptTree | None = None  # the last search's tree, for the next go (tree reuse)
+        self.reused_visits = 0  # root visits the last growing search started with (kept from the one before)
         self.error: BaseException | None = None  # why the warm-up failed, if it did
         self._example: pgx.State | None = None
 
     # --- compilation and timing ---------------------------------------------------------------------------------
-    def _program(self, simulations: int) -> Callable:
-        """The compiled search for ``simulations`` (0: the policy), compiled on first use (another thread compiling
-        the same size is waited for)."""
+    def _program(self, simulations: int | tuple) -> Callable:
+        """The compiled search for ``simulations`` (0: the policy; a tuple: a program of the growing tree,
+        :meth:`_compile_tree`), compiled on first use (another thread compiling the same one is waited for)."""
         with self._lock:
             if simulations in self._programs:
                 return self._programs[simulations]
@@ -301,7 +369,8 @@ class SearchEngine:
             with self._lock:
                 self._programs[simulations] = program
                 self.compile_seconds[simulations] = time.perf_counter() - started
-            logger.info("compiled the %d-simulation search in %.1f s", simulations, self.compile_seconds[simulations])
+            logger.info("compiled the %s search in %.1f s", simulations if isinstance(simulations, tuple) else
+                        f"{simulations}-simulation", self.compile_seconds[simulations])
             return program
         finally:
             with self._lock:
@@ -315,6 +384,8 @@ class SearchEngine:
 
         from zerolab.search.mcts import evaluate, run_search
 
+        if isinstance(simulations, tuple):
+            return self._compile_tree(simulations)
         network, game = self.loaded.network, self.game
         if simulations == 0:
             def choose(variables, key, states):
@@ -335,11 +406,48 @@ class SearchEngine:
                         mean_depth, max_depth)
         return jax.jit(choose).lower(self.loaded.variables, self.key, self._example).compile()
 
+    def _compile_tree(self, program: tuple) -> Callable:
+        """The growing tree's programs (a batch of one, :attr:`tree_nodes` nodes): ``("start",)`` (variables, states)
+        → tree; ``("grow", n)`` (variables, key, tree, first node [1]) → tree after n more simulations;
+        ``("cut",)`` (tree, node [1]) → (the subtree below node, its nodes [1]); ``("lines", k)`` tree →
+        :func:`root_lines` of k lines."""
+        import jax
+        import jax.numpy as jnp
+
+        from zerolab.search import grow_tree, start_tree, subtree
+
+        network, game, search, nodes = self.loaded.network, self.game, self.loaded.search, self.tree_nodes
+
+        def start(variables, states):
+            return start_tree(search, game, network, variables, states, nodes)
+
+        tree_shape = jax.eval_shape(start, self.loaded.variables, self._example)
+        index_shape = jax.ShapeDtypeStruct((1,), jnp.int32)
+        kind = program[0]
+        if kind == "start":
+            return jax.jit(start).lower(self.loaded.variables, self._example).compile()
+        if kind == "grow":
+            grow = functools.partial(grow_tree, search, game, network, num_simulations=program[1])
+            return jax.jit(lambda variables, key, tree, first: grow(variables, key, tree, first)).lower(
+                self.loaded.variables, self.key, tree_shape, index_shape).compile()
+        if kind == "cut":
+            return jax.jit(subtree).lower(tree_shape, index_shape).compile()
+        if kind == "lines":
+            count, length = program[1], PRINCIPAL_VARIATION_LENGTH
+            return jax.jit(lambda tree: root_lines(jax.tree.map(lambda leaf: leaf[0], tree), count, length)).lower(
+                tree_shape).compile()
+        raise ValueError(f"unknown tree program {program!r}")
+
     def compiled_sizes(self) -> list[int]:
         with self._lock:
-            return sorted(self._programs)
+            return sorted(size for size in self._programs if isinstance(size, int))
 
-    def is_compiled(self, simulations: int) -> bool:
+    def compiled_chunks(self) -> list[int]:
+        """The growing tree's compiled chunk sizes."""
+        with self._lock:
+            return sorted(key[1] for key in self._programs if isinstance(key, tuple) and key[0] == "grow")
+
+    def is_compiled(self, simulations: int | tuple) -> bool:
         with self._lock:
             return simulations in self._programs
 
@@ -349,10 +457,10 @@ class SearchEngine:
         already compiled or none is being compiled)."""
         started = time.monotonic()
         while time.monotonic() < until:
-            with self._lock:
-                if any(size > 0 for size in self._programs):
+            with self._lock:  # fresh searches only (the growing tree's programs are keyed by tuples)
+                if any(isinstance(size, int) and size > 0 for size in self._programs):
                     break
-                underway = [event for size, event in self._compiling.items() if size > 0]
+                underway = [event for size, event in self._compiling.items() if isinstance(size, int) and size > 0]
             if not underway:
                 break
             underway[0].wait(timeout=max(until - time.monotonic(), 0.0))
@@ -390,12 +498,18 @@ class SearchEngine:
                 self.on_failure(error)
             return
         self._ready.set()
-        self._measure(self.simulations)
+        growing = self.loaded.search.kind == "muzero"  # PUCT: every move grows the kept tree
+        if growing:
+            self._measure_tree(self.simulations)
+        else:
+            self._measure(self.simulations)
         if background_sizes:
             size = largest_power_of_two(self.simulations - 1)
             while size >= 1 and not self._closing.is_set():
-                self._program(size)
+                self._program(("grow", size) if growing else size)
                 size //= 2
+            if not growing and not self._closing.is_set():  # analysis grows a tree whatever the search
+                self._measure_tree(self.simulations)
 
     def close(self) -> None:
         """Stops the background compilation after the size under way."""
@@ -409,12 +523,43 @@ class SearchEngine:
         logger.info("%d simulations: %.3f s per move, of which %.3f s fixed", simulations, result.seconds,
                     self.fixed_seconds)
 
+    def _measure_tree(self, simulations: int) -> None:
+        """Compiles the growing tree's programs (start, cut, one line, a chunk of ``simulations``) and times a chunk."""
+        for program in (("start",), ("lines", MAXIMUM_MULTIPV), ("cut",)):
+            self._program(program)
+        simulations = min(simulations, self.tree_nodes - 1)
+        tree = self._program(("start",))(self.loaded.variables, self._example)
+        self._grow(tree, 1, simulations)
+        started = time.perf_counter()
+        self._grow(tree, 1, simulations)
+        self.record_growth(simulations, time.perf_counter() - started)
+
+    def _grow(self, tree: Any, first: int, simulations: int) -> Any:
+        """``simulations`` more simulations in ``tree`` from node ``first`` (waits until they are done)."""
+        import jax
+
+        program = self._program(("grow", simulations))
+        with self._key_lock:
+            self.key, key = jax.random.split(self.key)
+        return jax.block_until_ready(program(self.loaded.variables, key, tree, np.array([first], np.int32)))
+
     def record_search(self, simulations: int, seconds: float) -> None:
         """Adds one search's measured time to the per-simulation estimate (the mean of the last few)."""
         if simulations <= 0:
             return
         with self._lock:
             self.simulation_seconds.append(max(seconds - self.fixed_seconds, 1e-6) / simulations)
+
+    def record_growth(self, simulations: int, seconds: float) -> None:
+        """Adds one chunk of the growing tree's measured time to its per-simulation estimate (a simulation there
+        costs more than in a fresh search, and more the larger the tree)."""
+        with self._lock:
+            self.growth_seconds.append(seconds / max(simulations, 1))
+
+    @property
+    def seconds_per_growth(self) -> float:
+        with self._lock:
+            return float(np.mean(self.growth_seconds)) if self.growth_seconds else self.seconds_per_simulation
 
     def wait_until_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -434,8 +579,13 @@ class SearchEngine:
             self.loaded = dataclasses.replace(self.loaded, search=search)
             self._programs = {size: program for size, program in self._programs.items() if size == 0}
             self.simulation_seconds.clear()
+            self.growth_seconds.clear()
+            self.kept = None
         logger.info("search is now %s", search)
-        self._measure(self.simulations)
+        if search.kind == "muzero":  # PUCT moves grow the kept tree
+            self._measure_tree(self.simulations)
+        else:
+            self._measure(self.simulations)
 
     def set_simulations(self, simulations: int) -> None:
         """The ``Simulations`` option: that search is compiled and timed in the background (a plain ``go`` before it
@@ -449,8 +599,22 @@ class SearchEngine:
         threading.Thread(target=prepare, name="compile-simulations", daemon=True).start()
 
     def new_game(self) -> None:
+        self.kept = None
         if self.positions is not None:
             self.positions.reset()
+
+    def set_tree_nodes(self, nodes: int) -> None:
+        """The ``TreeNodes`` option: the growing tree's size; its programs compile again on first use and the kept
+        tree is dropped.  A simulation's cost grows with the tree's size on a CPU (zerolab/README.md)."""
+        with self._lock:
+            self.tree_nodes = int(nodes)
+            self._programs = {key: program for key, program in self._programs.items() if not isinstance(key, tuple)}
+            self.growth_seconds.clear()
+            self.kept = None
+
+    def set_multipv(self, lines: int) -> None:
+        """The ``MultiPV`` option: how many best moves each ``info`` reports (more than one grows a tree)."""
+        self.multipv = int(lines)
 
     # --- moves ----------------------------------------------------------------------------------------------------
     def _run(self, simulations: int, states: pgx.State) -> SearchResult:
@@ -526,17 +690,143 @@ class SearchEngine:
         state = self.positions.state(board)
         if budget.search_moves:
             state = restricted(self.game, state, budget.search_moves)
-        result, notes = self.search(budget, batched(state))
+        if self.grows(budget):
+            choice, notes = self.grow(board, state, budget)
+        else:
+            result, notes = self.search(budget, batched(state))
+            move = self.game.action_to_uci(result.action, state)
+            variation = self.variation_moves(state, result.principal_variation) or (move,)
+            choice = MoveChoice(move, score_centipawns=value_to_centipawns(result.value), nodes=result.simulations,
+                                depth=max(int(round(result.mean_depth)), 1), seldepth=max(result.max_depth, 1),
+                                principal_variation=variation, search_seconds=result.seconds)
         if loading:
             notes.insert(0, f"waited for the network to load (this move's time {budget.elapsed():.1f} s includes it)")
         if not self._noted and self.loaded.note:
             notes.insert(0, self.loaded.note)
             self._noted = True
-        move = self.game.action_to_uci(result.action, state)
-        variation = self.variation_moves(state, result.principal_variation) or (move,)
-        return MoveChoice(move, score_centipawns=value_to_centipawns(result.value), nodes=result.simulations,
-                          depth=max(int(round(result.mean_depth)), 1), seldepth=max(result.max_depth, 1),
-                          principal_variation=variation, search_seconds=result.seconds, note="; ".join(notes))
+        return dataclasses.replace(choice, note="; ".join(notes))
+
+    # --- the growing tree: PUCT searches, analysis, the tree kept between moves -----------------------------------
+    def grows(self, budget: SearchBudget) -> bool:
+        """Whether this ``go`` grows the kept tree: always for a PUCT search (``search.kind=muzero``); for analysis
+        — ``go infinite``, ``go ponder``, ``go depth``, ``MultiPV`` above 1 — whatever the search; a timed move of a
+        Gumbel search never (it plays fresh searches, :meth:`search`).  A timed move also needs the tree's programs
+        compiled already, else it plays fresh searches inside its time."""
+        analysing = budget.infinite or budget.ponder or budget.depth is not None or self.multipv > 1
+        if not analysing and self.loaded.search.kind != "muzero":
+            return False
+        if is_timed(budget) and not analysing:
+            return all(self.is_compiled(program) for program in (("start",), ("cut",), ("lines", MAXIMUM_MULTIPV))) and bool(
+                self.compiled_chunks())
+        return True
+
+    def kept_tree(self, board: chess.Board) -> tuple[Any, int] | None:
+        """``(tree, nodes in use)`` of the last search's subtree at ``board``, when ``board`` is that search's
+        position or follows from it by moves the tree searched (the move played and the reply: lc0's tree reuse; with
+        rules that keep a node state, such as search-contempt's, only with the same side to move); None otherwise."""
+        import jax
+
+        kept = self.kept
+        if kept is None:
+            return None
+        moves = tuple(move.uci() for move in board.move_stack)
+        if board.root().fen() != kept.start_fen or moves[:len(kept.moves)] != kept.moves:
+            return None
+        later = moves[len(kept.moves):]
+        if not later:
+            return kept.tree, kept.used
+        if len(later) % 2 and kept.tree.extra_data.node_state is not None:
+            return None  # rules keep per-node state relative to the root's player (search-contempt): same side only
+        node, state = 0, kept.state
+        for move in later:
+            try:
+                action = self.game.uci_to_action(move, state)
+            except ValueError:
+                return None
+            actions, children = jax.device_get((kept.tree.children_actions[0, node], kept.tree.children_index[0, node]))
+            found = np.flatnonzero(actions == action)
+            if not found.size or children[found[0]] < 0:
+                return None
+            node = int(children[found[0]])
+            state = self.game.jitted_step(state, np.int32(action))
+        tree, count = self._program(("cut",))(kept.tree, np.array([node], np.int32))
+        return tree, int(count[0])
+
+    def grow(self, board: chess.Board, state: pgx.State, budget: SearchBudget) -> tuple[MoveChoice, list[str]]:
+        """One ``go`` on the growing tree: the kept subtree (or a new root), grown in chunks until the ``go``'s limit
+        — ``nodes`` (simulations this move), ``depth`` (the tree's mean depth), the move's time, ``stop`` (and
+        ``ponderhit``) for ``infinite``/``ponder``, else ``Simulations`` — reporting every
+        :data:`REPORT_INTERVAL` seconds; the tree is then kept for the next ``go``."""
+        notes = []
+        kept = None if budget.search_moves else self.kept_tree(board)
+        if kept is None:
+            tree, used = self._program(("start",))(self.loaded.variables, batched(state)), 1
+        else:
+            tree, used = kept
+        self.reused_visits = int(np.asarray(tree.node_visits[0, 0])) - 1
+        lines = min(self.multipv, MAXIMUM_MULTIPV)
+        timed, going_on = is_timed(budget), budget.infinite or budget.ponder
+        target = budget.nodes if budget.nodes is not None else (
+            None if timed or going_on or budget.depth is not None else self.simulations)
+        deadline = budget.started_at + TIME_SAFETY * budget.time_budget if timed else math.inf
+        simulations, seconds, last_report = 0, 0.0, time.monotonic()
+        while not budget.stop_event.is_set():
+            room = self.tree_nodes - used
+            if target is not None and simulations >= target:
+                break
+            if budget.depth is not None and simulations and self.tree_lines(tree)[4] >= budget.depth:
+                break
+            if room <= 0:
+                notes.append(f"the search tree is full ({self.tree_nodes} nodes)")
+                break
+            if timed:
+                size = affordable_simulations(deadline - time.monotonic(), 0.0, self.seconds_per_growth,
+                                              [size for size in self.compiled_chunks() if size <= room])
+                if size == 0:
+                    break
+            elif target is not None:  # exactly the simulations asked for, in power-of-two chunks
+                size = largest_power_of_two(min(target - simulations, room))
+            else:  # chunks of about CHUNK_SECONDS, of the sizes compiled (Simulations' at first)
+                wanted = max(1, int(CHUNK_SECONDS / max(self.seconds_per_growth, 1e-6)))
+                sizes = [size for size in self.compiled_chunks() if size <= min(wanted, room)]
+                size = max(sizes) if sizes else largest_power_of_two(min(self.simulations, room))
+            self._program(("grow", size))  # compiled first, its compilation not timed
+            started = time.perf_counter()
+            tree = self._grow(tree, used, size)
+            elapsed = time.perf_counter() - started
+            seconds += elapsed
+            self.record_growth(size, elapsed)
+            used, simulations = used + size, simulations + size
+            if budget.report is not None and time.monotonic() - last_report >= REPORT_INTERVAL:
+                budget.report(self.tree_choice(tree, state, lines, seconds))
+                last_report = time.monotonic()
+        if going_on:  # a full tree (or a finished depth): the GUI still decides when the search ends
+            budget.stop_event.wait()
+        self.kept = None if budget.search_moves else KeptTree(
+            tree, used, state, board.root().fen(), tuple(move.uci() for move in board.move_stack))
+        return self.tree_choice(tree, state, lines, seconds), notes
+
+    def tree_lines(self, tree: Any) -> tuple[np.ndarray, ...]:
+        """:func:`root_lines` of ``tree`` (:data:`MAXIMUM_MULTIPV` lines) on the host."""
+        import jax
+
+        return jax.device_get(self._program(("lines", MAXIMUM_MULTIPV))(tree))
+
+    def tree_choice(self, tree: Any, state: pgx.State, count: int, seconds: float) -> MoveChoice:
+        """The tree's best move and its ``count`` lines (``MultiPV``) as a :class:`MoveChoice`."""
+        actions, visits, qvalues, variations, mean_depth, max_depth, _, root_visits = self.tree_lines(tree)
+        choices = []
+        for rank in range(count):
+            if actions[rank] < 0 or (rank and visits[rank] == 0):
+                break
+            moves = self.variation_moves(state, [int(step) for step in variations[rank] if step >= 0])
+            choices.append(MoveChoice(
+                moves[0] if moves else self.game.action_to_uci(int(actions[rank]), state),
+                score_centipawns=value_to_centipawns(float(qvalues[rank])), nodes=int(root_visits) - 1,
+                depth=max(int(round(float(mean_depth))), 1), seldepth=max(int(max_depth), 1),
+                principal_variation=moves, search_seconds=seconds or None,
+                multipv=rank + 1 if count > 1 else None))
+        return dataclasses.replace(choices[0], lines=tuple(choices[1:]))
 
 
 class SearchServer(UCIServer):
@@ -545,7 +835,10 @@ class SearchServer(UCIServer):
 
     def __init__(self, engine: SearchEngine, name: str, simulations: int, options: Sequence[UCIOption] = ()):
         option = UCIOption("Simulations", "spin", simulations, 1, MAXIMUM_SIMULATIONS, on_change=engine.set_simulations)
-        super().__init__(name, ENGINE_AUTHOR, engine.choose_move, options=[option, *options],
+        multipv = UCIOption("MultiPV", "spin", 1, 1, MAXIMUM_MULTIPV, on_change=engine.set_multipv)
+        tree_nodes = UCIOption("TreeNodes", "spin", engine.tree_nodes, 64, MAXIMUM_TREE_NODES,
+                               on_change=engine.set_tree_nodes)
+        super().__init__(name, ENGINE_AUTHOR, engine.choose_move, options=[option, multipv, tree_nodes, *options],
                          on_new_game=engine.new_game)
         self.engine = engine
 

@@ -13,16 +13,20 @@ from zerolab.lazy import lazy_names
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "zerolab.search.config": ("SEARCH_KINDS", "SELECTIONS", "SearchConfig", "SearchRules", "selection_functions"),
-    "zerolab.search.mcts": ("masked_logits", "project_loop_rules", "run_search", "search_policy"),
-    "zerolab.search.tree": ("RecurrentFn", "RecurrentOutput", "Tree"),
+    "zerolab.search.mcts": ("grow_tree", "growing_config", "masked_logits", "project_loop_rules", "run_search",
+                            "search_policy", "start_tree"),
+    "zerolab.search.tree": ("RecurrentFn", "RecurrentOutput", "Tree", "child_index", "subtree"),
 })
 
 __all__ = [
     "RecurrentFn", "RecurrentOutput", "SEARCH_KINDS", "SELECTIONS", "SearchConfig", "SearchRules", "Tree",
-    "masked_logits", "project_loop_rules", "run_search", "search_policy", "selection_functions",
+    "child_index", "grow_tree", "growing_config", "masked_logits", "project_loop_rules", "run_search",
+    "search_policy", "selection_functions", "start_tree", "subtree",
 ]
 
 if TYPE_CHECKING:
     from zerolab.search.config import SEARCH_KINDS, SELECTIONS, SearchConfig, SearchRules, selection_functions
-    from zerolab.search.mcts import masked_logits, project_loop_rules, run_search, search_policy
-    from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree
+    from zerolab.search.mcts import (
+        grow_tree, growing_config, masked_logits, project_loop_rules, run_search, search_policy, start_tree,
+    )
+    from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree, child_index, subtree

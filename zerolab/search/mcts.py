@@ -18,6 +18,7 @@ How to search (:class:`~zerolab.search.config.SearchConfig`) and the rules a var
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -124,15 +125,6 @@ def search(
     as in ``mctx.search``, so the standard rules give mctx's search (the module docstring of
     :mod:`zerolab.search.selection` says how exactly).  ``root_gumbel`` [B, A] becomes the root's noise per slot.
     """
-    root_selection = rules.root_action_selection_fn or root_action_selection_fn
-    interior_selection = rules.interior_action_selection_fn or interior_action_selection_fn
-
-    def select_root(key, tree, node_index, depth):
-        del depth
-        return root_selection(key, tree, node_index)
-
-    backup = jax.vmap(rules.backup_fn)
-    depth_limit = num_simulations if max_depth is None else max_depth
     batch_size = root.value.shape[0]
     tree = instantiate_tree(root.prior_logits, root.value, root.embedding, legal_action_mask, num_simulations,
                             num_slots)
@@ -141,6 +133,38 @@ def search(
     tree = tree.replace(extra_data=SearchExtraData(root_gumbel=root_gumbel, node_state=None))
     if rules.init_node_state is not None:
         tree = tree.replace(extra_data=tree.extra_data.replace(node_state=rules.init_node_state(tree)))
+    return simulate_into(params, key, tree, jnp.ones(batch_size, jnp.int32), recurrent_fn, root_action_selection_fn,
+                         interior_action_selection_fn, num_simulations, rules,
+                         num_simulations if max_depth is None else max_depth)
+
+
+def simulate_into(
+    params: Any,
+    key: jax.Array,
+    tree: Tree,
+    first_node: jax.Array,
+    recurrent_fn: RecurrentFn,
+    root_action_selection_fn: RootActionSelectionFn,
+    interior_action_selection_fn: InteriorActionSelectionFn,
+    num_simulations: int,
+    rules: SearchRules = STANDARD_RULES,
+    max_depth: int | None = None,
+) -> Tree:
+    """``num_simulations`` more simulations in ``tree`` (the loop of :func:`search`): simulation ``i`` writes the node
+    it expands at ``first_node + i`` ([B]; 1 in a new tree), so one tree can be searched again and again — a search
+    that goes on (``go infinite``), a tree kept from the last move (:func:`zerolab.search.tree.subtree`) — while it
+    has room: ``first_node + num_simulations`` must not exceed its nodes.  The depth limit is ``max_depth``, else the
+    tree's size."""
+    root_selection = rules.root_action_selection_fn or root_action_selection_fn
+    interior_selection = rules.interior_action_selection_fn or interior_action_selection_fn
+
+    def select_root(key, tree, node_index, depth):
+        del depth
+        return root_selection(key, tree, node_index)
+
+    backup = jax.vmap(rules.backup_fn)
+    depth_limit = tree.num_simulations if max_depth is None else max_depth
+    batch_size = tree.node_visits.shape[0]
     batch_range = jnp.arange(batch_size)
 
     def simulation(index, loop_state):
@@ -150,7 +174,7 @@ def search(
         parent_index, slot = jax.vmap(simulate, in_axes=(0, 0, None, None, None))(
             simulate_keys, tree, select_root, interior_selection, depth_limit)
         leaf_index = tree.children_index[batch_range, parent_index, slot]
-        leaf_index = jnp.where(leaf_index == tree.UNVISITED, index + 1, leaf_index)
+        leaf_index = jnp.where(leaf_index == tree.UNVISITED, first_node + index, leaf_index)
         tree = expand(params, expand_key, tree, recurrent_fn, parent_index, slot, leaf_index)
         tree = backup(tree, leaf_index)
         if rules.update_node_state is not None:
@@ -335,3 +359,40 @@ def run_search(
         summary=summary,
         tree=output.search_tree if keep_tree else None,
     )
+
+
+# --- a tree that grows: searches that go on, trees kept between moves ----------------------------------------------
+
+
+def growing_config(config: SearchConfig) -> SearchConfig:
+    """The PUCT search a growing tree runs: ``config`` with ``kind="muzero"`` (its ``selection``, mctx's or lc0's,
+    and its constants).  Gumbel MuZero's sequential halving is planned for a fixed budget from a fresh root, so a
+    search that goes on, or starts from kept visits, selects with PUCT, as lc0 does."""
+    return config if config.kind == "muzero" else dataclasses.replace(config, kind="muzero")
+
+
+def start_tree(config: SearchConfig, game: Game, network: nn.Module, variables: Any, states: pgx.State,
+               num_nodes: int, rules: SearchRules | None = None, num_slots: int | None = None) -> Tree:
+    """A tree of ``num_nodes`` nodes with only the root of each of ``states`` evaluated (no root noise), for
+    :func:`grow_tree`; jittable (``num_nodes`` static)."""
+    rules = (config.make_rules() if rules is None else rules) or STANDARD_RULES
+    logits, value = evaluate(network, variables, states)
+    tree = instantiate_tree(masked_logits(logits, states.legal_action_mask), value, game.pack_state(states),
+                            states.legal_action_mask, num_nodes - 1,
+                            game.max_legal_actions if num_slots is None else num_slots)
+    tree = tree.replace(extra_data=SearchExtraData(root_gumbel=None, node_state=None))
+    if rules.init_node_state is not None:
+        tree = tree.replace(extra_data=tree.extra_data.replace(node_state=rules.init_node_state(tree)))
+    return tree
+
+
+def grow_tree(config: SearchConfig, game: Game, network: nn.Module, variables: Any, key: jax.Array, tree: Tree,
+              first_node: jax.Array, num_simulations: int, rules: SearchRules | None = None) -> Tree:
+    """``num_simulations`` more PUCT simulations (:func:`growing_config`) in ``tree``, new nodes from ``first_node``
+    [B] on (:func:`simulate_into`; the caller keeps ``first_node + num_simulations`` within the tree's nodes);
+    jittable (``num_simulations`` static)."""
+    config = growing_config(config)
+    rules = (config.make_rules() if rules is None else rules) or STANDARD_RULES
+    root_selection, interior_selection = selection_functions(config)
+    return simulate_into(variables, key, tree, first_node, make_recurrent_fn(game, network), root_selection,
+                         interior_selection, num_simulations, rules, config.max_depth)

@@ -355,3 +355,71 @@ def root_visit_counts(tree: Tree) -> jax.Array:
     """[B, A] float: the root's visit counts over the action space (mctx's ``summary().visit_counts``)."""
     visits = tree.children_visits[:, ROOT_INDEX].astype(tree.node_values.dtype)
     return scatter_slots(visits, tree.children_actions[:, ROOT_INDEX], tree.num_actions)
+
+
+def subtree(tree: Tree, node_index: jax.Array) -> tuple[Tree, jax.Array]:
+    """Each tree of a batch cut down to the subtree below ``node_index`` [B] (a node in use): that node becomes the
+    root (index 0, no parent), its descendants keep their order and are renumbered after it, every other node is
+    emptied; and [B] the nodes kept (the first free node: :func:`zerolab.search.mcts.simulate_into` goes on there).
+
+    What lies below a node is its search as it was — visits, values, priors, embeddings — so a search of the
+    position that node stands for starts with those visits (a tree kept between moves).  ``extra_data`` leaves whose
+    first axis (after the batch) is the node axis are renumbered with the nodes; other leaves are kept as they are.
+    Nodes are always numbered after their parent, so one pass in node order finds the descendants."""
+    num_nodes = tree.parents.shape[-1]
+
+    def one(tree: Tree, root: jax.Array) -> tuple[Tree, jax.Array]:
+        def mark(index, keep):
+            parent = tree.parents[index]
+            inside = (index == root) | ((parent >= 0) & keep[jnp.maximum(parent, 0)])
+            return keep.at[index].set(inside)
+
+        keep = jax.lax.fori_loop(0, num_nodes, mark, jnp.zeros(num_nodes, bool))
+        count = jnp.sum(keep).astype(jnp.int32)
+        renumbered = jnp.where(keep, jnp.cumsum(keep) - 1, UNVISITED).astype(jnp.int32)
+        source = jnp.argsort(~keep, stable=True)  # new node j is old node source[j] (j < count)
+        used = jnp.arange(num_nodes) < count
+
+        def nodes(values, empty):
+            taken = values[source]
+            mask = used.reshape((-1,) + (1,) * (taken.ndim - 1))
+            return jnp.where(mask, taken, jnp.asarray(empty, values.dtype))
+
+        def renumber(indices):
+            return jnp.where(indices >= 0, renumbered[jnp.maximum(indices, 0)], indices)
+
+        is_root = jnp.arange(num_nodes) == 0
+        parents = jnp.where(is_root, NO_PARENT, renumber(nodes(tree.parents, NO_PARENT)))
+        extra = jax.tree.map(lambda leaf: leaf[source] if getattr(leaf, "ndim", 0) >= 1 and leaf.shape[0] == num_nodes
+                             else leaf, tree.extra_data)
+        cut = tree.replace(
+            node_visits=nodes(tree.node_visits, 0),
+            raw_values=nodes(tree.raw_values, 0),
+            node_values=nodes(tree.node_values, 0),
+            parents=parents,
+            action_from_parent=jnp.where(is_root, NO_PARENT, nodes(tree.action_from_parent, NO_PARENT)),
+            slot_from_parent=jnp.where(is_root, NO_PARENT, nodes(tree.slot_from_parent, NO_PARENT)),
+            children_actions=nodes(tree.children_actions, EMPTY_SLOT),
+            children_index=renumber(nodes(tree.children_index, UNVISITED)),
+            children_prior_logits=nodes(tree.children_prior_logits, 0),
+            children_visits=nodes(tree.children_visits, 0),
+            children_values=nodes(tree.children_values, 0),
+            children_rewards=nodes(tree.children_rewards, 0),
+            children_discounts=nodes(tree.children_discounts, 0),
+            embeddings=jax.tree.map(lambda leaf: leaf[source], tree.embeddings),
+            extra_data=extra,
+        )
+        return cut, count
+
+    return jax.vmap(one)(tree, jnp.asarray(node_index, jnp.int32))
+
+
+def child_index(tree: Tree, node_index: jax.Array, action: jax.Array) -> jax.Array:
+    """[B] the node that ``action`` [B] leads to from ``node_index`` [B], :data:`UNVISITED` when the search never
+    expanded it (or it is not a move there)."""
+    batch = jnp.arange(tree.parents.shape[0])
+    actions = tree.children_actions[batch, node_index]
+    found = actions == action[:, None]
+    slot = jnp.argmax(found, axis=-1)
+    index = tree.children_index[batch, node_index, slot]
+    return jnp.where(jnp.any(found, axis=-1), index, UNVISITED)
