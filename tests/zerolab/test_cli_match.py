@@ -108,6 +108,21 @@ def test_match_spec_errors_name_the_problem(tmp_path, capsys, stockfish_path, sp
 
 
 @pytest.mark.engine
+def test_an_engine_that_cannot_play_the_runs_game_is_refused_before_the_network_loads(tmp_path, capsys,
+                                                                                     stockfish_path):
+    """A Gardner run against Stockfish (8×8 only): one error line naming the engine and the way out, before the run's
+    network is read (its checkpoint directory is empty here: reading it would fail otherwise) and nothing written."""
+    run = tmp_path / "gardner-run"
+    (run / "checkpoints" / "0").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"game": {"name": "gardner_chess"}}))
+    out = tmp_path / "out"
+    status, printed, errors = run_match(capsys, "--a", str(run), "--b", "stockfish:depth=1", "--games", "2",
+                                        "--out", str(out))
+    assert status == 2 and printed == "" and "cannot play Gardner chess" in errors and "fairy-stockfish" in errors
+    assert errors.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.engine
 def test_match_from_start_fens_plays_each_twice_and_rejects_bad_lines(tmp_path, capsys, stockfish_path):
     fens = tmp_path / "fens.txt"
     fens.write_text("# mate in one for Black\nrnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2\n")

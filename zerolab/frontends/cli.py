@@ -178,6 +178,24 @@ def read_start_fens(path: str, game) -> list[str]:
     return fens
 
 
+def spec_game(spec: str):
+    """The game of an agent spec that names a run or checkpoint directory (from its ``config.json``, no network
+    loaded); None for an engine."""
+    from zerolab.config import split_spec
+    from zerolab.games import make_game
+    from zerolab.training.checkpoint_paths import resolve_checkpoint
+
+    head, _ = split_spec(spec)
+    if not pathlib.Path(head).is_dir():
+        return None
+    directory, _ = resolve_checkpoint(head)
+    try:
+        config = json.loads((directory.parent / "config.json").read_text())
+    except (OSError, ValueError) as error:
+        raise FileNotFoundError(f"{head}: the run's config.json cannot be read ({error})") from None
+    return make_game(config.get("game", {}).get("name", "chess"))
+
+
 def command_match(args: argparse.Namespace) -> int:
     import jax
 
@@ -187,15 +205,37 @@ def command_match(args: argparse.Namespace) -> int:
     from zerolab.games import make_game
     from zerolab.games.pgn import write_game_records
 
+    from zerolab.engines.uci_client import EngineError
+    from zerolab.play.engine_agents import EngineAgent
+
+    # The game first (a run's config.json says it without loading the network), then the engines, started at once so
+    # that one that cannot play the game is refused before any network loads or any game is played.
     game = make_game(args.game) if args.game else None
-    agent_a = make_agent(args.a, game)
-    game = game or getattr(agent_a, "game", None)
-    agent_b = make_agent(args.b, game)
-    game = game or getattr(agent_b, "game", None)
+    game = game or next(filter(None, (spec_game(spec) for spec in (args.a, args.b))), None)
     if game is None:
         raise ValueError("two engines need --game chess|gardner_chess")
+    specs = {"a": args.a, "b": args.b}
+    engines = {side: spec for side, spec in specs.items() if spec_game(spec) is None}
+    agents = {}
+    try:
+        for side, spec in engines.items():
+            agents[side] = make_agent(spec, game)
+            if isinstance(agents[side], EngineAgent):
+                agents[side].engine.open()
+        for side, spec in specs.items():
+            if side not in agents:
+                agents[side] = make_agent(spec, game if spec_game(spec) is None else None)
+    except EngineError as error:
+        for agent in agents.values():
+            agent.close()
+        raise ValueError(f"match: {error}") from None
+    agent_a, agent_b = agents["a"], agents["b"]
+    if not args.game:  # the run's own game (its Go board size and komi included), which its agent was built with
+        game = next((agents[side].game for side in specs if side not in engines), game)
     for agent in (agent_a, agent_b):
         if getattr(agent, "game", game) != game:
+            for opened in agents.values():
+                opened.close()
             raise ValueError(f"{agent.name} plays {agent.game.name}, the match is {game.name}")
     start_fens = read_start_fens(args.start_fens, game) if args.start_fens else None
     num_games = args.games if args.games is not None else (2 * len(start_fens) if start_fens else 10)
