@@ -34,6 +34,15 @@ def test_selfplay_flops_count_the_root_and_every_simulation_of_every_ply():
     assert plan.flops_per_iteration["train"] == 1e9 * 10
 
 
+def test_an_iterations_flops_are_every_devices():
+    """On 4 devices the sharded training step's FLOPs (XLA counts one device's) are counted 4 times; the network
+    evaluation, compiled over every game's positions, once; the printed line gives both, and a device's share."""
+    import dataclasses
+
+    plan = dataclasses.replace(run_plan(2e9, plies=10, simulations=7), num_devices=4)
+    assert plan.flops_per_iteration == {"selfplay": 2e9 * 10 * 8, "train": 1e9 * 10 * 4}
+
+
 def test_a_rate_measured_at_other_sizes_is_scaled_by_flops_the_right_way_round(monkeypatch):
     reference = plan_lib.matching_rates(run_plan(1.0), "selfplay", "h100")[0]
     # the measured program's FLOPs a move, as the plan would compile them: set here to 1 GFLOP

@@ -295,14 +295,18 @@ class RunPlan:
     parameters: int
     seconds: float  # what making this plan took
     fit: DeviceFit | None = None  # how the programs fit one device of the mesh under the budget
+    num_devices: int = 1  # the mesh the programs were compiled over
 
     def program(self, name: str) -> ProgramCost:
         return next(program for program in self.programs if program.name == name)
 
     @property
     def flops_per_iteration(self) -> dict[str, float]:
+        """An iteration's FLOPs over all devices.  The network evaluation is compiled over the whole self-play batch
+        on one device (its FLOPs are every game's); the training step is compiled sharded over the mesh, and XLA
+        counts an SPMD program's FLOPs for one device, so they are multiplied by the devices."""
         return {"selfplay": self.program("network evaluation").flops * self.evaluations_per_iteration,
-                "train": self.program("training step").flops * self.updates_per_iteration}
+                "train": self.program("training step").flops * self.updates_per_iteration * self.num_devices}
 
 
 def plan_training_run(config: Any, label: str = "run", num_devices: int | None = None,
@@ -378,6 +382,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
         frame=frame, window_size=window_size,
         selfplay_host_bytes=selfplay_host_bytes(frames, records, frame), train_state_bytes=tree_bytes(state),
         parameters=count_parameters(state.params), seconds=time.perf_counter() - started, fit=fit,
+        num_devices=int(mesh.devices.size),
     )
 
 
@@ -489,9 +494,13 @@ def format_plan(plan: RunPlan, accelerator: str = "h100") -> str:
     if plan.fit is not None:
         lines.append(plan.fit.describe(plan.program("self-play"), plan.program("training step")))
     flops = plan.flops_per_iteration
-    lines.append(f"per iteration: {plan.frames_per_iteration:,} frames; {plan.evaluations_per_iteration:,} evaluations "
-                 f"of {d['games']} positions = {flops['selfplay'] / 1e12:,.1f} TFLOP; {plan.updates_per_iteration:,} "
-                 f"updates (full window) = {flops['train'] / 1e12:,.1f} TFLOP")
+    def per_device(key: str) -> str:
+        return "" if plan.num_devices == 1 else f" ({flops[key] / plan.num_devices / 1e12:,.1f} a device)"
+
+    lines.append(f"per iteration, all {plan.num_devices} devices: {plan.frames_per_iteration:,} frames; "
+                 f"{plan.evaluations_per_iteration:,} evaluations of {d['games']} positions = "
+                 f"{flops['selfplay'] / 1e12:,.1f} TFLOP{per_device('selfplay')}; {plan.updates_per_iteration:,} "
+                 f"updates (full window) = {flops['train'] / 1e12:,.1f} TFLOP{per_device('train')}")
     frame = plan.frame
     lines.append(f"host: replay frame {frame.dense / 1024:.1f} KB dense, {frame.compact / 1024:.2f} KB compact "
                  f"(policy width {frame.policy_width}, from {frame.positions} random positions); window "
