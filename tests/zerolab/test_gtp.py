@@ -287,3 +287,36 @@ def test_gnugo_is_started_with_a_seed_so_its_moves_repeat(gnugo_path):
             engine.send("clear_board")
             games.append([engine.generate_move(colour) for colour in "bwbwbwbw"])
     assert games[0] == games[1]
+
+
+def test_a_warmed_up_chooser_compiles_on_the_empty_board_first_and_genmove_waits_for_it():
+    """``gtp.warmed_up``: the search is run once on the empty board in a background thread as soon as the server is
+    built (GTP has no isready; the tool's first commands are answered meanwhile), and ``genmove`` waits for it rather
+    than compiling a second time."""
+    import threading
+    import time
+
+    from zerolab.frontends import gtp
+    from zerolab.games import GoGame
+
+    game, calls, release = GoGame(size=5), [], threading.Event()
+
+    def slow_chooser(game, state, key):
+        calls.append(int(state._step_count))  # 0: the empty board
+        release.wait(5)
+        return gtp.random_chooser(game, state, key)
+
+    chooser = gtp.warmed_up(slow_chooser, game)
+    deadline = time.monotonic() + 30
+    while not calls and time.monotonic() < deadline:  # pgx's init compiles first
+        time.sleep(0.05)
+    assert calls == [0]  # the warm-up started at once, on the empty board
+    answered = []
+    thread = threading.Thread(target=lambda: answered.append(chooser(game, game.init(jax.random.key(1)),
+                                                                     jax.random.key(1))))
+    thread.start()
+    time.sleep(0.2)
+    assert answered == [] and len(calls) == 1  # genmove waits for the warm-up
+    release.set()
+    thread.join(5)
+    assert len(answered) == 1 and len(calls) == 2

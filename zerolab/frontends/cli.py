@@ -335,14 +335,17 @@ def command_gtp(args: argparse.Namespace) -> int:
         game, chooser, name = GoGame(size=args.size, komi=args.komi if args.komi is not None else 7.5), \
             gtp.random_chooser, "zerolab-random"
     else:
+        from zerolab.devices import use_compilation_cache
         from zerolab.play.search_agents import load_search_agent
 
+        if args.compilation_cache:
+            use_compilation_cache(args.compilation_cache, min_compile_seconds=0.0)
         options = {} if args.simulations is None else {"num_simulations": str(args.simulations)}
         agent = load_search_agent(args.checkpoint, options)
         if not isinstance(agent.game, GoGame):
             raise ValueError(f"gtp: --checkpoint {args.checkpoint} plays {agent.game.name}, not go")
         game = agent.game if args.komi is None else GoGame(size=agent.game.size, komi=args.komi)
-        chooser, name = gtp.agent_chooser(agent), f"zerolab {agent.name}"
+        chooser, name = gtp.warmed_up(gtp.agent_chooser(agent), game, args.seed), f"zerolab {agent.name}"
     gtp.serve(game, chooser, name=name, seed=args.seed)
     return 0
 
@@ -441,6 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
     gtp.add_argument("--size", type=int, default=7, help="board size with --random")
     gtp.add_argument("--komi", type=float, default=None, help="komi (default: the run's; GTP 'komi' changes it)")
     gtp.add_argument("--seed", type=int, default=0)
+    gtp.add_argument("--compilation-cache", default=DEFAULT_COMPILATION_CACHE,
+                     help="JAX's persistent compilation cache ('' for none): a second start reads the search back")
     gtp.set_defaults(handler=command_gtp)
 
     uci = commands.add_parser("uci", help="UCI chess engine (stdin/stdout) over a checkpoint's network and search")

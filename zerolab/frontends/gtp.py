@@ -65,6 +65,32 @@ def agent_chooser(agent) -> MoveChooser:
     return choose
 
 
+def warmed_up(chooser: MoveChooser, game: GoGame, seed: int = 0) -> MoveChooser:
+    """``chooser`` with its search compiled in a background thread from the start (one move chosen on the empty
+    board), while the GTP tool sends its first commands; ``genmove`` waits for that compilation rather than starting
+    its own (a second start reads it from the persistent compilation cache).  A warm-up that fails is left to the
+    first ``genmove``, which then fails with the error in its ``?`` answer."""
+    import threading
+
+    ready = threading.Event()
+
+    def warm() -> None:
+        try:
+            chooser(game, game.init(jax.random.key(seed)), jax.random.key(seed))
+        except Exception:  # noqa: BLE001 - genmove reports it
+            pass
+        finally:
+            ready.set()
+
+    threading.Thread(target=warm, name="gtp-warm-up", daemon=True).start()
+
+    def choose(game: GoGame, state: pgx.State, key: jax.Array) -> int:
+        ready.wait()
+        return chooser(game, state, key)
+
+    return choose
+
+
 def clean_line(line: str) -> str:
     """A GTP input line without its comment, CR and control characters (tabs become spaces), stripped."""
     line = line.split("#", 1)[0].replace("\t", " ")
