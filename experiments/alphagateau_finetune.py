@@ -225,16 +225,12 @@ def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[
     """The headline quantities (``results.json``): each head-to-head match's score and Elo difference (se over its
     games; one training run each, so no seed-to-seed spread is in them) and the Algorithm 2 ratings (2σ, WLS)."""
     quantities: dict[str, Quantity] = {}
-    names = {"transfer": "the 5×5-trained network vs the untrained one, on 8×8",
-             "finetune": "fine-tuned on 8×8 vs its 5×5-trained self",
-             "control": "fine-tuned on 8×8 vs trained on 8×8 from scratch, equal 8×8 iterations"}
     for head in summary.get("head_to_head", {}).values():
         first, second = head["players"]
         key = ("transfer" if second == UNTRAINED else "control" if second.startswith(SCRATCH + "@") else "finetune")
-        label = f"{names[key]} ({first} vs {second})"
-        quantities[f"{key}_score"] = Quantity(f"{label}, score", head["score"], head["score_se"], "se", "games",
-                                              head["games"], unit="score")
-        quantities[f"{key}_elo"] = Quantity(f"{label}, Elo", head["elo"], head["elo_se"], "se", "games",
+        quantities[f"{key}_score"] = Quantity(f"score, {first} vs {second}", head["score"], head["score_se"], "se",
+                                              "games", head["games"], unit="score")
+        quantities[f"{key}_elo"] = Quantity(f"Elo, {first} − {second}", head["elo"], head["elo_se"], "se", "games",
                                             head["games"], unit="Elo", digits=0)
     rated = {"untrained": UNTRAINED, "before_finetuning": summary["before_finetuning"]["player"],
              "after_finetuning": summary["after_finetuning"]["player"]}
@@ -242,7 +238,6 @@ def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[
         rated["scratch"] = summary["scratch"]["player"]
     for key, player in rated.items():
         rating = summary["elo"][player]
-        quantities[f"rating_{key}"] = Quantity(f"{player}, Algorithm 2 rating on 8×8 (the pool's mean at 1000)",
-                                               rating["rating"], 2 * rating["sigma"], "2σ", "rating games",
-                                               int(rating["games"]), unit="Elo", digits=0)
+        quantities[f"rating_{key}"] = Quantity(player, rating["rating"], 2 * rating["sigma"], "2σ", "rating games",
+                                               int(rating["games"]), unit="rating", digits=0)
     return quantities

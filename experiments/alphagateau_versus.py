@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import pathlib
 import time
 from typing import Any
@@ -36,6 +37,8 @@ from zerolab.evaluation import (
     run_statistics,
 )
 from zerolab.frontends import prepare_experiment, training_config
+
+from experiments.common.results import Quantity
 
 logger = logging.getLogger(__name__)
 
@@ -85,3 +88,22 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
                "device": f"{jax.devices()[0].platform} × {jax.device_count()}", "wall_s": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): the pooled head-to-head score and its Elo difference, with the
+    seed as the unit of replication (se between the seeds' scores; the Elo's by the delta method), and the score's
+    se over games beside it."""
+    first, second = summary["players"]
+    seeds = len(summary["seeds"])
+    score = summary["score"]
+    seed_se = summary["score_se_between_seeds"]
+    clipped = min(max(score, 1e-3), 1 - 1e-3)
+    return {
+        "score": Quantity(f"score, {first} vs {second}", score, seed_se, "se", "seeds", seeds, unit="score"),
+        "elo": Quantity(f"Elo, {first} − {second}", summary["elo"],
+                        400 / math.log(10) * seed_se / (clipped * (1 - clipped)), "se", "seeds", seeds, unit="Elo",
+                        digits=0),
+        "score_over_games": Quantity(f"score, {first} vs {second}", score, summary["score_se"], "se", "games",
+                                     summary["games"], unit="score"),
+    }

@@ -44,7 +44,8 @@ class Quantity:
       over: the unit of replication the error is over: ``"games"``, ``"seeds"``, ``"boards"``, ``"positions"``…
       n: how many of them.
       paired: whether the ± is of a paired difference (both arms on the same boards, openings, seeds or bitstrings).
-      unit: how to read ``value``: ``"score"``, ``"Elo"``, ``"accuracy"``, ``"s"``…
+      unit: how to read ``value``: ``"score"``, ``"Elo"`` (a difference, signed), ``"rating"`` (an Elo rating),
+        ``"accuracy"``, ``"s"``…
       digits: decimals to print.
     """
 

@@ -261,6 +261,10 @@ def test_versus_trains_both_networks_per_seed_plays_them_and_resumes(tmp_path):
     config = load_config("alphagateau-versus", "tiny", VERSUS_RUN + SMALL_TRAINING)
     summary = alphagateau_versus.run(config, tmp_path)
     assert summary["seeds"] == [3, 4] and summary["games"] == 4 and summary["players"] == ["alphagateau", "resnet"]
+    quantities = alphagateau_versus.results(summary, config)  # the seed is the unit of replication
+    assert (quantities["score"].over, quantities["score"].n) == ("seeds", 2)
+    assert quantities["score"].error == summary["score_se_between_seeds"]
+    assert (quantities["score_over_games"].over, quantities["score_over_games"].n) == ("games", 4)
     for seed in (3, 4):
         match = read_pairing_records(tmp_path / f"seed-{seed}" / "matches.json")["alphagateau-vs-resnet"]
         assert match.result.games == 2 and match.result.players == ("alphagateau", "resnet")
@@ -316,7 +320,7 @@ def test_finetune_experiment_end_to_end(tmp_path):
     assert quantities["control_elo"].error == control["elo_se"] and quantities["transfer_elo"].over == "games"
     assert quantities["rating_scratch"].value == summary["elo"]["scratch@1"]["rating"]
     assert quantities["rating_scratch"].error == 2 * summary["elo"]["scratch@1"]["sigma"]
-    assert quantities["rating_scratch"].error_kind == "2σ"
+    assert quantities["rating_scratch"].error_kind == "2σ" and quantities["rating_scratch"].label == "scratch@1"
     kept = (tmp_path / "head-to-head" / "matches.json").read_bytes()
     check_rerun_plays_nothing(alphagateau_finetune, "alphagateau-finetune", tmp_path, overrides)
     assert (tmp_path / "head-to-head" / "matches.json").read_bytes() == kept
