@@ -1,0 +1,87 @@
+"""Results as files (``results.json``) and ``python -m experiments report``: every generated README table is what the
+committed results make of it, every ± says what it is, and a table that names a number nobody committed is refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.common import report, results
+from experiments.__main__ import main
+from experiments.common.results import Quantity, Results
+
+
+def test_the_readme_tables_are_the_ones_report_builds_from_the_committed_results():
+    tables = report.read_tables()
+    assert tables, "results/tables.toml declares no table"
+    committed = report.read_all_results()
+    for table in tables:
+        for row in table.rows:
+            for reference in row.ours:  # every number in a table comes from a committed results.json
+                quantity, result = report.quantity_of(reference, committed)
+                assert result.provenance["commit"] != "unknown" and result.provenance["command"]
+                assert quantity.error is None or quantity.describe_error()
+    assert report.stale_tables() == [], "a README table differs from `python -m experiments report`'s"
+
+
+def test_a_hand_edited_number_in_a_generated_table_is_stale(tmp_path, monkeypatch):
+    table = report.read_tables()[0]
+    readme = report.ROOT / table.file
+    begin, _ = report.markers(table.name)
+    text = readme.read_text()
+    row = next(line for line in text.split(begin, 1)[1].splitlines() if line.startswith("| ") and "±" in line)
+    edited = tmp_path / "README.md"
+    edited.write_text(text.replace(row, row.replace("±", "+/-", 1)))
+    monkeypatch.setattr(report, "ROOT", tmp_path)
+    monkeypatch.setattr(report, "read_tables",
+                        lambda directory=report.RESULTS_DIRECTORY: [report.Table(table.name, "README.md", table.rows)])
+    assert report.stale_tables() == [f"README.md: {table.name}"]
+    assert report.report() == 0 and edited.read_text() == text  # report writes the generated table back
+
+
+def test_a_quantity_says_what_its_error_is():
+    paired = Quantity("AV − SV accuracy", 0.0442, 0.0061, "se", "boards", 4452, paired=True, unit="accuracy")
+    assert paired.format() == "0.044 ± 0.006 (se, paired, over 4,452 boards)"
+    seeds = Quantity("AlphaGateau vs ResNet", 394.2, 52.0, "2σ", "seeds", 3, unit="Elo", digits=0)
+    assert seeds.format() == "+394 ± 52 Elo (2σ over 3 seeds)"
+    assert Quantity("wall", 710.0, unit="s", digits=0).format() == "710 s"
+    with pytest.raises(ValueError, match="error_kind must be one of"):
+        Quantity("x", 1.0, 0.1, "sd")
+
+
+def test_a_table_naming_an_uncommitted_number_is_refused():
+    committed = {"alphagateau-finetune": Results("alphagateau-finetune", {"transfer_elo": Quantity("t", 1.0)},
+                                                {"preset": "evidence", "date": "2026-11-28"})}
+    row = report.Row("the transfer", ("alphagateau-finetune:control_elo",))
+    with pytest.raises(ValueError, match="has no quantity 'control_elo'"):
+        report.render_table(report.Table("t", "README.md", (row,)), committed, {})
+    row = report.Row("the transfer", ("distill:accuracy",))
+    with pytest.raises(ValueError, match=r"results/distill/results.json is not committed"):
+        report.render_table(report.Table("t", "README.md", (row,)), committed, {})
+    row = report.Row("the transfer", ("alphagateau-finetune:transfer_elo",), ("alphagateau.nothing",))
+    with pytest.raises(ValueError, match="no paper number"):
+        report.render_table(report.Table("t", "README.md", (row,)), committed, {})
+
+
+def test_results_round_trip_and_collect_keeps_only_a_runs_small_files(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "figures").mkdir(parents=True)
+    (run / "figures" / "curve.png").write_bytes(b"png")
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "big").write_bytes(b"x" * 1000)
+    (run / "summary.json").write_text("{}")
+    quantities = {"score": Quantity("a vs b, score", 0.75, 0.05, "se", "games", 64, unit="score")}
+    results.write_results(run, "quickstart", quantities, ["python", "-m", "experiments", "run", "quickstart"], "tiny")
+    written = Results.read(run / results.RESULTS_FILE)
+    assert written.quantities == quantities and written.figures == ("figures/curve.png",)
+    assert written.provenance["command"] == "python -m experiments run quickstart"
+    assert written.provenance["preset"] == "tiny" and written.provenance["machine"]
+    kept = results.collect(run, tmp_path / "kept")
+    assert sorted(path.relative_to(tmp_path / "kept").as_posix() for path in kept) == [
+        "figures/curve.png", "results.json", "summary.json"]
+    (run / results.RESULTS_FILE).write_text(json.dumps({"quantities": {}}))
+    with pytest.raises(ValueError, match="is not an experiment's results.json"):
+        results.collect(run, tmp_path / "again")
+    assert main(["collect", "no-such-experiment", str(run)]) == 2
+    assert "unknown experiment 'no-such-experiment'" in capsys.readouterr().err
