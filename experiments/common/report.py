@@ -131,14 +131,14 @@ def quantity_of(reference: str, results: Mapping[str, Results]) -> tuple[Quantit
 
 def render_table(table: Table, results: Mapping[str, Results], papers: Mapping[str, PaperNumber]) -> str:
     """The markdown of one table: what | ours | the paper | the run (its results file, preset and date)."""
-    readme_directory = (ROOT / table.file).parent
+    readme_directory = os.path.dirname(table.file) or "."  # links are relative to the README, in the repository
     lines = ["| what | ours (± and what it is over) | paper | run |", "|---|---|---|---|"]
     for row in table.rows:
         parts, runs = [], []
         for reference in row.ours:
             quantity, result = quantity_of(reference, results)
             parts.append(quantity.format() if len(row.ours) == 1 else f"{quantity.label}: {quantity.format()}")
-            link = os.path.relpath(RESULTS_DIRECTORY / result.experiment / RESULTS_FILE, readme_directory)
+            link = os.path.relpath(f"{RESULTS_DIRECTORY.name}/{result.experiment}/{RESULTS_FILE}", readme_directory)
             run = (f"[{result.experiment}]({link}), {result.provenance.get('preset', '?')}, "
                    f"{result.provenance.get('date', '?')[:10]}")
             if run not in runs:
