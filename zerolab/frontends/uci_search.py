@@ -414,7 +414,8 @@ class SearchEngine:
         import jax
         import jax.numpy as jnp
 
-        from zerolab.search import grow_tree, start_tree, subtree
+        from zerolab.search.mcts import grow_tree, start_tree
+        from zerolab.search.tree import subtree
 
         network, game, search, nodes = self.loaded.network, self.game, self.loaded.search, self.tree_nodes
 
