@@ -578,6 +578,7 @@ def test_a_move_reports_its_searchs_depth_and_seldepth():
     choice = engine.choose_move(chess.Board(), budget(nodes=16))
     assert (choice.move, choice.depth, choice.seldepth, choice.nodes) == ("e2e4", 1, 5, 16)
     assert choice.score_centipawns == 284 and choice.principal_variation == ("e2e4", "e7e5", "g1f3")
+    assert choice.search_seconds == 0.1  # nps counts the search's own time, not the wait for a compilation
 
 
 def test_a_timed_move_before_any_search_compiles_waits_inside_its_time_not_past_it():
