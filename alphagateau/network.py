@@ -40,7 +40,7 @@ class AlphaGateau(nn.Module):
     """AlphaGateau (paper, Figures 2–4).
 
     Node features [B, N, 119] and edge features [B, E, 15] are embedded by one linear layer each into
-    ``embedding_size`` H and go through ``num_blocks`` :class:`ResGATEAU` blocks (``block``); then, with ``heads``:
+    ``channels`` H and go through ``num_blocks`` :class:`ResGATEAU` blocks (``block``); then, with ``heads``:
 
     * ``'paper'`` — policy head (Figure 4): edges → BNR → Linear H → BNR → Linear 1, one logit per edge; value head
       (Figure 3): nodes → BNR → Linear H → BNR → :class:`AttentionPooling` → ReLU → Linear 1 → tanh;
@@ -51,7 +51,7 @@ class AlphaGateau(nn.Module):
     ``BNR(x) = ReLU(BatchNorm(x))``.
 
     Attributes:
-      embedding_size: H, the size of node and edge features inside the tower.
+      channels: H, the size of node and edge features inside the tower.
       num_blocks: number of ResGATEAU blocks L.
       negative_slope: LeakyReLU slope of the GATEAU attention (and of the paper's pooling scores).
       batch_norm_momentum: momentum of the BatchNorm running statistics.
@@ -61,7 +61,7 @@ class AlphaGateau(nn.Module):
       dtype: the computation dtype (``model.dtype``); parameters stay float32 and the outputs are float32.
     """
 
-    embedding_size: int = 128
+    channels: int = 128
     num_blocks: int = 5
     negative_slope: float = 0.2
     batch_norm_momentum: float = 0.9
@@ -85,10 +85,10 @@ class AlphaGateau(nn.Module):
             """The heads' last linear layer, one output, in float32 (the core's mixed-precision rule)."""
             return nn.Dense(1, dtype=jnp.float32, name=name)(features.astype(jnp.float32))[..., 0]
 
-        graphs = GraphBatch(nodes=dense(self.embedding_size, "node_embedding")(nodes),
-                            edges=dense(self.embedding_size, "edge_embedding")(topology.to_slots(edges)))
+        graphs = GraphBatch(nodes=dense(self.channels, "node_embedding")(nodes),
+                            edges=dense(self.channels, "edge_embedding")(topology.to_slots(edges)))
         for index in range(self.num_blocks):
-            graphs = ResGATEAU(self.embedding_size, self.negative_slope, self.batch_norm_momentum, self.block,
+            graphs = ResGATEAU(self.channels, self.negative_slope, self.batch_norm_momentum, self.block,
                                self.dtype, name=f"block_{index}")(graphs, topology, train)
 
         def bnr(features: jax.Array, name: str) -> jax.Array:
@@ -100,13 +100,13 @@ class AlphaGateau(nn.Module):
                                 name=name)
             return nn.relu(norm(features))
 
-        pooling = AttentionPooling(self.embedding_size, self.pooling, self.negative_slope, self.dtype,
+        pooling = AttentionPooling(self.channels, self.pooling, self.negative_slope, self.dtype,
                                    name="value_pooling")
         if self.heads == "paper":
-            edges = bnr(dense(self.embedding_size, "policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
+            edges = bnr(dense(self.channels, "policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
                         "policy_norm_2")
             edge_logits = last_layer("policy_head", edges)
-            nodes = bnr(dense(self.embedding_size, "value_hidden")(bnr(graphs.nodes, "value_norm_1")),
+            nodes = bnr(dense(self.channels, "value_hidden")(bnr(graphs.nodes, "value_norm_1")),
                         "value_norm_2")
             pooled = nn.relu(pooling(nodes))
         else:
@@ -117,13 +117,16 @@ class AlphaGateau(nn.Module):
 
 
 CHESS_GAMES = ("chess", "gardner_chess")
+# AlphaGateau's width in configs recorded before it took ``channels``, the name every network's width has.
+LEGACY_WIDTH_KEY = "embedding_size"
 
 
 def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
     """Factory for ``config.model.name = "alphagateau.network:make_alphagateau"``.
 
-    Reads ``embedding_size`` (default: ``channels`` if the config has it, so that a ResNet config switches with the
-    one override ``model.name=alphagateau.network:make_alphagateau``; else 128), ``num_blocks`` (5),
+    Reads ``channels`` (H, 128 by default: the width key every network shares, so that a ResNet config switches with
+    the one override ``model.name=alphagateau.network:make_alphagateau``; a run recorded before the rename names it
+    :data:`LEGACY_WIDTH_KEY`, which then wins, as it did), ``num_blocks`` (5),
     ``negative_slope`` (0.2), ``batch_norm_momentum`` (0.9) and the architecture keys ``block``, ``heads`` and
     ``pooling`` from ``model_config``; ``game`` must be ``chess`` or ``gardner_chess``.  The experiments' configs set
     the architecture keys to the paper's (:data:`PAPER_ARCHITECTURE`); a config without them — every run written
@@ -133,13 +136,13 @@ def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
         raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
     for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
         check_choice(f"model.{key}", model_config.get(key, LEGACY_ARCHITECTURE[key]), allowed)
-    embedding_key = "embedding_size" if "embedding_size" in model_config else "channels"
-    embedding_size = int(model_config.get(embedding_key, 128))
-    check_at_least(f"model.{embedding_key}", embedding_size, 1)
+    width_key = LEGACY_WIDTH_KEY if LEGACY_WIDTH_KEY in model_config else "channels"
+    channels = int(model_config.get(width_key, 128))
+    check_at_least(f"model.{width_key}", channels, 1)
     num_blocks = int(model_config.get("num_blocks", 5))
     check_at_least("model.num_blocks", num_blocks, 0)
     return AlphaGateau(
-        embedding_size=embedding_size,
+        channels=channels,
         num_blocks=num_blocks,
         negative_slope=float(model_config.get("negative_slope", 0.2)),
         batch_norm_momentum=float(model_config.get("batch_norm_momentum", 0.9)),
@@ -158,16 +161,16 @@ def _abstract_inputs(board_size: int, batch_size: int = 1) -> NetworkInputs:
     )
 
 
-def parameter_counts(embedding_size: int = 128, num_blocks: int = 5) -> dict[str, int]:
+def parameter_counts(channels: int = 128, num_blocks: int = 5) -> dict[str, int]:
     """Parameters of AlphaGateau with the paper's architecture (``alphagateau``) and the earlier one
-    (``alphagateau_legacy``), and of the zerolab AlphaZero ResNet (8×8, ``channels = embedding_size``).
+    (``alphagateau_legacy``), and of the zerolab AlphaZero ResNet (8×8, the same ``channels``).
 
     Counted from abstract shapes (``jax.eval_shape``), so nothing is computed.
     """
     networks = {
-        "alphagateau": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks, **PAPER_ARCHITECTURE),
-        "alphagateau_legacy": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks),
-        "alphazero_resnet": AlphaZeroResNet(num_actions=4672, channels=embedding_size, num_blocks=num_blocks),
+        "alphagateau": AlphaGateau(channels=channels, num_blocks=num_blocks, **PAPER_ARCHITECTURE),
+        "alphagateau_legacy": AlphaGateau(channels=channels, num_blocks=num_blocks),
+        "alphazero_resnet": AlphaZeroResNet(num_actions=4672, channels=channels, num_blocks=num_blocks),
     }
     counts = {}
     for name, network in networks.items():
@@ -210,7 +213,7 @@ def _milliseconds_per_call(function, *arguments, repeats: int) -> float:
 def benchmark_graph_building(
     game_names: Sequence[str] = CHESS_GAMES,
     batch_size: int = 64,
-    embedding_size: int = 128,
+    channels: int = 128,
     num_blocks: int = 5,
     repeats: int = 5,
 ) -> list[dict[str, Any]]:
@@ -218,7 +221,7 @@ def benchmark_graph_building(
 
     Inference mode, jitted, compile excluded; positions are 20 random plies deep.  The AlphaGateau forward pass
     includes its own graph building, so ``graph_share`` is the fraction of it spent building the graph.  The ResNet
-    has ``channels = embedding_size`` and the same number of blocks.
+    has the same ``channels`` and number of blocks.
     """
     from zerolab import make_game
 
@@ -227,8 +230,8 @@ def benchmark_graph_building(
         game = make_game(game_name)
         inputs = _random_inputs(game, batch_size, num_plies=20, key=jax.random.key(0))
         networks = {
-            "alphagateau": AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks),
-            "resnet": AlphaZeroResNet(num_actions=game.num_actions, channels=embedding_size, num_blocks=num_blocks),
+            "alphagateau": AlphaGateau(channels=channels, num_blocks=num_blocks),
+            "resnet": AlphaZeroResNet(num_actions=game.num_actions, channels=channels, num_blocks=num_blocks),
         }
         row = {"game": game_name, "batch_size": batch_size}
         row["graph_ms"] = _milliseconds_per_call(
@@ -252,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m alphagateau.network", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", action="store_true", help="print parameter counts (AlphaGateau vs ResNet)")
     parser.add_argument("--benchmark", action="store_true", help="time graph building vs network forward")
-    parser.add_argument("--embedding-size", type=int, default=128)
+    parser.add_argument("--channels", type=int, default=128)
     parser.add_argument("--num-blocks", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
@@ -260,11 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.count or args.benchmark):
         parser.error("nothing to do: give --count and/or --benchmark")
     if args.count:
-        counts = parameter_counts(args.embedding_size, args.num_blocks)
-        print(f"AlphaGateau (embedding {args.embedding_size}, {args.num_blocks} blocks): {counts['alphagateau']:,} "
+        counts = parameter_counts(args.channels, args.num_blocks)
+        print(f"AlphaGateau ({args.channels} channels, {args.num_blocks} blocks): {counts['alphagateau']:,} "
               f"(the paper's architecture; {counts['alphagateau_legacy']:,} with the earlier blocks and heads)")
         print(
-            f"AlphaZero ResNet (8x8, {args.embedding_size} channels, {args.num_blocks} blocks): "
+            f"AlphaZero ResNet (8x8, {args.channels} channels, {args.num_blocks} blocks): "
             f"{counts['alphazero_resnet']:,}"
         )
     if args.benchmark:
@@ -272,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{device.device_kind} ({jax.device_count()} device(s)), jax {jax.__version__}")
         benchmark_graph_building(
             batch_size=args.batch_size,
-            embedding_size=args.embedding_size,
+            channels=args.channels,
             num_blocks=args.num_blocks,
             repeats=args.repeats,
         )

@@ -3,7 +3,7 @@
 ::
 
     python -m alphagateau.uci --checkpoint RUN_OR_STEP_DIR [--simulations N] [search.KEY=VALUE ...]
-    python -m alphagateau.uci --random-init [--embedding-size H --blocks L] [--simulations N]
+    python -m alphagateau.uci --random-init [--channels H --blocks L] [--simulations N]
 
 What is AlphaGateau's here: the engine's name, ``Simulations`` starting at 64, and ``--random-init``, an untrained
 AlphaGateau (H, L) for smoke checks.  Everything else — the position bridge (pgx history), the time-to-simulations
@@ -28,18 +28,18 @@ DEFAULT_SIMULATIONS = 64
 MAXIMUM_SIMULATIONS = 100_000
 
 
-def random_network(embedding_size: int, num_blocks: int, seed: int, overrides: dict[str, str]) -> LoadedSearch:
-    """An untrained AlphaGateau (``embedding_size`` H, ``num_blocks`` L) for 8×8 chess; parameters from ``seed``."""
+def random_network(channels: int, num_blocks: int, seed: int, overrides: dict[str, str]) -> LoadedSearch:
+    """An untrained AlphaGateau (``channels`` H, ``num_blocks`` L) for 8×8 chess; parameters from ``seed``."""
     import jax
 
     from alphagateau.network import AlphaGateau
     from zerolab import SearchConfig, init_variables, make_game
 
     game = make_game("chess")
-    network = AlphaGateau(embedding_size=embedding_size, num_blocks=num_blocks)
+    network = AlphaGateau(channels=channels, num_blocks=num_blocks)
     variables = init_variables(network, game, jax.random.key(seed))
     search = play_search(SearchConfig(), None, overrides)
-    return LoadedSearch(game, network, variables, search, f"untrained AlphaGateau H={embedding_size} L={num_blocks}")
+    return LoadedSearch(game, network, variables, search, f"untrained AlphaGateau H={channels} L={num_blocks}")
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -48,7 +48,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     source.add_argument("--checkpoint", help="a zerolab run directory (newest checkpoint) or checkpoint step directory")
     source.add_argument("--random-init", action="store_true", help="an untrained AlphaGateau, for smoke checks")
     parser.add_argument("--simulations", type=int, default=DEFAULT_SIMULATIONS, help="the Simulations option's start")
-    parser.add_argument("--embedding-size", type=int, default=128, help="--random-init: embedding size H")
+    parser.add_argument("--channels", type=int, default=128, help="--random-init: width H (node and edge features)")
     parser.add_argument("--blocks", type=int, default=5, help="--random-init: ResGATEAU blocks L")
     parser.add_argument("--gumbel-scale", type=float, default=0.0, help="Gumbel noise of the search (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random init and of the search keys")
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if arguments.random_init:
         def load() -> LoadedSearch:
-            return random_network(arguments.embedding_size, arguments.blocks, arguments.seed, overrides)
+            return random_network(arguments.channels, arguments.blocks, arguments.seed, overrides)
     else:
         def load() -> LoadedSearch:
             return checkpoint_search(arguments.checkpoint, None, arguments.simulations, overrides)

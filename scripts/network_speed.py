@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     dtype = {} if args.dtype == "float32" else {"dtype": args.dtype}
     models = {
         "resnet": {"name": "resnet", "channels": args.width, "num_blocks": args.blocks, **dtype},
-        "alphagateau": {**ALPHAGATEAU, "embedding_size": args.width, "num_blocks": args.blocks, **dtype},
+        "alphagateau": {**ALPHAGATEAU, "channels": args.width, "num_blocks": args.blocks, **dtype},
     }
     functions = {}
     for name, model in models.items():

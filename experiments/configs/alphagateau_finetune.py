@@ -54,7 +54,7 @@ def get_config(preset: str = "tiny"):
         {
             "seed": base.seed,
             # The paper's architecture (pre-activation blocks, Figures 3-4 heads, equation 7 pooling).
-            "model": {"name": "alphagateau.network:make_alphagateau", "embedding_size": 128, "num_blocks": 5,
+            "model": {"name": "alphagateau.network:make_alphagateau", "channels": 128, "num_blocks": 5,
                       "block": "pre_activation", "heads": "paper", "pooling": "paper", "dtype": "float32"},
             "search": base.search,
             "progress": True,
@@ -71,7 +71,7 @@ def get_config(preset: str = "tiny"):
         }
     )
     if preset in ("tiny", "evidence"):
-        config.model.embedding_size = 32
+        config.model.channels = 32
         config.model.num_blocks = 2
         config.search.num_simulations = 16
         config.search.max_num_considered_actions = 8

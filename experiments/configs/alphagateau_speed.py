@@ -22,7 +22,7 @@ def get_config(preset: str = "tiny"):
     del config["init_from"]  # both networks start from scratch
     config.models = {
         # The paper's architecture: pre-activation blocks, Figures 3-4 heads, equation 7 pooling.
-        "alphagateau": {"name": ALPHAGATEAU, "embedding_size": 128, "num_blocks": 5, "block": "pre_activation",
+        "alphagateau": {"name": ALPHAGATEAU, "channels": 128, "num_blocks": 5, "block": "pre_activation",
                         "heads": "paper", "pooling": "paper", "dtype": "float32"},
         "resnet": {"name": "resnet", "channels": 128, "num_blocks": 5, "dtype": "float32"},
     }
@@ -38,7 +38,7 @@ def get_config(preset: str = "tiny"):
         config.game.name = "gardner_chess"
         config.iterations = 12
         config.checkpoint.keep_period = 3  # rated: iterations 0, 3, 6, 9, 12
-        config.models.alphagateau.embedding_size = 32
+        config.models.alphagateau.channels = 32
         config.models.alphagateau.num_blocks = 2
         config.models.resnet.channels = 32
         config.models.resnet.num_blocks = 2

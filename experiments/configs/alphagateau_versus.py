@@ -26,7 +26,7 @@ def get_config(preset: str = "tiny"):
     dtype = quickstart.model.dtype  # bfloat16 in the paper preset
     width, blocks = int(quickstart.model.channels), int(quickstart.model.num_blocks)
     config.models = {
-        "alphagateau": {"name": quickstart.model.name, "embedding_size": width, "num_blocks": blocks, **architecture,
+        "alphagateau": {"name": quickstart.model.name, "channels": width, "num_blocks": blocks, **architecture,
                         "dtype": dtype},
         "resnet": {"name": "resnet", "channels": width, "num_blocks": blocks, "dtype": dtype},
     }

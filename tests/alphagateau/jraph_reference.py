@@ -176,7 +176,7 @@ class AttentionPooling(nn.Module):
 class AlphaGateau(nn.Module):
     """The network of b4fed2c over ``build_graphs``' GraphsTuple (same attributes as today's, float32 only)."""
 
-    embedding_size: int = 128
+    channels: int = 128
     num_blocks: int = 5
     negative_slope: float = 0.2
     batch_norm_momentum: float = 0.9
@@ -192,23 +192,23 @@ class AlphaGateau(nn.Module):
         batch_size = inputs.observation.shape[0]
         graphs = build_graphs(inputs.observation, inputs.legal_action_mask)
         graphs = graphs._replace(
-            nodes=nn.Dense(self.embedding_size, name="node_embedding")(graphs.nodes),
-            edges=nn.Dense(self.embedding_size, name="edge_embedding")(graphs.edges),
+            nodes=nn.Dense(self.channels, name="node_embedding")(graphs.nodes),
+            edges=nn.Dense(self.channels, name="edge_embedding")(graphs.edges),
         )
         for index in range(self.num_blocks):
-            graphs = ResGATEAU(self.embedding_size, self.negative_slope, self.batch_norm_momentum, self.block,
+            graphs = ResGATEAU(self.channels, self.negative_slope, self.batch_norm_momentum, self.block,
                                name=f"block_{index}")(graphs, train)
 
         def bnr(features: jax.Array, name: str) -> jax.Array:
             norm = nn.BatchNorm(use_running_average=not train, momentum=self.batch_norm_momentum, name=name)
             return nn.relu(norm(features))
 
-        pooling = AttentionPooling(self.embedding_size, self.pooling, self.negative_slope, name="value_pooling")
+        pooling = AttentionPooling(self.channels, self.pooling, self.negative_slope, name="value_pooling")
         if self.heads == "paper":
-            edges = bnr(nn.Dense(self.embedding_size, name="policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
+            edges = bnr(nn.Dense(self.channels, name="policy_hidden")(bnr(graphs.edges, "policy_norm_1")),
                         "policy_norm_2")
             edge_logits = nn.Dense(1, name="policy_head")(edges).reshape(batch_size, -1)
-            nodes = bnr(nn.Dense(self.embedding_size, name="value_hidden")(bnr(graphs.nodes, "value_norm_1")),
+            nodes = bnr(nn.Dense(self.channels, name="value_hidden")(bnr(graphs.nodes, "value_norm_1")),
                         "value_norm_2")
             pooled = nn.relu(pooling(graphs._replace(nodes=nodes)))
         else:

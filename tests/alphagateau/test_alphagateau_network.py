@@ -18,7 +18,7 @@ from alphagateau.topology import Topology
 from alphagateau.network import make_alphagateau, parameter_counts
 from zerolab.networks.network import apply_network, init_variables, make_network
 
-TINY_MODEL = {"name": "alphagateau.network:make_alphagateau", "embedding_size": 8, "num_blocks": 2}
+TINY_MODEL = {"name": "alphagateau.network:make_alphagateau", "channels": 8, "num_blocks": 2}
 
 
 def _leaky_relu(x, negative_slope=0.2):
@@ -93,13 +93,15 @@ def forward(tiny_network):
 
 
 def test_factory_reads_the_model_config(gardner_game):
-    config = ml_collections.ConfigDict({"name": "x", "embedding_size": 16, "num_blocks": 3})
+    config = ml_collections.ConfigDict({"name": "x", "channels": 16, "num_blocks": 3})
     network = make_alphagateau(config, gardner_game)
-    assert (network.embedding_size, network.num_blocks) == (16, 3)
+    assert (network.channels, network.num_blocks) == (16, 3)
     network = make_alphagateau(ml_collections.ConfigDict({"name": "x"}), gardner_game)
-    assert (network.embedding_size, network.num_blocks) == (128, 5)
+    assert (network.channels, network.num_blocks) == (128, 5)
     network = make_alphagateau(ml_collections.ConfigDict({"name": "x", "channels": 32, "num_blocks": 2}), gardner_game)
-    assert (network.embedding_size, network.num_blocks) == (32, 2)  # a ResNet config switches with model.name only
+    assert (network.channels, network.num_blocks) == (32, 2)  # a ResNet config switches with model.name only
+    legacy = ml_collections.ConfigDict({"name": "x", "channels": 32, "embedding_size": 16})  # recorded before the rename
+    assert make_alphagateau(legacy, gardner_game).channels == 16
     with pytest.raises(ValueError, match="AlphaGateau plays"):
         make_alphagateau(ml_collections.ConfigDict({}), types.SimpleNamespace(name="go"))
 
@@ -201,7 +203,7 @@ def test_parameter_counts():
     assert counts["alphazero_resnet"] == resnet_parameters(128, 5)
     # The paper's sizes: AlphaGateau about 1.0M (10 GATEAU layers of 6 128×128 matrices ≈ 0.98M), the ResNet 2.2M.
     assert round(counts["alphagateau"] / 1e5) == 10 and round(counts["alphazero_resnet"] / 1e5) == 22
-    smaller = parameter_counts(embedding_size=32, num_blocks=2)
+    smaller = parameter_counts(channels=32, num_blocks=2)
     assert smaller == {"alphagateau": paper_alphagateau_parameters(32, 2), "alphagateau_legacy": alphagateau_parameters(32, 2),
                        "alphazero_resnet": resnet_parameters(32, 2)}
 

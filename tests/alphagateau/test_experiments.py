@@ -24,14 +24,14 @@ SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evalu
                     "evaluation.num_opponents=1"]
 #: The two Gardner networks and their self-play of the speed and versus runs, the same in both (and in the
 #: fine-tuning's pretraining), so that the second run to compile a program reads it from the compilation cache.
-TOY_NETWORKS = ["models.alphagateau.embedding_size=8", "models.alphagateau.num_blocks=1", "models.resnet.channels=8",
+TOY_NETWORKS = ["models.alphagateau.channels=8", "models.alphagateau.num_blocks=1", "models.resnet.channels=8",
                 "models.resnet.num_blocks=1"]
 TOY_SELFPLAY = ["selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16"]
 SPEED_RUN = ["iterations=1", "checkpoint.keep_period=1", *TOY_NETWORKS, *TOY_SELFPLAY]
 VERSUS_RUN = ["iterations=1", *TOY_NETWORKS, *TOY_SELFPLAY, "match.games=2", "match.num_simulations=2",
               "match.max_game_plies=6", "compilation_cache=", "seeds=[3, 4]"]
 FINETUNE_RUN = [
-    "model.embedding_size=8", "model.num_blocks=1",
+    "model.channels=8", "model.num_blocks=1",
     "pretrain.iterations=1", "pretrain.selfplay.num_games=4", "pretrain.selfplay.plies_per_iteration=8",
     "pretrain.selfplay.max_game_plies=8",  # games end inside the one call, so its frames train the network
     "pretrain.train.batch_size=16",
@@ -57,10 +57,10 @@ def test_paper_presets_carry_the_papers_hyperparameters():
     speed = load_config("alphagateau-speed", "paper")
     finetune = load_config("alphagateau-finetune", "paper")
     assert speed.game.name == "chess" and speed.iterations == 500
-    assert speed.models.alphagateau.embedding_size == 128 and speed.models.alphagateau.num_blocks == 5
+    assert speed.models.alphagateau.channels == 128 and speed.models.alphagateau.num_blocks == 5
     assert speed.models.resnet.channels == 128 and speed.models.resnet.num_blocks == 5
     # The fine-tuning experiment's model: 10 residual layers; 1024 games an iteration on 5×5, 256 on 8×8.
-    assert (finetune.model.embedding_size, finetune.model.num_blocks) == (128, 10)
+    assert (finetune.model.channels, finetune.model.num_blocks) == (128, 10)
     assert (finetune.pretrain.selfplay.num_games, finetune.finetune.selfplay.num_games) == (1024, 256)
     assert (finetune.pretrain.iterations, finetune.finetune.iterations) == (100, 100)
     for model in (speed.models.alphagateau, finetune.model):  # the paper's architecture (eq. 7, eq. 9, Figures 3-4)

@@ -27,7 +27,7 @@ from alphagateau.network import PAPER_ARCHITECTURE
 from tests.alphagateau import jraph_reference
 from zerolab.networks.network import init_variables, make_network
 
-SIZE = {"name": "alphagateau.network:make_alphagateau", "embedding_size": 8, "num_blocks": 2}
+SIZE = {"name": "alphagateau.network:make_alphagateau", "channels": 8, "num_blocks": 2}
 
 
 def _perturbed(variables):
@@ -76,7 +76,7 @@ def test_the_scatter_free_network_equals_the_jraph_one_with_no_scatter(game_name
     inputs = network_inputs[game_name]
     network = make_network(ml_collections.ConfigDict({**SIZE, **architecture}), game)
     reference = jraph_reference.AlphaGateau(**{field: getattr(network, field) for field in (
-        "embedding_size", "num_blocks", "negative_slope", "batch_norm_momentum", "block", "heads", "pooling")})
+        "channels", "num_blocks", "negative_slope", "batch_norm_momentum", "block", "heads", "pooling")})
     variables = _perturbed(init_variables(network, game, jax.random.key(0)))
 
     lowered = {name: _program(module, inputs).lower(variables) for name, module in (("scatter_free", network),

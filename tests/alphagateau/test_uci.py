@@ -15,7 +15,7 @@ import chess.engine
 import pytest
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
-ENGINE_ARGUMENTS = ["--random-init", "--simulations", "4", "--embedding-size", "8", "--blocks", "1"]
+ENGINE_ARGUMENTS = ["--random-init", "--simulations", "4", "--channels", "8", "--blocks", "1"]
 START_TIMEOUT = 300  # seconds for loading and compiling on a loaded 2-core machine
 PLY_CAP = 60
 

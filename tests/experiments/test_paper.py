@@ -87,7 +87,7 @@ def test_the_8x8_paper_path_trains_with_only_its_sizes_shrunk(tmp_path, caplog):
     config = load_config("alphagateau-speed", "paper", [
         "iterations=1", "selfplay.num_games=2", "selfplay.plies_per_iteration=3", "search.num_simulations=2",
         "selfplay.max_game_plies=3",  # games end inside the one call, so its 6 frames enter the window and train
-        "search.max_num_considered_actions=2", "train.batch_size=4", "models.alphagateau.embedding_size=8",
+        "search.max_num_considered_actions=2", "train.batch_size=4", "models.alphagateau.channels=8",
         "models.alphagateau.num_blocks=1", "progress=False", "compilation_cache="])
     runs = training_configs("alphagateau-speed", config)
     assert sorted(runs) == ["alphagateau", "resnet"]

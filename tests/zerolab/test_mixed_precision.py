@@ -43,7 +43,7 @@ TRAINING_STEPS = 20
 
 NETWORKS = {
     "resnet": {"name": "resnet", "channels": 8, "num_blocks": 2},
-    "alphagateau": {"name": "alphagateau.network:make_alphagateau", "embedding_size": 8, "num_blocks": 2,
+    "alphagateau": {"name": "alphagateau.network:make_alphagateau", "channels": 8, "num_blocks": 2,
                     "block": "pre_activation", "heads": "paper", "pooling": "paper"},
     "sai": {"name": "sai_go.network:make_sai_network", "channels": 8, "num_blocks": 2},
 }

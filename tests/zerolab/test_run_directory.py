@@ -148,6 +148,16 @@ def test_a_game_or_model_key_the_record_predates_is_no_conflict(run_directory):
         check_run_config(run_directory, config(model__channels=16, model__new_option=3))
 
 
+def test_a_renamed_key_is_compared_under_its_new_name(tmp_path):
+    """AlphaGateau's width was recorded as model.embedding_size (beside a base config's model.channels, which it
+    overrode): a rerun naming it model.channels resumes when the width is the same and is refused when it is not."""
+    record_run_config(tmp_path, config(model__embedding_size=16))
+    (tmp_path / "checkpoints").mkdir()
+    assert check_run_config(tmp_path, config(model__channels=16)).changes == ()
+    with pytest.raises(ConfigConflictError, match=r"model.channels 16 → 8"):
+        check_run_config(tmp_path, config())
+
+
 def test_a_directory_without_work_takes_any_config(tmp_path):
     record_run_config(tmp_path, config())  # a run that stopped before it made anything
     record_run_config(tmp_path, config(model__channels=16, seed=4))

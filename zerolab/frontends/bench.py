@@ -64,11 +64,10 @@ class BenchCase:
     floor: bool = True  # also time the floor: the evaluations and game steps alone (floor_program)
 
     def model_config(self) -> ml_collections.ConfigDict:
-        """``config.model`` for this case: ``channels`` and ``num_blocks`` (and ``embedding_size`` = channels, which
-        AlphaGateau reads) under the case's network name, computing in ``dtype``."""
+        """``config.model`` for this case: ``channels`` and ``num_blocks`` under the case's network name, computing in
+        ``dtype``."""
         return ml_collections.ConfigDict(
-            {"name": self.model, "channels": self.channels, "embedding_size": self.channels,
-             "num_blocks": self.num_blocks, "dtype": self.dtype})
+            {"name": self.model, "channels": self.channels, "num_blocks": self.num_blocks, "dtype": self.dtype})
 
     def search_config(self) -> SearchConfig:
         """The case's search: Gumbel with ``num_simulations``, then the ``search`` overrides."""

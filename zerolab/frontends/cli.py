@@ -422,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--model", default=None, help="network name, as config.model.name (default resnet)")
     bench.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
                        help="what the network computes in, as config.model.dtype (default float32)")
-    bench.add_argument("--width", type=int, default=None, help="channels (ResNet) or embedding size (AlphaGateau)")
+    bench.add_argument("--width", type=int, default=None, help="the network's width: model.channels")
     bench.add_argument("--blocks", type=int, default=None, help="residual or GATEAU blocks")
     bench.add_argument("--games", type=int, default=None, help="games per self-play batch")
     bench.add_argument("--plies", type=int, default=None, help="plies per timed self-play scan")

@@ -364,12 +364,12 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
                for iteration in range(1, iterations + 1)]
     extras_bytes = sum(math.prod(leaf.shape[2:]) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(frames.extras))
     model = config.model
-    size_keys = ("name", "channels", "embedding_size", "num_blocks")
+    size_keys = ("name", "channels", "num_blocks")
     description = {
         # float32 is every measured rate's dtype: only another dtype is an option that sets a rate apart
         "model_options": tuple(sorted((key, value) for key, value in model.items()
                                       if key not in size_keys and (key, value) != ("dtype", "float32"))),
-        "game": config.game.name, "model": model.name, "width": int(model.get("channels", model.get("embedding_size", 0))),
+        "game": config.game.name, "model": model.name, "width": int(model.get("channels", 0)),
         "blocks": int(model.get("num_blocks", 0)), "search": config.search.kind, "simulations": simulations,
         "games": games, "plies": plies, "batch_size": batch_size, "window_size": window_size,
         "epochs_per_iteration": epochs, "iterations": iterations,
@@ -439,8 +439,7 @@ def reference_flops_per_item(rate: MeasuredRate) -> float:
 
         config = default_config()
         config.game.name = rate.game
-        width_key = "embedding_size" if "alphagateau" in rate.model else "channels"
-        config.model = ConfigDict({"name": rate.model, width_key: rate.width, "num_blocks": rate.blocks})
+        config.model = ConfigDict({"name": rate.model, "channels": rate.width, "num_blocks": rate.blocks})
         components = Components.from_config(config)
         state = jax.eval_shape(lambda key: init_train_state(components.network, components.game,
                                                             components.optimizer, key), jax.random.key(0))

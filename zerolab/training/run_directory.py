@@ -59,6 +59,10 @@ FREELY_CHANGED_LEAVES = ("progress", "compilation_cache", "device_memory_gib", "
 #: Leaf keys a rerun may increase (a longer run), not decrease: training iterations.  A launcher adds its own with
 #: :func:`growing_leaves` (``python -m experiments run`` reads a runner module's ``GROWING_LEAVES``).
 GROWING_LEAVES = ("iterations",)
+#: Leaf keys the code has renamed (old name → new): a recorded config is compared under the new names, the old key
+#: winning over a new one it sits beside, as the code reading the record lets it (AlphaGateau's width was
+#: ``embedding_size``; every network's width is now ``channels``).
+RENAMED_LEAVES = {"embedding_size": "channels"}
 #: What the flag that allows other changes is called on the command lines.
 ALLOW_FLAG = "--allow-config-change"
 #: Directories of a run directory: a file under one of these names stops the run before it starts.
@@ -233,9 +237,21 @@ def is_safe_change(change: ConfigChange) -> bool:
     return False
 
 
+def current_names(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat config with each key whose leaf was renamed (:data:`RENAMED_LEAVES`) under its new name; the old key's
+    value wins over a new key beside it."""
+    renamed = dict(flat)
+    for key in flat:
+        prefix, _, leaf = key.rpartition(".")
+        if leaf in RENAMED_LEAVES:
+            renamed[f"{prefix}.{RENAMED_LEAVES[leaf]}" if prefix else RENAMED_LEAVES[leaf]] = renamed.pop(key)
+    return renamed
+
+
 def config_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]) -> list[ConfigChange]:
-    """The keys whose values differ between two configs (plain nested dicts, as JSON reads them), sorted."""
-    flat_recorded, flat_requested = config_lib.flatten(recorded), config_lib.flatten(requested)
+    """The keys whose values differ between two configs (plain nested dicts, as JSON reads them), sorted; the
+    recorded one's renamed keys are read under their new names (:func:`current_names`)."""
+    flat_recorded, flat_requested = current_names(config_lib.flatten(recorded)), config_lib.flatten(requested)
     return [ConfigChange(key, flat_recorded.get(key, MISSING), flat_requested.get(key, MISSING))
             for key in sorted(flat_recorded.keys() | flat_requested.keys())
             if flat_recorded.get(key, MISSING) != flat_requested.get(key, MISSING)]
