@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import pathlib
 import time
 
@@ -29,6 +30,7 @@ from contempt_search.experiment import CONTEMPT_RULES, NO_ROOT_NOISE, PLAIN_RULE
 from contempt_search.odds import odds_fen, odds_fens
 from contempt_search.statistics import wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
+from experiments.common.results import Quantity
 from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
 from zerolab.evaluation import Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure
 from zerolab.play import (
@@ -234,3 +236,45 @@ def run(config, workdir: pathlib.Path) -> dict:
     }
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def win_se(cell: dict) -> float:
+    """The se of a cell's win rate over its games, in percent: √(p(1 − p)/n)."""
+    p = cell["wins"] / cell["games"]
+    return 100 * math.sqrt(p * (1 - p) / cell["games"])
+
+
+def score_se(cell: dict) -> float:
+    """The se of a cell's score over its games: the sample standard deviation of the per-game scores / √n."""
+    games, mean = cell["games"], cell["score"]
+    squares = cell["wins"] * (1 - mean) ** 2 + cell["draws"] * (0.5 - mean) ** 2 + cell["losses"] * mean ** 2
+    return math.sqrt(squares / max(games - 1, 1) / games)
+
+
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): at each search size, each arm's win % (se over its games) and,
+    when both arms played, contempt − PUCT in win points and in score.  The arms' games are not paired (each cell
+    draws its own engine moves and keys), so a difference's se is √(se₁² + se₂²) over both cells' games."""
+    cells = {(cell["arm"], cell["simulations"]): cell for cell in summary["cells"]}
+    against = f"giving {config.odds_piece} odds to {config.opponent}"
+    quantities: dict[str, Quantity] = {}
+    for (arm, simulations), cell in sorted(cells.items(), key=lambda item: (item[0][1], item[0][0])):
+        name = "contempt" if arm.startswith("contempt") else arm
+        quantities[f"{name}_win_{simulations}"] = Quantity(
+            f"{arm} at {simulations} simulations, win % {against}", cell["win_percent"], win_se(cell), "se", "games",
+            cell["games"], unit="%", digits=1)
+    for simulations in sorted({simulations for _, simulations in cells}):
+        puct = cells.get(("puct", simulations))
+        contempt = next((cell for (arm, size), cell in cells.items()
+                         if size == simulations and arm.startswith("contempt")), None)
+        if puct is None or contempt is None:
+            continue
+        games = puct["games"] + contempt["games"]
+        label = f"contempt N_scl {config.sc_limit} − PUCT at {simulations} simulations, {against}"
+        quantities[f"difference_win_points_{simulations}"] = Quantity(
+            f"{label}: win points", contempt["win_percent"] - puct["win_percent"],
+            math.hypot(win_se(puct), win_se(contempt)), "se", "games", games, digits=1)
+        quantities[f"difference_score_{simulations}"] = Quantity(
+            f"{label}: score", contempt["score"] - puct["score"], math.hypot(score_se(puct), score_se(contempt)), "se",
+            "games", games, unit="score")
+    return quantities

@@ -43,6 +43,11 @@ def test_contempt_odds_plays_both_arms_with_odds_and_a_rerun_plays_nothing(tmp_p
         pgn = (tmp_path / "odds" / "games" / f"{arm}.pgn").read_text()
         assert pgn.count("[Result ") == 2 and pgn.count("[FEN ") == 2
     assert (tmp_path / "odds" / "figures" / "contempt-odds.png").stat().st_size > 0
+    quantities = json.loads((tmp_path / "odds" / "results.json").read_text())["quantities"]
+    assert set(quantities) == {"puct_win_4", "contempt_win_4", "difference_win_points_4", "difference_score_4"}
+    difference = quantities["difference_win_points_4"]
+    assert difference["value"] == cells["contempt1"]["win_percent"] - cells["puct"]["win_percent"]
+    assert (difference["n"], difference["paired"], difference["error_kind"]) == (4, False, "se")
     records_file = tmp_path / "odds" / "matches.json"
     assert list(json.loads(records_file.read_text())["matches"]) == ["puct-4", "contempt1-4"]
     before = records_file.stat().st_mtime_ns

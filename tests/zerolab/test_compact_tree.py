@@ -54,20 +54,30 @@ def gardner():
     return game_and_network("gardner_chess")
 
 
-@pytest.fixture(scope="module", params=["gardner_chess", "chess", "go"])
-def position_set(request):
-    game, network, variables = request.getfixturevalue("gardner") if request.param == "gardner_chess" else \
-        game_and_network(request.param)
-    # held-out positions: a fresh seed per game, plies from the opening (2 positions) to the middle game (2)
-    half = POSITIONS // 2
-    states = jax.tree.map(lambda opening, middle: jnp.concatenate([opening[:half], middle[half:]]),
-                          played_positions(game, 3, seed=11), played_positions(game, 14, seed=12))
-    return game, network, variables, states
+@pytest.fixture(scope="module")
+def position_sets(gardner):
+    """``name -> (game, network, variables, held-out positions)``, each built once: a fresh seed per game, plies from
+    the opening (2 positions) to the middle game (2)."""
+    sets = {}
+
+    def position_set(name):
+        if name not in sets:
+            game, network, variables = gardner if name == "gardner_chess" else game_and_network(name)
+            half = POSITIONS // 2
+            states = jax.tree.map(lambda opening, middle: jnp.concatenate([opening[:half], middle[half:]]),
+                                  played_positions(game, 3, seed=11), played_positions(game, 14, seed=12))
+            sets[name] = game, network, variables, states
+        return sets[name]
+
+    return position_set
 
 
-@pytest.mark.parametrize("kind", ["gumbel", "muzero"])
-def test_the_compact_search_is_mctx_search(position_set, kind):
-    game, network, variables, states = position_set
+# Both search kinds on Gardner chess (where the K = A layout is compared too); one on 8×8 chess and 7×7 Go, whose
+# slots differ from Gardner's in number (K = 218 of A = 4,672; Go's K = A): the kinds' rules do not depend on the game.
+@pytest.mark.parametrize("game_name, kind", [("gardner_chess", "gumbel"), ("gardner_chess", "muzero"),
+                                             ("chess", "gumbel"), ("go", "gumbel")])
+def test_the_compact_search_is_mctx_search(position_sets, game_name, kind):
+    game, network, variables, states = position_sets(game_name)
     config = SearchConfig(kind=kind, num_simulations=16, max_num_considered_actions=8)
 
     dense_layout = game.name == "gardner_chess"  # K = A too, once (7×7 Go's K is A already)

@@ -56,16 +56,18 @@ def _game(name: str):
     return make_game(name)
 
 
-def _positions(game, seed: int, count: int = POSITIONS) -> NetworkInputs:
-    """``count`` positions after 6–40 uniformly random plies (each from its own game), none of them terminal."""
-    keys = jax.random.split(jax.random.key(seed), count)
-    states = game.batched_init(keys)
+@functools.cache
+def _positions(game, seed: int, count: int) -> NetworkInputs:
+    """``count`` positions after 6–40 uniformly random plies (each from its own game), none of them terminal: a game
+    stops at its own ply count, or before the ply that would end it.  Stepped by the game's own batched step (compiled
+    once a batch size), and kept for the cases that share the game."""
+    states = game.batched_init(jax.random.split(jax.random.key(seed), count))
     rng = np.random.default_rng(seed)
     plies = rng.integers(6, 41, count)
     for ply in range(int(plies.max())):
-        mask = np.asarray(states.legal_action_mask)
-        choices = np.array([rng.choice(np.flatnonzero(row)) for row in mask], np.int32)
-        stepped = game.batched_step(states, jnp.asarray(choices))
+        noise = rng.gumbel(size=states.legal_action_mask.shape)
+        actions = np.where(np.asarray(states.legal_action_mask), noise, -np.inf).argmax(-1).astype(np.int32)
+        stepped = game.batched_step(states, jnp.asarray(actions))
         keep = np.asarray(stepped.terminated | stepped.truncated) | (ply >= plies)  # stop before a game's end
         states = jax.tree.map(lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), old, new),
                               states, stepped)
@@ -109,9 +111,11 @@ def _training_run(network, variables, inputs, targets, steps: int = TRAINING_STE
     return {"params": params, "batch_stats": batch_stats}, losses
 
 
+# The ResNet on Gardner chess only: its convolutions do not change with the board (100 % agreement was seen on 8×8
+# too); AlphaGateau on both boards, whose graphs differ (and on 8×8 its policy is the least decided).
 @pytest.mark.parametrize("network_name, game_name, track", [
-    ("resnet", "gardner_chess", True), ("resnet", "chess", False), ("alphagateau", "gardner_chess", True),
-    ("alphagateau", "chess", False), ("sai", "go", True),
+    ("resnet", "gardner_chess", True), ("alphagateau", "gardner_chess", True), ("alphagateau", "chess", False),
+    ("sai", "go", True),
 ])
 def test_bfloat16_trains_and_chooses_as_float32_does(network_name, game_name, track):
     """``track``: also train in bfloat16 and compare the losses (on one board per network, for the suite's time)."""
@@ -119,7 +123,9 @@ def test_bfloat16_trains_and_chooses_as_float32_does(network_name, game_name, tr
     networks = {dtype: make_network(_model(network_name, dtype), game) for dtype in ("float32", "bfloat16")}
     assert networks["bfloat16"].dtype == jnp.bfloat16 and networks["float32"].dtype == jnp.float32
     initial = init_variables(networks["float32"], game, jax.random.key(3))
-    training, held_out = _positions(game, seed=7), _positions(game, seed=8, count=HELD_OUT)
+    positions = _positions(game, seed=7, count=POSITIONS + HELD_OUT)  # one program a game: training, then held out
+    training, held_out = (jax.tree.map(lambda leaf, part=part: leaf[part], positions)
+                          for part in (slice(POSITIONS), slice(POSITIONS, None)))
     targets = _targets(training, seed=0)
 
     @jax.jit
