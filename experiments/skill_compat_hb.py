@@ -2,10 +2,11 @@
 :mod:`experiments.common.skill_compat`); rerunning on the same directory plays only the missing games."""
 
 from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES as GROWING_LEAVES
+from experiments.common.skill_compat import framework_results as results
 from experiments.common.skill_compat import run_framework_experiment as run
 from skill_compat.experiment import check_config
 
-__all__ = ["GROWING_LEAVES", "check_config", "plan", "run"]  # the runner's hooks for python -m experiments
+__all__ = ["GROWING_LEAVES", "check_config", "plan", "results", "run"]  # the runner's hooks for python -m experiments
 
 
 def plan(config) -> str:

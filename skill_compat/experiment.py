@@ -255,6 +255,24 @@ def score_row(files: MatchupFiles) -> dict:
             "host_moves_per_s": host_moves_per_second(files.directory)}
 
 
+def paired_differences(matchups: dict[str, MatchupFiles]) -> dict[str, dict]:
+    """``"A-vs-B" -> {games, difference, se}`` for each two focal seniors (in the order given): the mean over the
+    games both played of A's focal score minus B's in the same game slot — the same bitstring (STT) or hand seed (HB)
+    and colour — with the se of that mean (the sample standard deviation of the per-game differences / √n).  Pairing
+    removes the variance the two matchups share (the bitstrings, the seeds, the colours)."""
+    scores = {name: {game["game"]: game["focal_score"] for game in files.games()} for name, files in matchups.items()}
+    names, rows = list(scores), {}
+    for index, first in enumerate(names):
+        for second in names[index + 1:]:
+            shared = sorted(scores[first].keys() & scores[second].keys())
+            differences = np.array([scores[first][game] - scores[second][game] for game in shared], float)
+            se = float(differences.std(ddof=1) / math.sqrt(len(shared))) if len(shared) > 1 else math.nan
+            rows[f"{first}-vs-{second}"] = {"games": len(shared),
+                                            "difference": float(differences.mean()) if shared else math.nan,
+                                            "se": se}
+    return rows
+
+
 def analyse(framework: str, files: MatchupFiles) -> dict[str, dict]:
     moves = files.moves()
     if not moves:
@@ -270,6 +288,11 @@ def markdown_summary(summary: dict) -> str:
     for name, row in summary["matchups"].items():
         lines.append(f"| {name} | {row['games']} | {row['wins']} | {row['draws']} | {row['losses']} | "
                      f"{row['capped']} | {row['win_share']:.3f} | {row['win_share_se']:.3f} |")
+    if summary.get("paired_differences"):
+        lines += ["", "## Seniors compared game slot by game slot (paired)", "",
+                  "| seniors | games both played | win-share difference | se (paired) |", "|---|---|---|---|"]
+        lines += [f"| {label.replace('-vs-', ' − ')} | {row['games']} | {row['difference']:+.3f} | {row['se']:.3f} |"
+                  for label, row in summary["paired_differences"].items()]
     lines += ["", "## Plain chess vs Stockfish", "", "| player | games | W | D | L | score | se |",
               "|---|---|---|---|---|---|---|"]
     for name, row in summary["plain_chess"].items():
@@ -283,4 +306,5 @@ def markdown_summary(summary: dict) -> str:
 
 
 __all__ = ["Cast", "FRAMEWORKS", "JUNIOR_MODES", "SENIORS", "analyse", "build_cast", "check_config", "check_seniors",
-           "host_moves_per_second", "markdown_summary", "play_matchup", "score_row", "teams", "write_pgn"]
+           "host_moves_per_second", "markdown_summary", "paired_differences", "play_matchup", "score_row", "teams",
+           "write_pgn"]

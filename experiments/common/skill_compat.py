@@ -10,8 +10,10 @@ import pathlib
 import time
 from typing import Any
 
+from experiments.common.results import Quantity
 from skill_compat.experiment import (
-    analyse, build_cast, check_config, check_seniors, markdown_summary, play_matchup, score_row, teams,
+    analyse, build_cast, check_config, check_seniors, markdown_summary, paired_differences, play_matchup, score_row,
+    teams,
 )
 from skill_compat.frameworks import bitstrings_for_run
 from zerolab.training import growing_leaves, record_run_config
@@ -41,6 +43,7 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
     cast = build_cast(config)
     started = time.perf_counter()
     summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}
+    matchups = {}
     try:
         for name in seniors:
             focal, alter = teams(cast, framework, name)
@@ -48,6 +51,7 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
             files = play_matchup(cast, workdir / "matchups" / name, focal, alter, 2 * pairings,
                                  int(config.framework.batch_games), max_game_plies, int(config.framework.seed),
                                  bitstrings, bool(config.progress))
+            matchups[name] = files
             summary["matchups"][name] = {**score_row(files), "seconds_this_run": time.perf_counter() - begun,
                                          **analyse(framework, files)}
         for name in plain_seniors:
@@ -60,7 +64,24 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
             summary["plain_chess"][name] = score_row(files)
     finally:
         cast.close()
+    summary["paired_differences"] = paired_differences(matchups)
     summary["seconds_this_run"] = time.perf_counter() - started
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     (workdir / "tables.md").write_text(markdown_summary(summary))
     return summary
+
+
+def framework_results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities of skill-compat-stt / -hb (``results.json``): each focal senior's win-share against
+    Stockfish's team (se over its games) and each two seniors' paired difference (se over the game slots both
+    played: the same bitstrings or seeds and colours)."""
+    framework = summary["framework"].upper()
+    quantities = {f"win_share_{name}": Quantity(f"{framework}, {name} as focal senior: win-share", row["win_share"],
+                                                row["win_share_se"], "se", "games", row["games"])
+                  for name, row in summary["matchups"].items()}
+    for label, row in summary.get("paired_differences", {}).items():
+        first, second = label.split("-vs-")
+        quantities[f"difference_{first}_{second}"] = Quantity(
+            f"{framework}, {first} − {second}: win-share", row["difference"], row["se"], "se", "games", row["games"],
+            paired=True)
+    return quantities

@@ -5,12 +5,15 @@ games."""
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
-from experiments.common.skill_compat import run_framework_experiment
+from experiments.common.skill_compat import framework_results, run_framework_experiment
 from skill_compat.attuned import training_config
-from skill_compat.experiment import check_seniors
+from skill_compat.experiment import check_seniors, paired_differences
+from skill_compat.records import MatchupFiles
 from zerolab import load_config
 
 
@@ -64,6 +67,30 @@ def test_unknown_agents_and_frameworks_are_refused():
         check_seniors("stt", ["hand"])  # the hand alone exists in HB only
     with pytest.raises(ValueError, match="framework.name"):
         check_seniors("chess", ["tree"])
+
+
+def test_seniors_are_compared_game_slot_by_game_slot(tmp_path):
+    """Two seniors' paired difference is over the game slots both played (the same bitstring or seed and colour):
+    the mean of the per-slot differences and its se; a slot only one played is left out."""
+    scores = {"tree": [1.0, 0.5, 0.0, 1.0, 1.0], "expector": [0.5, 0.5, 0.0, 0.0], "junior": [0.0, 0.0, 0.5, 0.5]}
+    matchups = {}
+    for name, values in scores.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "games.jsonl").write_text("".join(
+            json.dumps({"game": slot, "focal_score": value}) + "\n" for slot, value in enumerate(values)))
+        matchups[name] = MatchupFiles(tmp_path / name)
+    rows = paired_differences(matchups)
+    assert list(rows) == ["tree-vs-expector", "tree-vs-junior", "expector-vs-junior"]
+    differences = np.array([0.5, 0.0, 0.0, 1.0])
+    assert rows["tree-vs-expector"]["games"] == 4 and rows["tree-vs-expector"]["difference"] == 0.375
+    assert math.isclose(rows["tree-vs-expector"]["se"], differences.std(ddof=1) / 2)
+    assert rows["expector-vs-junior"]["difference"] == 0.0  # (0.5 + 0.5 − 0.5 − 0.5) / 4
+    summary = {"framework": "hb", "paired_differences": rows,
+               "matchups": {"tree": {"win_share": 0.7, "win_share_se": 0.2, "games": 5}}}
+    quantities = framework_results(summary, None)
+    assert quantities["win_share_tree"].n == 5 and not quantities["win_share_tree"].paired
+    paired = quantities["difference_tree_expector"]
+    assert (paired.value, paired.n, paired.paired, paired.over) == (0.375, 4, True, "games")
 
 
 @pytest.mark.slow
