@@ -3,8 +3,11 @@
 Writes into WORKDIR: ``config.json``, ``data/`` (games, annotations, dataset; unless ``data.directory`` is set),
 ``checkpoints/``, ``metrics.jsonl`` (training steps, then one evaluation record) and ``summary.json``:
 ``positions`` (annotated boards), the test metrics ``action_accuracy``, ``kendall_tau``, ``log_loss`` (and
-``kendall_tau_argsort``), ``baselines`` (the same for the uniform-random and material policies), ``puzzle_accuracy``
-when ``puzzles=PATH`` is given, and the time each stage took.  A rerun on the same WORKDIR resumes each stage.
+``kendall_tau_argsort``), ``baselines`` (the same for the uniform-random and material policies), ``comparisons``
+(the predictor and both baselines board by board on the same test boards: each pair's mean per-board difference
+± its paired standard error, :func:`distill.evaluate.compare_policies`), ``puzzle_accuracy`` when ``puzzles=PATH`` is
+given, and the time each stage took.  ``results.json`` holds the headline: the accuracy and Kendall τ of the predictor
+and of the material count, and their paired differences.  A rerun on the same WORKDIR resumes each stage.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 import ml_collections
 
 from distill.engine import EngineOptions
-from distill.evaluate import baseline_metrics
+from distill.evaluate import baseline_board_metrics, baseline_summaries, board_groups, compare_policies
+from experiments.common.results import Quantity
 from distill.pipeline import (
     check_config as check_pipeline_config,
     data_directory_of,
@@ -62,8 +66,9 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
     training = train_predictor(settings, data, workdir, show_progress=config.progress)
     records = test_records(data, config.evaluate.max_test_positions)
     options = EngineOptions(decisive_engine=config.evaluate.decisive_engine or None)
-    evaluation, _ = evaluate_run(workdir, records, config.puzzles, options)
-    baselines = baseline_metrics(records, settings.num_bins, config.seed)
+    evaluation, per_board = evaluate_run(workdir, records, config.puzzles, options)
+    baselines_per_board = baseline_board_metrics(records, config.seed)
+    baselines = baseline_summaries(baselines_per_board, settings.num_bins)
 
     record = {"iteration": training["step"], "phase": "evaluation", **evaluation,
               **{f"{name}_{key}": value for name, metrics in baselines.items() for key, value in metrics.items()}}
@@ -81,9 +86,29 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
         **{key: evaluation[key] for key in ("action_accuracy", "kendall_tau", "kendall_tau_argsort", "log_loss",
                                             "boards", "boards_with_tau")},
         "baselines": baselines,
+        "comparisons": compare_policies({settings.predictor: per_board, **baselines_per_board}, board_groups(records)),
         "seconds": {**data.seconds, "train": training["seconds"], "evaluate": evaluation["seconds"],
                     "total": time.perf_counter() - started},
     }
     if config.puzzles:
         summary.update({key: evaluation[key] for key in ("puzzle_accuracy", "puzzles", "by_rating")})
     return write_summary(workdir, summary)
+
+
+def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): on all test boards, the predictor's and the material count's
+    action accuracy and Kendall τ (each a mean over boards, no ±), and the predictor − material difference of each,
+    paired over the same boards (se of the mean per-board difference)."""
+    del config
+    predictor, comparison = summary["predictor"], summary["comparisons"]["all"]
+    quantities: dict[str, Quantity] = {}
+    for metric in ("action_accuracy", "kendall_tau"):
+        words = metric.replace("_", " ")
+        for policy in (predictor, "material"):
+            quantities[f"{policy}_{metric}"] = Quantity(f"{policy}, {words}", comparison["policies"][policy][metric],
+                                                        over="boards", n=comparison["boards"])
+        difference = comparison["differences"][f"{predictor} - material"][metric]
+        quantities[f"{metric}_over_material"] = Quantity(
+            f"{predictor} − material count, {words}", difference["difference"], difference["standard_error"], "se",
+            "boards", difference["boards"], paired=True)
+    return quantities

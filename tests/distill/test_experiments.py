@@ -103,6 +103,13 @@ def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, ex
         assert key in summary, key
     assert set(summary["baselines"]) == {"uniform_random", "material"}
     assert json.loads((tmp_path / "summary.json").read_text())["positions"] == summary["positions"] > 0
+    # the headline: the predictor against the material count, paired over the same test boards
+    quantities = distill.results(summary, config)
+    over_material = quantities["action_accuracy_over_material"]
+    assert (over_material.paired, over_material.over, over_material.n) == (True, "boards", summary["boards"])
+    assert over_material.value == pytest.approx(
+        summary["action_accuracy"] - summary["baselines"]["material"]["action_accuracy"])
+    assert quantities["material_action_accuracy"].value == summary["baselines"]["material"]["action_accuracy"]
     assert (tmp_path / "checkpoints" / "4").is_dir()
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [2, 4, 4] and records[-1]["phase"] == "evaluation"
