@@ -37,6 +37,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys
 from zerolab import Checkpointer, check_at_least, train
 from zerolab.evaluation import new_figure, rated_steps, save_figure
@@ -150,6 +151,46 @@ def trend(rows: list[dict]) -> dict:
             "last_alpha_minus_9": distance, "last_alpha_minus_9_mean_se": mean_se(list(distance.values()))}
 
 
+def tracking(rows: list[dict]) -> dict:
+    """Whether α_∅ follows its own self-play's fair komi, checkpoint by checkpoint: at each step, α_∅ − the komi
+    fitted to that checkpoint's held-out games, per seed and mean ± se over seeds; and per seed over the steps whose
+    fit exists, the least-squares slope of α_∅ on the fitted komi (1: α_∅ moves with it; 0: it does not) and the mean
+    gap α_∅ − fit, each with its mean ± se over seeds (the seed is the unit of replication)."""
+    seeds = list(rows[0]["alpha"]) if rows else []
+    fitted = {seed: [(row["fair_komi_fit"][seed]["fair_komi"][0], row["alpha"][seed]) for row in rows] for seed in seeds}
+    per_step = []
+    for row in rows:
+        gaps = {seed: row["alpha"][seed] - row["fair_komi_fit"][seed]["fair_komi"][0] for seed in seeds}
+        per_step.append({"step": row["step"], "gap": gaps, "gap_mean_se": mean_se(list(gaps.values()))})
+    slopes, gaps = {}, {}
+    for seed, pairs in fitted.items():
+        points = np.array([pair for pair in pairs if np.isfinite(pair[0])], np.float64).reshape(-1, 2)
+        slopes[seed] = ols_slope(points[:, 0], points[:, 1]) if len(points) > 1 and np.ptp(points[:, 0]) > 0 \
+            else float("nan")
+        gaps[seed] = float(np.mean(points[:, 1] - points[:, 0])) if len(points) else float("nan")
+    return {"per_step": per_step, "slope_alpha_on_fit": slopes, "slope_mean_se": mean_se(list(slopes.values())),
+            "gap": gaps, "gap_mean_se": mean_se(list(gaps.values())),
+            "fitted_steps": {seed: sum(np.isfinite(fit) for fit, _ in pairs) for seed, pairs in fitted.items()}}
+
+
+def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``), each a mean ± se over the seeds: the last checkpoint's α_∅ and
+    the komi fitted to its games, and whether α_∅ follows that fit over the checkpoints (its slope on the fit and the
+    mean gap)."""
+    del config
+    seeds, last, follows = len(summary["seeds"]), summary["per_step"][-1], summary["tracking"]
+    return {
+        "last_alpha": Quantity(f"α_∅ at iteration {last['step']}", *last["alpha_mean_se"], "se", "seeds", seeds,
+                               digits=1),
+        "last_fair_komi_fit": Quantity(f"fair komi fitted to iteration {last['step']}'s held-out games",
+                                       *last["fair_komi_fit_mean_se"], "se", "seeds", seeds, digits=1),
+        "slope_alpha_on_fit": Quantity("slope of α_∅ on its self-play's fitted fair komi, over checkpoints",
+                                       *follows["slope_mean_se"], "se", "seeds", seeds, digits=2),
+        "gap_alpha_minus_fit": Quantity("α_∅ − its self-play's fitted fair komi, mean over checkpoints",
+                                        *follows["gap_mean_se"], "se", "seeds", seeds, digits=1),
+    }
+
+
 def pm(pair, digits: int = 2) -> str:
     mean, se = pair
     return f"{mean:.{digits}f}" if not np.isfinite(se) else f"{mean:.{digits}f} ± {se:.{digits}f}"
@@ -222,6 +263,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
             if len(cells[step]) == len(config.seeds)]
     summary = {"seeds": [int(seed) for seed in config.seeds], "iterations": int(config.iterations),
                "calibration": config.calibration.to_dict(), "per_step": rows, "trend": trend(rows),
+               "tracking": tracking(rows),
                "device": f"{jax.devices()[0].platform} × {jax.device_count()}"}
     (workdir / "table.md").write_text(format_table(summary))
     summary["figure"] = plot(summary, workdir / "figures" / "sai-go-komi.png")

@@ -156,3 +156,24 @@ def test_calibration_games_are_played_at_the_training_lambda_unless_set(monkeypa
     module.compiled_selfplay.__wrapped__(go_game, None, 4, 0.5, "no_losing_pass")
     assert (seen[0].lam, seen[0].branch_probability, seen[0].pass_rule) == (0.5, 0.0, "free")
     assert seen[1].pass_rule == "no_losing_pass"
+
+
+def test_alpha_follows_its_self_plays_fair_komi_is_read_checkpoint_by_checkpoint():
+    """Seed 0's α_∅ sits 2 above the komi fitted to each checkpoint's games (slope 1, gap 2); seed 1's stays at 5
+    while its fit moves (slope 0); a checkpoint without a fit is left out of its seed's slope and gap."""
+    from experiments.sai_go_komi import results, tracking
+
+    fits = {0: [0.0, 4.0, 8.0, float("nan")], 1: [1.0, 3.0, 9.0, 7.0]}
+    alphas = {0: [2.0, 6.0, 10.0, 40.0], 1: [5.0, 5.0, 5.0, 5.0]}
+    rows = [{"step": 4 * index, "alpha": {seed: alphas[seed][index] for seed in fits},
+             "fair_komi_fit": {seed: {"fair_komi": [fits[seed][index], 1.0]} for seed in fits}} for index in range(4)]
+    follows = tracking(rows)
+    assert follows["slope_alpha_on_fit"] == pytest.approx({0: 1.0, 1: 0.0})
+    assert follows["gap"] == pytest.approx({0: 2.0, 1: 0.0}) and follows["fitted_steps"] == {0: 3, 1: 4}
+    assert follows["slope_mean_se"] == pytest.approx([0.5, 0.5])  # two seeds: se = |1 − 0| / 2
+    assert follows["per_step"][1]["gap"] == {0: 2.0, 1: 2.0}
+    summary = {"seeds": [0, 1], "tracking": follows,
+               "per_step": [{**rows[-1], "alpha_mean_se": [22.5, 17.5], "fair_komi_fit_mean_se": [7.0, float("nan")]}]}
+    quantities = results(summary, None)
+    assert (quantities["slope_alpha_on_fit"].value, quantities["slope_alpha_on_fit"].over) == (0.5, "seeds")
+    assert quantities["last_alpha"].label == "α_∅ at iteration 12" and quantities["gap_alpha_minus_fit"].n == 2
