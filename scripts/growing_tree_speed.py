@@ -25,7 +25,8 @@ def main(run: str) -> None:
         start = jax.jit(lambda variables, states, nodes=nodes: start_tree(loaded.search, game, loaded.network,
                                                                           variables, states, nodes))
         grow = jax.jit(lambda variables, key, tree, first: grow_tree(loaded.search, game, loaded.network, variables,
-                                                                     key, tree, first, CHUNK))
+                                                                     key, tree, first, CHUNK),
+                       donate_argnums=2)  # as the UCI engine grows it: in place
         tree = jax.block_until_ready(grow(loaded.variables, jax.random.key(0), start(loaded.variables, states),
                                           jnp.ones(1, jnp.int32)))
         started = time.perf_counter()
