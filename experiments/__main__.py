@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--check", action="store_true",
                         help="write nothing; list the tables that differ from the generated ones (exit status 1)")
     collect = commands.add_parser("collect", help="copy a run's results.json, summary and figures into results/NAME")
-    collect.add_argument("name", help="experiment name")
+    collect.add_argument("name", help="experiment name, or NAME.RUN: one of several runs of it kept side by side "
+                                      "(results/NAME.RUN/, named so in results/tables.toml)")
     collect.add_argument("workdir", help="the run directory")
     args, extra = parser.parse_known_args(argv)
     if args.command == "plan":
@@ -113,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.command == "report":
                 return report.report(check=args.check)
-            if args.name not in available_experiments():
-                raise ValueError(f"unknown experiment {args.name!r}; `python -m experiments list` names them")
-            for path in results.collect(args.workdir, report.RESULTS_DIRECTORY / args.name):
+            experiment, _, run = args.name.partition(".")
+            if experiment not in available_experiments():
+                raise ValueError(f"unknown experiment {experiment!r}; `python -m experiments list` names them")
+            for path in results.collect(args.workdir, report.RESULTS_DIRECTORY / args.name, experiment):
                 print(f"kept {path.relative_to(results.ROOT)}")
             return 0
         except ValueError as error:

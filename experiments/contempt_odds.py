@@ -273,8 +273,8 @@ def results(summary: dict, config) -> dict[str, Quantity]:
         label = f"contempt N_scl {config.sc_limit} − PUCT at {simulations} simulations, {against}"
         quantities[f"difference_win_points_{simulations}"] = Quantity(
             f"{label}: win points", contempt["win_percent"] - puct["win_percent"],
-            math.hypot(win_se(puct), win_se(contempt)), "se", "games", games, digits=1)
+            math.hypot(win_se(puct), win_se(contempt)), "se", "games", games, unit="win points", digits=1)
         quantities[f"difference_score_{simulations}"] = Quantity(
             f"{label}: score", contempt["score"] - puct["score"], math.hypot(score_se(puct), score_se(contempt)), "se",
-            "games", games, unit="score")
+            "games", games, unit="score difference")
     return quantities

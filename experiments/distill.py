@@ -110,5 +110,5 @@ def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[
         difference = comparison["differences"][f"{predictor} - material"][metric]
         quantities[f"{metric}_over_material"] = Quantity(
             f"{predictor} − material count, {words}", difference["difference"], difference["standard_error"], "se",
-            "boards", difference["boards"], paired=True)
+            "boards", difference["boards"], paired=True, unit="difference")
     return quantities

@@ -138,8 +138,9 @@ def render_table(table: Table, results: Mapping[str, Results], papers: Mapping[s
         for reference in row.ours:
             quantity, result = quantity_of(reference, results)
             parts.append(quantity.format() if len(row.ours) == 1 else f"{quantity.label}: {quantity.format()}")
-            link = os.path.relpath(f"{RESULTS_DIRECTORY.name}/{result.experiment}/{RESULTS_FILE}", readme_directory)
-            run = (f"[{result.experiment}]({link}), {result.provenance.get('preset', '?')}, "
+            directory = reference.partition(":")[0]  # results/<experiment> or results/<experiment>.<run>
+            link = os.path.relpath(f"{RESULTS_DIRECTORY.name}/{directory}/{RESULTS_FILE}", readme_directory)
+            run = (f"[{directory}]({link}), {result.provenance.get('preset', '?')}, "
                    f"{result.provenance.get('date', '?')[:10]}")
             if run not in runs:
                 runs.append(run)

@@ -29,6 +29,8 @@ RESULTS_FILE = "results.json"
 KEPT_FILES = ("results.json", "summary.json", "elo.txt")
 #: What a ± can be: one standard error, or two standard deviations of the estimate (a ~95 % interval).
 ERROR_KINDS = ("se", "2σ")
+#: Units of a difference between two arms: printed with their sign.
+SIGNED_UNITS = ("Elo", "win points", "score difference", "difference")
 ROOT = pathlib.Path(__file__).resolve().parents[2]  # the repository
 
 
@@ -45,7 +47,7 @@ class Quantity:
       n: how many of them.
       paired: whether the ± is of a paired difference (both arms on the same boards, openings, seeds or bitstrings).
       unit: how to read ``value``: ``"score"``, ``"Elo"`` (a difference, signed), ``"rating"`` (an Elo rating),
-        ``"accuracy"``, ``"s"``…
+        ``"accuracy"``, ``"s"``, ``"win points"``, ``"score difference"`` and ``"difference"`` (differences, signed)…
       digits: decimals to print.
     """
 
@@ -74,11 +76,11 @@ class Quantity:
 
     def format(self) -> str:
         """``value ± error (what the ± is)``, signed where the unit is a difference (Elo)."""
-        sign = "+" if self.unit == "Elo" else ""
+        sign = "+" if self.unit in SIGNED_UNITS else ""
         text = f"{self.value:{sign},.{self.digits}f}"
         if self.error is not None and math.isfinite(self.error):
             text += f" ± {self.error:,.{self.digits}f}"
-        unit = f" {self.unit}" if self.unit in ("Elo", "s", "%") else ""
+        unit = f" {self.unit}" if self.unit in ("Elo", "s", "%", "win points") else ""
         described = self.describe_error()
         return f"{text}{unit}" + (f" ({described})" if described else "")
 
@@ -176,11 +178,15 @@ def write_results(workdir: str | pathlib.Path, experiment: str, quantities: Mapp
         workdir / RESULTS_FILE)
 
 
-def collect(workdir: str | pathlib.Path, destination: str | pathlib.Path) -> list[pathlib.Path]:
+def collect(workdir: str | pathlib.Path, destination: str | pathlib.Path,
+            experiment: str | None = None) -> list[pathlib.Path]:
     """Copies a run's small files (:data:`KEPT_FILES` and ``figures/*.png``) from ``workdir`` to ``destination`` (the
-    repository's ``results/<experiment>/``); a run without a results.json is a ValueError."""
+    repository's ``results/<experiment>/``, or ``results/<experiment>.<run>/`` for one of several runs); a run
+    without a results.json, or whose results.json is another experiment's than ``experiment``, is a ValueError."""
     workdir, destination = pathlib.Path(workdir), pathlib.Path(destination)
-    Results.read(workdir / RESULTS_FILE)  # a run that wrote no results (or a broken one) is refused here
+    found = Results.read(workdir / RESULTS_FILE)  # a run that wrote no results (or a broken one) is refused here
+    if experiment is not None and found.experiment != experiment:
+        raise ValueError(f"{workdir / RESULTS_FILE} holds the results of {found.experiment!r}, not {experiment!r}")
     sources = [workdir / name for name in KEPT_FILES if (workdir / name).is_file()]
     sources += sorted((workdir / "figures").glob("*.png"))
     copied = []

@@ -83,5 +83,5 @@ def framework_results(summary: dict, config) -> dict[str, Quantity]:
         first, second = label.split("-vs-")
         quantities[f"difference_{first}_{second}"] = Quantity(
             f"{framework}, {first} − {second}: win-share", row["difference"], row["se"], "se", "games", row["games"],
-            paired=True)
+            paired=True, unit="score difference")
     return quantities

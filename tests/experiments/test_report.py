@@ -80,6 +80,9 @@ def test_results_round_trip_and_collect_keeps_only_a_runs_small_files(tmp_path, 
     kept = results.collect(run, tmp_path / "kept")
     assert sorted(path.relative_to(tmp_path / "kept").as_posix() for path in kept) == [
         "figures/curve.png", "results.json", "summary.json"]
+    with pytest.raises(ValueError, match="holds the results of 'quickstart', not 'contempt-odds'"):
+        results.collect(run, tmp_path / "contempt-odds.control", "contempt-odds")  # NAME.RUN: NAME is checked
+    assert not (tmp_path / "contempt-odds.control").exists()
     (run / results.RESULTS_FILE).write_text(json.dumps({"quantities": {}}))
     with pytest.raises(ValueError, match="is not an experiment's results.json"):
         results.collect(run, tmp_path / "again")
