@@ -37,8 +37,9 @@ from contempt_search.experiment import (
     temperature_schedule,
     temperature_settings,
 )
-from contempt_search.statistics import wdl_percentages
+from contempt_search.statistics import score_standard_error, wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
+from experiments.common.results import Quantity
 from zerolab import SearchAgent
 from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
@@ -236,3 +237,18 @@ def run(config, workdir: pathlib.Path) -> dict:
                "wall_s": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): search-contempt's score against PUCT at equal decisiveness (se
+    over games) and the Elo difference (2σ of the Elo fit)."""
+    del config
+    match = summary["match"]
+    contempt, puct = match["players"]
+    return {
+        "score": Quantity(f"score, {contempt} vs {puct}", match["score"],
+                          score_standard_error(match["wins"], match["draws"], match["losses"]), "se", "games",
+                          match["games"], unit="score"),
+        "elo": Quantity(f"Elo, {contempt} − {puct}", match["elo_difference"], match["elo_two_sigma"], "2σ", "games",
+                        match["games"], unit="Elo", digits=0),
+    }

@@ -28,7 +28,7 @@ import jax
 
 from contempt_search.experiment import CONTEMPT_RULES, NO_ROOT_NOISE, PLAIN_RULES, base_network, temperature_schedule
 from contempt_search.odds import odds_fen, odds_fens
-from contempt_search.statistics import wdl_percentages
+from contempt_search.statistics import score_standard_error, wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
@@ -244,13 +244,6 @@ def win_se(cell: dict) -> float:
     return 100 * math.sqrt(p * (1 - p) / cell["games"])
 
 
-def score_se(cell: dict) -> float:
-    """The se of a cell's score over its games: the sample standard deviation of the per-game scores / √n."""
-    games, mean = cell["games"], cell["score"]
-    squares = cell["wins"] * (1 - mean) ** 2 + cell["draws"] * (0.5 - mean) ** 2 + cell["losses"] * mean ** 2
-    return math.sqrt(squares / max(games - 1, 1) / games)
-
-
 def results(summary: dict, config) -> dict[str, Quantity]:
     """The headline quantities (``results.json``): at each search size, each arm's win % (se over its games) and,
     when both arms played, contempt − PUCT in win points and in score.  The arms' games are not paired (each cell
@@ -274,7 +267,8 @@ def results(summary: dict, config) -> dict[str, Quantity]:
         quantities[f"difference_win_points_{simulations}"] = Quantity(
             f"{label}: win points", contempt["win_percent"] - puct["win_percent"],
             math.hypot(win_se(puct), win_se(contempt)), "se", "games", games, unit="win points", digits=1)
+        score_errors = [score_standard_error(cell["wins"], cell["draws"], cell["losses"]) for cell in (puct, contempt)]
         quantities[f"difference_score_{simulations}"] = Quantity(
-            f"{label}: score", contempt["score"] - puct["score"], math.hypot(score_se(puct), score_se(contempt)), "se",
-            "games", games, unit="score difference")
+            f"{label}: score", contempt["score"] - puct["score"], math.hypot(*score_errors), "se", "games", games,
+            unit="score difference")
     return quantities

@@ -34,6 +34,10 @@ def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_pat
     match = summary["match"]
     assert match["games"] == 2 and match["wins"] + match["draws"] + match["losses"] == 2
     assert summary["sampled_visit_fraction"] > 0 and summary["wall_s"] > 0
+    headline = contempt_match.results(summary, match_config)
+    assert headline["score"].value == match["score"] and headline["score"].n == 2
+    assert (headline["elo"].value, headline["elo"].error, headline["elo"].error_kind) == (
+        match["elo_difference"], match["elo_two_sigma"], "2σ")
     pgn_path = tmp_path / "match" / "games" / "contempt1-tau1-vs-puct-tau2.pgn"
     assert pgn_path.read_text().count("[Result ") == 2
 
