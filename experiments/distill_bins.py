@@ -16,6 +16,7 @@ import ml_collections
 
 from distill.pipeline import plan_variants
 from experiments.common.distill import check_comparison, compare_variants
+from experiments.common.distill import variant_results as results  # results.json's headline (python -m experiments)
 
 
 def variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:

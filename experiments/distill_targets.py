@@ -20,6 +20,7 @@ import ml_collections
 
 from distill.pipeline import plan_variants
 from experiments.common.distill import check_comparison, compare_variants, predictor_variants
+from experiments.common.distill import variant_results as results  # results.json's headline (python -m experiments)
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:

@@ -16,6 +16,7 @@ import ml_collections
 
 from distill.engine import EngineOptions
 from distill.evaluate import baseline_board_metrics, baseline_summaries, board_groups, compare_policies
+from experiments.common.results import Quantity
 from distill.pipeline import (
     cached,
     check_config,
@@ -129,3 +130,30 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
     summary["seconds"] = {**data.seconds, "total": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def variant_results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities of a comparison (``results.json`` of distill-games, -targets, -bins): on all test
+    boards, each variant's action accuracy and Kendall τ (means over boards), each pair's difference of both paired
+    over the same boards (se of the mean per-board difference; the baselines included), and each variant's
+    tournament rating ± 2σ (one pool)."""
+    del config
+    comparison = summary["comparisons"]["all"]
+    boards = comparison["boards"]
+    quantities: dict[str, Quantity] = {}
+    for name, metrics in comparison["policies"].items():
+        for metric, value in metrics.items():
+            quantities[f"{name}_{metric}"] = Quantity(f"{name}, {metric.replace('_', ' ')}", value, over="boards",
+                                                      n=boards)
+    for pair, metrics in comparison["differences"].items():
+        first, second = pair.split(" - ")
+        for metric, difference in metrics.items():
+            quantities[f"{first}_minus_{second}_{metric}"] = Quantity(
+                f"{first} − {second}, {metric.replace('_', ' ')}", difference["difference"],
+                difference["standard_error"], "se", "boards", difference["boards"], paired=True, unit="difference")
+    tournament = summary.get("tournament", {})
+    games = sum(result["wins"] + result["draws"] + result["losses"] for result in tournament.get("results", []))
+    for name, rating in tournament.get("ratings", {}).items():
+        quantities[f"{name}_rating"] = Quantity(f"{name}, tournament rating", rating["elo"], 2 * rating["sigma"], "2σ",
+                                                "games", games, unit="rating", digits=0)
+    return quantities

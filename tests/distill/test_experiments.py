@@ -179,6 +179,14 @@ def test_distill_targets_evidence_preset_end_to_end_and_resumes(stockfish_path, 
     assert av_material["boards"] == boards and av_material["standard_error"] > 0
     assert set(summary["tournament"]["ratings"]) == {"action_value", "behavioral_cloning"}
     assert "elo" in summary["variants"]["action_value"] and "elo" not in summary["variants"]["state_value"]
+    quantities = distill_targets.results(summary, config)  # results.json: the paired differences and the ratings
+    paired = quantities["action_value_minus_material_action_accuracy"]
+    assert (paired.value, paired.error, paired.n, paired.paired) == (
+        av_material["difference"], av_material["standard_error"], boards, True)
+    rating = quantities["behavioral_cloning_rating"]
+    assert rating.value == summary["tournament"]["ratings"]["behavioral_cloning"]["elo"]
+    assert (rating.error, rating.error_kind, rating.n) == (
+        2 * summary["tournament"]["ratings"]["behavioral_cloning"]["sigma"], "2σ", 2)
 
     evaluations_and_checkpoints = [tmp_path / "baselines.json",
                                    *[tmp_path / name / "evaluation.json" for name in names],
