@@ -12,7 +12,7 @@ import pytest
 
 from experiments.common.skill_compat import framework_results, run_framework_experiment
 from skill_compat.attuned import training_config
-from skill_compat.experiment import check_seniors, paired_differences
+from skill_compat.experiment import check_seniors, markdown_summary, paired_differences
 from skill_compat.records import MatchupFiles
 from zerolab import load_config
 
@@ -85,6 +85,9 @@ def test_seniors_are_compared_game_slot_by_game_slot(tmp_path):
     assert rows["tree-vs-expector"]["games"] == 4 and rows["tree-vs-expector"]["difference"] == 0.375
     assert math.isclose(rows["tree-vs-expector"]["se"], differences.std(ddof=1) / 2)
     assert rows["expector-vs-junior"]["difference"] == 0.0  # (0.5 + 0.5 − 0.5 − 0.5) / 4
+    table = markdown_summary({"framework": "hb", "matchups": {}, "plain_chess": {}, "paired_differences": rows})
+    se = rows["tree-vs-expector"]["se"]
+    assert f"| tree − expector | 4 | +0.375 | {se:.3f} |" in table and "| expector − junior | 4 | +0.000 |" in table
     summary = {"framework": "hb", "paired_differences": rows,
                "matchups": {"tree": {"win_share": 0.7, "win_share_se": 0.2, "games": 5}}}
     quantities = framework_results(summary, None)
