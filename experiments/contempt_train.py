@@ -34,7 +34,8 @@ import ml_collections
 import numpy as np
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
-from contempt_search.statistics import decisive_ratio
+from contempt_search.statistics import decisive_ratio, score_standard_error
+from experiments.common.results import Quantity
 from zerolab import make_game
 from zerolab.evaluation import (
     EloPanel, EvaluationConfig, Pairing, RunComparison, check_game_count, interleaved_steps, play_pairings,
@@ -148,3 +149,23 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         "shared_initial_network": shared_start,
         "final_match": final,
     }, figure_path)
+
+
+def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): the final networks' head-to-head, contempt's score (se over its
+    games) and Elo difference (2σ of the fit), and each arm's final rating in the one pool (± 2σ)."""
+    del config
+    final = summary["final_match"]
+    contempt, puct = final["player_a"], final["player_b"]
+    quantities = {
+        "final_score": Quantity(f"score, {contempt} vs {puct}", final["score"],
+                                score_standard_error(final["wins"], final["draws"], final["losses"]), "se", "games",
+                                final["games"], unit="score"),
+        "final_elo": Quantity(f"Elo, {contempt} − {puct}", final["elo_difference"], final["elo_two_sigma"], "2σ",
+                              "games", final["games"], unit="Elo", digits=0),
+    }
+    for arm, run in summary["runs"].items():
+        quantities[f"{arm}_final_rating"] = Quantity(f"{run['final_checkpoint']}, rating", run["final_rating"],
+                                                     2 * run["final_sigma"], "2σ", "games", 0, unit="rating",
+                                                     digits=0)
+    return quantities

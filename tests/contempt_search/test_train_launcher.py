@@ -109,6 +109,11 @@ def test_contempt_train_trains_both_arms_from_one_network_rates_them_and_a_rerun
     assert record.result.players == ("final-contempt@2", "final-puct@2")
     difference, sigma = EloBook.load(workdir / "final" / "elo.json").fit().difference(*record.result.players)
     assert final_match == {**record.summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
+    headline = json.loads((workdir / "results.json").read_text())["quantities"]  # written by python -m experiments
+    assert (headline["final_score"]["value"], headline["final_score"]["n"]) == (final_match["score"],
+                                                                                final_match["games"])
+    assert (headline["final_elo"]["value"], headline["final_elo"]["error"]) == (difference, 2 * sigma)
+    assert headline["puct_final_rating"]["error"] == 2 * summary["runs"]["puct"]["final_sigma"]
     assert final_match["wins"] + final_match["draws"] + final_match["losses"] == 2
     assert (workdir / "final" / "games" / "final.pgn").read_text().count("[Result ") == 2
 
