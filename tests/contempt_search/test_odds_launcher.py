@@ -6,9 +6,11 @@ again; and one cell's score, from scripted games that end in mate with the netwo
 from __future__ import annotations
 
 import json
+import math
 import types
 
 import jax
+import ml_collections
 import pytest
 
 from zerolab.search import SearchConfig
@@ -130,3 +132,23 @@ def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(ga
         "engine", "fairy-stockfish:skill=0", 3)
     arm = contempt_odds.arm_agent(base, "contempt5", 64, config)
     assert arm.temperature is None and arm.search_config.rules != PLAIN_RULES  # the arms still play their choice
+
+
+def test_the_headline_differences_carry_both_cells_errors():
+    """The skill −4 evidence cells (contempt_search/README): win % se √(p(1 − p)/n) per cell, and contempt − PUCT with
+    √(se₁² + se₂²) over both cells' 512 games: −0.4 ± 4.3 win points, −0.004 ± 0.041 in score."""
+    from experiments.contempt_odds import results
+
+    cells = [{"arm": "puct", "simulations": 64, "games": 256, "wins": 96, "draws": 34, "losses": 126},
+             {"arm": "contempt5", "simulations": 64, "games": 256, "wins": 95, "draws": 34, "losses": 127}]
+    for cell in cells:
+        cell.update(win_percent=100 * cell["wins"] / 256, score=(cell["wins"] + cell["draws"] / 2) / 256)
+    config = ml_collections.ConfigDict({"odds_piece": "knight", "opponent": "fairy-stockfish:skill=-4",
+                                        "sc_limit": 5})
+    quantities = results({"cells": cells}, config)
+    puct_se, contempt_se = (100 * math.sqrt(p * (1 - p) / 256) for p in (96 / 256, 95 / 256))
+    assert quantities["puct_win_64"].error == pytest.approx(puct_se)
+    points = quantities["difference_win_points_64"]
+    assert points.value == pytest.approx(-100 / 256) and points.error == pytest.approx(math.hypot(puct_se, contempt_se))
+    assert round(points.error, 1) == 4.3 and points.n == 512 and points.format().startswith("-0.4 ± 4.3 win points")
+    assert round(quantities["difference_score_64"].error, 3) == 0.041

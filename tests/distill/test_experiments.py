@@ -110,6 +110,8 @@ def test_distill_runs_end_to_end_and_resumes(stockfish_path, generated_games, ex
     assert over_material.value == pytest.approx(
         summary["action_accuracy"] - summary["baselines"]["material"]["action_accuracy"])
     assert quantities["material_action_accuracy"].value == summary["baselines"]["material"]["action_accuracy"]
+    assert over_material.label == f"{summary['predictor']} − material count, action accuracy"  # as a table row reads
+    assert quantities["material_kendall_tau"].label == "material, kendall tau"
     assert (tmp_path / "checkpoints" / "4").is_dir()
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [2, 4, 4] and records[-1]["phase"] == "evaluation"
