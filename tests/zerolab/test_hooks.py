@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import json
+import logging
 import pathlib
-import signal
-import subprocess
 import sys
 import time
 
@@ -22,13 +21,14 @@ from zerolab.config import load_config
 from zerolab.games import make_game
 from zerolab.training.method import ALPHAZERO, alphazero_loss
 from zerolab.networks.network import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables
+from zerolab.training import train
 from zerolab.training.runs import Components
 from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.hooks import choose_actions, move_temperature, value_targets
 from zerolab.selfplay.types import SelfPlayConfig
-from tests.fast_compile import fast_jit, subprocess_env
+from tests.fast_compile import fast_jit
 from tests.zerolab.method_package.method import START_FENS
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
@@ -245,9 +245,8 @@ METHOD_RUN = [
 ]
 
 
-def train_command(workdir, *overrides):
-    return [sys.executable, "-m", "zerolab", "train", "--config", "quickstart", "--workdir", str(workdir),
-            *METHOD_RUN, *overrides]
+def method_config(*overrides):
+    return load_config("quickstart", "tiny", METHOD_RUN + list(overrides))
 
 
 def logged_iterations(workdir):
@@ -257,29 +256,32 @@ def logged_iterations(workdir):
 
 @pytest.fixture(scope="module")
 def method_run(tmp_path_factory):
-    """The test method trained in a subprocess killed with SIGKILL after its first iteration, then resumed (both
-    processes at XLA's faster settings, tests/fast_compile.py: the resumed one reads the first one's programs from
-    the compilation cache)."""
+    """The test method trained for one iteration, then the same run asked for two: it resumes from the first
+    iteration's checkpoint, as a run killed after an iteration does (tests/zerolab/test_train.py kills one).  Both in
+    this process, so the second reuses the first's compiled programs."""
     workdir = tmp_path_factory.mktemp("method") / "run"
-    process = subprocess.Popen(train_command(workdir, "iterations=2"), cwd=REPOSITORY, env=subprocess_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 900  # waits only as long as the run needs; generous for loaded machines
-    while not logged_iterations(workdir) and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    assert process.poll() is None, process.communicate()[1][-3000:]
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_after = logged_iterations(workdir)
-    resumed = subprocess.run(train_command(workdir, "iterations=2"), cwd=REPOSITORY, env=subprocess_env(),
-                             capture_output=True, text=True, timeout=900)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    return workdir, killed_after, resumed
+    train.run(method_config("iterations=1"), workdir)
+    first = (workdir / "metrics.jsonl").read_text()
+    messages = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logger = logging.getLogger("zerolab.training")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        train.run(method_config("iterations=2"), workdir)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return workdir, first, messages
 
 
 @pytest.mark.slow
 def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
-    workdir, killed_after, resumed = method_run
-    assert killed_after == [1] and "resuming" in resumed.stderr
+    workdir, first, messages = method_run
+    assert any(message.startswith("resuming") and "at iteration 1" in message for message in messages), messages
+    assert (workdir / "metrics.jsonl").read_text().startswith(first)  # iteration 1 kept, not trained again
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert [record["iteration"] for record in records] == [1, 2]
     for record in records:
@@ -291,7 +293,7 @@ def test_the_method_package_trains_through_every_hook_and_resumes(method_run):
     assert step == 2
     window = stored.fields()
     ply, partner_moves = np.asarray(window["extra_ply"]), np.asarray(window["extra_partner_moves"])
-    # the frames of iteration 1 survived the kill: 6-ply games in calls of 8, so each iteration 24 frames enter
+    # the frames of iteration 1 survived the restart: 6-ply games in calls of 8, so each iteration 24 frames enter
     # (iteration 1: the first games; iteration 2: the second games, whose first 2 frames waited since iteration 1)
     assert len(ply) == len(window["value_target"]) == 2 * 24
     assert np.asarray(window["value_mask"]).all()

@@ -33,6 +33,7 @@ import numpy as np
 import optax
 import pytest
 
+from tests.fast_compile import run_jit
 from zerolab.networks.network import NetworkInputs, apply_network, init_variables, make_network
 
 POSITIONS = 64  # the training batch
@@ -59,18 +60,22 @@ def _game(name: str):
 @functools.cache
 def _positions(game, seed: int, count: int) -> NetworkInputs:
     """``count`` positions after 6–40 uniformly random plies (each from its own game), none of them terminal: a game
-    stops at its own ply count, or before the ply that would end it.  Stepped by the game's own batched step (compiled
-    once a batch size), and kept for the cases that share the game."""
+    stops at its own ply count, or before the ply that would end it.  Stepped by one compiled ply (the game's batched
+    step and the stop), and kept for the cases that share the game."""
+
+    @run_jit  # one ply of every game, 40 times: optimised code pays for its compile
+    def ply(states, noise, stop):
+        actions = jnp.argmax(jnp.where(states.legal_action_mask, noise, -jnp.inf), axis=-1).astype(jnp.int32)
+        stepped = game.batched_step(states, actions)
+        keep = stepped.terminated | stepped.truncated | stop  # stop before a game's end
+        return jax.tree.map(lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), old, new),
+                            states, stepped)
+
     states = game.batched_init(jax.random.split(jax.random.key(seed), count))
     rng = np.random.default_rng(seed)
     plies = rng.integers(6, 41, count)
-    for ply in range(int(plies.max())):
-        noise = rng.gumbel(size=states.legal_action_mask.shape)
-        actions = np.where(np.asarray(states.legal_action_mask), noise, -np.inf).argmax(-1).astype(np.int32)
-        stepped = game.batched_step(states, jnp.asarray(actions))
-        keep = np.asarray(stepped.terminated | stepped.truncated) | (ply >= plies)  # stop before a game's end
-        states = jax.tree.map(lambda old, new: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), old, new),
-                              states, stepped)
+    for index in range(int(plies.max())):
+        states = ply(states, rng.gumbel(size=states.legal_action_mask.shape), index >= plies)
     return NetworkInputs.from_states(states)
 
 
@@ -128,7 +133,7 @@ def test_bfloat16_trains_and_chooses_as_float32_does(network_name, game_name, tr
                           for part in (slice(POSITIONS), slice(POSITIONS, None)))
     targets = _targets(training, seed=0)
 
-    @jax.jit
+    @run_jit  # 20 Adam steps and 256 held-out positions in two dtypes: optimised code pays for its compile
     def run(initial, training, held_out):
         runs = {dtype: _training_run(network, initial, training, targets) for dtype, network in networks.items()
                 if track or dtype == "float32"}
