@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import pathlib
-import sys
-import time
 
 import flax.linen as nn
 import jax

@@ -350,7 +350,7 @@ def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(me
     inside = "import names from zerolab or a layer package, never from a module inside one"
     mutated = {**method_imports, "contempt_search.rules": [(1, "zerolab.search.config", "SearchRules"),
                                                            (2, "zerolab.search", "SearchRules"),
-                                                           (3, "zerolab.selfplay", "outcome_value_targets"),
+                                                           (3, "zerolab.selfplay", "value_targets"),
                                                            (4, "zerolab.devices", "make_mesh"),
                                                            (5, "zerolab.search", None),
                                                            (6, "zerolab.selfplay", "Lanes"),
@@ -359,7 +359,7 @@ def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(me
         f"contempt_search.rules:1 imports zerolab.search.config SearchRules ({inside})",
         "contempt_search.rules:2 imports zerolab.search SearchRules (SearchRules is in zerolab.__all__: import it "
         "from zerolab)",
-        "contempt_search.rules:3 imports zerolab.selfplay outcome_value_targets (outcome_value_targets is not in "
+        "contempt_search.rules:3 imports zerolab.selfplay value_targets (value_targets is not in "
         "zerolab.selfplay.__all__)",
         f"contempt_search.rules:4 imports zerolab.devices make_mesh ({inside})",
         f"contempt_search.rules:5 imports zerolab.search ({inside})",

@@ -4,9 +4,9 @@
 Variants (search-contempt, SAI) change the rules of the search, not its loop (:mod:`zerolab.search.mcts`).
 :class:`SearchRules` is the extension point, in mctx's own style, over the compact tree's slots:
 
-* ``root_action_selection_fn`` / ``interior_action_selection_fn`` — ``(key, tree, node_index[, depth]) -> slot``
-  over one unbatched tree (``tree.children_actions[node_index, slot]`` is the action); they may read per-node state
-  from ``tree.extra_data.node_state``.
+* ``interior_action_selection_fn`` — ``(key, tree, node_index, depth) -> slot`` over one unbatched tree
+  (``tree.children_actions[node_index, slot]`` is the action), below the root; it may read per-node state from
+  ``tree.extra_data.node_state``.  The root keeps the search kind's own rule (Gumbel's sequential halving, PUCT).
 * ``init_node_state(tree) -> pytree`` with leaves ``[B, N, ...]`` and
   ``update_node_state(tree, parent_index [B], slot [B], leaf_index [B]) -> pytree``, called after every simulation.
 * ``backup_fn(tree, leaf_index) -> tree`` over one unbatched tree: how a new leaf's value reaches its ancestors
@@ -211,7 +211,6 @@ class SearchRules:
     action): selection functions return a slot, node state is ``[B, N, ...]``.
     """
 
-    root_action_selection_fn: RootActionSelectionFn | None = None
     interior_action_selection_fn: InteriorActionSelectionFn | None = None
     init_node_state: InitNodeStateFn | None = None
     update_node_state: UpdateNodeStateFn | None = None
@@ -225,8 +224,8 @@ class SearchRules:
         ``project_loop`` is set.  Every search runs in the project's loop over the compact tree; only the standard
         rules can also run in mctx's own dense search (``mctx_loop=True``), the reference of tests and benchmarks."""
         return self.project_loop or (
-            self.root_action_selection_fn, self.interior_action_selection_fn, self.init_node_state,
-            self.update_node_state, self.backup_fn) != (None, None, None, None, standard_backup)
+            self.interior_action_selection_fn, self.init_node_state, self.update_node_state,
+            self.backup_fn) != (None, None, None, standard_backup)
 
 
 STANDARD_RULES = SearchRules()

@@ -5,8 +5,8 @@
 * The lane rule (:class:`zerolab.selfplay.types.LaneRule`): :func:`standard_lane_rule`, fresh games from initial
   states (:func:`standard_initial_states`, the game's start position; :func:`initial_states_from_fens`).
 * The game rule's parts (:class:`zerolab.selfplay.types.GameRule`): :func:`pgx_reward`, :func:`ply_summary`.
-* Value targets: :func:`outcome_value_targets` (each frame's game outcome, :func:`value_targets`), by the one reverse
-  scan over game ends :func:`backward_game_values` (SAI's final margins use it too).
+* Value targets: :func:`value_targets` (each frame's game outcome), by the one reverse scan over game ends
+  :func:`backward_game_values` (SAI's final margins use it too).
 * Helpers for lane rules: :func:`advance_lanes`, :func:`restart_games`, :func:`select_where`; and
   :func:`observation_hash`, the records' position hash.
 
@@ -27,7 +27,6 @@ import pgx
 from zerolab.games import Game
 from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.search.mcts import run_search
-from zerolab.selfplay.frames import PackedFrames
 from zerolab.selfplay.types import (
     InitCarryFn, InitialStatesFn, LaneRule, Lanes, MoveRule, PlayVariables, PlayedPly, PlyDecision, PlyRecord,
     SelfPlayConfig,
@@ -68,12 +67,6 @@ def initial_states_from_fens(game: Game, fens: Sequence[str]) -> InitialStatesFn
         return jax.tree.map(lambda leaf: leaf[indices], stacked)
 
     return initial_states
-
-
-def outcome_value_targets(frames: PackedFrames, records: PlyRecord) -> tuple[jax.Array, jax.Array]:
-    """The default :data:`ValueTargetsFn`: each frame's target is its game's final outcome (:func:`value_targets`)."""
-    del frames
-    return value_targets(records.reward, records.game_over)
 
 
 def value_targets(reward: jax.Array, game_over: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -40,12 +40,11 @@ from zerolab.games import Game
 from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.selfplay.frames import PackedFrames, frame_codec, frame_policy_width, pack_frames
 from zerolab.selfplay.hooks import (
-    choose_actions, observation_hash, outcome_value_targets, pgx_reward, ply_summary, search_move_rule,
-    standard_lane_rule,
+    choose_actions, observation_hash, pgx_reward, ply_summary, search_move_rule, standard_lane_rule, value_targets,
 )
 from zerolab.selfplay.types import (
     LANE_INIT_KEYS, LANE_STEP_KEYS, GameRule, LaneRule, Lanes, MoveRule, PlayFn, PlayVariables, PlayedPly, PlyCarry,
-    PlyRecord, SelfPlayConfig, ValueTargetsFn,
+    PlyRecord, SelfPlayConfig,
 )
 
 logger = logging.getLogger(__name__)
@@ -66,7 +65,6 @@ def make_play_fn(
     move_rule: MoveRule,
     config: SelfPlayConfig,
     lane_rule: LaneRule | None = None,
-    value_targets_fn: ValueTargetsFn = outcome_value_targets,
     game_rule: GameRule | None = None,
 ) -> PlayFn:
     """The core's per-device self-play: ``play(variables, key, num_games, frozen=None, settings=None) ->
@@ -134,7 +132,7 @@ def make_play_fn(
         carry = PlyCarry(lanes=lanes, key=key)
         plies = jnp.arange(config.plies_per_iteration) if config.progress_interval else None
         last, (frames, records, statistics) = jax.lax.scan(one_ply, carry, plies, length=config.plies_per_iteration)
-        value, known = value_targets_fn(frames, records)
+        value, known = value_targets(records.reward, records.game_over)  # each frame's game outcome
         frames = frames.replace(value_target=value, value_mask=known)
         return frames, records.replace(summary=summary_fn(records, statistics, last.lanes)), last.lanes
 

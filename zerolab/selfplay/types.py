@@ -20,7 +20,6 @@ them or the whole per-device play function:
   komi and branches games from earlier positions through a per-device queue.
 * :class:`GameRule` — how moves are scored (:data:`RewardFn`, from the mover's view) and the records summed up at the
   end of the call (:data:`RecordsSummaryFn`); SAI scores at each game's komi.
-* :data:`ValueTargetsFn` — ``(frames, records) -> (value_target, value_mask)``.
 
 Each hook gets its own random keys from the core and the call's ``settings`` (:data:`PlayFn`) where it takes them;
 the streams are listed in :mod:`zerolab.selfplay.scan`.
@@ -215,8 +214,6 @@ InitCarryFn = Callable[[jax.Array, int], Any]
 InitialStatesFn = Callable[[jax.Array, int], pgx.State]
 """``(key, num_games) -> states [num_games]``: the positions fresh games start from (jittable; for
 :func:`~zerolab.selfplay.hooks.standard_lane_rule`)."""
-ValueTargetsFn = Callable[[PackedFrames, PlyRecord], tuple[jax.Array, jax.Array]]
-"""``(frames [T, B], records [T, B]) -> (value_target [T, B], value_mask [T, B])``."""
 PlayFn = Callable[..., tuple[PackedFrames, PlyRecord]]
 """``(variables, key, num_games, frozen_variables=None, settings=None) -> (frames [T, B], records [T, B])``: one
 device's self-play.  ``settings`` (any pytree, traced; None by default) are the call's settings, passed as they are
