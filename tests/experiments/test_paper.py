@@ -41,19 +41,19 @@ def test_the_plan_of_a_paper_preset_comes_from_its_compiled_programs(capsys):
     assert "unknown config key 'no_such_key'" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # 30 s: a child process compiles the shrunk tiny programs on 2 emulated devices
+@pytest.mark.slow  # 20 s: a child process compiles the shrunk tiny programs on 2 emulated devices
 def test_the_plan_at_a_pod_shape_compiles_on_emulated_devices_and_says_what_does_not_fit(capfd, monkeypatch):
     """``plan --devices 2``: JAX has started in this process with one CPU device, so the command runs itself again
-    with XLA_FLAGS set; its programs are sharded over 2 devices (4 of the 8 games a device) and a budget under even
+    with XLA_FLAGS set; its programs are sharded over 2 devices (2 of the 4 games a device) and a budget under even
     one game a device prints "does not fit" with the program and its memory."""
     # the child compiles at XLA's faster settings (tests/fast_compile.py); it keeps the flags it is started with
     monkeypatch.setenv("XLA_FLAGS", fast_xla_flags(os.environ.get("XLA_FLAGS", "")))
     assert main(["plan", "quickstart", "--preset", "tiny", "--devices", "2", "--device-memory-gib", "1e-6",
-                 "model.name=resnet", "model.channels=4", "model.num_blocks=1", "selfplay.num_games=8",
+                 "model.name=resnet", "model.channels=4", "model.num_blocks=1", "selfplay.num_games=4",
                  "selfplay.plies_per_iteration=2", "search.num_simulations=2", "search.max_num_considered_actions=2",
                  "train.batch_size=4", "replay.window_size=64"]) == 0
     output = capfd.readouterr().out
-    assert "devices: 2, 4 self-play games a device, budget 0.0 MiB a device: does not fit: self-play, chunks of 1 " \
+    assert "devices: 2, 2 self-play games a device, budget 0.0 MiB a device: does not fit: self-play, chunks of 1 " \
            "(1 game a device at a time) takes " in output
     assert "training step takes" in output and "against the 0.0 MiB budget" in output
     assert "self-play, chunks of 1" in output.split("devices: 2")[0]  # the smallest program's row in the table
