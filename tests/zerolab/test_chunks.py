@@ -98,13 +98,13 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
         return make_selfplay_fn(game, network, search, SelfPlayConfig(**sizes, device_memory_gib=gib), mesh)
 
     # A budget the whole program fits: one chunk, bit for bit the device's call of today (key folded with device 0).
-    frames, records = jax.device_get(selfplay_under(1000.0)(on_devices, key))
+    selfplay = selfplay_under(1000.0)  # one object for the call and the lowerings below: traced once a size
+    frames, records = jax.device_get(selfplay(on_devices, key))
     today = jax.device_get(jax.jit(lambda v, k: play_fn(v, k, 4))(variables, jax.random.fold_in(key, 0)))
     for ours, theirs in zip(jax.tree.leaves((frames, records)), jax.tree.leaves(today)):
         np.testing.assert_array_equal(ours, theirs)
 
     # A budget between chunks of 2 games (the largest of several) and all 4: two chunks, the shapes and dtypes of one.
-    selfplay = selfplay_under(1000.0)
     memory = {size: program_memory(selfplay.lower(on_devices, key, size).compile()).device_bytes for size in (4, 2)}
     assert memory[2] < memory[4]
     with caplog.at_level(logging.INFO):
