@@ -376,34 +376,6 @@ def test_a_full_disk_mid_run_is_one_line_naming_the_file_and_the_run_resumes_fro
     assert metrics_records(run_copy)[:3] == metrics_records(trained_run)
 
 
-@pytest.mark.slow
-def test_kill_minus_nine_then_rerun_resumes_and_logs_each_iteration_once(trained_run, run_copy):
-    """The command line, killed with SIGKILL while it trains on, then rerun to the end."""
-    iterations = 12  # enough left after the kill that it lands mid-run
-    process = subprocess.Popen(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 900  # waits only as long as the run needs; generous for loaded machines
-    while len(iterations_logged(run_copy)) <= TRAINED_ITERATIONS and time.time() < deadline and process.poll() is None:
-        time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    logged_before = iterations_logged(run_copy)
-    assert TRAINED_ITERATIONS < logged_before[-1] < iterations, logged_before
-    # A save interrupted by the kill leaves a temporary directory; the rerun must ignore it.
-    (run_copy / "checkpoints" / f"{iterations - 1}.orbax-checkpoint-tmp-1234").mkdir(parents=True)
-    resumed = subprocess.run(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
-                             capture_output=True, text=True, timeout=900)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming" in resumed.stderr
-    records = metrics_records(run_copy)
-    assert [r["iteration"] for r in records] == list(range(1, iterations + 1))
-    assert records[:TRAINED_ITERATIONS] == metrics_records(trained_run)  # history is kept as it was
-    assert [r["frames"] for r in records] == [32 * i for i in range(1, iterations + 1)]
-    for key in ("loss", "policy_loss", "value_loss", "selfplay_moves_per_s", "train_samples_per_s", "wall_s"):
-        assert all(isinstance(r[key], float) for r in records), key
-    assert list((run_copy / "tb").iterdir()), "TensorBoard events are written"
-
-
 def tensorboard_steps(workdir, tag="loss"):
     """The steps of ``tag`` as TensorBoard shows them (its reader applies a resumed run's purge of later steps)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -417,11 +389,29 @@ def files_of(directory):
     return {path: path.stat().st_mtime_ns for path in pathlib.Path(directory).rglob("*")}
 
 
-def test_a_busy_run_directory_is_refused_and_sigterm_stops_after_a_saved_iteration(trained_run, run_copy):
+def start_training(workdir, iterations):
+    """The command line training ``workdir`` on, in a child process whose stderr is kept."""
+    return subprocess.Popen(train_command(workdir, f"iterations={iterations}"), cwd=REPOSITORY,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_iteration_after(workdir, last_logged, process):
+    """Waits until ``workdir`` logs an iteration after ``last_logged`` (or the child ends)."""
+    deadline = time.time() + 900  # waits only as long as the run needs; generous for loaded machines
+    while max(iterations_logged(workdir), default=0) <= last_logged and time.time() < deadline \
+            and process.poll() is None:
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_a_busy_run_directory_is_refused_and_sigterm_then_kill_minus_nine_resume_with_each_iteration_once(
+        trained_run, run_copy):
     """A command on a run directory another process owns is refused (status 2, one line naming the owner) and writes
     nothing.  SIGTERM lets a training run finish and save its iteration, then stop with one line on how to resume
-    (status 143); the same command resumes, and each iteration is in metrics.jsonl and TensorBoard once."""
-    iterations = 12
+    (status 143); the same command resumes, and is killed with SIGKILL while it trains on (a save it interrupted
+    leaves a temporary directory, which the rerun ignores); the rerun trains to the end: each iteration is in
+    metrics.jsonl and TensorBoard once, the history before each stop kept as it was."""
+    iterations = 12  # enough left after each stop that the next lands mid-run
     before = files_of(run_copy)
     with RunDirectoryOwner(run_copy).claim():  # this test process owns the directory
         second = subprocess.run(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
@@ -431,24 +421,41 @@ def test_a_busy_run_directory_is_refused_and_sigterm_stops_after_a_saved_iterati
     assert len(refusal) == 1 and f"is in use by pid {os.getpid()} on " in refusal[0], second.stderr[-2000:]
     assert files_of(run_copy) == {**before, run_copy / OWNER_FILE: files_of(run_copy)[run_copy / OWNER_FILE]}
     assert OWNER_FILE == "owner.lock"  # the name zerolab/README gives users to look for
-    process = subprocess.Popen(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 900
-    while len(iterations_logged(run_copy)) <= TRAINED_ITERATIONS and time.time() < deadline and process.poll() is None:
-        time.sleep(0.01)
+
+    process = start_training(run_copy, iterations)
+    wait_for_iteration_after(run_copy, TRAINED_ITERATIONS, process)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     stopped = [line for line in stderr.splitlines() if line.startswith("stopped:")]
     assert len(stopped) == 1 and "run the same command to resume" in stopped[0], stderr[-3000:]
     assert "Traceback" not in stderr
-    logged = iterations_logged(run_copy)
-    assert TRAINED_ITERATIONS < logged[-1] < iterations and f"after iteration {logged[-1]}," in stopped[0]
+    terminated = iterations_logged(run_copy)
+    assert TRAINED_ITERATIONS < terminated[-1] < iterations and f"after iteration {terminated[-1]}," in stopped[0]
+    assert terminated == list(range(1, terminated[-1] + 1))
+    history = metrics_records(run_copy)
+
+    process = start_training(run_copy, iterations)  # resumes, and is killed while it trains on
+    wait_for_iteration_after(run_copy, terminated[-1], process)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed = iterations_logged(run_copy)
+    assert terminated[-1] < killed[-1] < iterations, killed
+    (run_copy / "checkpoints" / f"{iterations - 1}.orbax-checkpoint-tmp-1234").mkdir(parents=True)
     resumed = subprocess.run(train_command(run_copy, f"iterations={iterations}"), cwd=REPOSITORY,
                              capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert iterations_logged(run_copy) == list(range(1, iterations + 1))
+    assert "resuming" in resumed.stderr
+    records = metrics_records(run_copy)
+    assert [r["iteration"] for r in records] == list(range(1, iterations + 1))
+    # TensorBoard too, though the kill lands just after a record reaches metrics.jsonl (TensorBoard is written first)
     assert tensorboard_steps(run_copy) == list(range(1, iterations + 1))
+    assert records[:TRAINED_ITERATIONS] == metrics_records(trained_run)  # history is kept as it was
+    assert records[:len(history)] == history
+    assert [r["frames"] for r in records] == [32 * i for i in range(1, iterations + 1)]
+    for key in ("loss", "policy_loss", "value_loss", "selfplay_moves_per_s", "train_samples_per_s", "wall_s"):
+        assert all(isinstance(r[key], float) for r in records), key
+    assert list((run_copy / "tb").iterdir()), "TensorBoard events are written"
 
 
 # A wrong all-reduce (each device's gradient of its own shard, or one shard's gradient scaled) changes the gradient

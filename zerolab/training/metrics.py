@@ -30,8 +30,10 @@ class MetricsLog:
     ``reconcile(last_iteration, last_record)`` makes the file hold each completed iteration exactly once after a
     restart: records past the restored checkpoint are dropped, a torn last line is removed, and the record of the
     restored iteration (kept in the checkpoint) is appended if the crash came before it was written.  TensorBoard
-    agrees: the resumed run's event file starts by purging the steps past the restored iteration (tensorboardX's
-    ``purge_step``, a SessionLog START that readers apply to the earlier files), so no step is shown twice.
+    agrees: a record is written there before the file, and the resumed run's event file starts by purging the steps
+    past the restored iteration (tensorboardX's ``purge_step``, a SessionLog START that readers apply to the earlier
+    files) — and the restored iteration too where the file lacked it, which it then writes again — so every step is
+    shown once, even after a kill between the two writes.
     """
 
     def __init__(self, workdir: str | pathlib.Path, tensorboard: bool = True):
@@ -76,12 +78,14 @@ class MetricsLog:
             self._write_tensorboard(unique[-1])
 
     def append(self, record: Mapping[str, Any]) -> None:
+        """TensorBoard first, then the file: a crash between the two leaves the file without the record, so the
+        restart's :meth:`reconcile` writes it to both (a record in the file is always in TensorBoard too)."""
         record = _jsonable(dict(record))
+        self._write_tensorboard(record)
         with writing(self.path), open(self.path, "a") as stream:
             stream.write(json.dumps(record) + "\n")
             stream.flush()
             os.fsync(stream.fileno())
-        self._write_tensorboard(record)
 
     def _write_tensorboard(self, record: Mapping[str, Any]) -> None:
         if not self._tensorboard:
