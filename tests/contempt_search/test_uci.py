@@ -46,15 +46,17 @@ def play_game(engine, stockfish, max_game_plies=300):
 
 @pytest.mark.slow
 def test_plays_whole_games_with_each_sc_limit(chess_network, stockfish_path):
+    """Whole games against Stockfish with contempt's search (N_scl 5, as launched) and the plain one (ScLimit off, set
+    through UCI); the spin's range is python-chess's to check."""
     command = [sys.executable, "-m", "contempt_search.uci", "--checkpoint", str(chess_network), "--simulations", "2",
-               "--sc-limit", "1"]
+               "--sc-limit", "5"]
     engine = chess.engine.SimpleEngine.popen_uci(command, timeout=300)
     stockfish = chess.engine.SimpleEngine.popen_uci(stockfish_path)
     try:
         assert {"ScLimit", "SearchKind", "Simulations"} <= set(engine.options)
         assert (engine.options["ScLimit"].min, engine.options["ScLimit"].max) == (1, SC_LIMIT_OFF)
         stockfish.configure({"Skill Level": 0})
-        for sc_limit in (1, 5, SC_LIMIT_OFF):
+        for sc_limit in (5, SC_LIMIT_OFF):
             engine.configure({"ScLimit": sc_limit})
             board = play_game(engine, stockfish)
             assert board.is_game_over(claim_draw=True), board.fen()  # played to the end (Stockfish mates it)
