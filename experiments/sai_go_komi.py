@@ -170,7 +170,7 @@ def tracking(rows: list[dict]) -> dict:
         gaps[seed] = float(np.mean(points[:, 1] - points[:, 0])) if len(points) else float("nan")
     return {"per_step": per_step, "slope_alpha_on_fit": slopes, "slope_mean_se": mean_se(list(slopes.values())),
             "gap": gaps, "gap_mean_se": mean_se(list(gaps.values())),
-            "fitted_steps": {seed: sum(np.isfinite(fit) for fit, _ in pairs) for seed, pairs in fitted.items()}}
+            "fitted_steps": {seed: int(np.isfinite([fit for fit, _ in pairs]).sum()) for seed, pairs in fitted.items()}}
 
 
 def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:

@@ -3,6 +3,8 @@ presets: no network and no self-play (the launcher is checked end to end by hand
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -172,6 +174,7 @@ def test_alpha_follows_its_self_plays_fair_komi_is_read_checkpoint_by_checkpoint
     assert follows["gap"] == pytest.approx({0: 2.0, 1: 0.0}) and follows["fitted_steps"] == {0: 3, 1: 4}
     assert follows["slope_mean_se"] == pytest.approx([0.5, 0.5])  # two seeds: se = |1 − 0| / 2
     assert follows["per_step"][1]["gap"] == {0: 2.0, 1: 2.0}
+    assert json.loads(json.dumps(follows))["fitted_steps"] == {"0": 3, "1": 4}  # summary.json holds it
     summary = {"seeds": [0, 1], "tracking": follows,
                "per_step": [{**rows[-1], "alpha_mean_se": [22.5, 17.5], "fair_komi_fit_mean_se": [7.0, float("nan")]}]}
     quantities = results(summary, None)
