@@ -155,12 +155,11 @@ def simulate_into(
     that goes on (``go infinite``), a tree kept from the last move (:func:`zerolab.search.tree.subtree`) — while it
     has room: ``first_node + num_simulations`` must not exceed its nodes.  The depth limit is ``max_depth``, else the
     tree's size."""
-    root_selection = root_action_selection_fn
     interior_selection = rules.interior_action_selection_fn or interior_action_selection_fn
 
     def select_root(key, tree, node_index, depth):
         del depth
-        return root_selection(key, tree, node_index)
+        return root_action_selection_fn(key, tree, node_index)
 
     backup = jax.vmap(rules.backup_fn)
     depth_limit = tree.num_simulations if max_depth is None else max_depth
