@@ -2,11 +2,12 @@
 
 For each game and kind, one batch of positions (random plies from the start) is searched three ways with the same
 network, key, batch and simulations: mctx's own dense search (``run_search(..., mctx_loop=True)``), the project's
-search over its tree of legal moves with the standard rules (``zerolab.search.mcts.project_loop_rules``: mctx's
-actions and visit counts) and search-contempt (``contempt_rules``, on that tree).  Each is compiled first, then timed as the best of ``--repeats``
-runs, interleaved (each round times each search once).  One JSON line per (game, kind): seconds per search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard
-rules in the project loop / mctx, ``rules_overhead`` = contempt / standard rules in the project loop (what the
-contempt rules themselves cost), and contempt's mean ``sampled_visit_fraction``.  A benchmark, not a test.
+search over its tree of legal moves with the standard rules (``run_search``'s default: mctx's actions and visit
+counts) and search-contempt (``contempt_rules``, on that tree).  Each is compiled first, then timed as the best of
+``--repeats`` runs, interleaved (each round times each search once).  One JSON line per (game, kind): seconds per
+search, ``ratio`` = contempt / mctx, ``standard_ratio`` = standard rules in the project loop / mctx,
+``rules_overhead`` = contempt / standard rules in the project loop (what the contempt rules themselves cost), and
+contempt's mean ``sampled_visit_fraction``.  A benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from zerolab import (
     make_game,
     run_search,
 )
-from zerolab.search import project_loop_rules
 
 
 def random_positions(game, batch_size: int, plies: int, seed: int = 0):
@@ -54,7 +54,7 @@ def bench_case(game_name: str, kind: str, batch_size: int, simulations: int, sc_
     key = jax.random.key(1)
     searches = {
         "mctx": None,
-        "standard_rules": project_loop_rules(config),
+        "standard_rules": None,  # the standard search in the project's loop
         "contempt": contempt_rules(config, sc_limit),
     }
     compiled = {name: jax.jit(lambda v, k, s, rules=rules, reference=name == "mctx": run_search(

@@ -15,9 +15,11 @@ logger = logging.getLogger(__name__)
 
 #: ``search.rules`` / agent-spec name of the search-contempt rules.
 CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
-#: The plain search's rules in the experiments: mctx's search bit for bit, in the same simulation loop as contempt's,
-#: so that the arms differ only in the rules (run_search now runs every search in that loop; this names it).
-PLAIN_RULES = "zerolab.search.mcts:project_loop_rules"
+#: The plain search's rules in the experiments: the standard search (mctx's bit for bit with mctx's PUCT), which
+#: ``run_search`` runs in the same simulation loop as contempt's, so that the arms differ only in the rules.  Run
+#: configs recorded before this was empty name it ``zerolab.search.mcts:project_loop_rules``, read as empty
+#: (:data:`zerolab.search.config.RETIRED_RULES`).
+PLAIN_RULES = ""
 #: The experiments' agents play without root noise (agent options: :meth:`zerolab.SearchAgent.with_search`).
 NO_ROOT_NOISE = {"dirichlet_fraction": "0", "gumbel_scale": "0"}
 

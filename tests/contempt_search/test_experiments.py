@@ -82,8 +82,7 @@ def test_the_evidence_and_paper_presets_search_with_lc0s_puct_in_both_arms(name)
 
             searches = [setting_selfplay(config, base, setting)[0] for setting in settings(config)]
         assert {(search.kind, search.selection) for search in searches} == {("muzero", selection)}
-        assert {search.rules for search in searches} == {"zerolab.search.mcts:project_loop_rules",
-                                                         "contempt_search.rules:contempt_rules"}
+        assert {search.rules for search in searches} == {"", "contempt_search.rules:contempt_rules"}
 
 
 def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
@@ -128,7 +127,7 @@ def test_the_two_training_arms_differ_only_in_selfplay(preset, tmp_path):
     puct, contempt = (arm_config(config, arm).to_dict() for arm in ("puct", "contempt"))
     assert contempt["search"].pop("rules") == "contempt_search.rules:contempt_rules"
     assert contempt["search"].pop("rule_options") == {"sc_limit": 5}
-    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("zerolab.search.mcts:project_loop_rules", {})
+    assert (puct["search"].pop("rules"), puct["search"].pop("rule_options")) == ("", {})
     assert (puct["selfplay"]["temperature"], contempt["selfplay"]["temperature"]) == (0.9, 0.7)
     assert (puct["selfplay"]["temperature_end"], contempt["selfplay"]["temperature_end"]) == (0.6, 0.1)
     for arm in (puct, contempt):

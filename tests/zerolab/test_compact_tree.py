@@ -20,7 +20,7 @@ from tests.fast_compile import default_jit, fast_jit
 from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
-from zerolab.search.config import SearchConfig, SearchRules, check_mctx_loop_rules
+from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.search.selection import has_unslotted_actions, qtransform_completed_by_mix_value, slot_uniform
 from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree, slot_actions
 
@@ -169,27 +169,27 @@ def toy_recurrent_fn(params, key, action, state):
 
 
 @pytest.mark.parametrize("kind", ["gumbel", "muzero"])
-def test_the_policy_gives_mctx_root_priors_and_runs_the_named_standard_rules_in_mctx_loop(kind):
+def test_the_policy_gives_mctx_root_priors_and_a_retired_rules_name_is_the_standard_search(kind):
     """On the toy game: the compact policy's root prior logits are mctx's bit for bit (Dirichlet noise included;
-    illegal actions at the dtype's minimum, as the docstrings promise and SAI's agents read them), and the standard
-    rules under their name (``project_loop_rules``) still run in mctx's own loop, as mctx's policy."""
-    config = SearchConfig(kind=kind, num_simulations=6, max_num_considered_actions=4)
+    illegal actions at the dtype's minimum, as the docstrings promise and SAI's agents read them).  The config names
+    the standard rules by their retired name (``project_loop_rules``, which run configs recorded): it reads as the
+    standard search, which mctx's own loop also runs."""
+    config = SearchConfig(kind=kind, num_simulations=6, max_num_considered_actions=4,
+                          rules="zerolab.search.mcts:project_loop_rules")
+    assert (config.rules, config.make_rules()) == ("", None)
     state = jnp.array([3, 10, 500], jnp.int32)
     legal = toy_legal_actions(state)
     root = mctx.RootFnOutput(prior_logits=jnp.cos(0.5 * state[:, None] + jnp.arange(TOY_ACTIONS)),
                              value=jnp.array([0.1, -0.3, 0.5]), embedding=state)
-    named = search_lib.project_loop_rules(config)
-    check_mctx_loop_rules(config, named)  # no error: the standard rules, named
 
     @default_jit  # two programs compared bit for bit (tests/fast_compile.py)
     def policies(key):
         run = lambda **options: search_lib.search_policy(config, None, key, root, toy_recurrent_fn, legal, **options)  # noqa: E731
-        return run(mctx_loop=True), run(num_slots=TOY_SLOTS), run(mctx_loop=True, rules=named)
+        return run(mctx_loop=True), run(num_slots=TOY_SLOTS)
 
-    dense, compact, named_dense = jax.device_get(policies(jax.random.key(6)))
+    dense, compact = jax.device_get(policies(jax.random.key(6)))
     for name in ("action", "visit_counts", "root_prior_logits"):
         np.testing.assert_array_equal(getattr(dense, name), getattr(compact, name), err_msg=name)
-        np.testing.assert_array_equal(getattr(dense, name), getattr(named_dense, name), err_msg=f"named: {name}")
     np.testing.assert_allclose(dense.action_weights, compact.action_weights, rtol=0, atol=1e-6)
     assert (compact.root_prior_logits[~np.asarray(legal)] == np.finfo(np.float32).min).all()
     assert compact.visit_counts.dtype == np.float32 and compact.visit_counts.sum() == 3 * 6

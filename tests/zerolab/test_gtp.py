@@ -106,9 +106,10 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def go_run(tmp_path_factory):
     """A tiny trained 7×7 Go run directory (one iteration)."""
+    from zerolab.config import default_config
     from zerolab.training import train
 
-    config = train.default_config()
+    config = default_config()
     config.game.name, config.game.go_size = "go", 7
     config.model.channels, config.model.num_blocks = 4, 1
     config.iterations = 1

@@ -1,8 +1,9 @@
 """The project's layering rules, read from the source: no import circles, the core's layers import only those below
 them, method packages and launchers (``experiments/``, ``scripts/``) import only the declared surface (``zerolab`` and
 the layer packages' ``__all__``), experiments import no other experiment, method packages import no experiment and
-load no config by name.  Then the surface itself, imported: at most 60 names in ``zerolab``, each resolving to the
-definition its ``if TYPE_CHECKING:`` block names, and the JAX-free names importing no JAX."""
+load no config by name.  Then the surface itself: each package's names, written once in its ``if TYPE_CHECKING:``
+block, resolving to their definitions; ``zerolab``'s names the vocabulary of methods and the foundation; the JAX-free
+names importing no JAX."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import sys
 
 import pytest
 
+from zerolab import lazy
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("zerolab", "alphagateau", "distill", "contempt_search", "sai_go", "skill_compat", "experiments")
 METHOD_PACKAGES = ("alphagateau", "distill", "contempt_search", "sai_go", "skill_compat")
@@ -23,7 +26,6 @@ TEST_METHOD_PACKAGE = "tests/zerolab/method_package"
 LAUNCHER_DIRECTORIES = ("experiments", "scripts")
 CORE_LAYERS = ("games", "networks", "search", "selfplay", "training", "engines", "play", "evaluation", "frontends")
 LAYER_PACKAGES = tuple(f"zerolab.{layer}" for layer in CORE_LAYERS)
-SURFACE_LIMIT = 60
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -63,23 +65,6 @@ def surface_sources(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> dic
                     assert alias.asname is None, f"{path}: {alias.name} renamed in the TYPE_CHECKING block"
                     sources[alias.name] = source_of(node.module, alias.name, modules)
     return sources
-
-
-def lazy_sources(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> dict[str, str]:
-    """name -> module from the package's ``lazy_names(__name__, {module: (names, ...)})`` call (its runtime list)."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "lazy_names":
-            listed = ast.literal_eval(node.args[1])
-            return {name: source_of(module, name, modules) for module, names in listed.items() for name in names}
-    return {}
-
-
-def declared_all(path: pathlib.Path) -> list[str]:
-    """A module's ``__all__`` (a literal list, so that type checkers read it too)."""
-    for node in ast.parse(path.read_text(), str(path)).body:
-        if isinstance(node, ast.Assign) and [ast.unparse(target) for target in node.targets] == ["__all__"]:
-            return ast.literal_eval(node.value)
-    return []
 
 
 def resolve(module: str, name: str, surfaces: dict[str, dict[str, str]]) -> str:
@@ -257,8 +242,8 @@ def test_every_core_module_belongs_to_a_layer(import_graph):
 
 
 # --- the declared surface ---------------------------------------------------------------------------------------------
-# Method packages import from two places only: `zerolab` (its __all__: the names they share, at most 60) and a layer
-# package (its __all__: the rest of that layer's public names), never from a module inside a layer or from a
+# Method packages import from two places only: `zerolab` (its __all__: the concepts methods are written with, and the
+# foundation's names) and a layer package (its __all__: the rest of that layer's public names), never from a module inside a layer or from a
 # foundation module (the foundation's names they use are in `zerolab`).  zerolab/README.md ("Layers") has the rule.
 
 
@@ -279,7 +264,8 @@ def core_imports(path: pathlib.Path) -> list[tuple[int, str, str | None]]:
 
 
 def declared(package: str) -> list[str]:
-    return declared_all(ROOT / package.replace(".", "/") / "__init__.py")
+    """A surface package's ``__all__`` (:func:`zerolab.lazy.lazy_surface` builds it from the package's source)."""
+    return list(importlib.import_module(package).__all__)
 
 
 @pytest.fixture(scope="module")
@@ -366,45 +352,46 @@ def test_the_surface_rule_fails_a_method_that_imports_a_module_inside_a_layer(me
     ]
 
 
-def test_names_two_method_modules_import_are_in_zerolab(method_imports):
-    importers: dict[tuple[str, str], set[str]] = {}
-    for module, imports in method_imports.items():
-        for _, source, name in imports:
-            if source in LAYER_PACKAGES:
-                importers.setdefault((source, name), set()).add(module)
-    shared = sorted(f"{source} {name}: {', '.join(sorted(modules))}" for (source, name), modules in importers.items()
-                    if len(modules) > 1)
-    assert shared == [], "names that two method modules import belong in zerolab.__all__"
-
-
-def test_every_name_of_zerolab_is_used_by_a_method_or_a_launcher(method_imports, launcher_imports):
-    used = {name for imports in [*method_imports.values(), *launcher_imports.values()]
-            for _, source, name in imports if source == "zerolab"}
-    assert sorted(set(declared("zerolab")) - used) == []
-
-
-def test_zerolab_has_at_most_60_names_all_listed_for_type_checkers(surfaces):
+def test_every_name_of_zerolab_is_a_methods_concept_or_the_foundations(method_imports, launcher_imports):
+    """``zerolab`` is the vocabulary a method is written in: each of its names is one a method package imports from it,
+    or a foundation name (configs, devices, logs, progress: no layer package above them) a launcher imports; the rest
+    of a layer's public names come from the layer package.  Each name comes from its one home, the surface of the layer
+    that defines it (or its foundation module), which declares it too."""
+    used_by_methods = {name for imports in method_imports.values() for _, source, name in imports if source == "zerolab"}
+    used_by_launchers = {name for imports in launcher_imports.values()
+                         for _, source, name in imports if source == "zerolab"}
+    sources = lazy.surface_sources(ROOT / "zerolab" / "__init__.py", "zerolab")
     names = declared("zerolab")
-    assert len(names) <= SURFACE_LIMIT
-    assert len(set(names)) == len(names) and names == sorted(names)
-    assert sorted(surfaces["zerolab"]) == names  # the TYPE_CHECKING block lists exactly __all__
-    for name, source in surfaces["zerolab"].items():
-        # each comes from its layer package's surface, or from a foundation module (no layer above it)
-        layer = ".".join(source.split(".")[:2])
-        assert name in declared(layer) if layer in LAYER_PACKAGES else source.count(".") == 1, (name, source)
+    assert names == sorted(sources) and len(set(names)) == len(names)
+    foundation = {name for name, source in sources.items() if source.count(".") == 1 and source not in LAYER_PACKAGES}
+    assert sorted(set(names) - used_by_methods - (foundation & used_by_launchers)) == []
+    for name, source in sources.items():
+        assert name in declared(source) if source in LAYER_PACKAGES else name in foundation, (name, source)
 
 
-def test_each_surface_package_lists_its_lazy_names_for_type_checkers(surfaces):
+def test_each_surface_package_writes_its_names_once_in_its_type_checking_block(surfaces):
+    """The names a surface resolves lazily are those its ``if TYPE_CHECKING:`` block imports (what type checkers see),
+    read by :func:`zerolab.lazy.surface_sources` as by this test; its ``__all__`` is them and the functions and classes
+    it defines itself."""
     assert set(LAYER_PACKAGES) | {"zerolab"} <= set(surfaces)
     modules = project_modules()
     for package, sources in surfaces.items():
         path = ROOT / package.replace(".", "/") / "__init__.py"
-        assert lazy_sources(path, modules) == sources, f"{package}: lazy_names and the TYPE_CHECKING block differ"
-        tree = ast.parse(path.read_text())
-        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-        names = declared_all(path)
-        assert names == sorted(names) and set(sources) <= set(names), package
-        assert set(names) - set(sources) <= defined, f"{package}: __all__ names neither lazy nor defined there"
+        read = lazy.surface_sources(path, package)
+        assert {name: source_of(module, name, modules) for name, module in read.items()} == sources, package
+        defined = {node.name for node in ast.parse(path.read_text()).body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")}
+        assert declared(package) == sorted(set(sources) | defined), package
+
+
+def test_a_surface_refuses_an_import_it_cannot_resolve(tmp_path):
+    path = tmp_path / "__init__.py"
+    path.write_text("if TYPE_CHECKING:\n    from zerolab.games import make_game as build\n")
+    with pytest.raises(ValueError, match="build: a surface name keeps its own name"):
+        lazy.surface_sources(path, "package")
+    path.write_text("if TYPE_CHECKING:\n    import zerolab.games\n")
+    with pytest.raises(ValueError, match="__init__.py:2: a surface lists its names as 'from module import name'"):
+        lazy.surface_sources(path, "package")
 
 
 def test_every_public_name_resolves_to_its_definition(surfaces):

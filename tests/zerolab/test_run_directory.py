@@ -158,6 +158,22 @@ def test_a_renamed_key_is_compared_under_its_new_name(tmp_path):
         check_run_config(tmp_path, config())
 
 
+def test_a_retired_rules_name_is_compared_as_what_it_names_now(tmp_path):
+    """The search-contempt experiments' plain arm recorded ``search.rules`` as the retired
+    ``zerolab.search.mcts:project_loop_rules``, the standard search: a rerun with empty rules resumes; other rules
+    are still a change."""
+    def with_rules(rules: str) -> ml_collections.ConfigDict:
+        values = config().to_dict()
+        values["search"] = {"rules": rules}
+        return ml_collections.ConfigDict(values)
+
+    record_run_config(tmp_path, with_rules("zerolab.search.mcts:project_loop_rules"))
+    (tmp_path / "checkpoints").mkdir()
+    assert check_run_config(tmp_path, with_rules("")).changes == ()
+    with pytest.raises(ConfigConflictError, match=r"search.rules '' → 'contempt_search.rules:contempt_rules'"):
+        check_run_config(tmp_path, with_rules("contempt_search.rules:contempt_rules"))
+
+
 def test_a_directory_without_work_takes_any_config(tmp_path):
     record_run_config(tmp_path, config())  # a run that stopped before it made anything
     record_run_config(tmp_path, config(model__channels=16, seed=4))

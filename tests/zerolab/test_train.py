@@ -24,7 +24,7 @@ from zerolab.training import runs
 from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.training.run_directory import OWNER_FILE, ConfigConflictError, RunDirectoryOwner
-from zerolab.config import load_config
+from zerolab.config import default_config, load_config
 from zerolab.games import make_game
 from zerolab.games.pgn import replay_moves
 from zerolab.training.replay_checkpoints import ReplayCheckpoints, read_window
@@ -561,7 +561,7 @@ def test_sgd_nesterov_optimiser_key_steps_as_nesterov_momentum_and_bad_names_are
     adam = runs.make_optimizer(tiny_config(f"train.learning_rate={learning_rate}").train)
     first, _ = adam.update({"w": jnp.array([0.5, -1.0])}, adam.init(params), params)
     np.testing.assert_allclose(np.asarray(first["w"]), [-learning_rate, learning_rate], rtol=1e-4)
-    assert train.default_config().train.optimizer == "adam"
+    assert default_config().train.optimizer == "adam"
     older = {"learning_rate": learning_rate}  # a section without the optimizer key: Adam
     np.testing.assert_allclose(np.asarray(runs.make_optimizer(older).update(
         {"w": jnp.array([0.5, -1.0])}, adam.init(params), params)[0]["w"]), np.asarray(first["w"]))

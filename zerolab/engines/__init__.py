@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.engines.executables": ("find_engine",),
-    "zerolab.engines.uci_client": ("EngineError", "UCIEngine"),
-})
+from zerolab.lazy import lazy_surface
 
 __all__ = ["EngineError", "UCIEngine", "find_engine"]
 
 if TYPE_CHECKING:
     from zerolab.engines.executables import find_engine
     from zerolab.engines.uci_client import EngineError, UCIEngine
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)

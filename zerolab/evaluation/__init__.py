@@ -9,24 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.evaluation.book": ("EloBook",),
-    "zerolab.evaluation.checkpoints": ("checkpoint_agent", "checkpoint_steps", "rated_steps", "run_statistics"),
-    "zerolab.evaluation.rating": ("Contestant", "EvaluationConfig", "check_game_count", "rate_contestants"),
-    "zerolab.evaluation.pairings": ("Pairing", "PairingRecord", "play_pairings"),
-    "zerolab.evaluation.plots": ("new_figure", "save_figure"),
-    "zerolab.evaluation.recipes": ("EloPanel", "RatedTraining", "RunComparison", "TrainedRun", "interleaved_steps",
-                                   "train_then_rate"),
-})
-
-__all__ = [
-    "Contestant", "EloBook", "EloPanel", "EvaluationConfig", "Pairing", "PairingRecord", "RatedTraining",
-    "RunComparison", "TrainedRun", "check_game_count", "checkpoint_agent", "checkpoint_steps", "interleaved_steps",
-    "new_figure",
-    "play_pairings", "rate_contestants", "rated_steps", "run_statistics", "save_figure", "train_then_rate",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.evaluation.book import EloBook
@@ -37,3 +20,5 @@ if TYPE_CHECKING:
     from zerolab.evaluation.recipes import (
         EloPanel, RatedTraining, RunComparison, TrainedRun, interleaved_steps, train_then_rate,
     )
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)

@@ -8,31 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.frontends.bench": ("BenchCase", "interleaved_best_times", "selfplay_program", "training_program"),
-    "zerolab.frontends.gtp": ("GTPError", "GTPServer"),
-    "zerolab.frontends.lc0_convert": ("convert_to_run", "converted_run_config"),
-    "zerolab.frontends.uci": ("UCIServer", "main_loop"),
-    "zerolab.frontends.uci_protocol": ("MoveChoice", "SearchBudget", "UCIOption"),
-    "zerolab.frontends.loaded_search": ("DEFAULT_COMPILATION_CACHE", "LoadedSearch", "check_checkpoint",
-                                        "checkpoint_search", "play_search"),
-    "zerolab.frontends.uci_search": ("serve_search_engine",),
-    "zerolab.frontends.cli": ("add_allow_config_change_argument", "add_distributed_arguments",
-                              "add_host_devices_argument", "search_overrides", "split_overrides", "start_distributed", "start_host_devices",
-                              "start_host_devices"),
-    "zerolab.frontends.experiment_setup": ("prepare_experiment", "training_config"),
-})
-
-__all__ = [
-    "BenchCase", "DEFAULT_COMPILATION_CACHE", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget",
-    "UCIOption", "UCIServer", "add_allow_config_change_argument", "add_distributed_arguments",
-    "add_host_devices_argument", "check_checkpoint", "checkpoint_search", "convert_to_run", "converted_run_config",
-    "interleaved_best_times", "main_loop", "play_search", "prepare_experiment", "search_overrides", "selfplay_program",
-    "serve_search_engine", "split_overrides", "start_distributed", "start_host_devices", "training_config",
-    "training_program",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.frontends.bench import BenchCase, interleaved_best_times, selfplay_program, training_program
@@ -49,3 +25,5 @@ if TYPE_CHECKING:
         split_overrides, start_distributed, start_host_devices,
     )
     from zerolab.frontends.experiment_setup import prepare_experiment, training_config
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)

@@ -9,8 +9,8 @@ from typing import Any
 
 import ml_collections
 
+from zerolab.config import default_config
 from zerolab.devices import use_compilation_cache
-from zerolab.training import train
 from zerolab.training.run_directory import record_run_config
 
 
@@ -24,9 +24,9 @@ def prepare_experiment(config: ml_collections.ConfigDict, workdir: str | pathlib
 
 
 def training_config(sections: Mapping[str, Any], model: Mapping[str, Any], **values: Any) -> ml_collections.ConfigDict:
-    """A zerolab training config: ``train.default_config()`` with the keys of ``sections`` that it has, the given
+    """A zerolab training config: ``default_config()`` with the keys of ``sections`` that it has, the given
     ``model`` section and ``values`` (top-level keys such as ``init_from``; an unknown one is an error)."""
-    config = train.default_config()
+    config = default_config()
     config.model = ml_collections.ConfigDict(dict(model))
     for key in config.keys():
         if key != "model" and key in sections:

@@ -9,21 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.games.base": ("Game", "ObservationPlanes"),
-    "zerolab.games.board": ("GameBoards",),
-    "zerolab.games.chess": ("ChessGame", "PROMOTION_PIECES", "move_table", "square_name"),
-    "zerolab.games.fen": ("InvalidPositionError", "START_FENS", "validate_fen"),
-    "zerolab.games.go": ("GoGame",),
-    "zerolab.games.pgn": ("GameRecord", "write_games"),
-})
-
-__all__ = [
-    "ChessGame", "Game", "GameBoards", "GameRecord", "GoGame", "InvalidPositionError", "ObservationPlanes", "PROMOTION_PIECES",
-    "START_FENS", "make_game", "move_table", "square_name", "validate_fen", "write_games",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.games.base import Game, ObservationPlanes
@@ -32,6 +18,8 @@ if TYPE_CHECKING:
     from zerolab.games.fen import START_FENS, InvalidPositionError, validate_fen
     from zerolab.games.go import GoGame
     from zerolab.games.pgn import GameRecord, write_games
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)
 
 GAME_NAMES = ("chess", "gardner_chess", "go")
 

@@ -8,20 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.networks.lc0": ("load_lc0_weights",),
-    "zerolab.networks.network": ("AlphaZeroResNet", "NETWORK_DTYPES", "NetworkInputs", "NetworkOutput",
-                                 "abstract_variables", "apply_network", "compute_dtype", "count_parameters",
-                                 "float32_output", "init_variables", "make_network", "policy_head", "residual_tower"),
-})
-
-__all__ = [
-    "AlphaZeroResNet", "NETWORK_DTYPES", "NetworkInputs", "NetworkOutput", "abstract_variables", "apply_network",
-    "compute_dtype", "count_parameters", "float32_output", "init_variables", "load_lc0_weights", "make_network",
-    "policy_head", "residual_tower",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.networks.lc0 import load_lc0_weights
@@ -29,3 +16,5 @@ if TYPE_CHECKING:
         NETWORK_DTYPES, AlphaZeroResNet, NetworkInputs, NetworkOutput, abstract_variables, apply_network,
         compute_dtype, count_parameters, float32_output, init_variables, make_network, policy_head, residual_tower,
     )
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)

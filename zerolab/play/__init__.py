@@ -9,23 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.play.agents": ("Agent", "AgentPool", "lanes_to_answer"),
-    "zerolab.play.search_agents": ("SearchAgent", "load_search_agent", "make_search_agent"),
-    "zerolab.play.engine_agents": ("EngineAgent",),
-    "zerolab.play.agent_specs": ("check_agent_spec", "make_agent", "split_spec"),
-    "zerolab.play.arena": ("Match", "MemberChoice", "TeamAgent", "TeamMoves", "play_games", "play_match"),
-    "zerolab.play.lc0_agents": ("PolicyAgent", "policy_actions", "policy_probabilities"),
-    "zerolab.play.results": ("MatchResult",),
-})
-
-__all__ = [
-    "Agent", "AgentPool", "EngineAgent", "Match", "MatchResult", "MemberChoice", "PolicyAgent", "SearchAgent",
-    "TeamAgent", "TeamMoves", "check_agent_spec", "lanes_to_answer", "load_search_agent", "make_agent",
-    "make_search_agent", "play_games", "play_match", "policy_actions", "policy_probabilities", "split_spec",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.play.agents import Agent, AgentPool, lanes_to_answer
@@ -35,3 +19,5 @@ if TYPE_CHECKING:
     from zerolab.play.arena import Match, MemberChoice, TeamAgent, TeamMoves, play_games, play_match
     from zerolab.play.lc0_agents import PolicyAgent, policy_actions, policy_probabilities
     from zerolab.play.results import MatchResult
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)

@@ -59,6 +59,10 @@ RULE_OPTION_PREFIX = "rule_options."
 """``rule_options.NAME=VALUE`` sets one option of the search rules in :meth:`SearchConfig.with_overrides`."""
 FORMER_SEARCH_KEYS = {"simulations": "num_simulations", "considered": "max_num_considered_actions"}
 """Keys that agent specs once used, named with their field in the error that rejects them (they are not accepted)."""
+RETIRED_RULES = {"zerolab.search.mcts:project_loop_rules": ""}
+"""``search.rules`` values the code has retired (old → what it names now), read as their new value wherever a config
+is read or a recorded one compared: ``project_loop_rules`` named the standard search for the search-contempt
+experiments' plain arm (run configs before it was removed record it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +104,7 @@ class SearchConfig:
     rule_options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "rules", RETIRED_RULES.get(self.rules, self.rules))
         check_choice("search.kind", self.kind, SEARCH_KINDS)
         check_choice("search.selection", self.selection, SELECTIONS)
         if self.selection != "mctx" and self.kind != "muzero":
@@ -216,16 +221,14 @@ class SearchRules:
     update_node_state: UpdateNodeStateFn | None = None
     backup_fn: BackupFn = standard_backup
     summary_fn: SummaryFn | None = None
-    project_loop: bool = False
 
     @property
     def changes_simulations(self) -> bool:
-        """Whether these rules change what the simulations do (any hook but ``summary_fn`` replaced), or
-        ``project_loop`` is set.  Every search runs in the project's loop over the compact tree; only the standard
-        rules can also run in mctx's own dense search (``mctx_loop=True``), the reference of tests and benchmarks."""
-        return self.project_loop or (
-            self.interior_action_selection_fn, self.init_node_state, self.update_node_state,
-            self.backup_fn) != (None, None, None, standard_backup)
+        """Whether these rules change what the simulations do (any hook but ``summary_fn`` replaced).  Every search
+        runs in the project's loop over the compact tree; only the standard rules can also run in mctx's own dense
+        search (``mctx_loop=True``), the reference of tests and benchmarks."""
+        return (self.interior_action_selection_fn, self.init_node_state, self.update_node_state,
+                self.backup_fn) != (None, None, None, standard_backup)
 
 
 STANDARD_RULES = SearchRules()
@@ -260,6 +263,6 @@ def check_mctx_loop_rules(config: SearchConfig, rules: SearchRules | None) -> No
     if config.selection != "mctx":
         raise ValueError(f"mctx_loop=True runs mctx's own simulations with mctx's PUCT; search.selection="
                          f"{config.selection!r} runs only in the project's loop: search with mctx_loop=False")
-    if rules is not None and rules.changes_simulations and not rules.project_loop:
+    if rules is not None and rules.changes_simulations:
         raise ValueError("mctx_loop=True runs mctx's own simulations; these search rules replace them "
                          f"({config.rules!r}): search with mctx_loop=False")

@@ -12,8 +12,7 @@ compact states (no observation planes, no legal mask: ``step`` recomputes both).
 ``mctx_loop=True`` runs mctx's own dense search instead, the reference for tests and ``zerolab bench``.
 
 How to search (:class:`~zerolab.search.config.SearchConfig`) and the rules a variant replaces
-(:class:`~zerolab.search.config.SearchRules`, built from ``search.rules``) are in :mod:`zerolab.search.config`;
-:func:`project_loop_rules` is the standard rules under a name that run configs record.
+(:class:`~zerolab.search.config.SearchRules`, built from ``search.rules``) are in :mod:`zerolab.search.config`.
 """
 
 from __future__ import annotations
@@ -94,14 +93,6 @@ class PolicyOutput:
     visit_counts: jax.Array
     root_prior_logits: jax.Array
     search_tree: Any
-
-
-def project_loop_rules(search_config: SearchConfig) -> SearchRules:
-    """The standard rules, named (``search.rules=zerolab.search.mcts:project_loop_rules``): every search runs in the
-    project's loop over the compact tree, so this is the default search under another name (configs that set it keep
-    working)."""
-    del search_config
-    return SearchRules(project_loop=True)
 
 
 def search(

@@ -9,25 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.selfplay.frames": ("Frames", "PackedFrames"),
-    "zerolab.selfplay.types": ("GameRule", "LaneRule", "Lanes", "MoveRule", "PlayFn", "PlayVariables", "PlayedPly",
-                               "PlyDecision", "PlyRecord", "SelfPlayConfig"),
-    "zerolab.selfplay.hooks": ("advance_lanes", "backward_game_values", "initial_states_from_fens", "restart_games",
-                               "search_move_rule", "select_where", "standard_lane_rule"),
-    "zerolab.selfplay.scan": ("make_play_fn",),
-    "zerolab.selfplay.programs": ("make_selfplay_fn",),
-    "zerolab.selfplay.records": ("complete_games", "summarize"),
-})
-
-__all__ = [
-    "Frames", "GameRule", "LaneRule", "Lanes", "MoveRule", "PackedFrames", "PlayFn", "PlayVariables", "PlayedPly",
-    "PlyDecision", "PlyRecord", "SelfPlayConfig", "advance_lanes", "backward_game_values", "complete_games",
-    "initial_states_from_fens", "make_play_fn", "make_selfplay_fn", "restart_games", "search_move_rule", "select_where",
-    "standard_lane_rule", "summarize",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.selfplay.frames import Frames, PackedFrames
@@ -41,3 +23,5 @@ if TYPE_CHECKING:
     from zerolab.selfplay.scan import make_play_fn
     from zerolab.selfplay.programs import make_selfplay_fn
     from zerolab.selfplay.records import complete_games, summarize
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)

@@ -46,6 +46,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from zerolab import config as config_lib
+from zerolab.search.config import RETIRED_RULES
 
 logger = logging.getLogger(__name__)
 
@@ -238,13 +239,17 @@ def is_safe_change(change: ConfigChange) -> bool:
 
 
 def current_names(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """A flat config with each key whose leaf was renamed (:data:`RENAMED_LEAVES`) under its new name; the old key's
-    value wins over a new key beside it."""
+    """A flat config with each key whose leaf was renamed (:data:`RENAMED_LEAVES`) under its new name, the old key's
+    value winning over a new key beside it, and each retired ``search.rules`` value
+    (:data:`zerolab.search.config.RETIRED_RULES`) as what it names now."""
     renamed = dict(flat)
     for key in flat:
         prefix, _, leaf = key.rpartition(".")
         if leaf in RENAMED_LEAVES:
             renamed[f"{prefix}.{RENAMED_LEAVES[leaf]}" if prefix else RENAMED_LEAVES[leaf]] = renamed.pop(key)
+    for key, value in renamed.items():
+        if key.rpartition(".")[2] == "rules" and isinstance(value, str):
+            renamed[key] = RETIRED_RULES.get(value, value)
     return renamed
 
 

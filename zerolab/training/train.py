@@ -52,7 +52,6 @@ from zerolab.devices import (
     sum_over_processes,
     use_compilation_cache,
 )
-from zerolab.config import default_config  # noqa: F401 (zerolab.training.train.default_config, as before)
 from zerolab.games import Game
 from zerolab.training.method import ALPHAZERO, LossFn, alphazero_loss
 from zerolab.training.interrupt import StopOnSignal, TrainingInterrupted

@@ -12,23 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zerolab.lazy import lazy_names
-
-__getattr__, __dir__ = lazy_names(__name__, {
-    "zerolab.networks.lc0.network": ("Lc0Network", "lc0_variables", "make_lc0", "network_for_weights", "wdl"),
-    "zerolab.networks.lc0.weights": ("Lc0FormatError", "Lc0Weights", "read_lc0_weights"),
-    "zerolab.networks.lc0.maia": ("maia_weights_path",),
-})
-
-__all__ = [
-    "Lc0FormatError", "Lc0Network", "Lc0Weights", "lc0_variables", "load_lc0_weights", "maia_weights_path", "make_lc0",
-    "network_for_weights", "read_lc0_weights", "wdl",
-]
+from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.networks.lc0.network import Lc0Network, lc0_variables, make_lc0, network_for_weights, wdl
     from zerolab.networks.lc0.maia import maia_weights_path
     from zerolab.networks.lc0.weights import Lc0FormatError, Lc0Weights, read_lc0_weights
+
+__getattr__, __dir__, __all__ = lazy_surface(__name__)
 
 
 def load_lc0_weights(path=None) -> tuple[Any, dict]:
