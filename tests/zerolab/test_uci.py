@@ -460,7 +460,7 @@ def budget(**fields):
 
 
 def test_nodes_are_simulations_and_plain_go_uses_the_option():
-    from zerolab.frontends.uci_search import fixed_simulations
+    from zerolab.frontends.uci_protocol import fixed_simulations
 
     assert fixed_simulations(budget(nodes=7), 64) == 7
     assert fixed_simulations(budget(), 64) == 64
@@ -470,7 +470,7 @@ def test_nodes_are_simulations_and_plain_go_uses_the_option():
 
 
 def test_a_timed_move_takes_the_largest_compiled_search_that_fits():
-    from zerolab.frontends.uci_search import affordable_simulations, largest_power_of_two
+    from zerolab.frontends.uci_protocol import affordable_simulations, largest_power_of_two
 
     compiled = [0, 1, 2, 4, 8, 16, 32, 48]
     assert affordable_simulations(10.0, 0.01, 0.001, compiled) == 48
@@ -486,7 +486,8 @@ class ScriptedEngine:
     compiles in ``compile_seconds``, a search of n simulations takes ``0.002 + n * 0.002`` s."""
 
     def __new__(cls, compiled=(0,), simulations=4, compile_seconds=0.3, sleep=time.sleep):
-        from zerolab.frontends.uci_search import SearchEngine, SearchResult
+        from zerolab.frontends.search_report import SearchResult
+        from zerolab.frontends.uci_search import SearchEngine
 
         class Scripted(SearchEngine):
             def _compile(self, size):
@@ -565,7 +566,7 @@ def test_a_move_reports_its_searchs_depth_and_seldepth():
     import collections
     import types
 
-    from zerolab.frontends.uci_search import SearchResult
+    from zerolab.frontends.search_report import SearchResult
 
     engine = ScriptedEngine(compiled=(0, 16))
     state = collections.namedtuple("State", "terminated")(np.array(False))
@@ -629,7 +630,7 @@ def test_readyok_comes_when_a_move_can_be_made_not_before():
 
 
 def search_result(simulations, action, visits, value=0.0, variation=None, mean_depth=1.0, max_depth=1):
-    from zerolab.frontends.uci_search import SearchResult
+    from zerolab.frontends.search_report import SearchResult
 
     counts = np.zeros(8, np.int32)
     for index, count in visits.items():
@@ -638,7 +639,7 @@ def search_result(simulations, action, visits, value=0.0, variation=None, mean_d
 
 
 def test_searches_of_one_move_combine_by_their_visit_counts():
-    from zerolab.frontends.uci_search import combined
+    from zerolab.frontends.search_report import combined
 
     alone = search_result(4, 3, {3: 2, 5: 2})
     assert combined([alone]) is alone  # one search keeps its own choice
@@ -661,7 +662,7 @@ def test_tree_summary_follows_the_most_visited_child():
 
     import jax.numpy as jnp
 
-    from zerolab.frontends.uci_search import tree_summary
+    from zerolab.frontends.search_report import tree_summary
 
     unvisited = -1
     children_actions = np.full((6, 3), -1)
@@ -682,7 +683,7 @@ def test_tree_summary_follows_the_most_visited_child():
 
 
 def test_value_to_centipawns_is_odd_and_monotone():
-    from zerolab.frontends.uci_search import value_to_centipawns
+    from zerolab.frontends.search_report import value_to_centipawns
 
     values = [value_to_centipawns(q) for q in (-1.0, -0.5, 0.0, 0.5, 1.0)]
     assert values == sorted(values) and values[2] == 0 and values[1] == -values[3]
@@ -722,7 +723,7 @@ class LowestActionAgent(Agent):
 
 
 def test_any_agent_behind_the_uci_server_sees_pgx_states_with_history(chess_game):
-    from zerolab.frontends.uci_search import agent_server
+    from zerolab.frontends.agent_uci import agent_server
 
     agent = LowestActionAgent(chess_game)
     running = Harness(agent_server(agent))

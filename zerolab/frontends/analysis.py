@@ -199,7 +199,7 @@ class AnalysisEngine:
         self._programs: dict[tuple[int, int], Callable] = {}
         self.centipawns = None
         if getattr(game, "board_size", None) == 8:
-            from zerolab.frontends.uci_search import value_to_centipawns
+            from zerolab.frontends.search_report import value_to_centipawns
 
             self.centipawns = value_to_centipawns
 

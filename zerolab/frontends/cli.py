@@ -355,11 +355,11 @@ def command_uci(args: argparse.Namespace) -> int:
 
     What can be checked without loading the network is checked before the server starts (an error is one line,
     exit status 2): the checkpoint and ``--step``, the run's game, ``--simulations``, the search overrides."""
-    from zerolab.frontends import loaded_search, uci_search
+    from zerolab.frontends import loaded_search, uci_protocol, uci_search
 
     overrides = search_overrides(args.overrides, "uci")
-    if args.simulations is not None and not 1 <= args.simulations <= uci_search.MAXIMUM_SIMULATIONS:
-        raise ValueError(f"uci: --simulations must be from 1 to {uci_search.MAXIMUM_SIMULATIONS}, "
+    if args.simulations is not None and not 1 <= args.simulations <= uci_protocol.MAXIMUM_SIMULATIONS:
+        raise ValueError(f"uci: --simulations must be from 1 to {uci_protocol.MAXIMUM_SIMULATIONS}, "
                          f"got {args.simulations}")
     config = loaded_search.check_checkpoint(args.checkpoint, args.step, overrides)
     simulations = args.simulations or int(config.get("search", {}).get("num_simulations", 32))

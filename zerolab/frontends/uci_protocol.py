@@ -1,6 +1,7 @@
 """The UCI protocol's pieces, for the engine side (:mod:`zerolab.frontends.uci`'s server): what an agent's callback
 sees and returns (:class:`SearchBudget`, :class:`MoveChoice`), engine options (:class:`UCIOption`), parsing
-``position``/``go``/``setoption`` (pure functions), the time rule and the ``info`` line.
+``position``/``go``/``setoption`` (pure functions), the time rule, a search engine's simulations under a budget
+(:func:`fixed_simulations`, :func:`affordable_simulations`) and the ``info`` line.
 
 Time management (:func:`time_for_move`): with a clock the move may take
 ``remaining / (movestogo or 30) + 0.75 * increment``, at most ``remaining - overhead``, less the ``Move Overhead``
@@ -27,6 +28,7 @@ DEFAULT_MOVE_OVERHEAD_MS = 50
 MINIMUM_MOVE_TIME = 0.01  # seconds
 DEFAULT_MOVE_TIME = 1.0  # seconds, for `go` without limits, `go infinite` and `go ponder`
 MOVE_OVERHEAD_OPTION = "Move Overhead"
+MAXIMUM_SIMULATIONS = 100_000  # the most simulations ``go nodes`` or the Simulations option asks of a search engine
 
 GO_INTEGER_PARAMETERS = {
     "wtime": "white_time",
@@ -349,6 +351,36 @@ def plan_budget(
     return SearchBudget(**fields, time_budget=min(budgets) if budgets else None)
 
 
+# --- simulations from a budget (a search engine's time rule) ----------------------------------------------------------
+
+
+def largest_power_of_two(n: int) -> int:
+    """The largest power of two ≤ ``n`` (0 when ``n`` < 1)."""
+    return 0 if n < 1 else 1 << (int(n).bit_length() - 1)
+
+
+def is_timed(budget: SearchBudget) -> bool:
+    """True when ``go`` set a move time or a clock (not ``infinite`` / ``ponder``)."""
+    clock = budget.move_time is not None or budget.white_time is not None or budget.black_time is not None
+    return clock and not (budget.infinite or budget.ponder) and budget.time_budget is not None
+
+
+def fixed_simulations(budget: SearchBudget, configured: int) -> int | None:
+    """The simulations of a move that is not timed: ``go nodes N`` searches N, plain ``go`` / ``infinite`` /
+    ``ponder`` the ``Simulations`` option; None for a timed move (:func:`affordable_simulations` then)."""
+    if budget.nodes is not None:
+        return min(max(int(budget.nodes), 0), MAXIMUM_SIMULATIONS)
+    return None if is_timed(budget) else configured
+
+
+def affordable_simulations(seconds_left: float, fixed_seconds: float, seconds_per_simulation: float,
+                           compiled: Sequence[int]) -> int:
+    """The largest compiled search (simulations > 0) that fits ``seconds_left`` — one costs ``fixed_seconds`` and
+    ``seconds_per_simulation`` per simulation — or 0 when none fits."""
+    fits = [size for size in compiled if 0 < size and fixed_seconds + size * seconds_per_simulation <= seconds_left]
+    return max(fits, default=0)
+
+
 def info_lines(choice: MoveChoice, board: chess.Board, elapsed: float) -> list[str]:
     """The ``info`` lines of ``choice`` and of its further ``MultiPV`` lines, in rank order."""
     return [line for line in (info_line(one, board, elapsed) for one in (choice, *choice.lines)) if line]
@@ -412,7 +444,8 @@ def info_line(choice: MoveChoice, board: chess.Board, elapsed: float) -> str | N
 
 __all__ = [
     "DEFAULT_MOVES_TO_GO", "DEFAULT_MOVE_OVERHEAD_MS", "DEFAULT_MOVE_TIME", "GO_FLAGS", "GO_INTEGER_PARAMETERS",
-    "GO_MILLISECOND_PARAMETERS", "INCREMENT_SHARE", "MINIMUM_MOVE_TIME", "MOVE_OVERHEAD_OPTION", "MoveChoice",
-    "OPTION_TYPES", "SearchBudget", "UCIOption", "allowed_moves", "fallback_move", "info_line", "info_lines", "parse_go",
+    "GO_MILLISECOND_PARAMETERS", "INCREMENT_SHARE", "MAXIMUM_SIMULATIONS", "MINIMUM_MOVE_TIME", "MOVE_OVERHEAD_OPTION",
+    "MoveChoice", "OPTION_TYPES", "SearchBudget", "UCIOption", "affordable_simulations", "allowed_moves",
+    "fallback_move", "fixed_simulations", "info_line", "info_lines", "is_timed", "largest_power_of_two", "parse_go",
     "parse_position", "parse_setoption", "plan_budget", "search_move_problems", "time_for_move"
 ]

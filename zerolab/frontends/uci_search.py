@@ -46,9 +46,9 @@ not counted in ``nps``).
 * ``go movetime T`` or a clock (``wtime``/``btime`` …): the server's time rule gives a per-move budget
   (:func:`zerolab.frontends.uci_protocol.time_for_move`, after ``Move Overhead``) and the engine **searches until
   :data:`TIME_SAFETY` of it is used**: again and again, each time the largest compiled search that still fits
-  (:func:`affordable_simulations`: a search costs ``fixed + n · per_simulation``, both measured, ``per_simulation``
+  (:func:`~zerolab.frontends.uci_protocol.affordable_simulations`: a search costs ``fixed + n · per_simulation``, both measured, ``per_simulation``
   the mean of the last :data:`TIMING_WINDOW` searches), and combines the searches by adding their root visit counts
-  (:func:`combined`, root parallelisation); when no search fits, the raw policy (the network's most likely legal
+  (:func:`~zerolab.frontends.search_report.combined`, root parallelisation); when no search fits, the raw policy (the network's most likely legal
   move, 0 simulations).  A timed move that finds no search compiled yet waits, inside its own time, for the one
   being compiled (:meth:`SearchEngine.wait_for_a_search`); when its time runs out first it plays the policy and says
   so in an ``info string``: it never waits past the clock.
@@ -56,14 +56,14 @@ not counted in ``nps``).
 ``go searchmoves ...`` limits the search to those moves.  A jitted search cannot be interrupted: ``stop`` ends
 ``infinite`` waits and the repeated searches of a timed move, not a search under way.
 
-**The ``info`` line** (:func:`tree_summary`, read from the search tree): ``depth`` is the mean depth of the tree's
+**The ``info`` line** (:func:`~zerolab.frontends.search_report.tree_summary`, read from the search tree): ``depth`` is the mean depth of the tree's
 nodes (each simulation adds one: lc0's "average depth"), ``seldepth`` the deepest node, ``pv`` the move played then
 the most visited child at each node, ``score cp`` the root's searched value as centipawns (lc0's map,
-:func:`value_to_centipawns`).  A network trained on another board (AlphaGateau on Gardner chess) says so in an
+:func:`~zerolab.frontends.search_report.value_to_centipawns`).  A network trained on another board (AlphaGateau on Gardner chess) says so in an
 ``info string`` with its first move: its scores on 8×8 are extrapolations.
 
-**Any agent** (a team, an external engine, a searchless predictor): :func:`agent_server` puts it behind the same
-server through :class:`AgentMoveChooser` (no time rule: the agent decides its own effort).
+**Any agent** (a team, an external engine, a searchless predictor): :func:`zerolab.frontends.agent_uci.agent_server`
+puts it behind the same server (no time rule: the agent decides its own effort).
 """
 
 from __future__ import annotations
@@ -85,7 +85,11 @@ import numpy as np
 
 from zerolab.frontends.loaded_search import DEFAULT_COMPILATION_CACHE, LoadedSearch, with_compilation_cache
 from zerolab.frontends.uci import UCIServer, main_loop
-from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
+from zerolab.frontends.search_report import SearchResult, combined, root_lines, tree_summary, value_to_centipawns
+from zerolab.frontends.uci_protocol import (
+    MAXIMUM_SIMULATIONS, MoveChoice, SearchBudget, UCIOption, affordable_simulations, fixed_simulations, is_timed,
+    largest_power_of_two,
+)
 
 if TYPE_CHECKING:  # imported where used: the UCI handshake does not wait the seconds JAX and pgx take to import
     import pgx
@@ -96,7 +100,6 @@ if TYPE_CHECKING:  # imported where used: the UCI handshake does not wait the se
 logger = logging.getLogger("zerolab.frontends.uci_search")
 
 ENGINE_AUTHOR = "zerolab"
-MAXIMUM_SIMULATIONS = 100_000
 TIME_SAFETY = 0.9  # share of the move's time budget that the searches may fill
 TIMING_WINDOW = 8  # searches averaged in the per-simulation time
 QUIT_TIMEOUT = 5.0  # seconds ``quit`` waits for a compilation under way
@@ -107,42 +110,6 @@ REPORT_INTERVAL = 1.0  # seconds between the ``info`` lines of a search that goe
 CHUNK_SECONDS = 0.25  # a search that goes on grows in chunks of about this long (``stop`` is heard between them)
 MAXIMUM_MULTIPV = 8  # lines one compiled program reports (MultiPV up to this)
 FAILED_START_STATUS = 2  # exit status of ``serve_search_engine`` when the network cannot be loaded
-
-
-# --- the time rule --------------------------------------------------------------------------------------------------
-
-
-def largest_power_of_two(n: int) -> int:
-    """The largest power of two ≤ ``n`` (0 when ``n`` < 1)."""
-    return 0 if n < 1 else 1 << (int(n).bit_length() - 1)
-
-
-def is_timed(budget: SearchBudget) -> bool:
-    """True when ``go`` set a move time or a clock (not ``infinite`` / ``ponder``)."""
-    clock = budget.move_time is not None or budget.white_time is not None or budget.black_time is not None
-    return clock and not (budget.infinite or budget.ponder) and budget.time_budget is not None
-
-
-def fixed_simulations(budget: SearchBudget, configured: int) -> int | None:
-    """The simulations of a move that is not timed: ``go nodes N`` searches N, plain ``go`` / ``infinite`` /
-    ``ponder`` the ``Simulations`` option; None for a timed move (:func:`affordable_simulations` then)."""
-    if budget.nodes is not None:
-        return min(max(int(budget.nodes), 0), MAXIMUM_SIMULATIONS)
-    return None if is_timed(budget) else configured
-
-
-def affordable_simulations(seconds_left: float, fixed_seconds: float, seconds_per_simulation: float,
-                           compiled: Sequence[int]) -> int:
-    """The largest compiled search (simulations > 0) that fits ``seconds_left`` — one costs ``fixed_seconds`` and
-    ``seconds_per_simulation`` per simulation — or 0 when none fits."""
-    fits = [size for size in compiled if 0 < size and fixed_seconds + size * seconds_per_simulation <= seconds_left]
-    return max(fits, default=0)
-
-
-def value_to_centipawns(value: float) -> int:
-    """lc0's legacy map from an expected score Q in [-1, 1] to centipawns: ``290.68 · tan(1.548 · Q)``."""
-    value = float(np.clip(value, -0.99, 0.99))
-    return int(round(290.680623072 * math.tan(1.548090806 * value)))
 
 
 def restricted(game: ChessGame, state: pgx.State, search_moves: Sequence[str]) -> pgx.State:
@@ -163,130 +130,6 @@ def batched(state: pgx.State) -> pgx.State:
     import jax
 
     return jax.tree.map(lambda leaf: leaf[None], state)
-
-
-# --- what one search found, and several searches together ----------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchResult:
-    """One search of one position, on the host.
-
-    Attributes:
-      simulations: its simulations (0: the network's policy alone).
-      action: the move it chose (pgx action).
-      value: the root's searched value, to the side to move.
-      visit_counts: [A] the root's visit counts.
-      principal_variation: actions from the root, the chosen one first, then the most visited child at each node.
-      mean_depth: the mean depth of the tree's nodes (each simulation adds one node: its leaf).
-      max_depth: the deepest node.
-      seconds: the time the search took (its compilation excluded).
-    """
-
-    simulations: int
-    action: int
-    value: float
-    visit_counts: np.ndarray
-    principal_variation: tuple[int, ...]
-    mean_depth: float
-    max_depth: int
-    seconds: float
-
-
-def combined(results: Sequence[SearchResult]) -> SearchResult:
-    """Several searches of one position as one (root parallelisation): the visit counts added, the move the most
-    visited in all (ties: the move of the largest search), the value weighted by simulations, the principal variation
-    of the largest search that chose that move, the depths of all nodes."""
-    if len(results) == 1:
-        return results[0]
-    largest = sorted(results, key=lambda result: -result.simulations)
-    visits = np.sum([result.visit_counts for result in results], axis=0)
-    best = visits.max()
-    action = next((result.action for result in largest if visits[result.action] == best), int(np.argmax(visits)))
-    simulations = sum(result.simulations for result in results)
-    weights = [max(result.simulations, 1) for result in results]
-    choosing = [result for result in largest if result.action == action]
-    return SearchResult(
-        simulations=simulations,
-        action=int(action),
-        value=float(np.average([result.value for result in results], weights=weights)),
-        visit_counts=visits,
-        principal_variation=choosing[0].principal_variation if choosing else (int(action),),
-        mean_depth=float(np.average([result.mean_depth for result in results], weights=weights)),
-        max_depth=max(result.max_depth for result in results),
-        seconds=sum(result.seconds for result in results),
-    )
-
-
-def tree_depths(tree: Any) -> tuple[Any, Any]:
-    """``(mean node depth, max node depth)`` of one unbatched search tree, jittable: a node's depth is its parent's
-    plus one (nodes are numbered after their parents), the mean over the nodes below the root."""
-    import jax
-    import jax.numpy as jnp
-
-    nodes = tree.parents.shape[0]
-
-    def depth_of(index, depths):
-        parent = tree.parents[index]
-        return depths.at[index].set(jnp.where(parent >= 0, depths[jnp.maximum(parent, 0)] + 1, 0))
-
-    depths = jax.lax.fori_loop(1, nodes, depth_of, jnp.zeros(nodes, jnp.int32))
-    in_tree = tree.parents >= 0
-    return jnp.sum(jnp.where(in_tree, depths, 0)) / jnp.maximum(jnp.sum(in_tree), 1), jnp.max(depths)
-
-
-def principal_variation(tree: Any, action: Any, length: int) -> Any:
-    """[length] actions (-1 padded) of one unbatched search tree, jittable: ``action`` from the root, then the most
-    visited child at each node while there is one."""
-    import jax
-    import jax.numpy as jnp
-
-    root_slot = jnp.argmax(tree.children_actions[tree.ROOT_INDEX] == action)
-    start = tree.children_index[tree.ROOT_INDEX, root_slot]
-
-    def follow(index, carry):
-        node, variation = carry
-        inside = node != tree.UNVISITED
-        visits = tree.children_visits[jnp.maximum(node, 0)]
-        slot = jnp.argmax(visits)
-        going_on = inside & (visits[slot] > 0)
-        variation = variation.at[index].set(jnp.where(going_on, tree.children_actions[jnp.maximum(node, 0), slot], -1))
-        return jnp.where(going_on, tree.children_index[jnp.maximum(node, 0), slot], tree.UNVISITED), variation
-
-    variation = jnp.full(length, -1, jnp.int32).at[0].set(action)
-    _, variation = jax.lax.fori_loop(1, length, follow, (start, variation))
-    return variation
-
-
-def tree_summary(tree: Any, action: Any, length: int) -> tuple[Any, Any, Any]:
-    """``(principal variation [length] (-1 padded), mean node depth, max node depth)`` of one unbatched search tree
-    (:class:`zerolab.search.tree.Tree`), jittable: :func:`principal_variation` from ``action`` and
-    :func:`tree_depths`."""
-    return (principal_variation(tree, action, length), *tree_depths(tree))
-
-
-def root_lines(tree: Any, count: int, length: int) -> tuple[Any, ...]:
-    """The ``count`` best root moves of one unbatched tree, jittable: most visited first (ties: the higher prior;
-    fewer when fewer are legal, -1 after them), each with its visits, its Q from the root's mover and its principal
-    variation [count, length]; then the tree's mean and max node depth, the root's value and visits."""
-    import jax
-    import jax.numpy as jnp
-
-    root = tree.ROOT_INDEX
-    valid = tree.children_actions[root] >= 0
-    priors = jax.nn.softmax(jnp.where(valid, tree.children_prior_logits[root], -jnp.inf))
-    visits = tree.children_visits[root]
-    score = jnp.where(valid, visits + jnp.where(valid, priors, 0.0) * 0.999, -1.0)
-    _, slots = jax.lax.top_k(score, count)
-    chosen = valid[slots]
-    actions = jnp.where(chosen, tree.children_actions[root, slots], -1)
-    qvalues = tree.children_rewards[root] + tree.children_discounts[root] * tree.children_values[root]
-    lines_q = jnp.where(visits[slots] > 0, qvalues[slots], tree.node_values[root])
-    variations = jax.vmap(lambda action: principal_variation(tree, action, length))(jnp.maximum(actions, 0))
-    variations = jnp.where(chosen[:, None], variations, -1)
-    mean_depth, max_depth = tree_depths(tree)
-    return (actions, visits[slots], lines_q, variations, mean_depth, max_depth, tree.node_values[root],
-            tree.node_visits[root])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,7 +253,7 @@ class SearchEngine:
         """The growing tree's programs (a batch of one, :attr:`tree_nodes` nodes): ``("start",)`` (variables, states)
         → tree; ``("grow", n)`` (variables, key, tree, first node [1]) → tree after n more simulations;
         ``("cut",)`` (tree, node [1]) → (the subtree below node, its nodes [1]); ``("lines", k)`` tree →
-        :func:`root_lines` of k lines."""
+        :func:`~zerolab.frontends.search_report.root_lines` of k lines."""
         import jax
         import jax.numpy as jnp
 
@@ -811,7 +654,7 @@ class SearchEngine:
         return self.tree_choice(tree, state, lines, seconds), notes
 
     def tree_lines(self, tree: Any) -> tuple[np.ndarray, ...]:
-        """:func:`root_lines` of ``tree`` (:data:`MAXIMUM_MULTIPV` lines) on the host."""
+        """:func:`~zerolab.frontends.search_report.root_lines` of ``tree`` (:data:`MAXIMUM_MULTIPV` lines) on the host."""
         import jax
 
         return jax.device_get(self._program(("lines", MAXIMUM_MULTIPV))(tree))
@@ -850,48 +693,6 @@ class SearchServer(UCIServer):
         if line.split()[:1] == ["isready"] and self.engine.wait_until_ready() and self.engine.error:
             self.send_error(f"the engine failed to start: {type(self.engine.error).__name__}: {self.engine.error}")
         return super().handle(line)
-
-
-class AgentMoveChooser:
-    """Any zerolab agent (``select_actions`` over pgx states: a search, a team, an external engine, a searchless
-    predictor) as a :data:`zerolab.frontends.uci.ChooseMove` callback for 8×8 chess, the UCI twin of
-    :func:`zerolab.frontends.gtp.agent_chooser`.  The GUI's board becomes a pgx state with its history
-    (:class:`zerolab.games.board.StateTracker`); ``searchmoves`` restrict the state's legal actions.  Each call gets a new
-    key split from ``seed``."""
-
-    def __init__(self, agent: Any, seed: int = 0):
-        import jax
-
-        from zerolab.games.board import StateTracker
-        from zerolab.games import make_game
-
-        self.agent = agent
-        self.game = getattr(agent, "game", None) or make_game("chess")
-        if getattr(self.game, "board_size", None) != 8:
-            raise ValueError(f"a UCI engine plays 8x8 chess; agent {getattr(agent, 'name', agent)!r} plays "
-                             f"{self.game.name}")
-        self.positions = StateTracker(self.game)
-        self.key = jax.random.key(seed)
-
-    def __call__(self, board: chess.Board, budget: SearchBudget) -> MoveChoice:
-        import jax
-
-        state = self.positions.state(board)
-        if budget.search_moves:
-            state = restricted(self.game, state, budget.search_moves)
-        self.key, key = jax.random.split(self.key)
-        action = int(np.asarray(self.agent.select_actions(batched(state), key))[0])
-        return MoveChoice(self.game.action_to_uci(action, state))
-
-    def new_game(self) -> None:
-        self.positions.reset()
-        self.agent.new_game()
-
-
-def agent_server(agent: Any, name: str | None = None, seed: int = 0) -> UCIServer:
-    """A UCI server in front of any zerolab agent (see :class:`AgentMoveChooser`)."""
-    chooser = AgentMoveChooser(agent, seed)
-    return UCIServer(name or f"zerolab {agent.name}", ENGINE_AUTHOR, chooser, on_new_game=chooser.new_game)
 
 
 SearchOptionsFn = Callable[[SearchEngine], Sequence[UCIOption]]
@@ -938,18 +739,9 @@ def serve_search_engine(load: Callable[[], LoadedSearch], name: str, simulations
 
 
 __all__ = [
-    "AgentMoveChooser",
+    "FAILED_START_STATUS",
     "SearchEngine",
     "SearchOptionsFn",
     "SearchServer",
-    "agent_server",
-    "FAILED_START_STATUS",
-    "SearchResult",
-    "affordable_simulations",
-    "combined",
-    "fixed_simulations",
-    "largest_power_of_two",
-    "tree_summary",
     "serve_search_engine",
-    "value_to_centipawns",
 ]
