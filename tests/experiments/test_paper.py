@@ -13,7 +13,9 @@ from zerolab.devices import GIB
 from zerolab.selfplay.chunks import ChunkChoice
 from zerolab.training import train
 from zerolab.config import load_config
-from zerolab.training.plan import DeviceFit, ProgramCost, format_plan, plan_training_run
+from zerolab.training.device_fit import DeviceFit
+from zerolab.training.plan import format_plan, plan_training_run
+from zerolab.training.program_cost import ProgramCost
 from zerolab.training.replay_checkpoints import ProcessReplay, read_window
 from tests.fast_compile import fast_xla_flags
 

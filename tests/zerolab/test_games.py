@@ -216,7 +216,7 @@ def test_the_declared_observation_planes_hold_in_played_positions(name, options)
     every plane declared binary holds only 0 and 1 (the codec fitted to the positions is at least as narrow).  The
     declarations are also not vacuous: history planes are bits, the scalars one value a frame."""
     from zerolab.selfplay.frames import FrameCodec, frame_codec
-    from zerolab.training.plan import random_positions
+    from zerolab.training.device_fit import random_positions
 
     game = make_game(name, **options)
     observation, _ = random_positions(game, num_games=8, plies=160, seed=3)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from zerolab.training import plan as plan_lib
+from zerolab.training import program_cost, rates
 
 
-def program(name: str, flops: float) -> plan_lib.ProgramCost:
-    return plan_lib.ProgramCost(argument_bytes=0, output_bytes=0, temp_bytes=0, alias_bytes=0, name=name, flops=flops)
+def program(name: str, flops: float) -> program_cost.ProgramCost:
+    return program_cost.ProgramCost(argument_bytes=0, output_bytes=0, temp_bytes=0, alias_bytes=0, name=name, flops=flops)
 
 
 def run_plan(evaluation_flops: float, *, plies: int = 512, simulations: int = 128, games: int = 256,
@@ -44,14 +45,14 @@ def test_an_iterations_flops_are_every_devices():
 
 
 def test_a_rate_measured_at_other_sizes_is_scaled_by_flops_the_right_way_round(monkeypatch):
-    reference = plan_lib.matching_rates(run_plan(1.0), "selfplay", "h100")[0]
+    reference = rates.matching_rates(run_plan(1.0), "selfplay", "h100")[0]
     # the measured program's FLOPs a move, as the plan would compile them: set here to 1 GFLOP
-    monkeypatch.setattr(plan_lib, "reference_flops_per_item", lambda rate: 1e9)
+    monkeypatch.setattr(rates, "reference_flops_per_item", lambda rate: 1e9)
     per_move = 1e9 * (128 + 1) / 256  # network evaluation FLOPs × evaluations a move / games
     same = run_plan(1e9 / per_move * 1e9)  # 1 GFLOP a move: the measured rate itself
     double = run_plan(2 * 1e9 / per_move * 1e9)  # 2 GFLOP a move: half the rate, twice the time
-    same_seconds, how = plan_lib.estimate_seconds(same, "selfplay", "h100")
-    double_seconds, _ = plan_lib.estimate_seconds(double, "selfplay", "h100")
+    same_seconds, how = rates.estimate_seconds(same, "selfplay", "h100")
+    double_seconds, _ = rates.estimate_seconds(double, "selfplay", "h100")
     assert same_seconds == pytest.approx(same.frames_per_iteration / reference.rate)
     assert double_seconds == pytest.approx(2 * same_seconds)
     assert how.startswith("estimate")

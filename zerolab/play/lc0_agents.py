@@ -19,7 +19,7 @@ import pgx
 from zerolab.play.agents import Agent
 from zerolab.networks.lc0.network import check_lc0_game
 from zerolab.networks.network import NetworkInputs
-from zerolab.training.plan import PlannedProgram, abstract_states, compile_cost
+from zerolab.training.program_cost import PlannedProgram, abstract_states, compile_cost
 
 MODES = ("argmax", "sample")
 

@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.interrupt import TrainingInterrupted, interrupt_on_sigterm, interruption_report
     from zerolab.training.metrics import MetricsLog
-    from zerolab.training.plan import (
-        PlannedProgram, abstract_states, check_accelerator, compile_cost, evaluation_flops, evaluations_per_search,
-        format_plan, format_programs, plan_training_run,
+    from zerolab.training.plan import format_plan, plan_training_run
+    from zerolab.training.program_cost import (
+        PlannedProgram, abstract_states, compile_cost, evaluation_flops, evaluations_per_search, format_programs,
     )
+    from zerolab.training.rates import check_accelerator
     from zerolab.training.runs import check_training_config, load_trained_variables
     from zerolab.training import train
     from zerolab.training.replay import FrameWindow
