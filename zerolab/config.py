@@ -325,7 +325,7 @@ def default_config() -> ml_collections.ConfigDict:
             "method": "",  # "package.module:factory" of a zerolab.training.method.Method; empty: AlphaZero
             "method_options": {},  # keyword arguments of that factory
             "replay": {"window_size": 100_000, "mode": "sample"},
-            # optimizer: adam | sgd_nesterov (momentum: its Nesterov momentum); see zerolab.training.runs.make_optimizer
+            # optimizer: adam | sgd_nesterov (momentum: its Nesterov momentum); see zerolab.training.train_state.make_optimizer
             "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0,
                       "optimizer": "adam", "momentum": 0.9},
             "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network

@@ -17,7 +17,8 @@ from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import read_pairing_records
 from zerolab.play.results import MatchResult
 from zerolab.frontends.experiment_setup import training_config
-from zerolab.training.runs import Components, load_trained_variables
+from zerolab.training.runs import Components
+from zerolab.training.trained_variables import load_trained_variables
 
 SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
 SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evaluation.max_game_plies=6",

@@ -20,7 +20,7 @@ from experiments.__main__ import main
 from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import read_pairing_records
 from zerolab.training.metrics import MetricsLog
-from zerolab.training.runs import load_trained_variables
+from zerolab.training.trained_variables import load_trained_variables
 
 #: 2 iterations of 4 games × 4 plies at 4 simulations with a 4-channel ResNet; checkpoints 0 and 2 rated at 2
 #: simulations, 2 games a match, one opponent each; 2 final games.

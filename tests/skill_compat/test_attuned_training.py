@@ -22,7 +22,8 @@ import pytest
 from skill_compat.attuned import LC0_NETWORK, training_config
 from zerolab import load_config, train
 from zerolab.training.replay_checkpoints import read_window
-from zerolab.training.runs import Components, load_trained_variables
+from zerolab.training.runs import Components
+from zerolab.training.trained_variables import load_trained_variables
 from zerolab.search.mcts import run_search
 from tests.fast_compile import fast_jit
 from tests.zerolab.lc0.test_weights import synthetic_network

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.training import runs
+from zerolab.training import trained_variables
 from zerolab.training import train
 from zerolab.play.agent_specs import make_agent
 from zerolab.config import load_config
@@ -93,12 +93,12 @@ def test_agent_from_a_run_whose_newest_checkpoint_is_unreadable_plays_with_the_p
 
 def test_load_trained_variables_falls_back_only_without_an_explicit_step(trained_run, corrupted_run, caplog):
     with caplog.at_level(logging.WARNING):
-        trained = runs.load_trained_variables(corrupted_run)
+        trained = trained_variables.load_trained_variables(corrupted_run)
     assert trained.step == ITERATIONS - 1 and trained.path.name == str(ITERATIONS - 1)
     assert "cannot be read" in caplog.text
     # Asked for the unreadable step by name, it refuses rather than hand back another step's parameters.
     with pytest.raises(FileNotFoundError, match="no readable checkpoint"):
-        runs.load_trained_variables(corrupted_run, ITERATIONS)
+        trained_variables.load_trained_variables(corrupted_run, ITERATIONS)
 
 
 def test_a_plan_builds_the_agent_a_run_loads_on_abstract_variables(trained_run):

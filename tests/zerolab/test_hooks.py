@@ -134,7 +134,7 @@ def test_components_are_built_once_and_the_standard_selfplay_plays_their_rules(m
     """A run's rules and optimiser are built once from its config (the same objects wherever they are asked for),
     and the standard self-play is built with the components' rules, not rules built again from the search config."""
     from zerolab.training import train as train_lib
-    from zerolab.training.runs import TrainConfig, make_optimizer
+    from zerolab.training.train_state import TrainConfig, make_optimizer
 
     config = load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=8", "model.num_blocks=1",
                                                 f"search.rules={PACKAGE}.rules:counting_rules"])

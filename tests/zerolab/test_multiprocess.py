@@ -22,7 +22,7 @@ from zerolab.training import train
 from zerolab.config import load_config
 from zerolab.devices import check_divisible, local_batch_size, process_numpy_rng, process_share
 from zerolab.training.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
-from zerolab.training.runs import load_trained_variables
+from zerolab.training.trained_variables import load_trained_variables
 from tests.fast_compile import subprocess_env
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]

@@ -12,7 +12,8 @@ import pytest
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.devices import make_mesh
 from zerolab.training.replay import FrameWindow, frames_to_arrays, update_window
-from zerolab.training.runs import RunCheckpoints, RunState, TrainConfig, TrainState
+from zerolab.training.run_checkpoints import RunCheckpoints, RunState
+from zerolab.training.train_state import TrainConfig, TrainState
 from zerolab.selfplay.frames import Frames
 from zerolab.training.train import train_on_window
 

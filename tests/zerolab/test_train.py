@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from zerolab.training import runs
+from zerolab.training import train_state, trained_variables
 from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.training.run_directory import OWNER_FILE, ConfigConflictError, RunDirectoryOwner
@@ -274,7 +274,7 @@ def test_resuming_with_another_model_names_the_differing_keys(run_copy):
             train.run(config, run_copy, allow_config_change=allowed)
     assert iterations_logged(run_copy) == [1, 2, 3]
     (run_copy / "config.json").unlink()  # a run directory without its record: the checkpoints' config is checked
-    with pytest.raises(runs.IncompatibleCheckpointError, match="model.channels: checkpoint 8 vs config 16"):
+    with pytest.raises(trained_variables.IncompatibleCheckpointError, match="model.channels: checkpoint 8 vs config 16"):
         train.run(config, run_copy)
 
 
@@ -548,7 +548,7 @@ def test_sgd_nesterov_optimiser_key_steps_as_nesterov_momentum_and_bad_names_are
     learning_rate, momentum = 0.1, 0.9
     config = tiny_config("train.optimizer=sgd_nesterov", f"train.learning_rate={learning_rate}",
                          f"train.momentum={momentum}")
-    optimizer = runs.make_optimizer(config.train)
+    optimizer = train_state.make_optimizer(config.train)
     params = {"w": jnp.array([1.0, -2.0])}
     state = optimizer.init(params)
     trace, expected = np.zeros(2), []
@@ -558,12 +558,12 @@ def test_sgd_nesterov_optimiser_key_steps_as_nesterov_momentum_and_bad_names_are
         expected.append(-learning_rate * (gradient + momentum * trace))
         np.testing.assert_allclose(np.asarray(updates["w"]), expected[-1], rtol=1e-6)
     # Adam's first step is −lr·sign(g): not the Nesterov step above.
-    adam = runs.make_optimizer(tiny_config(f"train.learning_rate={learning_rate}").train)
+    adam = train_state.make_optimizer(tiny_config(f"train.learning_rate={learning_rate}").train)
     first, _ = adam.update({"w": jnp.array([0.5, -1.0])}, adam.init(params), params)
     np.testing.assert_allclose(np.asarray(first["w"]), [-learning_rate, learning_rate], rtol=1e-4)
     assert default_config().train.optimizer == "adam"
     older = {"learning_rate": learning_rate}  # a section without the optimizer key: Adam
-    np.testing.assert_allclose(np.asarray(runs.make_optimizer(older).update(
+    np.testing.assert_allclose(np.asarray(train_state.make_optimizer(older).update(
         {"w": jnp.array([0.5, -1.0])}, adam.init(params), params)[0]["w"]), np.asarray(first["w"]))
     with pytest.raises(ValueError, match=r"train.optimizer must be one of 'adam', 'sgd_nesterov', got 'sgd'$"):
-        runs.make_optimizer(tiny_config("train.optimizer=sgd").train)
+        train_state.make_optimizer(tiny_config("train.optimizer=sgd").train)

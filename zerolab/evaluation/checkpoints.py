@@ -16,7 +16,7 @@ from zerolab.networks.network import count_parameters
 from zerolab.play.search_agents import SearchAgent, load_search_agent
 from zerolab.training.checkpoint import Checkpointer
 from zerolab.training.metrics import MetricsLog
-from zerolab.training.runs import load_trained_variables
+from zerolab.training.trained_variables import load_trained_variables
 
 
 def rated_steps(steps: Iterable[int], keep_period: int) -> list[int]:

@@ -42,7 +42,7 @@ from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.hooks import standard_initial_states
 from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.types import SelfPlayConfig
-from zerolab.training.runs import TrainConfig, init_train_state, make_optimizer
+from zerolab.training.train_state import TrainConfig, init_train_state, make_optimizer
 from zerolab.training.train import make_train_step
 
 logger = logging.getLogger(__name__)

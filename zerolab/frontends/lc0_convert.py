@@ -42,7 +42,8 @@ def convert_to_run(weights: str | pathlib.Path | None, workdir: str | pathlib.Pa
     """Writes ``workdir`` (a new run directory) holding the lc0 file's network as checkpoint step 0."""
     from zerolab import config as config_lib
     from zerolab.training.replay import FrameWindow
-    from zerolab.training.runs import RunCheckpoints, RunState, TrainState, make_optimizer
+    from zerolab.training.run_checkpoints import RunCheckpoints, RunState
+    from zerolab.training.train_state import TrainState, make_optimizer
 
     workdir = pathlib.Path(workdir)
     if (workdir / "checkpoints").exists() and any((workdir / "checkpoints").iterdir()):

@@ -70,7 +70,7 @@ def checkpoint_search(path: str, step: int | None = None, simulations: int | Non
     from zerolab.play.search_agents import make_search_agent
     from zerolab.games import make_game
     from zerolab.networks.network import init_variables
-    from zerolab.training.runs import load_trained_variables
+    from zerolab.training.trained_variables import load_trained_variables
 
     quiet_closed_event_loop_errors()
     # One read of the checkpoint: a network trained on another board is built for 8×8 chess from the same variables.
@@ -103,7 +103,7 @@ def check_checkpoint(path: str | os.PathLike, step: int | None = None,
     once (a GUI waits 10 s for it, a loaded machine takes that long to import JAX); overrides are checked by
     :meth:`zerolab.search.config.SearchConfig.with_overrides`, which imports JAX and mctx (about 1 s of CPU).
     Steps are the checkpoint directory's numbered entries (orbax's step directories); which of them can be read is
-    the loader's business (:func:`zerolab.training.runs.load_trained_variables`: the newest readable one).
+    the loader's business (:func:`zerolab.training.trained_variables.load_trained_variables`: the newest readable one).
 
     Raises:
       FileNotFoundError: no run or checkpoint step directory at ``path`` (as

@@ -22,7 +22,8 @@ from zerolab.games import Game
 from zerolab.games.base import plies_played
 from zerolab.networks.network import abstract_variables, make_network
 from zerolab.training.program_cost import PlannedProgram, abstract_states, compile_cost, evaluation_flops
-from zerolab.training.runs import Components, load_trained_variables
+from zerolab.training.runs import Components
+from zerolab.training.trained_variables import load_trained_variables
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.hooks import choose_actions
 from zerolab.selfplay.types import SelfPlayConfig

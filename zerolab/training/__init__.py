@@ -21,7 +21,8 @@ if TYPE_CHECKING:
         PlannedProgram, abstract_states, compile_cost, evaluation_flops, evaluations_per_search, format_programs,
     )
     from zerolab.training.rates import check_accelerator
-    from zerolab.training.runs import check_training_config, load_trained_variables
+    from zerolab.training.runs import check_training_config
+    from zerolab.training.trained_variables import load_trained_variables
     from zerolab.training import train
     from zerolab.training.replay import FrameWindow
     from zerolab.training.replay_checkpoints import read_window

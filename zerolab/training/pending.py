@@ -14,7 +14,7 @@ spans): a game begun under an older network is kept and finished under the newer
 
 The pending frames and the iteration that began each lane's game are saved with each step's replay window
 (:mod:`zerolab.training.replay_checkpoints`, ``pending-<s>.npz``) and the lanes themselves with the train state
-(:class:`zerolab.training.runs.RunCheckpoints`), so that a run killed and resumed plays on bit for bit.
+(:class:`zerolab.training.run_checkpoints.RunCheckpoints`), so that a run killed and resumed plays on bit for bit.
 """
 
 from __future__ import annotations

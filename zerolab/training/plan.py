@@ -49,7 +49,8 @@ from zerolab.training.device_fit import (
 from zerolab.training.program_cost import ProgramCost, compile_cost, evaluations_per_search, tree_bytes
 from zerolab.training.rates import estimate_seconds, format_duration
 from zerolab.training.replay import STORAGE_DTYPES
-from zerolab.training.runs import Components, init_train_state
+from zerolab.training.runs import Components
+from zerolab.training.train_state import init_train_state
 
 
 @dataclasses.dataclass

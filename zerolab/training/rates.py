@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from zerolab.config import check_choice
 from zerolab.selfplay.frames import Frames
 from zerolab.training.program_cost import PlannedProgram, compile_cost, evaluations_per_search
-from zerolab.training.runs import Components, init_train_state
+from zerolab.training.runs import Components
+from zerolab.training.train_state import init_train_state
 
 
 @dataclasses.dataclass(frozen=True)

@@ -65,17 +65,10 @@ from zerolab.training.run_directory import (
     ConfigRecord, RunDirectoryOwner, check_run_config, check_run_directory, writing,
 )
 from zerolab.search.config import SearchRules
-from zerolab.training.runs import (
-    Components,
-    RunCheckpoints,
-    RunState,
-    TrainConfig,
-    TrainState,
-    check_compatible,
-    check_training_config,
-    init_train_state,
-    initialise_from,
-)
+from zerolab.training.run_checkpoints import RunCheckpoints, RunState
+from zerolab.training.runs import Components, check_training_config
+from zerolab.training.train_state import TrainConfig, TrainState, init_train_state
+from zerolab.training.trained_variables import check_compatible, initialise_from
 from zerolab.selfplay.frames import Frames
 from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.records import finished_games, summarize
@@ -251,7 +244,7 @@ def run_iteration(iteration: int, run_state: RunState, train_state: TrainState, 
 
 def place_lanes(lanes: Any, mesh: Mesh) -> Any:
     """Host lanes (a checkpoint's) on ``mesh``'s devices, sharded along their leading axis as self-play's carried
-    calls take them (one process; see :class:`~zerolab.training.runs.RunCheckpoints`)."""
+    calls take them (one process; see :class:`~zerolab.training.run_checkpoints.RunCheckpoints`)."""
     sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
     return jax.tree.map(lambda leaf: jax.device_put(np.asarray(leaf), sharding), lanes)
 

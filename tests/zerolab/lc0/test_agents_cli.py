@@ -38,7 +38,9 @@ def test_converted_run_is_an_agent_and_an_init_from(maia, lc0_game, tmp_path):
     from zerolab.play.agent_specs import make_agent
     from zerolab.frontends.lc0_convert import convert_to_run, lc0_run_config
     from zerolab.networks.lc0.network import architecture_config
-    from zerolab.training.runs import Components, init_train_state, initialise_from, make_optimizer
+    from zerolab.training.runs import Components
+    from zerolab.training.train_state import init_train_state, make_optimizer
+    from zerolab.training.trained_variables import initialise_from
 
     run = convert_to_run(maia.weights.path, tmp_path / "maia")
     agent = make_agent(f"{run}:num_simulations=4")
