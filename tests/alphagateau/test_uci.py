@@ -68,8 +68,9 @@ def test_plays_stockfish_with_legal_moves_to_the_end(engine, stockfish_path):
         stockfish.configure({"Skill Level": 0})
         while not board.is_game_over() and board.ply() < PLY_CAP:
             if board.turn == chess.WHITE:
-                limit = chess.engine.Limit(nodes=4) if board.ply() % 4 else chess.engine.Limit(white_clock=20,
-                                                                                              black_clock=20)
+                # cutechess-style clocks of 3 s with 0.1 s increments: about 0.1 s a move
+                limit = chess.engine.Limit(nodes=4) if board.ply() % 4 else chess.engine.Limit(
+                    white_clock=3, black_clock=3, white_inc=0.1, black_inc=0.1)
                 result = engine.play(board, limit, info=chess.engine.INFO_ALL)
                 assert_searched(result, {4} if limit.nodes else None)
                 move = result.move

@@ -23,7 +23,7 @@ TINY_RUN = [  # the quickstart with a toy ResNet (as tests/zerolab/test_train.py
     "model.name=resnet", "model.channels=8", "model.num_blocks=1", "search.num_simulations=4",
     "search.max_num_considered_actions=4", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
     "train.batch_size=16", "progress=False", f"iterations={ITERATIONS}",
-    "selfplay.max_game_plies=8",  # games end inside each call, so each iteration trains
+    "selfplay.max_game_plies=6",  # games end inside each call, so each iteration trains
 ]
 LANES = 8
 

@@ -51,7 +51,8 @@ def play_in_chunks(play_fn: Callable, num_chunks: int) -> Callable:
     Python loop of jitted calls would hold every chunk's frames and then their concatenation (twice the outputs), or
     bring each chunk back to the host (a round trip a chunk); a Python loop unrolled inside the jit would compile the
     game's program ``C`` times and let XLA schedule independent chunks side by side, so their temporaries could all
-    be alive at once — the memory chunks are meant to save.
+    be alive at once — the memory chunks are meant to save.  A chunk's program is traced once: a jitted function
+    whose trace gives the buffers' shapes and is reused by the loop's body (jit's trace cache; XLA inlines the call).
     """
     if num_chunks == 1:
         return play_fn
@@ -63,15 +64,18 @@ def play_in_chunks(play_fn: Callable, num_chunks: int) -> Callable:
         chunk_games = num_games // num_chunks
         keys = chunk_keys(key, num_chunks)
 
-        def play_chunk(chunk_key: jax.Array) -> tuple[Any, Any]:
+        # Jitted so that it is traced once: for its output shapes here, then called from the loop's body with the
+        # same abstract arguments (jit's trace cache; XLA inlines the call).
+        @jax.jit
+        def play_chunk(variables: Any, chunk_key: jax.Array, frozen_variables: Any, settings: Any) -> tuple[Any, Any]:
             return play_fn(variables, chunk_key, chunk_games, frozen_variables, settings)
 
-        chunk_shapes = jax.eval_shape(play_chunk, keys[0])
+        chunk_shapes = jax.eval_shape(play_chunk, variables, keys[0], frozen_variables, settings)
         outputs = jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[:1] + (num_games,) + leaf.shape[2:], leaf.dtype),
                                chunk_shapes)
 
         def one_chunk(chunk: jax.Array, outputs: Any) -> Any:
-            played = play_chunk(keys[chunk])
+            played = play_chunk(variables, keys[chunk], frozen_variables, settings)
             return jax.tree.map(lambda output, leaf: jax.lax.dynamic_update_slice_in_dim(
                 output, leaf, chunk * chunk_games, axis=1), outputs, played)
 
@@ -135,22 +139,27 @@ def lanes_in_chunks(play_fn: Callable, num_chunks: int) -> tuple[Callable, Calla
         chunk_games = num_games // num_chunks
         keys = chunk_keys(key, num_chunks)
 
-        def init_chunk(chunk_key):
+        @jax.jit  # traced once: for the shapes, then in the loop's body (as play_in_chunks's chunks)
+        def init_chunk(variables, chunk_key, frozen_variables, settings):
             return init_lanes(variables, chunk_key, chunk_games, frozen_variables, settings)
 
-        outputs = lane_buffers(jax.eval_shape(init_chunk, keys[0]), num_games)
+        outputs = lane_buffers(jax.eval_shape(init_chunk, variables, keys[0], frozen_variables, settings), num_games)
         return jax.lax.fori_loop(0, num_chunks, lambda chunk, out: write_lanes(
-            out, init_chunk(keys[chunk]), chunk, chunk_games), outputs)
+            out, init_chunk(variables, keys[chunk], frozen_variables, settings), chunk, chunk_games), outputs)
 
     def play(variables, key, num_games, frozen_variables, settings, lanes):
         chunk_games = num_games // num_chunks
         keys = chunk_keys(key, num_chunks)
 
-        def play_chunk(chunk):
-            return play_lanes(variables, keys[chunk], chunk_games, frozen_variables, settings,
-                              chunk_lanes(lanes, chunk, chunk_games))
+        @jax.jit  # traced once: for the shapes, then in the loop's body (as play_in_chunks's chunks)
+        def play_own(variables, chunk_key, frozen_variables, settings, own_lanes):
+            return play_lanes(variables, chunk_key, chunk_games, frozen_variables, settings, own_lanes)
 
-        frame_shapes, record_shapes, lane_shapes = jax.eval_shape(play_chunk, 0)
+        def play_chunk(chunk):
+            return play_own(variables, keys[chunk], frozen_variables, settings, chunk_lanes(lanes, chunk, chunk_games))
+
+        frame_shapes, record_shapes, lane_shapes = jax.eval_shape(
+            play_own, variables, keys[0], frozen_variables, settings, chunk_lanes(lanes, 0, chunk_games))
         outputs = (buffers((frame_shapes, record_shapes), num_games, 1), lane_buffers(lane_shapes, num_games))
 
         def one_chunk(chunk, outputs):
