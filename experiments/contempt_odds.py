@@ -4,7 +4,7 @@ For each search size and each arm (PUCT; search-contempt with N_scl = ``sc_limit
 odds to ``opponent``: half the games as White from the odds opening without White's piece, half as Black without
 Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations, search kind and PUCT rule
 (``selection``: mctx's, or lc0's in the evidence and paper presets), with root noise off; only the rules differ.
-The opponent is a UCI engine spec, or ``self:simulations=N,temperature=T``: the same network searching N simulations
+The opponent is a UCI engine spec, or ``self:num_simulations=N,temperature=T``: the same network searching N simulations
 with plain PUCT (the experiment's kind and ``selection``, root noise off), its move drawn from its root visits
 ∝ N(a)^(1/T) (:func:`self_opponent_settings`).  At T = 1 and N = N_scl that is the opponent search-contempt models:
 an opponent node freezes its first N_scl selections and then draws from them.
@@ -61,25 +61,27 @@ def arm_agent(base: SearchAgent, arm: str, simulations: int, config, name: str =
 
 
 SELF_OPPONENT = "self"
-SELF_OPPONENT_KEYS = ("simulations", "temperature")
+SELF_OPPONENT_KEYS = ("num_simulations", "temperature")
 
 
 def self_opponent_settings(spec: str) -> tuple[int, str] | None:
-    """``(simulations, temperature)`` of a ``self:simulations=N,temperature=T`` opponent spec (T a positive
+    """``(simulations, temperature)`` of a ``self:num_simulations=N,temperature=T`` opponent spec (T a positive
     constant, default 1); None for any other spec (a UCI engine's)."""
     head, options = split_spec(spec)
     if head != SELF_OPPONENT:
         return None
+    if "simulations" in options:  # the search's own name for the count (SearchConfig.num_simulations), one name
+        raise ValueError(f"opponent={spec!r}: the key is num_simulations (as the search's), not simulations")
     unknown = sorted(set(options) - set(SELF_OPPONENT_KEYS))
-    if unknown or "simulations" not in options:
-        raise ValueError(f"opponent={spec!r}: expected 'self:simulations=N[,temperature=T]' (keys "
-                         f"{list(SELF_OPPONENT_KEYS)}, simulations required), got keys {sorted(options)}")
+    if unknown or "num_simulations" not in options:
+        raise ValueError(f"opponent={spec!r}: expected 'self:num_simulations=N[,temperature=T]' (keys "
+                         f"{list(SELF_OPPONENT_KEYS)}, num_simulations required), got keys {sorted(options)}")
     try:
-        simulations, temperature = int(options["simulations"]), float(options.get("temperature", "1"))
+        simulations, temperature = int(options["num_simulations"]), float(options.get("temperature", "1"))
     except ValueError:
-        raise ValueError(f"opponent={spec!r}: simulations must be an integer and temperature a number") from None
+        raise ValueError(f"opponent={spec!r}: num_simulations must be an integer and temperature a number") from None
     if simulations < 1 or not temperature > 0:
-        raise ValueError(f"opponent={spec!r}: expected simulations >= 1 and temperature > 0")
+        raise ValueError(f"opponent={spec!r}: expected num_simulations >= 1 and temperature > 0")
     return simulations, repr(temperature)
 
 

@@ -14,7 +14,7 @@ network giving odds as White in 128, as Black in 128): each cell's score to abou
 run (knight odds, skill −20, 32 / 64 / 128 simulations, mctx's PUCT) is replayed by ``opponent=fairy-stockfish:skill=-20
 "num_simulations=[32,64,128]" selection=mctx``.
 The sharper check, the evidence preset against the opponent search-contempt models (``--preset evidence
-opponent=self:simulations=5,temperature=1``, its own work directory): the same network searching N_scl = 5
+opponent=self:num_simulations=5,temperature=1``, its own work directory): the same network searching N_scl = 5
 simulations with plain PUCT, its move drawn ∝ its root visits, which is what a frozen opponent node of contempt at N_scl
 5 plays (its first 5 selections, then draws from them).
 ``selection``: PUCT's rule in both arms (contempt's nodes not frozen use it too): mctx's in the tiny preset, lc0's
@@ -40,7 +40,7 @@ def get_config(preset: str = "tiny"):
         "sc_limit": 5,
         "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
         "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
-        "opponent": "fairy-stockfish:skill=-20",  # a UCI engine spec, or self:simulations=N,temperature=T
+        "opponent": "fairy-stockfish:skill=-20",  # a UCI engine spec, or self:num_simulations=N,temperature=T
         "games_per_cell": 32,
         "max_game_plies": 256,
         "progress": True,

@@ -45,7 +45,7 @@ def test_the_contempt_odds_evidence_preset_plays_the_calibrated_opponent_and_tin
         "knight", "fairy-stockfish:skill=-4", [64, 128], 256)
     tiny = load_config("contempt-odds", "tiny")
     assert (tiny.opponent, list(tiny.num_simulations), tiny.games_per_cell) == ("fairy-stockfish:skill=-20", [8, 32, 128], 32)
-    sharper = load_config("contempt-odds", "evidence", ["opponent=self:simulations=5,temperature=1"])
+    sharper = load_config("contempt-odds", "evidence", ["opponent=self:num_simulations=5,temperature=1"])
     assert self_opponent_settings(sharper.opponent) == (sharper.sc_limit, "1.0")  # the opponent N_scl 5 models
 
 

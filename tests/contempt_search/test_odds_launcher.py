@@ -97,16 +97,18 @@ def test_self_opponent_specs_parse_and_bad_ones_are_refused():
     from experiments.contempt_odds import self_opponent_settings
 
     assert self_opponent_settings("fairy-stockfish:skill=-20") is None  # an engine spec: not the network
-    assert self_opponent_settings("self:simulations=5") == (5, "1.0")
-    assert self_opponent_settings("self:simulations=4,temperature=0.5") == (4, "0.5")
-    for spec in ("self", "self:simulations=0", "self:simulations=5,temperature=0", "self:simulations=five",
-                 "self:simulations=5,tau=1"):
+    assert self_opponent_settings("self:num_simulations=5") == (5, "1.0")
+    assert self_opponent_settings("self:num_simulations=4,temperature=0.5") == (4, "0.5")
+    for spec in ("self", "self:num_simulations=0", "self:num_simulations=5,temperature=0", "self:num_simulations=five",
+                 "self:num_simulations=5,tau=1"):
         with pytest.raises(ValueError, match="opponent="):
             self_opponent_settings(spec)
+    with pytest.raises(ValueError, match="the key is num_simulations .as the search's., not simulations"):
+        self_opponent_settings("self:simulations=5")  # one name for the count, the search's
 
 
 def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(gardner_game, monkeypatch):
-    """``self:simulations=5,temperature=1`` is the cell's own network searching 5 simulations with the plain rules
+    """``self:num_simulations=5,temperature=1`` is the cell's own network searching 5 simulations with the plain rules
     and the experiment's PUCT rule, root noise off, every move drawn ∝ visits (τ 1 at every ply): the opponent that
     search-contempt's frozen nodes model at N_scl 5.  An engine spec still gives the engine."""
     import jax.numpy as jnp
@@ -121,7 +123,7 @@ def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(ga
                        SearchConfig(dirichlet_fraction=0.25))  # the run's own search, noise on
     monkeypatch.setattr(contempt_odds, "EngineAgent", lambda spec, game, seed: ("engine", spec, seed))
     config = types.SimpleNamespace(kind="muzero", selection="lc0", seed=3, sc_limit=5)
-    spec = "self:simulations=5,temperature=1"
+    spec = "self:num_simulations=5,temperature=1"
     opponent = contempt_odds.opponent_agent(spec, base, config)
     search = opponent.search_config
     assert opponent.name == spec and (opponent.network, opponent.variables) == ("network", "variables")
