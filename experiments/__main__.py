@@ -27,7 +27,8 @@ import re
 import subprocess
 import sys
 
-from zerolab import OPTIONAL_PRESETS, PRESETS, configure_logging, load_config
+from zerolab import configure_logging
+from experiments.configs import OPTIONAL_PRESETS, PRESETS, load_config
 from zerolab.frontends import (
     add_allow_config_change_argument, add_distributed_arguments, add_host_devices_argument, split_overrides,
     start_distributed, start_host_devices,

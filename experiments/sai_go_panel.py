@@ -22,7 +22,8 @@ import pathlib
 import jax
 import numpy as np
 
-from zerolab import Agent, load_config, make_game, train
+from zerolab import Agent, make_game, train
+from experiments.configs import load_config
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
 from zerolab.play import check_agent_spec, load_search_agent, make_agent
 from zerolab.training import MetricsLog, check_training_config, evaluations_per_search

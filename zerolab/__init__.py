@@ -26,7 +26,7 @@ from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.config import (
-        OPTIONAL_PRESETS, PRESETS, check_at_least, check_choice, default_config, from_json, load_config, to_json,
+        ConfigError, apply_overrides, check_at_least, check_choice, default_config, from_json, to_json,
     )
     from zerolab.devices import (
         check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,

@@ -1,10 +1,9 @@
-"""Configs as data: ``ml_collections.ConfigDict`` files under ``experiments/configs/`` with presets and overrides.
+"""Configs as data: ``ml_collections.ConfigDict`` with ``key=value`` overrides, and the readers that type them.
 
-A config file ``experiments/configs/NAME.py`` (``-`` in NAME becomes ``_``) defines ``get_config(preset)`` that
-returns a ``ConfigDict``; presets are at least ``tiny`` (a 2-core CPU) and ``paper`` (the paper's scale), and some
-configs have ``evidence`` (their README's ± se runs).  The
-returned config is locked: an override of a key that does not exist stops with an error that lists the valid keys,
-and a value that does not fit the field's type stops with an error naming the key, the value and the type.
+A config is locked before overrides apply (:func:`apply_overrides`): an override of a key that does not exist stops
+with an error that lists the valid keys, and a value that does not fit the field's type stops with an error naming the
+key, the value and the type.  Named configs with presets (``experiments/configs/NAME.py``) are looked up by the
+launchers' entry, :func:`experiments.configs.load_config`, not here: the foundation knows no experiment.
 
 A config is read once, at the entry, into typed values by three readers here, which every layer uses:
 
@@ -29,9 +28,6 @@ from typing import Any
 import ml_collections
 
 ConfigDict = ml_collections.ConfigDict
-PRESETS = ("tiny", "paper")  # every config has these
-#: Presets some configs have: ``evidence``, the runs whose effects a README reports ± se.
-OPTIONAL_PRESETS = ("evidence",)
 
 
 class ConfigError(ValueError):
@@ -56,30 +52,6 @@ def check_at_least(key: str, value: Any, minimum: float) -> None:
     """Raises :class:`ConfigError` naming ``key`` and ``value`` unless ``value >= minimum``."""
     if not value >= minimum:
         raise ConfigError(f"{key} must be at least {minimum}, got {value!r}")
-
-
-def config_module_name(name: str) -> str:
-    return "experiments.configs." + name.replace("-", "_")
-
-
-def load_config(name: str, preset: str = "tiny", overrides: Iterable[str] = ()) -> ConfigDict:
-    """The locked config ``name`` at ``preset`` with ``key=value`` overrides applied."""
-    module_name = config_module_name(name)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name != module_name:
-            raise
-        raise ConfigError(f"unknown config {name!r}: no module {module_name} (experiments/configs/)") from None
-    try:
-        config = module.get_config(preset)
-    except KeyError:
-        raise ConfigError(f"config {name!r} has no preset {preset!r}; every config has {', '.join(PRESETS)}, some "
-                          f"{', '.join(OPTIONAL_PRESETS)}") from None
-    config = ConfigDict(config)
-    config.lock()
-    apply_overrides(config, overrides)
-    return config
 
 
 def flatten(config: ConfigDict | Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

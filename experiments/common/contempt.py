@@ -4,7 +4,8 @@ the keys they all read (:func:`check_contempt_config`)."""
 from __future__ import annotations
 
 from contempt_search.experiment import holds_checkpoint, temperature_settings
-from zerolab import check_at_least, check_choice, load_config
+from zerolab import check_at_least, check_choice
+from experiments.configs import load_config
 from zerolab.search import SEARCH_KINDS, SELECTIONS
 from zerolab.training import check_training_config
 

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 
 from sai_go.plan import SaiModel, abstract_model
 from sai_go.search import check_lambda
-from zerolab import check_at_least, from_json, load_config
+from zerolab import check_at_least, from_json
+from experiments.configs import load_config
 from zerolab.evaluation import check_game_count
 from zerolab.training import step_directories
 

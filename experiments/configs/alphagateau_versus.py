@@ -12,7 +12,7 @@ search (half with each colour).  The summary gives each seed's score and the poo
 
 import ml_collections
 
-from zerolab import load_config
+from experiments.configs import load_config
 
 TRAINING_KEYS = ("seed", "iterations", "game", "search", "selfplay", "method", "method_options", "replay", "train",
                  "checkpoint", "progress")

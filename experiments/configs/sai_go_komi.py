@@ -18,7 +18,7 @@ own branches, the paper's proportion); the evidence preset also plays with ``met
 
 import ml_collections
 
-from zerolab import load_config
+from experiments.configs import load_config
 
 TRAINING_KEYS = ("iterations", "game", "model", "search", "selfplay", "method", "method_options", "replay", "train",
                  "checkpoint", "progress")

@@ -12,7 +12,8 @@ import pytest
 from experiments import alphagateau_finetune, alphagateau_speed, alphagateau_versus
 from tests.game_record_checks import check_game_file
 from zerolab.evaluation import checkpoints, rating
-from zerolab.config import ConfigError, load_config
+from zerolab.config import ConfigError
+from experiments.configs import load_config
 from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.pairings import read_pairing_records
 from zerolab.play.results import MatchResult

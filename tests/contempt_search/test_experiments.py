@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerolab.config import load_config
+from experiments.configs import load_config
 
 
 @pytest.mark.parametrize("preset", ["tiny", "paper"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from zerolab.training import train
-from zerolab.config import load_config
+from experiments.configs import load_config
 
 
 def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_path):

@@ -17,7 +17,7 @@ from zerolab.search import SearchConfig
 
 from experiments.__main__ import main
 from zerolab.training import train
-from zerolab.config import load_config
+from experiments.configs import load_config
 
 
 @pytest.mark.slow  # 42 s with a cold compilation cache on a shared 2-core machine, 10 s warm

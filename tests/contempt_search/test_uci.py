@@ -15,7 +15,7 @@ import zerolab.search.mcts
 from contempt_search.experiment import CONTEMPT_RULES
 from contempt_search.uci import ENGINE_NAME, SC_LIMIT_OFF, contempt_loader, contempt_options, contempt_search_changes
 from zerolab.training import train
-from zerolab.config import load_config
+from experiments.configs import load_config
 
 
 @pytest.fixture(scope="module")

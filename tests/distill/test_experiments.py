@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from distill.puzzles import is_solved, read_puzzles
-from zerolab.config import load_config
+from experiments.configs import load_config
 
 PUZZLES = pathlib.Path(__file__).parent / "data" / "mate_puzzles.csv"
 TOY = ["workers=0", "annotate.nodes_per_move=20", "annotate.positions_per_chunk=16", "data.test_fraction=0.3",

@@ -12,7 +12,7 @@ from zerolab.devices import with_device_count
 from zerolab.devices import GIB
 from zerolab.selfplay.chunks import ChunkChoice
 from zerolab.training import train
-from zerolab.config import load_config
+from experiments.configs import load_config
 from zerolab.training.device_fit import DeviceFit
 from zerolab.training.plan import format_plan, plan_training_run
 from zerolab.training.program_cost import ProgramCost

@@ -112,7 +112,7 @@ def test_the_core_runs_of_every_experiment_pass_the_door_check_at_their_presets(
     """No preset of any experiment is refused by the checks above (contempt-train's paper preset needs a converted
     maia run, which its own check asks for)."""
     from experiments.__main__ import available_experiments, check_experiment_config
-    from zerolab.config import load_config
+    from experiments.configs import load_config
 
     refused = {}
     for name in available_experiments():

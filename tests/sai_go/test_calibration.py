@@ -119,7 +119,7 @@ def test_calibration_prefers_the_true_sigmoid_to_the_komi_blind_rate_and_pools_n
 
 
 def test_presets_train_sai_go_and_the_evidence_preset_is_three_seeds_of_32_iterations():
-    from zerolab import load_config
+    from experiments.configs import load_config
 
     tiny, evidence = load_config("sai-go-komi", "tiny"), load_config("sai-go-komi", "evidence")
     sai = load_config("sai-go", "tiny")
@@ -147,7 +147,7 @@ def test_presets_train_sai_go_and_the_evidence_preset_is_three_seeds_of_32_itera
 def test_calibration_games_are_played_at_the_training_lambda_unless_set(monkeypatch, go_game):
     from experiments.sai_go_komi import calibration_lambda
     from sai_go import calibration as module
-    from zerolab import load_config
+    from experiments.configs import load_config
 
     assert calibration_lambda(load_config("sai-go-komi", "tiny")) == 0.5  # calibration.lam None: method_options.lam
     assert calibration_lambda(load_config("sai-go-komi", "tiny", ["method_options.lam=0.25"])) == 0.25

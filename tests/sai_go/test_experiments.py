@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerolab import load_config
-from zerolab.config import PRESETS
+from experiments.configs import load_config
+from experiments.configs import PRESETS
 from experiments.sai_go_panel import panel_scores
 
 

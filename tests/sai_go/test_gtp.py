@@ -16,7 +16,8 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab import GoGame, load_config, train
+from zerolab import GoGame, train
+from experiments.configs import load_config
 from zerolab.engines.gtp_client import GTPEngine, GTPEngineOptions
 from sai_go.agents import SaiAgent
 from sai_go.gtp import SaiGTPServer, main

@@ -14,7 +14,8 @@ import pytest
 
 from sai_go.endgames import ENDGAMES
 from tests.fast_compile import subprocess_env
-from zerolab import load_config, train
+from zerolab import train
+from experiments.configs import load_config
 from zerolab.evaluation.book import EloBook
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]

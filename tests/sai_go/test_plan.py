@@ -3,7 +3,7 @@ counted from the config (sizes shrunk so that the test compiles small programs; 
 
 from __future__ import annotations
 
-from zerolab import load_config
+from experiments.configs import load_config
 
 
 def test_the_gnugo_plan_compiles_the_sai_search_and_counts_its_calls(tmp_path):

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from zerolab import load_config
+from experiments.configs import load_config
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training import train
 from zerolab.training.runs import Components

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from skill_compat.attuned import LC0_NETWORK, training_config
-from zerolab import load_config, train
+from zerolab import train
+from experiments.configs import load_config
 from zerolab.training.replay_checkpoints import read_window
 from zerolab.training.runs import Components
 from zerolab.training.trained_variables import load_trained_variables

@@ -14,7 +14,7 @@ from experiments.common.skill_compat import framework_results, run_framework_exp
 from skill_compat.attuned import training_config
 from skill_compat.experiment import check_seniors, markdown_summary, paired_differences
 from skill_compat.records import MatchupFiles
-from zerolab import load_config
+from experiments.configs import load_config
 
 
 def test_paper_presets_hold_the_issues_hyper_parameters():

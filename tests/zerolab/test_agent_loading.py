@@ -15,7 +15,7 @@ import pytest
 from zerolab.training import trained_variables
 from zerolab.training import train
 from zerolab.play.agent_specs import make_agent
-from zerolab.config import load_config
+from experiments.configs import load_config
 from zerolab.search.mcts import evaluate
 
 ITERATIONS = 2  # checkpoints 1 and 2 (and the initial one, 0)

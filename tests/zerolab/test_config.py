@@ -5,9 +5,8 @@ import dataclasses
 import pytest
 
 from zerolab.frontends.cli import main, search_overrides
-from zerolab.config import (
-    ConfigError, apply_overrides, differing_keys, field_value, load_config, load_factory, section_dataclass, split_spec,
-)
+from zerolab.config import ConfigError, apply_overrides, differing_keys, field_value, load_factory, section_dataclass, split_spec
+from experiments.configs import load_config
 
 
 def test_overrides_apply_with_types():

@@ -15,7 +15,7 @@ import pytest
 
 from zerolab.selfplay import scan as selfplay_lib
 from zerolab.training.replay_checkpoints import read_window
-from zerolab.config import load_config
+from experiments.configs import load_config
 from zerolab.games import make_game
 from zerolab.training.method import ALPHAZERO, alphazero_loss
 from zerolab.networks.network import AlphaZeroResNet, NetworkInputs, NetworkOutput, apply_network, init_variables

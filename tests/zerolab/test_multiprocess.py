@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from zerolab.training import train
-from zerolab.config import load_config
+from experiments.configs import load_config
 from zerolab.devices import check_divisible, local_batch_size, process_numpy_rng, process_share
 from zerolab.training.replay_checkpoints import ProcessReplay, numpy_rng_share, window_share
 from zerolab.training.trained_variables import load_trained_variables

@@ -87,12 +87,13 @@ def test_a_launcher_names_its_own_growing_counts_and_only_inside_its_block_do_th
 @pytest.mark.engine
 def test_python_m_experiments_reads_a_runners_growing_counts(tmp_path, capsys, stockfish_path):
     from experiments.__main__ import main
+    from experiments.configs import load_config
     from zerolab import config as config_lib
 
     workdir = tmp_path / "run"
     (workdir / "matchups").mkdir(parents=True)  # it holds work: a change of settings is checked
     overrides = [f"senior.engine={stockfish_path}"]
-    (workdir / "config.json").write_text(config_lib.to_json(config_lib.load_config(
+    (workdir / "config.json").write_text(config_lib.to_json(load_config(
         "skill-compat-stt", "tiny", overrides + ["framework.num_bitstrings=2"])))
     assert main(["run", "skill-compat-stt", "--workdir", str(workdir), *overrides,
                  "framework.num_bitstrings=1"]) == 2  # fewer bitstrings: a change of the run, refused

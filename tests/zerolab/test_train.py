@@ -24,7 +24,8 @@ from zerolab.training import train_state, trained_variables
 from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.training.run_directory import OWNER_FILE, ConfigConflictError, RunDirectoryOwner
-from zerolab.config import default_config, load_config
+from zerolab.config import default_config
+from experiments.configs import load_config
 from zerolab.games import make_game
 from zerolab.games.pgn import replay_moves
 from zerolab.training.replay_checkpoints import ReplayCheckpoints, read_window

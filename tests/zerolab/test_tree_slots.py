@@ -54,7 +54,7 @@ def test_tree_bytes_is_the_size_of_the_tree_instantiate_tree_makes():
 def test_a_search_whose_tree_cannot_fit_a_device_is_refused_at_the_door():
     """``search.num_simulations=100000000``: refused by check_training_config, before anything is compiled or
     written, with the tree's size; a size that fits passes."""
-    from zerolab.config import load_config
+    from experiments.configs import load_config
     from zerolab.training.runs import check_training_config
 
     with pytest.raises(ValueError, match=r"search.num_simulations=100000000: one game's search tree needs "

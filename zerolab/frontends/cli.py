@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import pathlib
 import sys
@@ -132,14 +133,16 @@ def add_allow_config_change_argument(parser: argparse.ArgumentParser) -> None:
 def command_train(args: argparse.Namespace) -> int:
     start_distributed(args)
     start_host_devices(args)
-    from zerolab.config import load_config
     from zerolab.training import train
     from zerolab.training.interrupt import TrainingInterrupted, interrupt_on_sigterm, interruption_report
     from zerolab.training.run_directory import check_run_directory, file_system_error
 
     interrupt_on_sigterm()
 
-    config = load_config(args.config, args.preset, args.overrides)
+    # The named configs are the launchers' (experiments/configs/): the command line, an entry as they are, looks the
+    # name up there; the core below it takes the config as a value.
+    configs = importlib.import_module("experiments.configs")
+    config = configs.load_config(args.config, args.preset, args.overrides)
     train.check_training_config(config)  # every value, before the run directory is made
     check_run_directory(args.workdir, "--workdir")
 
