@@ -39,17 +39,6 @@ def wdl_percentages(wins: int, draws: int, losses: int) -> dict:
     }
 
 
-def score_standard_error(wins: int, draws: int, losses: int) -> float:
-    """The se of a mean game score (1, ½, 0) over its games: the sample standard deviation of the per-game scores
-    divided by √n (nan without two games)."""
-    games = wins + draws + losses
-    if games < 2:
-        return math.nan
-    mean = (wins + draws / 2) / games
-    squares = wins * (1 - mean) ** 2 + draws * (0.5 - mean) ** 2 + losses * mean ** 2
-    return math.sqrt(squares / (games - 1) / games)
-
-
 def decisive_ratio(wins: int, losses: int, draws: int) -> float:
     """(w + l) / d; infinite when there are decisive games but no draw, nan when there is no game."""
     if draws == 0:

@@ -37,11 +37,11 @@ from contempt_search.experiment import (
     temperature_schedule,
     temperature_settings,
 )
-from contempt_search.statistics import score_standard_error, wdl_percentages
+from contempt_search.statistics import wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from zerolab import SearchAgent
-from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
+from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings, score_standard_error
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
 
 logger = logging.getLogger(__name__)

@@ -28,11 +28,13 @@ import jax
 
 from contempt_search.experiment import CONTEMPT_RULES, NO_ROOT_NOISE, PLAIN_RULES, base_network, temperature_schedule
 from contempt_search.odds import odds_fen, odds_fens
-from contempt_search.statistics import score_standard_error, wdl_percentages
+from contempt_search.statistics import wdl_percentages
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
-from zerolab.evaluation import Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure
+from zerolab.evaluation import (
+    Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure, score_standard_error,
+)
 from zerolab.play import (
     AgentPool, EngineAgent, Match, MatchResult, check_agent_spec, load_search_agent, play_games, split_spec,
 )

@@ -34,11 +34,12 @@ import ml_collections
 import numpy as np
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
-from contempt_search.statistics import decisive_ratio, score_standard_error
+from contempt_search.statistics import decisive_ratio
 from experiments.common.results import Quantity
 from zerolab import make_game
 from zerolab.evaluation import (
     EloPanel, EvaluationConfig, Pairing, RunComparison, check_game_count, interleaved_steps, play_pairings,
+    score_standard_error,
 )
 from zerolab.frontends import prepare_experiment, training_config
 from zerolab.training import MetricsLog, load_trained_variables

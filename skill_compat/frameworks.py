@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import pathlib
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from zerolab.evaluation import score_standard_error
 
 SENIOR, JUNIOR = 1, 0
 #: piece types a brain may name, in pgx's piece codes 1..6 (index + 1).
@@ -195,17 +196,15 @@ def classify_interactions(h0: np.ndarray, played: np.ndarray, brain_move: np.nda
 
 
 def win_share(wins: int, draws: int, losses: int) -> tuple[float, float]:
-    """``(share, se)`` of the focal team: share = (W + D/2)/n, se = 0.5·√((w + l − (w − l)²)/n) with w = W/n,
-    l = L/n (the standard error of the mean game score, scores 1, ½, 0)."""
+    """``(share, se)`` of the focal team: share = (W + D/2)/n and the se of that mean game score (scores 1, ½, 0;
+    :func:`zerolab.evaluation.score_standard_error`: the sample standard deviation over √n, nan for one game)."""
     for name, value in (("wins", wins), ("draws", draws), ("losses", losses)):
         if value < 0:
             raise ValueError(f"win_share: {name} must be >= 0, got {value}")
     games = wins + draws + losses
     if games == 0:
         raise ValueError("win_share: no games")
-    w, l = wins / games, losses / games
-    share = (wins + 0.5 * draws) / games
-    return share, 0.5 * math.sqrt(max(w + l - (w - l) ** 2, 0.0) / games)
+    return (wins + 0.5 * draws) / games, score_standard_error(wins, draws, losses)
 
 
 def result_counts(focal_scores: Sequence[float]) -> tuple[int, int, int]:

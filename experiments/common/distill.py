@@ -32,6 +32,7 @@ from distill.pipeline import (
     training_settings,
 )
 from zerolab import check_at_least
+from zerolab.evaluation import score_standard_error
 from zerolab.training import record_run_config
 
 
@@ -135,8 +136,9 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
 def variant_results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[str, Quantity]:
     """The headline quantities of a comparison (``results.json`` of distill-games, -targets, -bins): on all test
     boards, each variant's action accuracy and Kendall τ (means over boards), each pair's difference of both paired
-    over the same boards (se of the mean per-board difference; the baselines included), and each variant's
-    tournament rating ± 2σ (one pool)."""
+    over the same boards (se of the mean per-board difference; the baselines included), each variant's tournament
+    rating ± 2σ (one pool), and each pair's score in its games against the other (se over those games, half of them
+    with each colour)."""
     del config
     comparison = summary["comparisons"]["all"]
     boards = comparison["boards"]
@@ -153,6 +155,13 @@ def variant_results(summary: dict[str, Any], config: ml_collections.ConfigDict) 
                 difference["standard_error"], "se", "boards", difference["boards"], paired=True, unit="difference")
     tournament = summary.get("tournament", {})
     games = sum(result["wins"] + result["draws"] + result["losses"] for result in tournament.get("results", []))
+    for result in tournament.get("results", []):
+        first, second = result["player_a"], result["player_b"]
+        wins, draws, losses = result["wins"], result["draws"], result["losses"]
+        played = wins + draws + losses
+        quantities[f"{first}_vs_{second}_score"] = Quantity(
+            f"{first} vs {second}, {first}'s score", (wins + draws / 2) / played,
+            score_standard_error(wins, draws, losses), "se", "games", played, unit="score")
     for name, rating in tournament.get("ratings", {}).items():
         quantities[f"{name}_rating"] = Quantity(f"{name}, tournament rating", rating["elo"], 2 * rating["sigma"], "2σ",
                                                 "games", games, unit="rating", digits=0)

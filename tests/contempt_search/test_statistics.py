@@ -48,11 +48,3 @@ def test_repeat_rate_counts_shared_prefixes():
     assert math.isnan(repeat_rate([["a"]], 1))
     with pytest.raises(ValueError):
         repeat_rate(games, 0)
-
-
-def test_the_score_se_is_the_sample_sd_of_the_game_scores_over_root_n():
-    from contempt_search.statistics import score_standard_error
-
-    scores = np.array([1.0] * 5 + [0.5] * 3 + [0.0] * 2)
-    assert score_standard_error(5, 3, 2) == pytest.approx(scores.std(ddof=1) / np.sqrt(10))
-    assert math.isnan(score_standard_error(1, 0, 0))

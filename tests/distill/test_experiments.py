@@ -10,6 +10,7 @@ import pytest
 
 from distill.puzzles import is_solved, read_puzzles
 from experiments.configs import load_config
+from zerolab.evaluation import score_standard_error
 
 PUZZLES = pathlib.Path(__file__).parent / "data" / "mate_puzzles.csv"
 TOY = ["workers=0", "annotate.nodes_per_move=20", "annotate.positions_per_chunk=16", "data.test_fraction=0.3",
@@ -189,6 +190,12 @@ def test_distill_targets_evidence_preset_end_to_end_and_resumes(stockfish_path, 
     assert rating.value == summary["tournament"]["ratings"]["behavioral_cloning"]["elo"]
     assert (rating.error, rating.error_kind, rating.n) == (
         2 * summary["tournament"]["ratings"]["behavioral_cloning"]["sigma"], "2σ", 2)
+    [played] = summary["tournament"]["results"]  # the one pair: its score from the first player's side, se over games
+    head = quantities[f"{played['player_a']}_vs_{played['player_b']}_score"]
+    assert (head.value, head.n, head.over) == (
+        (played["wins"] + played["draws"] / 2) / 2, 2, "games")
+    assert head.error == pytest.approx(score_standard_error(played["wins"], played["draws"], played["losses"]),
+                                       nan_ok=True)
 
     evaluations_and_checkpoints = [tmp_path / "baselines.json",
                                    *[tmp_path / name / "evaluation.json" for name in names],

@@ -128,10 +128,9 @@ def test_win_share_and_its_standard_error():
     share, se = frameworks.win_share(6, 2, 2)
     assert share == pytest.approx(0.7)
     scores = np.array([1] * 6 + [0.5] * 2 + [0] * 2)
-    assert se == pytest.approx(scores.std() / math.sqrt(10))  # the population sd of the scores over √n
-    assert se <= 0.5 / math.sqrt(10)
+    assert se == pytest.approx(scores.std(ddof=1) / math.sqrt(10))  # the sample sd of the scores over √n
     assert frameworks.win_share(0, 10, 0) == (0.5, 0.0)
-    assert frameworks.win_share(5, 0, 5)[1] == pytest.approx(0.5 / math.sqrt(10))
+    assert frameworks.win_share(5, 0, 5)[1] == pytest.approx(0.5 / math.sqrt(9))
     assert frameworks.result_counts([1, 0.5, 0, 1]) == (2, 1, 1)
     with pytest.raises(ValueError, match="no games"):
         frameworks.win_share(0, 0, 0)

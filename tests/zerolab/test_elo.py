@@ -250,3 +250,10 @@ def test_matchmaking_only_plays_eligible_opponents():
     assert book.games_of("new") == 40
     nobody = matchmaking.rate_new_player(book, "other", play, eligible=lambda name: False)
     assert nobody == [] and "other" in book and book.games_of("other") == 0
+
+
+def test_the_score_se_is_the_sample_sd_of_the_game_scores_over_root_n():
+    scores = np.array([1.0] * 5 + [0.5] * 3 + [0.0] * 2)
+    assert elo.score_standard_error(5, 3, 2) == pytest.approx(scores.std(ddof=1) / np.sqrt(10))
+    assert elo.score_standard_error(0, 10, 0) == 0.0
+    assert math.isnan(elo.score_standard_error(1, 0, 0))

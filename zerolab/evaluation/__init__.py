@@ -13,6 +13,7 @@ from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.evaluation.book import EloBook
+    from zerolab.evaluation.elo import score_standard_error
     from zerolab.evaluation.checkpoints import checkpoint_agent, checkpoint_steps, rated_steps, run_statistics
     from zerolab.evaluation.rating import Contestant, EvaluationConfig, check_game_count, rate_contestants
     from zerolab.evaluation.pairings import Pairing, PairingRecord, play_pairings

@@ -63,6 +63,17 @@ class DisconnectedPlayersError(ValueError):
 # --- one pair ------------------------------------------------------------------------------------------------
 
 
+def score_standard_error(wins: int, draws: int, losses: int) -> float:
+    """The se of a mean game score (1, ½, 0) over its games: the sample standard deviation of the per-game scores
+    divided by √n (nan without two games).  The one se of a match's score: launchers and methods report it."""
+    games = wins + draws + losses
+    if games < 2:
+        return math.nan
+    mean = (wins + draws / 2) / games
+    squares = wins * (1 - mean) ** 2 + draws * (0.5 - mean) ** 2 + losses * mean ** 2
+    return math.sqrt(squares / (games - 1) / games)
+
+
 def score_with_virtual_draw(wins: int, draws: int, losses: int, virtual_draws: int = VIRTUAL_DRAWS) -> float:
     """Score in (0, 1) with ``virtual_draws`` draws added: ``(wins + draws/2 + virtual/2) / (games + virtual)``."""
     games = wins + draws + losses + virtual_draws
@@ -303,5 +314,6 @@ __all__ = [
     "expected_score",
     "fit_ratings",
     "format_table",
+    "score_standard_error",
     "score_with_virtual_draw",
 ]
