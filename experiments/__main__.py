@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import inspect
 import json
 import os
 import pathlib
@@ -27,8 +26,9 @@ import re
 import subprocess
 import sys
 
+from experiments.common.experiment import experiment
+from experiments.configs import OPTIONAL_PRESETS, PRESETS, config_module_name, load_config
 from zerolab import configure_logging
-from experiments.configs import OPTIONAL_PRESETS, PRESETS, load_config
 from zerolab.frontends import (
     add_allow_config_change_argument, add_distributed_arguments, add_host_devices_argument, split_overrides,
     start_distributed, start_host_devices,
@@ -54,13 +54,13 @@ def available_experiments() -> list[str]:
         module.name.replace("_", "-")
         for module in pkgutil.iter_modules(experiments.__path__)
         if not module.name.startswith("_") and module.name != "configs"
-        and importlib.util.find_spec(f"experiments.configs.{module.name}") is not None
+        and importlib.util.find_spec(config_module_name(module.name)) is not None
     )
 
 
 def experiment_summary(name: str) -> str:
     """The first sentence of experiment ``name``'s config docstring (what it runs), read without importing JAX."""
-    module = importlib.import_module("experiments.configs." + name.replace("-", "_"))
+    module = importlib.import_module(config_module_name(name))
     text = " ".join((module.__doc__ or "").split())
     text = re.sub(rf"^(Config of ``python -m experiments run {name}``|{name}\b)\s*:?\s*", "", text)
     first = re.split(r"(?<=[a-z0-9)])\.\s+(?=[A-Z`])", text)[0].rstrip(".")
@@ -115,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.command == "report":
                 return report.report(check=args.check)
-            experiment, _, run = args.name.partition(".")
-            if experiment not in available_experiments():
-                raise ValueError(f"unknown experiment {experiment!r}; `python -m experiments list` names them")
-            for path in results.collect(args.workdir, report.RESULTS_DIRECTORY / args.name, experiment):
+            collected = args.name.partition(".")[0]
+            if collected not in available_experiments():
+                raise ValueError(f"unknown experiment {collected!r}; `python -m experiments list` names them")
+            for path in results.collect(args.workdir, report.RESULTS_DIRECTORY / args.name, collected):
                 print(f"kept {path.relative_to(results.ROOT)}")
             return 0
         except ValueError as error:
@@ -147,35 +147,34 @@ def main(argv: list[str] | None = None) -> int:
             owner = RunDirectoryOwner(workdir, "--workdir") if is_first_process() else None
             if owner is not None:
                 held.enter_context(owner.claim(create=False))
-            runner = importlib.import_module("experiments." + args.name.replace("-", "_"))
-            growing = tuple(getattr(runner, "GROWING_LEAVES", ()))  # the runner's own counts a rerun may raise
-            with growing_leaves(growing):
+            declared = experiment(args.name)
+            with growing_leaves(declared.growing_leaves):  # the experiment's own counts a rerun may raise
                 record = check_run_config(workdir, config, args.allow_config_change)
         except (ValueError, FileNotFoundError) as error:  # a ConfigError, a RunDirectoryError, a missing input run
             print(f"error: {error}", file=sys.stderr)
             return 2
         command = ["python", "-m", "experiments", *(sys.argv[1:] if argv is None else argv)]
-        return run_experiment(runner, config, workdir, record, owner, growing, args.allow_config_change,
-                              command, args.preset)
+        return run_experiment(args.name, config, workdir, record, owner, args.allow_config_change, command,
+                              args.preset)
 
 
-def run_experiment(runner, config, workdir: pathlib.Path, record, owner, growing: tuple[str, ...],
-                   allow_config_change: bool, command: list[str] | None = None, preset: str = "tiny") -> int:
-    """Runs a checked experiment in ``workdir`` (held by ``owner``, where this process writes the record) and prints
-    its summary; the exit status.  A runner with ``results(summary, config)`` has its headline quantities written to
-    ``workdir/results.json`` (:func:`experiments.common.results.write_results`) by the first process."""
+def run_experiment(name: str, config, workdir: pathlib.Path, record, owner, allow_config_change: bool,
+                   command: list[str] | None = None, preset: str = "tiny") -> int:
+    """Runs the checked experiment ``name`` in ``workdir`` (held by ``owner``, where this process writes the record)
+    and prints its summary; the exit status.  An experiment that declares ``results`` has its headline quantities
+    written to ``workdir/results.json`` (:func:`experiments.common.results.write_results`) by the first process."""
+    declared = experiment(name)
     try:
-        with config_changes_allowed(allow_config_change), growing_leaves(growing):
+        with config_changes_allowed(allow_config_change), growing_leaves(declared.growing_leaves):
             if owner is not None:
                 workdir.mkdir(parents=True, exist_ok=True)
                 owner.take()
                 record.write()
-            summary = runner.run(config, workdir)
-            if owner is not None and hasattr(runner, "results"):
+            summary = declared.run(config, workdir)
+            if owner is not None and declared.results is not None:
                 from experiments.common.results import write_results
 
-                write_results(workdir, runner.__name__.rsplit(".", 1)[-1].replace("_", "-"),
-                              runner.results(summary, config), command or [], preset)
+                write_results(workdir, name, declared.results(summary, config), command or [], preset)
     except (TrainingInterrupted, KeyboardInterrupt) as error:  # a signal: one line on how to resume
         line, status = interruption_report(error, str(workdir))
         print(line, file=sys.stderr)
@@ -202,33 +201,24 @@ def is_first_process() -> bool:
     return jax.process_index() == 0
 
 
-TRAINING_SECTIONS = ("model", "search", "selfplay", "replay", "train")
-
-
 def training_configs(name: str, config) -> dict:
-    """The training runs of experiment ``name``: its runner's ``training_configs(config)`` where it has one (an
-    experiment of several runs), else the config itself when it is a training config; ``{}`` for experiments that
-    train nothing with the core's loop."""
-    runner = importlib.import_module("experiments." + name.replace("-", "_"))
-    if hasattr(runner, "training_configs"):
-        return runner.training_configs(config)
-    if all(section in config for section in TRAINING_SECTIONS):
-        return {name: config}
-    return {}
+    """The training runs of experiment ``name`` with the core's loop
+    (:meth:`experiments.common.experiment.Experiment.runs_to_train`)."""
+    return experiment(name).runs_to_train(config, name)
 
 
 def check_experiment_config(name: str, config) -> None:
     """Experiment ``name``'s config read and checked before its run directory is made: every training run it runs
-    with the core's loop (:func:`zerolab.training.check_training_config`), then the runner's own
-    ``check_config(config)`` where it has one (sections only it reads).  A value out of range or an unknown name is
-    a ValueError naming the key (the caller prints it, exit status 2)."""
+    with the core's loop (:func:`zerolab.training.check_training_config`), then its declared ``check_config``
+    (sections only it reads).  A value out of range or an unknown name is a ValueError naming the key (the caller
+    prints it, exit status 2)."""
     from zerolab.training import check_training_config
 
-    for run_config in training_configs(name, config).values():
+    declared = experiment(name)
+    for run_config in declared.runs_to_train(config, name).values():
         check_training_config(run_config)
-    runner = importlib.import_module("experiments." + name.replace("-", "_"))
-    if hasattr(runner, "check_config"):
-        runner.check_config(config)
+    if declared.check_config is not None:
+        declared.check_config(config)
 
 
 def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
@@ -247,13 +237,9 @@ def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
 
 def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str, num_devices: int | None = None,
                     device_memory_gib: float | None = None) -> int:
-    """``python -m experiments report [--check]`` builds the READMEs' result tables from the committed ``results/``
-(:mod:`experiments.common.report`); ``python -m experiments collect NAME WORKDIR`` copies a run's results.json, summary and
-figures into ``results/NAME/`` to be committed.
-
-``python -m experiments plan NAME``: the runner's own ``plan(config) -> str`` where it has one (experiments whose
-    programs are not the core's training loop; on one device, unless its ``plan`` takes ``num_devices`` and
-    ``device_memory_gib`` for a core training run it plans), else each training run's programs
+    """``python -m experiments plan NAME``: the experiment's declared ``plan`` where it has one (experiments whose
+    programs are not the core's training loop; on one device, unless it ``plans_pod_shape``: then at
+    ``num_devices`` and ``device_memory_gib`` as well), else each training run's programs
     (:func:`zerolab.training.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
     ``device_memory_gib`` a device), compiled and printed."""
     from zerolab.training import check_accelerator, format_plan, plan_training_run
@@ -261,18 +247,17 @@ figures into ``results/NAME/`` to be committed.
     try:
         check_accelerator(accelerator)
         config = load_config(name, preset, overrides)
-        runner = importlib.import_module("experiments." + name.replace("-", "_"))
-        if hasattr(runner, "plan"):  # an experiment of other programs than the core's training loop
-            pod = {"num_devices": num_devices, "device_memory_gib": device_memory_gib}
-            if "num_devices" in inspect.signature(runner.plan).parameters:  # it plans a core training run too
-                print(runner.plan(config, **pod), flush=True)
+        declared = experiment(name)
+        if declared.plan is not None:  # an experiment of other programs than the core's training loop
+            if declared.plans_pod_shape:  # it plans a core training run too
+                print(declared.plan(config, num_devices=num_devices, device_memory_gib=device_memory_gib), flush=True)
                 return 0
             if num_devices is not None or device_memory_gib is not None:
                 print(f"(--devices and --device-memory-gib plan the core's training runs; {name} plans its own "
                       f"programs, on one device)", flush=True)
-            print(runner.plan(config), flush=True)
+            print(declared.plan(config), flush=True)
             return 0
-        runs = training_configs(name, config)
+        runs = declared.runs_to_train(config, name)
         if not runs:
             print(f"{name} trains no network with the core's loop: its {preset} preset has no training programs to "
                   f"plan")

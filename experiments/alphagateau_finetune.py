@@ -56,6 +56,7 @@ from zerolab.evaluation import (
 from zerolab.frontends import prepare_experiment, training_config
 from zerolab.training import MetricsLog
 
+from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 
 PRETRAIN_GAME = "gardner_chess"
@@ -241,3 +242,7 @@ def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[
         quantities[f"rating_{key}"] = Quantity(player, rating["rating"], 2 * rating["sigma"], "2σ", "rating games",
                                                int(rating["games"]), unit="rating", digits=0)
     return quantities
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs, results=results)

@@ -25,6 +25,7 @@ import ml_collections
 from zerolab import make_game
 from zerolab.evaluation import EloPanel, EvaluationConfig, RunComparison, interleaved_steps
 from zerolab.frontends import prepare_experiment, training_config
+from experiments.common.experiment import Experiment
 
 SERIES_LABELS = {"alphagateau": "AlphaGateau", "resnet": "AlphaZero ResNet"}
 
@@ -71,3 +72,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         difference, sigma = book.fit().difference(first, second)
         fields["final_difference"] = {"players": [first, second], "elo": difference, "sigma": sigma}
     return comparison.write_summary(fields, figure_path)
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs)

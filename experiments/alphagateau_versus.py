@@ -38,6 +38,7 @@ from zerolab.evaluation import (
 )
 from zerolab.frontends import prepare_experiment, training_config
 
+from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 
 logger = logging.getLogger(__name__)
@@ -107,3 +108,7 @@ def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quant
         "score_over_games": Quantity(f"score, {first} vs {second}", score, summary["score_se"], "se", "games",
                                      summary["games"], unit="score"),
     }
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs, results=results)

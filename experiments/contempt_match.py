@@ -38,6 +38,7 @@ from contempt_search.experiment import (
     temperature_settings,
 )
 from contempt_search.statistics import wdl_percentages
+from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from zerolab import SearchAgent
@@ -252,3 +253,7 @@ def results(summary: dict, config) -> dict[str, Quantity]:
         "elo": Quantity(f"Elo, {contempt} − {puct}", match["elo_difference"], match["elo_two_sigma"], "2σ", "games",
                         match["games"], unit="Elo", digits=0),
     }
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

@@ -29,6 +29,7 @@ import jax
 from contempt_search.experiment import CONTEMPT_RULES, NO_ROOT_NOISE, PLAIN_RULES, base_network, temperature_schedule
 from contempt_search.odds import odds_fen, odds_fens
 from contempt_search.statistics import wdl_percentages
+from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
@@ -276,3 +277,7 @@ def results(summary: dict, config) -> dict[str, Quantity]:
             f"{label}: score", contempt["score"] - puct["score"], math.hypot(*score_errors), "se", "games", games,
             unit="score difference")
     return quantities
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

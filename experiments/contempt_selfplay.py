@@ -30,6 +30,7 @@ from contempt_search.experiment import (
     read_rows,
     temperature_settings,
 )
+from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from zerolab import SelfPlayConfig, check_at_least, make_mesh, replicate
 from zerolab.evaluation import new_figure, save_figure
@@ -198,3 +199,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                "wall_s": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)

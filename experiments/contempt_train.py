@@ -35,6 +35,7 @@ import numpy as np
 
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
 from contempt_search.statistics import decisive_ratio
+from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from zerolab import make_game
 from zerolab.evaluation import (
@@ -170,3 +171,7 @@ def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quant
                                                      2 * run["final_sigma"], "2σ", "games", 0, unit="rating",
                                                      digits=0)
     return quantities
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs, results=results)

@@ -22,6 +22,7 @@ import ml_collections
 
 from distill.engine import EngineOptions
 from distill.evaluate import baseline_board_metrics, baseline_summaries, board_groups, compare_policies
+from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from distill.pipeline import (
     check_config as check_pipeline_config,
@@ -112,3 +113,7 @@ def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[
             f"{predictor} − material count, {words}", difference["difference"], difference["standard_error"], "se",
             "boards", difference["boards"], paired=True, unit="difference")
     return quantities
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

@@ -12,6 +12,7 @@ from typing import Any
 import ml_collections
 
 from distill.pipeline import plan_variants
+from experiments.common.experiment import Experiment
 from experiments.common.distill import check_comparison, compare_variants, predictor_variants
 from experiments.common.distill import variant_results as results  # results.json's headline (python -m experiments)
 
@@ -30,3 +31,7 @@ def plan(config: ml_collections.ConfigDict) -> str:
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     return compare_variants(config, workdir, predictor_variants(config), show_progress=config.progress)
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

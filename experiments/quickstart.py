@@ -19,6 +19,7 @@ import jax
 from zerolab import make_game
 from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_agent, train_then_rate
 from zerolab.play import EngineAgent
+from experiments.common.experiment import Experiment
 
 
 def checkpoint_name(step: int) -> str:
@@ -79,3 +80,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         "engine": evaluation.engine,
         **engine_summary,
     }, figure_path)
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config)

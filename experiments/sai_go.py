@@ -22,6 +22,7 @@ from zerolab import make_game
 from zerolab.evaluation import Pairing, PairingRecord, train_then_rate
 from zerolab.play import make_agent
 from sai_go.agents import SaiAgent
+from experiments.common.experiment import Experiment
 from experiments.common.sai_go import check_play_keys
 
 
@@ -82,3 +83,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                    for label, record in rated.matches.items()},
         "last_record": rated.records[-1] if rated.records else {},
     }, figure_path)
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config)

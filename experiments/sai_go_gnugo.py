@@ -37,6 +37,7 @@ from zerolab.evaluation import Pairing, play_pairings
 from zerolab.play import Match, check_agent_spec, make_agent, play_match
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start
+from experiments.common.experiment import Experiment
 from experiments.common.sai_go import check_play_keys, check_sai_network
 
 
@@ -206,3 +207,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                         for name, row in table.items()}}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)

@@ -37,6 +37,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys
 from zerolab import Checkpointer, check_at_least, train
@@ -270,3 +271,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     summary["wall_s"] = time.perf_counter() - started
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs, results=results)

@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from zerolab import Agent, make_game, train
+from experiments.common.experiment import Experiment
 from experiments.configs import load_config
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
 from zerolab.play import check_agent_spec, load_search_agent, make_agent
@@ -204,3 +205,7 @@ def sai_checkpoint_agent(config, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
     base = SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.num_simulations))
     return panel_sai_agent(base, config, step)
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)

@@ -38,6 +38,7 @@ from sai_go.endgames import ENDGAMES
 from sai_go.exact_solver import Rules, solve
 from sai_go.search import evaluate, sai_search
 from sai_go.value import signed_komi, winrate
+from experiments.common.experiment import Experiment
 from experiments.common.sai_go import check_play_keys, check_sai_network
 
 SECTIONS = ("margin", "komi_curve", "endgames")
@@ -292,3 +293,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                                | {"exact_margins": {m: row["exact_margins"][m] for m in (row["best"], row["second"])}}
                                for name, row in results["endgames"]["positions"].items()}
     return summary
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)

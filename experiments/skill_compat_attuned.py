@@ -23,6 +23,7 @@ import time
 import ml_collections
 import numpy as np
 
+from experiments.common.experiment import Experiment
 from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, run_framework_experiment
 from skill_compat.attuned import training_config
 from skill_compat.experiment import (
@@ -134,3 +135,9 @@ def run(config, workdir: str | pathlib.Path) -> dict:
              f" moves/s; host games (arena) {summary['training']['host_moves_per_s_vs_stockfish']:.2f} moves/s\n")
     (workdir / "tables.md").write_text(text)
     return summary
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(
+    run=run, check_config=check_config, plan=plan, plans_pod_shape=True, growing_leaves=GROWING_LEAVES,
+)

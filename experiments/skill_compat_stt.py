@@ -1,12 +1,12 @@
 """skill-compat-stt: the focal seniors against Stockfish's team in stochastic tag team (see
 :mod:`experiments.common.skill_compat`); rerunning on the same directory plays only the missing games."""
 
+from experiments.common.experiment import Experiment
 from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES as GROWING_LEAVES
 from experiments.common.skill_compat import framework_results as results
 from experiments.common.skill_compat import run_framework_experiment as run
 from skill_compat.experiment import check_config
 
-__all__ = ["GROWING_LEAVES", "check_config", "plan", "results", "run"]  # the runner's hooks for python -m experiments
 
 
 def plan(config) -> str:
@@ -15,3 +15,7 @@ def plan(config) -> str:
     from skill_compat.plan import framework_plan
 
     return framework_plan(config, "skill-compat-stt")
+
+
+#: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results, growing_leaves=GROWING_LEAVES)

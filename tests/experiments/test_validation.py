@@ -4,6 +4,8 @@ was expected (with "did you mean" where a name is close), exit status 2, and not
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from experiments.__main__ import main
@@ -167,3 +169,24 @@ def test_host_devices_are_refused_once_jax_has_started_and_the_flag_is_taken_bac
     assert os.environ["XLA_FLAGS"] == before  # nothing left for the child processes of later tests
     assert main(["run", "quickstart", "--host-devices", "0"]) == 2
     assert "host device count must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_every_experiment_is_one_declared_object_and_a_bad_declaration_fails_at_once(monkeypatch):
+    """``python -m experiments`` reads a launcher through its ``EXPERIMENT`` alone: every launcher declares one; a
+    hook that is not a function fails when the declaration is made, and a launcher without one is named."""
+    import types
+
+    from experiments.__main__ import available_experiments
+    from experiments.common.experiment import Experiment, experiment
+
+    declared = {name: experiment(name) for name in available_experiments()}
+    assert len(declared) >= 20 and all(isinstance(value, Experiment) for value in declared.values())
+    assert declared["skill-compat-attuned"].plans_pod_shape and declared["skill-compat-hb"].growing_leaves
+    assert declared["quickstart"].results is None and declared["contempt-odds"].results is not None
+    with pytest.raises(TypeError, match="Experiment.plan must be a function, got 'plan'"):
+        Experiment(run=lambda config, workdir: {}, plan="plan")
+    with pytest.raises(TypeError, match="growing_leaves must be a tuple of config leaf names"):
+        Experiment(run=lambda config, workdir: {}, growing_leaves="games")
+    monkeypatch.setitem(sys.modules, "experiments.undeclared", types.ModuleType("experiments.undeclared"))
+    with pytest.raises(ValueError, match="experiments.undeclared declares no EXPERIMENT"):
+        experiment("undeclared")

@@ -58,7 +58,7 @@ SHAPE_DEFINING_PREFIXES = ("game.", "model.")
 #: where compiled programs are cached, how a device splits its self-play games (its memory budget).
 FREELY_CHANGED_LEAVES = ("progress", "compilation_cache", "device_memory_gib", "progress_plies")
 #: Leaf keys a rerun may increase (a longer run), not decrease: training iterations.  A launcher adds its own with
-#: :func:`growing_leaves` (``python -m experiments run`` reads a runner module's ``GROWING_LEAVES``).
+#: :func:`growing_leaves` (``python -m experiments run`` reads an experiment's declared ``growing_leaves``).
 GROWING_LEAVES = ("iterations",)
 #: Leaf keys the code has renamed (old name → new): a recorded config is compared under the new names, the old key
 #: winning over a new one it sits beside, as the code reading the record lets it (AlphaGateau's width was
