@@ -26,6 +26,7 @@ from zerolab import make_game
 from zerolab.evaluation import EloPanel, EvaluationConfig, RunComparison, interleaved_steps
 from zerolab.frontends import prepare_experiment, training_config
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 
 SERIES_LABELS = {"alphagateau": "AlphaGateau", "resnet": "AlphaZero ResNet"}
 
@@ -74,5 +75,27 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     return comparison.write_summary(fields, figure_path)
 
 
+def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): each network's final rating in the one Algorithm 2 pool (± 2σ)
+    and its training wall time, and the final difference between the two (± 2σ of the fitted difference)."""
+    del config
+    quantities: dict[str, Quantity] = {}
+    for name, statistics in summary["models"].items():
+        final = statistics["final_checkpoint"]
+        quantities[f"rating_{name}"] = Quantity(f"{final}, rating (one pool)", statistics["final_rating"],
+                                                2 * statistics["final_sigma"], "2σ", "rating games",
+                                                int(summary["elo"][final]["games"]), unit="rating", digits=0)
+        quantities[f"training_wall_s_{name}"] = Quantity(f"{name}, training wall time",
+                                                         statistics["training_wall_s"], unit="s", digits=0)
+    if "final_difference" in summary:
+        difference = summary["final_difference"]
+        first, second = difference["players"]
+        games = int(summary["elo"][first]["games"] + summary["elo"][second]["games"])
+        quantities["final_difference"] = Quantity(f"{first} − {second}, Elo (fitted in the pool)", difference["elo"],
+                                                  2 * difference["sigma"], "2σ", "rating games", games, unit="Elo",
+                                                  digits=0)
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs)
+EXPERIMENT = Experiment(run=run, check_config=check_config, training_configs=training_configs, results=results)

@@ -17,9 +17,10 @@ import pathlib
 import jax
 
 from zerolab import make_game
-from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_agent, train_then_rate
+from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_agent, score_standard_error, train_then_rate
 from zerolab.play import EngineAgent
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 
 
 def checkpoint_name(step: int) -> str:
@@ -82,5 +83,25 @@ def run(config, workdir: pathlib.Path) -> dict:
     }, figure_path)
 
 
+def match_score(label: str, result: dict) -> Quantity:
+    """A match's score from its first player's side (``result``: a match summary, W/D/L) ± se over its games."""
+    wins, draws, losses = result["wins"], result["draws"], result["losses"]
+    return Quantity(label, result["score"], score_standard_error(wins, draws, losses), "se", "games",
+                    wins + draws + losses, unit="score")
+
+
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): the final network's score against its iteration 0 and, where it
+    played one, against the evaluation engine (each ± se over its games), and the run's training wall time."""
+    del config
+    quantities = {"score_vs_initial": match_score("final network vs its iteration 0, score",
+                                                  summary["result_vs_initial"])}
+    if "engine_result" in summary:
+        quantities["score_vs_engine"] = match_score(f"final network vs {summary['engine']}, score",
+                                                    summary["engine_result"])
+    quantities["wall_s"] = Quantity("the run's wall time", summary["wall_s"], unit="s", digits=0)
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config)
+EXPERIMENT = Experiment(run=run, check_config=check_config, results=results)

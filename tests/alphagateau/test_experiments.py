@@ -255,6 +255,13 @@ def test_speed_experiment_end_to_end(tmp_path):
     models = summary["models"]
     assert models["alphagateau"]["parameters"] < models["resnet"]["parameters"]
     assert models["alphagateau"]["frames"] == models["resnet"]["frames"] == 4 * 8
+    quantities = alphagateau_speed.results(summary, load_config("alphagateau-speed", "tiny", overrides))
+    rating = quantities["rating_alphagateau"]  # the final checkpoints' ratings (2σ) and the fitted difference
+    final = models["alphagateau"]
+    assert (rating.value, rating.error) == (final["final_rating"], 2 * final["final_sigma"])
+    assert rating.n == summary["elo"]["alphagateau@1"]["games"] > 0
+    assert quantities["final_difference"].value == summary["final_difference"]["elo"]
+    assert quantities["training_wall_s_resnet"].value == models["resnet"]["training_wall_s"]
     check_rerun_plays_nothing(alphagateau_speed, "alphagateau-speed", tmp_path, overrides)
 
 

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.game_record_checks import check_game_file
+from zerolab.evaluation import score_standard_error
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 #: The network, search and self-play sizes of the alphagateau-speed test's AlphaGateau run
@@ -36,6 +37,14 @@ def test_quickstart_end_to_end(tmp_path, fairy_stockfish_path):
     assert summary["engine_fallback_moves"] == 0  # every Fairy-Stockfish move was legal under pgx's rules
     assert 0.0 <= summary["score_vs_initial"] <= 1.0
     assert summary["engine"] == "fairy-stockfish:skill=-20"
+    headline = json.loads((workdir / "results.json").read_text())["quantities"]  # written by python -m experiments
+    initial = summary["result_vs_initial"]
+    assert headline["score_vs_initial"]["value"] == summary["score_vs_initial"]
+    assert (headline["score_vs_initial"]["n"], headline["score_vs_initial"]["over"]) == (2, "games")
+    assert headline["score_vs_initial"]["error"] == pytest.approx(
+        score_standard_error(initial["wins"], initial["draws"], initial["losses"]), nan_ok=True)
+    assert headline["score_vs_engine"]["value"] == summary["score_vs_engine"]
+    assert headline["wall_s"]["value"] == summary["wall_s"] and headline["wall_s"]["error"] is None
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [1, 2]
     book = json.loads((workdir / "elo.json").read_text())
