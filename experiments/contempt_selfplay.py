@@ -31,6 +31,7 @@ from contempt_search.experiment import (
     temperature_settings,
 )
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 from experiments.common.contempt import base_run_config, check_contempt_config
 from zerolab import SelfPlayConfig, check_at_least, make_mesh, replicate
 from zerolab.evaluation import new_figure, save_figure
@@ -201,5 +202,21 @@ def run(config, workdir: pathlib.Path) -> dict:
     return summary
 
 
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): for each setting, the decisive fraction of its self-play games
+    (± the binomial se over them) and (w + l) / d, its decisiveness (no ±: its bootstrap interval is in the summary's
+    rows, ``ratio_interval``; infinite without a draw)."""
+    del config
+    quantities: dict[str, Quantity] = {}
+    for row in summary["rows"]:
+        games, fraction = row["games"], row["decisive_fraction"]
+        quantities[f"{row['name']}_decisive_fraction"] = Quantity(
+            f"{row['name']}: decisive fraction of its self-play games", fraction,
+            math.sqrt(fraction * (1 - fraction) / games) if games else math.nan, "se", "games", games, unit="fraction")
+        quantities[f"{row['name']}_ratio"] = Quantity(f"{row['name']}: (w + l) / d", row["ratio"], unit="ratio",
+                                                      digits=2)
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from zerolab.training import train
 from experiments.configs import load_config
 
@@ -26,6 +28,12 @@ def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_pat
         assert row["games"] == 4 and row["white_wins"] + row["draws"] + row["white_losses"] == 4
         assert row["capped_games"] <= row["draws"]  # a capped game is a draw
     assert rows["contempt1-tau1"]["sampled_visit_fraction"] > 0 and rows["puct-tau2"]["sampled_visit_fraction"] == 0
+    headline = contempt_selfplay.results(selfplay, selfplay_config)  # each setting's decisiveness, se over its games
+    fraction = headline["puct-tau2_decisive_fraction"]
+    decisive = (rows["puct-tau2"]["white_wins"] + rows["puct-tau2"]["white_losses"]) / 4
+    assert (fraction.value, fraction.n, fraction.over) == (decisive, 4, "games")
+    assert fraction.error == pytest.approx((decisive * (1 - decisive) / 4) ** 0.5)
+    assert headline["contempt1-tau1_ratio"].value == rows["contempt1-tau1"]["ratio"]
     assert (tmp_path / "selfplay" / "figures" / "contempt-selfplay.png").stat().st_size > 0
 
     match_config = load_config("contempt-match", "tiny", toy + ["puct_temperature=tau2", "sc_limit=1", "games=2"])
