@@ -24,7 +24,8 @@ import ml_collections
 import numpy as np
 
 from experiments.common.experiment import Experiment
-from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, run_framework_experiment
+from experiments.common.results import Quantity
+from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, framework_results, run_framework_experiment
 from skill_compat.attuned import training_config
 from skill_compat.experiment import (
     build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
@@ -137,7 +138,21 @@ def run(config, workdir: str | pathlib.Path) -> dict:
     return summary
 
 
+def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): the framework's (each focal senior's win-share against Stockfish's
+    team, se over its games; paired differences) and the attuned senior's win-share against the tree senior's team
+    on the same bitstrings or seeds (se over its games)."""
+    quantities = dict(framework_results(summary, config))
+    row = summary.get("versus_tree", {}).get("attuned")
+    if row is not None:
+        quantities["win_share_attuned_vs_tree"] = Quantity(
+            f"{summary['framework'].upper()}, attuned as focal senior against the tree's team: win-share",
+            row["win_share"], row["win_share_se"], "se", "games", row["games"])
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
 EXPERIMENT = Experiment(
-    run=run, check_config=check_config, plan=plan, plans_pod_shape=True, growing_leaves=GROWING_LEAVES,
+    run=run, check_config=check_config, plan=plan, plans_pod_shape=True, results=results,
+    growing_leaves=GROWING_LEAVES,
 )

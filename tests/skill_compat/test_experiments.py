@@ -121,3 +121,18 @@ def test_a_small_stt_run_writes_its_outputs_and_resumes(tmp_path, stockfish_path
     assert (matchup / "games.jsonl").read_text().startswith(before)
     stored = json.loads((tmp_path / "bitstrings.json").read_text())["bitstrings"]
     assert len(stored) == 2 and stored[0][:6] == json.loads(before.splitlines()[0])["bitstring"][:6]
+
+
+def test_attuned_results_add_the_match_against_the_tree_senior_to_the_frameworks():
+    from experiments import skill_compat_attuned
+
+    row = {"games": 8, "win_share": 0.625, "win_share_se": 0.1}
+    summary = {"framework": "stt", "matchups": {"attuned": row, "tree": {**row, "win_share": 0.5}},
+               "paired_differences": {"attuned-vs-tree": {"games": 8, "difference": 0.125, "se": 0.05}},
+               "versus_tree": {"attuned": {**row, "win_share": 0.75, "win_share_se": 0.08}}}
+    quantities = skill_compat_attuned.results(summary, None)
+    assert sorted(quantities) == ["difference_attuned_tree", "win_share_attuned", "win_share_attuned_vs_tree",
+                                  "win_share_tree"]
+    versus = quantities["win_share_attuned_vs_tree"]
+    assert (versus.value, versus.error, versus.error_kind, versus.n, versus.over) == (0.75, 0.08, "se", 8, "games")
+    assert quantities["difference_attuned_tree"].paired
