@@ -19,10 +19,11 @@ import pathlib
 import jax
 
 from zerolab import make_game
-from zerolab.evaluation import Pairing, PairingRecord, train_then_rate
+from zerolab.evaluation import Pairing, PairingRecord, score_standard_error, train_then_rate
 from zerolab.play import make_agent
 from sai_go.agents import SaiAgent
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys
 
 
@@ -79,11 +80,28 @@ def run(config, workdir: pathlib.Path) -> dict:
         (("loss", "policy_loss", "value_loss"), "loss"),
         (("mean_beta", "score_estimate_mae", "fresh_komi_mean", "fresh_komi_std"), "value")])
     return rated.write_summary({
-        "scores": {label.replace("-vs-", " vs "): {"score": record.score, **colour_scores(record)}
+        "scores": {label.replace("-vs-", " vs "): {**record.summary(), **colour_scores(record)}
                    for label, record in rated.matches.items()},
         "last_record": rated.records[-1] if rated.records else {},
     }, figure_path)
 
 
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): each rating match's score from its first player's side (± se over
+    its games: the checkpoints against GNU Go at each level and the last against checkpoint 0), and the run's
+    training wall time."""
+    del config
+    quantities: dict[str, Quantity] = {}
+    for label, match in summary["scores"].items():
+        if "wins" not in match:  # a summary written before the matches' W/D/L were kept
+            continue
+        wins, draws, losses = match["wins"], match["draws"], match["losses"]
+        quantities[f"score_{label.replace(' vs ', '_vs_')}"] = Quantity(
+            f"{label}, score", match["score"], score_standard_error(wins, draws, losses), "se", "games",
+            wins + draws + losses, unit="score")
+    quantities["training_wall_s"] = Quantity("training wall time", summary["training_wall_s"], unit="s", digits=0)
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config)
+EXPERIMENT = Experiment(run=run, check_config=check_config, results=results)

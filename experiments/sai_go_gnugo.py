@@ -33,11 +33,12 @@ import jax
 import numpy as np
 
 from zerolab import check_at_least, make_game
-from zerolab.evaluation import Pairing, play_pairings
+from zerolab.evaluation import Pairing, play_pairings, score_standard_error
 from zerolab.play import Match, check_agent_spec, make_agent, play_match
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys, check_sai_network
 
 
@@ -80,6 +81,7 @@ def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> tuple
     margins = np.array([margin for rows in by_colour.values() for _, margin in rows])
     row = {"games": match.result.games, "score": match.score, "wins": match.result.wins,
            "losses": match.result.losses, "mean_margin": float(margins.mean()),
+           "margin_se": float(margins.std(ddof=1) / np.sqrt(len(margins))) if len(margins) > 1 else None,
            "mean_winning_margin": float(margins[margins > 0].mean()) if (margins > 0).any() else None}
     for colour, rows in by_colour.items():
         row[f"{colour}_score"] = float(np.mean([score for score, _ in rows]))
@@ -209,5 +211,22 @@ def run(config, workdir: pathlib.Path) -> dict:
     return summary
 
 
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): for each setting (a λ against a GNU Go level, at a komi or with a
+    handicap), SAI's score and its mean final margin from its side in points, each ± se over the setting's games."""
+    del config
+    quantities: dict[str, Quantity] = {}
+    for name, row in summary["rows"].items():
+        key = name.replace("=", "").replace(" ", "_")
+        draws = row["games"] - row["wins"] - row["losses"]
+        quantities[f"score_{key}"] = Quantity(f"{name}: SAI's score", row["score"],
+                                              score_standard_error(row["wins"], draws, row["losses"]), "se", "games",
+                                              row["games"], unit="score")
+        quantities[f"margin_{key}"] = Quantity(f"{name}: SAI's mean final margin (points)", row["mean_margin"],
+                                               row.get("margin_se"), "se", "games", row["games"], unit="points",
+                                               digits=1)
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

@@ -8,7 +8,7 @@ nets' play as Black degraded once White was near perfect).  Its win-rate vector 
 W [checkpoints × members]; the first component of a covariance PCA of W gives the members' weights (sign: positive
 sum), and a checkpoint's **panel score** is its centred win rates projected on them.  All games also go into one Elo
 book.  The cells are one schedule of :func:`zerolab.evaluation.pairings.play_pairings` (``matches.json``,
-``elo.json``, games as SGF in ``games/``; finished cells are kept on a rerun).  ``results.json`` holds W, the
+``elo.json``, games as SGF in ``games/``; finished cells are kept on a rerun).  ``panel.json`` holds W, the
 weights, the scores, the ratings and each checkpoint's network evaluations ("nodes": frames × (simulations + 1) from
 the SAI run's metrics); ``figures/sai-go-panel.png`` plots score and Elo against nodes.
 """
@@ -24,6 +24,7 @@ import numpy as np
 
 from zerolab import Agent, make_game, train
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 from experiments.configs import load_config
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
 from zerolab.play import check_agent_spec, load_search_agent, make_agent
@@ -185,7 +186,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     axes[0, 1].errorbar(x, [r for r, _ in elo], yerr=[2 * s for _, s in elo], marker="o")
     axes[0, 1].set(xlabel="network evaluations (millions)", ylabel="Elo (±2σ)")
     results["figure"] = str(save_figure(figure, workdir / "figures" / "sai-go-panel.png"))
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
+    (workdir / "panel.json").write_text(json.dumps(results, indent=2))
     return {k: v for k, v in results.items() if k != "cells"}
 
 
@@ -207,5 +208,20 @@ def sai_checkpoint_agent(config, step: int) -> SaiAgent:
     return panel_sai_agent(base, config, step)
 
 
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``): each SAI checkpoint's panel score (the first principal component
+    of its win rates against the panel; no ±: one fit over the panel) and its rating in the one Algorithm 2 pool
+    (± 2σ)."""
+    del config
+    quantities: dict[str, Quantity] = {}
+    for step in summary["sai_steps"]:
+        quantities[f"panel_score_{step}"] = Quantity(f"SAI step {step}, panel score (PCA)",
+                                                     summary["panel_scores"][str(step)], digits=2)
+        rating, sigma = summary["elo"][f"sai-{step}"]["rating"], summary["elo"][f"sai-{step}"]["sigma"]
+        quantities[f"rating_{step}"] = Quantity(f"SAI step {step}, rating (one pool)", rating, 2 * sigma, "2σ",
+                                                "panel members", len(summary["members"]), unit="rating", digits=0)
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

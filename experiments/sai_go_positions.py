@@ -15,7 +15,7 @@ and λ's effect on the choice between two winning moves.
    1000 searches each).
 
 ``sections`` picks which of the three parts run (``margin``, ``komi_curve``, ``endgames``).
-``results.json`` holds everything; ``figures/sai-go-positions.png`` the three panels (the third: the best move's share
+``positions.json`` holds everything; ``figures/sai-go-positions.png`` the three panels (the third: the best move's share
 against λ, mean over the networks), ``figures/sai-go-endgames.png`` each endgame's winrate curves.
 """
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import pathlib
 
 import jax
@@ -39,6 +40,7 @@ from sai_go.exact_solver import Rules, solve
 from sai_go.search import evaluate, sai_search
 from sai_go.value import signed_komi, winrate
 from experiments.common.experiment import Experiment
+from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys, check_sai_network
 
 SECTIONS = ("margin", "komi_curve", "endgames")
@@ -282,9 +284,9 @@ def run(config, workdir: pathlib.Path) -> dict:
         curve_axes[0, 0].legend(fontsize=7)
         results["endgame_figure"] = str(save_figure(curves, workdir / "figures" / "sai-go-endgames.png"))
 
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
+    (workdir / "positions.json").write_text(json.dumps(results, indent=2))
     results["figure"] = str(save_figure(figure, workdir / "figures" / "sai-go-positions.png"))
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
+    (workdir / "positions.json").write_text(json.dumps(results, indent=2))
     summary = {key: value for key, value in results.items() if key not in ("alpha_mae_by_ply", "endgames")}
     if "endgames" in results:
         keys = ("to_move", "komi", "best", "second", "exact_alpha", "alpha_mean_sd", "beta_mean_sd",
@@ -295,5 +297,36 @@ def run(config, workdir: pathlib.Path) -> dict:
     return summary
 
 
+def results(summary: dict, config) -> dict[str, Quantity]:
+    """The headline quantities (``results.json``) of the sections that ran: α's mean absolute error against the final
+    margin (no ±: the plies of one game are not independent), the empty board's α_∅, β_∅ and the fair komi they give
+    (one network: no ±), Black's self-play winrate at each komi of the curve (± binomial se over its games) beside
+    the sigmoid's prediction, and, for each two-winning-moves position, the best move's share at each λ (± se over
+    the networks: their sd / √n)."""
+    quantities: dict[str, Quantity] = {}
+    if "alpha_mae" in summary:
+        quantities["alpha_mae"] = Quantity("|α^B − final area difference|, mean over held-out plies",
+                                           summary["alpha_mae"], unit="points", digits=2)
+    if "empty_alpha" in summary:
+        quantities["empty_alpha"] = Quantity("α_∅ of the last network", summary["empty_alpha"], unit="points",
+                                             digits=2)
+        quantities["empty_beta"] = Quantity("β_∅ of the last network", summary["empty_beta"], digits=3)
+        quantities["fair_komi"] = Quantity("fair komi from α_∅", summary["fair_komi"], unit="points", digits=1)
+        for row in summary["komi_curve"]:
+            games, rate = row["games"], row["black_winrate"]
+            key = f"{row['komi']:g}".replace("-", "minus_").replace(".", "_")
+            quantities[f"black_winrate_komi_{key}"] = Quantity(
+                f"Black's self-play winrate at komi {row['komi']:g} (predicted {row['predicted']:.3f})", rate,
+                math.sqrt(rate * (1 - rate) / games) if games else math.nan, "se", "games", games, unit="fraction")
+    networks = len(summary.get("steps", ()))
+    for name, row in summary.get("endgames", {}).items():
+        for lam, (mean, sd) in row["best_share_mean_sd"].items():
+            quantities[f"best_share_{name}_lambda_{lam}"] = Quantity(
+                f"{name}: the best move's share at λ {lam}", mean, sd / math.sqrt(networks) if networks else math.nan,
+                "se", "networks", networks, unit="fraction")
+    del config
+    return quantities
+
+
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan)
+EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)

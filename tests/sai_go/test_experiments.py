@@ -29,3 +29,19 @@ def test_the_panel_score_is_the_first_principal_component():
     assert weights.sum() > 0 and abs(weights[0]) < 1e-8  # a member nobody differs on gets no weight
     assert np.all(np.diff(scores) > 0)  # stronger checkpoints score higher
     np.testing.assert_allclose(scores, (win_rates - win_rates.mean(0)) @ weights)
+
+
+def test_sai_go_results_give_each_rating_match_its_score_and_se():
+    from experiments import sai_go
+    from zerolab.evaluation import score_standard_error
+
+    summary = {"training_wall_s": 120.0, "scores": {
+        "iteration-4 vs gnugo:level=1": {"wins": 3, "draws": 0, "losses": 1, "games": 4, "score": 0.75},
+        "iteration-4 vs iteration-0": {"wins": 2, "draws": 1, "losses": 1, "games": 4, "score": 0.625},
+        "iteration-2 vs gnugo:level=1": {"score": 0.5}}}  # a summary written before W/D/L were kept: left out
+    quantities = sai_go.results(summary, None)
+    assert sorted(quantities) == ["score_iteration-4_vs_gnugo:level=1", "score_iteration-4_vs_iteration-0",
+                                  "training_wall_s"]
+    final = quantities["score_iteration-4_vs_iteration-0"]
+    assert (final.value, final.error, final.n, final.over) == (0.625, score_standard_error(2, 1, 1), 4, "games")
+    assert quantities["training_wall_s"].error is None

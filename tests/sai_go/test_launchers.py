@@ -58,6 +58,13 @@ def test_sai_go_gnugo_plays_each_setting_against_gnugo(sai_run, gnugo_path, tmp_
         assert -49 - 9.5 <= row["mean_margin"] <= 49 + 9.5 and row["gnugo_fallback_moves"] >= 0
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     assert len(list((tmp_path / "games").glob("*.sgf"))) == 4
+    from experiments import sai_go_gnugo
+
+    quantities = sai_go_gnugo.results(summary, None)  # results.json: each row's score and margin, se over its games
+    row = rows["lambda=1 gnugo-1 handicap 2"]
+    margin = quantities["margin_lambda1_gnugo-1_handicap_2"]
+    assert (margin.value, margin.error, margin.n) == (row["mean_margin"], row["margin_se"], 2)
+    assert quantities["score_lambda0_gnugo-1"].value == rows["lambda=0 gnugo-1"]["score"]
     # one Elo book; an extension row's players carry its setting, so the main komi's ratings are its own
     book = EloBook.load(tmp_path / "elo.json")
     assert sorted(group.players for group in book.groups()) == [
@@ -83,8 +90,14 @@ def test_sai_go_positions_runs_its_three_sections(sai_run, tmp_path):
         assert set(row["best_share_mean_sd"]) == {"0", "1"}
         assert all(0 <= mean <= 1 for mean, _ in row["best_share_mean_sd"].values())
         assert row["exact_margins"][endgame.best] > row["exact_margins"][endgame.second] > 0
-    results = json.loads((tmp_path / "results.json").read_text())
+    results = json.loads((tmp_path / "positions.json").read_text())
     assert set(results["alpha_mae_by_ply"]) and (tmp_path / "figures" / "sai-go-positions.png").stat().st_size > 0
+    headline = json.loads((tmp_path / "results.json").read_text())["quantities"]  # python -m experiments wrote it
+    assert headline["alpha_mae"]["value"] == summary["alpha_mae"] and headline["alpha_mae"]["error"] is None
+    assert headline["fair_komi"]["value"] == summary["fair_komi"]
+    share = headline[f"best_share_{endgame.name}_lambda_1"]
+    assert (share["value"], share["n"], share["over"]) == (row["best_share_mean_sd"]["1"][0], len(summary["steps"]),
+                                                           "networks")
     assert (tmp_path / "figures" / "sai-go-endgames.png").stat().st_size > 0
 
 
@@ -98,5 +111,9 @@ def test_sai_go_panel_trains_its_landmark_and_rates_the_sai_checkpoints(sai_run,
     assert set(summary["weights"]) == set(summary["members"]) and set(summary["panel_scores"]) == {"0"}
     assert set(summary["elo"]) == {"sai-0", "az-0", "gnugo-1", "random"} and summary["nodes"] == {"0": 0}
     assert (tmp_path / "landmark" / "checkpoints" / "0").is_dir()
-    cells = json.loads((tmp_path / "results.json").read_text())["cells"]
+    cells = json.loads((tmp_path / "panel.json").read_text())["cells"]
+    headline = json.loads((tmp_path / "results.json").read_text())["quantities"]  # python -m experiments wrote it
+    assert headline["rating_0"]["value"] == summary["elo"]["sai-0"]["rating"]
+    assert headline["rating_0"]["error"] == 2 * summary["elo"]["sai-0"]["sigma"]
+    assert headline["panel_score_0"]["value"] == summary["panel_scores"]["0"]
     assert {cell["games"] for cell in cells.values()} == {2} and len(cells) == 3
