@@ -3,13 +3,14 @@ settings by their self-play decisiveness, and their resumable result files."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
 import pathlib
 from collections.abc import Sequence
 
-from zerolab import Checkpointer, SelfPlayConfig, from_json, make_game, train
+from zerolab import Checkpointer, SearchConfig, SelfPlayConfig, from_json, make_game, train
 
 logger = logging.getLogger(__name__)
 
@@ -20,8 +21,6 @@ CONTEMPT_RULES = "contempt_search.rules:contempt_rules"
 #: configs recorded before this was empty name it ``zerolab.search.mcts:project_loop_rules``, read as empty
 #: (:data:`zerolab.search.config.RETIRED_RULES`).
 PLAIN_RULES = ""
-#: The experiments' agents play without root noise (agent options: :meth:`zerolab.SearchAgent.with_search`).
-NO_ROOT_NOISE = {"dirichlet_fraction": "0", "gumbel_scale": "0"}
 
 
 def base_network(config, base_run_config=None) -> pathlib.Path:
@@ -78,6 +77,18 @@ def temperature_settings(config, temperature: str) -> dict:
     except ValueError:
         raise ValueError(f"temperature {temperature!r}: expected 'tau1', 'tau2' or a number") from None
     return {"temperature": constant, "temperature_delay_moves": 10**6, "temperature_end": constant}
+
+
+def arm_search(base: SearchConfig, *, num_simulations: int, kind: str, selection: str,
+               sc_limit: int | None) -> SearchConfig:
+    """The experiments' search of one arm, as an object: ``base`` (the network's run's search) at ``num_simulations``
+    with ``kind`` and the PUCT rule ``selection``, without root noise (the arms play their best), with the plain rules
+    (``sc_limit`` None) or contempt's at N_scl = ``sc_limit``: the arms differ only in the rules."""
+    search = dataclasses.replace(base, num_simulations=int(num_simulations), kind=kind, selection=selection,
+                                 dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES, rule_options=())
+    if sc_limit is not None:
+        search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": int(sc_limit)})
+    return search
 
 
 def temperature_schedule(config, temperature: str) -> SelfPlayConfig:

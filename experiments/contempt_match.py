@@ -27,9 +27,7 @@ from collections.abc import Callable
 import jax
 
 from contempt_search.experiment import (
-    CONTEMPT_RULES,
-    NO_ROOT_NOISE,
-    PLAIN_RULES,
+    arm_search,
     base_network,
     nearest_setting,
     network_game,
@@ -41,7 +39,7 @@ from contempt_search.statistics import wdl_percentages
 from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
-from zerolab import SearchAgent
+from zerolab import SearchAgent, SearchConfig
 from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings, score_standard_error
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
 
@@ -92,20 +90,17 @@ def choose_settings(config) -> dict[str, dict]:
     return chosen
 
 
-def setting_options(setting: dict, config) -> dict[str, str]:
-    """The search settings of a setting (agent options): the experiment's simulations, kind and PUCT rule
-    (``selection``), no root noise, with the plain rules or contempt's at the setting's N_scl."""
-    options = {"num_simulations": str(int(config.num_simulations)), "kind": config.kind, "selection": config.selection,
-               "rules": PLAIN_RULES, **NO_ROOT_NOISE}
-    if setting["sc_limit"] is not None:
-        options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(setting["sc_limit"])})
-    return options
+def setting_search(setting: dict, config, base: SearchConfig) -> SearchConfig:
+    """The search of a setting (:func:`contempt_search.experiment.arm_search`): the experiment's simulations, kind
+    and PUCT rule (``selection``), no root noise, with the plain rules or contempt's at the setting's N_scl."""
+    return arm_search(base, num_simulations=int(config.num_simulations), kind=config.kind,
+                      selection=config.selection, sc_limit=setting["sc_limit"])
 
 
 def setting_agent(base: SearchAgent, setting: dict, config) -> SearchAgent:
     """The base network (``base``: the run's agent; in a plan, on abstract variables) with the setting's search and
     temperature schedule, named by the setting: what the match plays, and what its plan compiles."""
-    return base.with_search(setting_options(setting, config), name=setting["name"],
+    return base.with_search(setting_search(setting, config, base.search_config), name=setting["name"],
                             temperature=temperature_schedule(config, setting["temperature"]))
 
 

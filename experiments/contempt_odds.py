@@ -26,13 +26,13 @@ import time
 
 import jax
 
-from contempt_search.experiment import CONTEMPT_RULES, NO_ROOT_NOISE, PLAIN_RULES, base_network, temperature_schedule
+from contempt_search.experiment import arm_search, base_network, temperature_schedule
 from contempt_search.odds import odds_fen, odds_fens
 from contempt_search.statistics import wdl_percentages
 from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
-from zerolab import Agent, SearchAgent, check_at_least, make_game, progress_bar
+from zerolab import Agent, SearchAgent, SearchConfig, check_at_least, make_game, progress_bar
 from zerolab.evaluation import (
     Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure, score_standard_error,
 )
@@ -43,14 +43,11 @@ from zerolab.play import (
 logger = logging.getLogger(__name__)
 
 
-def arm_options(arm: str, simulations: int, config) -> dict[str, str]:
-    """The search settings of an arm (agent options): the experiment's kind and PUCT rule (``selection``) at
-    ``num_simulations``, no root noise, with the plain rules or contempt's at N_scl = ``sc_limit``."""
-    options = {"num_simulations": str(int(simulations)), "kind": config.kind, "selection": config.selection,
-               "rules": PLAIN_RULES, **NO_ROOT_NOISE}
-    if arm.startswith("contempt"):
-        options.update({"rules": CONTEMPT_RULES, "rule_options.sc_limit": str(config.sc_limit)})
-    return options
+def arm_search_config(arm: str, simulations: int, config, base: SearchConfig) -> SearchConfig:
+    """The search of an arm (:func:`contempt_search.experiment.arm_search`): the experiment's kind and PUCT rule
+    (``selection``) at ``simulations``, no root noise, with the plain rules or contempt's at N_scl = ``sc_limit``."""
+    return arm_search(base, num_simulations=simulations, kind=config.kind, selection=config.selection,
+                      sc_limit=int(config.sc_limit) if arm.startswith("contempt") else None)
 
 
 def arm_agent(base: SearchAgent, arm: str, simulations: int, config, name: str = "",
@@ -59,8 +56,8 @@ def arm_agent(base: SearchAgent, arm: str, simulations: int, config, name: str =
     ``<arm>-<simulations>`` unless ``name`` is given.  ``temperature`` (a constant τ as text; empty: none) samples
     its moves ∝ visits^(1/τ) instead of playing the search's choice."""
     schedule = temperature_schedule(config, temperature) if temperature else None
-    return base.with_search(arm_options(arm, simulations, config), name=name or f"{arm}-{simulations}",
-                            temperature=schedule)
+    return base.with_search(arm_search_config(arm, simulations, config, base.search_config),
+                            name=name or f"{arm}-{simulations}", temperature=schedule)
 
 
 SELF_OPPONENT = "self"

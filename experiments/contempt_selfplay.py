@@ -11,7 +11,6 @@ N_scl and against τ, and r(m).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -23,9 +22,8 @@ import numpy as np
 
 from contempt_search.statistics import decisiveness, repeat_rate
 from contempt_search.experiment import (
-    CONTEMPT_RULES,
-    PLAIN_RULES,
     append_row,
+    arm_search,
     base_network,
     read_rows,
     temperature_settings,
@@ -54,11 +52,8 @@ def setting_selfplay(config, base_search, setting: dict) -> tuple:
     """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations, kind and PUCT
     rule (``selection``), root noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its
     temperature schedule."""
-    search = dataclasses.replace(base_search, num_simulations=int(config.num_simulations), kind=config.kind,
-                                 selection=config.selection, dirichlet_fraction=0.0, gumbel_scale=0.0,
-                                 rules=PLAIN_RULES, rule_options=())
-    if setting["sc_limit"] is not None:
-        search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": setting["sc_limit"]})
+    search = arm_search(base_search, num_simulations=int(config.num_simulations), kind=config.kind,
+                        selection=config.selection, sc_limit=setting["sc_limit"])
     selfplay = SelfPlayConfig(num_games=int(config.games), plies_per_iteration=int(config.max_game_plies),
                               max_game_plies=int(config.max_game_plies), temperature_schedule="moves",
                               **temperature_settings(config, setting["temperature"]))

@@ -70,13 +70,13 @@ def test_the_evidence_and_paper_presets_search_with_lc0s_puct_in_both_arms(name)
         config = load_config(name, preset)
         assert config.selection == selection
         if name == "contempt-odds":
-            from experiments.contempt_odds import arm_options
+            from experiments.contempt_odds import arm_search_config
 
-            searches = [base.with_overrides(arm_options(arm, 32, config)) for arm in ("puct", "contempt5")]
+            searches = [arm_search_config(arm, 32, config, base) for arm in ("puct", "contempt5")]
         elif name == "contempt-match":
-            from experiments.contempt_match import setting_options
+            from experiments.contempt_match import setting_search
 
-            searches = [base.with_overrides(setting_options({"sc_limit": limit}, config)) for limit in (None, 5)]
+            searches = [setting_search({"sc_limit": limit}, config, base) for limit in (None, 5)]
         else:
             from experiments.contempt_selfplay import setting_selfplay, settings
 

@@ -4,6 +4,7 @@ same moves and network outputs as the agent loaded at that step explicitly, not 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pathlib
 import shutil
@@ -123,8 +124,8 @@ def test_a_plan_builds_the_agent_a_run_loads_on_abstract_variables(trained_run):
     assert program.flops == evaluation.flops * (3 + 1) > 0 and program.cost.device_bytes > 0
 
     # an arm of an experiment: the run's agent with its search changed as an agent spec would change it
-    arm = loaded.with_search({"num_simulations": "2", "kind": "muzero"}, name="arm")
+    arm = loaded.with_search(dataclasses.replace(loaded.search_config, num_simulations=2, kind="muzero"), name="arm")
     spec = load_search_agent(trained_run, {**options, "num_simulations": "2", "kind": "muzero", "name": "arm"})
     assert (arm.name, arm.search_config, arm.variables) == ("arm", spec.search_config, loaded.variables)
-    with pytest.raises(ValueError, match="unknown agent option 'simulations'"):
-        loaded.with_search({"simulations": "2"})
+    with pytest.raises(TypeError, match="with_search takes a SearchConfig, got dict"):
+        loaded.with_search({"num_simulations": "2"})

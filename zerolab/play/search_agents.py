@@ -24,6 +24,7 @@ from zerolab.networks.network import abstract_variables, make_network
 from zerolab.training.program_cost import PlannedProgram, abstract_states, compile_cost, evaluation_flops
 from zerolab.training.runs import Components
 from zerolab.training.trained_variables import load_trained_variables
+from zerolab.search.config import SearchConfig
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.hooks import choose_actions
 from zerolab.selfplay.types import SelfPlayConfig
@@ -94,12 +95,15 @@ class SearchAgent(Agent):
         """``{name: mean}`` of the search summary over every position searched so far (empty without a summary)."""
         return {name: total / max(self._searched_positions, 1) for name, total in self._statistic_totals.items()}
 
-    def with_search(self, options: dict[str, str], name: str | None = None,
+    def with_search(self, search: SearchConfig, name: str | None = None,
                     temperature: SelfPlayConfig | None = None) -> SearchAgent:
-        """The same network and variables with the search changed by ``options`` (text values, as an agent spec's:
-        :meth:`zerolab.search.SearchConfig.with_overrides`), named ``name`` (default: this agent's), with
+        """The same network and variables searching with ``search`` (a :class:`~zerolab.search.SearchConfig`, e.g.
+        ``dataclasses.replace(agent.search_config, ...)``; text from a spec goes through
+        :meth:`~zerolab.search.SearchConfig.with_overrides` first), named ``name`` (default: this agent's), with
         ``temperature`` (default None: the search's choice).  Fresh search statistics."""
-        search = self.search_config.with_overrides(options, what="agent option")
+        if not isinstance(search, SearchConfig):
+            raise TypeError(f"with_search takes a SearchConfig, got {type(search).__name__} (text options: "
+                            "agent.search_config.with_overrides(options) first)")
         search.make_rules()  # a wrong rules name or option fails here, not inside a jitted search
         return SearchAgent(name or self.name, self.game, self.network, self.variables, search, temperature)
 
