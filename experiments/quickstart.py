@@ -62,8 +62,10 @@ def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[lis
 def run(config, workdir: pathlib.Path) -> dict:
     evaluation = EvaluationConfig.from_config(config.evaluation)
     game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
-    rated = train_then_rate(config, workdir, game, functools.partial(schedule, config, pathlib.Path(workdir), game),
-                            max_game_plies=evaluation.max_game_plies)
+    def rating_schedule(steps: list[int]) -> tuple[list[Pairing], dict]:
+        return schedule(config, pathlib.Path(workdir), game, steps)
+
+    rated = train_then_rate(config, workdir, game, rating_schedule, max_game_plies=evaluation.max_game_plies)
     ratings, final_step = rated.ratings, rated.steps[-1]
     final = rated.matches[f"{checkpoint_name(final_step)}-vs-{checkpoint_name(0)}"]
     engine = rated.matches.get(f"{checkpoint_name(final_step)}-vs-engine")

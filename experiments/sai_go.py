@@ -71,8 +71,10 @@ def check_config(config) -> None:
 def run(config, workdir: pathlib.Path) -> dict:
     evaluation = config.evaluation
     game = make_game("go", go_size=int(config.game.go_size), komi=float(evaluation.komi))
-    rated = train_then_rate(config, workdir, game, functools.partial(schedule, config, pathlib.Path(workdir), game),
-                            max_game_plies=int(evaluation.max_game_plies))
+    def rating_schedule(steps: list[int]) -> tuple[list[Pairing], dict]:
+        return schedule(config, pathlib.Path(workdir), game, steps)
+
+    rated = train_then_rate(config, workdir, game, rating_schedule, max_game_plies=int(evaluation.max_game_plies))
     ratings = rated.ratings
     references = {f"gnugo-{level}": ratings[f"gnugo:level={level}"] for level in evaluation.gnugo_levels
                   if f"gnugo:level={level}" in ratings}
