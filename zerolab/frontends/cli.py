@@ -31,14 +31,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import pathlib
 import sys
 from collections.abc import Iterable
 
+from zerolab.config import load_factory
 from zerolab.frontends.loaded_search import DEFAULT_COMPILATION_CACHE
 from zerolab.logs import configure_logging
+
+
+#: The lookup of named configs (experiments/configs/NAME.py) that ``train --config NAME`` uses.
+NAMED_CONFIGS = "experiments.configs:load_config"
 
 
 def split_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> list[str]:
@@ -140,9 +144,9 @@ def command_train(args: argparse.Namespace) -> int:
     interrupt_on_sigterm()
 
     # The named configs are the launchers' (experiments/configs/): the command line, an entry as they are, looks the
-    # name up there; the core below it takes the config as a value.
-    configs = importlib.import_module("experiments.configs")
-    config = configs.load_config(args.config, args.preset, args.overrides)
+    # name up there through the one plugin loader; the core below it takes the config as a value.
+    load_config = load_factory(NAMED_CONFIGS, "--config")
+    config = load_config(args.config, args.preset, args.overrides)
     train.check_training_config(config)  # every value, before the run directory is made
     check_run_directory(args.workdir, "--workdir")
 
