@@ -38,9 +38,9 @@ from contempt_search.experiment import (
 from contempt_search.statistics import wdl_percentages
 from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
-from experiments.common.results import Quantity
+from experiments.common.results import Quantity, score_quantity
 from zerolab import SearchAgent, SearchConfig
-from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings, score_standard_error
+from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
 
 logger = logging.getLogger(__name__)
@@ -242,9 +242,7 @@ def results(summary: dict, config) -> dict[str, Quantity]:
     match = summary["match"]
     contempt, puct = match["players"]
     return {
-        "score": Quantity(f"score, {contempt} vs {puct}", match["score"],
-                          score_standard_error(match["wins"], match["draws"], match["losses"]), "se", "games",
-                          match["games"], unit="score"),
+        "score": score_quantity(f"score, {contempt} vs {puct}", match["wins"], match["draws"], match["losses"]),
         "elo": Quantity(f"Elo, {contempt} − {puct}", match["elo_difference"], match["elo_two_sigma"], "2σ", "games",
                         match["games"], unit="Elo", digits=0),
     }

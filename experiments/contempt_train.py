@@ -36,11 +36,10 @@ import numpy as np
 from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_settings
 from contempt_search.statistics import decisive_ratio
 from experiments.common.experiment import Experiment
-from experiments.common.results import Quantity
+from experiments.common.results import Quantity, score_quantity
 from zerolab import make_game
 from zerolab.evaluation import (
     EloPanel, EvaluationConfig, Pairing, RunComparison, check_game_count, interleaved_steps, play_pairings,
-    score_standard_error,
 )
 from zerolab.frontends import prepare_experiment, training_config
 from zerolab.training import MetricsLog, load_trained_variables
@@ -160,9 +159,8 @@ def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quant
     final = summary["final_match"]
     contempt, puct = final["player_a"], final["player_b"]
     quantities = {
-        "final_score": Quantity(f"score, {contempt} vs {puct}", final["score"],
-                                score_standard_error(final["wins"], final["draws"], final["losses"]), "se", "games",
-                                final["games"], unit="score"),
+        "final_score": score_quantity(f"score, {contempt} vs {puct}", final["wins"], final["draws"],
+                                      final["losses"]),
         "final_elo": Quantity(f"Elo, {contempt} − {puct}", final["elo_difference"], final["elo_two_sigma"], "2σ",
                               "games", final["games"], unit="Elo", digits=0),
     }

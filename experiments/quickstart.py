@@ -17,10 +17,10 @@ import pathlib
 import jax
 
 from zerolab import make_game
-from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_agent, score_standard_error, train_then_rate
+from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_agent, train_then_rate
 from zerolab.play import EngineAgent
 from experiments.common.experiment import Experiment
-from experiments.common.results import Quantity
+from experiments.common.results import Quantity, score_quantity
 
 
 def checkpoint_name(step: int) -> str:
@@ -87,9 +87,7 @@ def run(config, workdir: pathlib.Path) -> dict:
 
 def match_score(label: str, result: dict) -> Quantity:
     """A match's score from its first player's side (``result``: a match summary, W/D/L) ± se over its games."""
-    wins, draws, losses = result["wins"], result["draws"], result["losses"]
-    return Quantity(label, result["score"], score_standard_error(wins, draws, losses), "se", "games",
-                    wins + draws + losses, unit="score")
+    return score_quantity(label, result["wins"], result["draws"], result["losses"])
 
 
 def results(summary: dict, config) -> dict[str, Quantity]:

@@ -19,11 +19,11 @@ import pathlib
 import jax
 
 from zerolab import make_game
-from zerolab.evaluation import Pairing, PairingRecord, score_standard_error, train_then_rate
+from zerolab.evaluation import Pairing, PairingRecord, train_then_rate
 from zerolab.play import make_agent
 from sai_go.agents import SaiAgent
 from experiments.common.experiment import Experiment
-from experiments.common.results import Quantity
+from experiments.common.results import Quantity, score_quantity
 from experiments.common.sai_go import check_play_keys
 
 
@@ -97,10 +97,8 @@ def results(summary: dict, config) -> dict[str, Quantity]:
     for label, match in summary["scores"].items():
         if "wins" not in match:  # a summary written before the matches' W/D/L were kept
             continue
-        wins, draws, losses = match["wins"], match["draws"], match["losses"]
-        quantities[f"score_{label.replace(' vs ', '_vs_')}"] = Quantity(
-            f"{label}, score", match["score"], score_standard_error(wins, draws, losses), "se", "games",
-            wins + draws + losses, unit="score")
+        quantities[f"score_{label.replace(' vs ', '_vs_')}"] = score_quantity(
+            f"{label}, score", match["wins"], match["draws"], match["losses"])
     quantities["training_wall_s"] = Quantity("training wall time", summary["training_wall_s"], unit="s", digits=0)
     return quantities
 

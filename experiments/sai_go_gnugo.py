@@ -33,12 +33,12 @@ import jax
 import numpy as np
 
 from zerolab import check_at_least, make_game
-from zerolab.evaluation import Pairing, play_pairings, score_standard_error
+from zerolab.evaluation import Pairing, play_pairings
 from zerolab.play import Match, check_agent_spec, make_agent, play_match
 from sai_go.agents import SaiAgent
 from sai_go.handicap import handicap_start
 from experiments.common.experiment import Experiment
-from experiments.common.results import Quantity
+from experiments.common.results import Quantity, score_quantity
 from experiments.common.sai_go import check_play_keys, check_sai_network
 
 
@@ -219,9 +219,7 @@ def results(summary: dict, config) -> dict[str, Quantity]:
     for name, row in summary["rows"].items():
         key = name.replace("=", "").replace(" ", "_")
         draws = row["games"] - row["wins"] - row["losses"]
-        quantities[f"score_{key}"] = Quantity(f"{name}: SAI's score", row["score"],
-                                              score_standard_error(row["wins"], draws, row["losses"]), "se", "games",
-                                              row["games"], unit="score")
+        quantities[f"score_{key}"] = score_quantity(f"{name}: SAI's score", row["wins"], draws, row["losses"])
         quantities[f"margin_{key}"] = Quantity(f"{name}: SAI's mean final margin (points)", row["mean_margin"],
                                                row.get("margin_se"), "se", "games", row["games"], unit="points",
                                                digits=1)

@@ -16,7 +16,7 @@ import ml_collections
 
 from distill.engine import EngineOptions
 from distill.evaluate import baseline_board_metrics, baseline_summaries, board_groups, compare_policies
-from experiments.common.results import Quantity
+from experiments.common.results import Quantity, score_quantity
 from distill.pipeline import (
     cached,
     check_config,
@@ -32,7 +32,6 @@ from distill.pipeline import (
     training_settings,
 )
 from zerolab import check_at_least
-from zerolab.evaluation import score_standard_error
 from zerolab.training import record_run_config
 
 
@@ -157,11 +156,8 @@ def variant_results(summary: dict[str, Any], config: ml_collections.ConfigDict) 
     games = sum(result["wins"] + result["draws"] + result["losses"] for result in tournament.get("results", []))
     for result in tournament.get("results", []):
         first, second = result["player_a"], result["player_b"]
-        wins, draws, losses = result["wins"], result["draws"], result["losses"]
-        played = wins + draws + losses
-        quantities[f"{first}_vs_{second}_score"] = Quantity(
-            f"{first} vs {second}, {first}'s score", (wins + draws / 2) / played,
-            score_standard_error(wins, draws, losses), "se", "games", played, unit="score")
+        quantities[f"{first}_vs_{second}_score"] = score_quantity(
+            f"{first} vs {second}, {first}'s score", result["wins"], result["draws"], result["losses"])
     for name, rating in tournament.get("ratings", {}).items():
         quantities[f"{name}_rating"] = Quantity(f"{name}, tournament rating", rating["elo"], 2 * rating["sigma"], "2σ",
                                                 "games", games, unit="rating", digits=0)

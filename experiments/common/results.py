@@ -96,6 +96,18 @@ class Quantity:
         return cls(**data)
 
 
+def score_quantity(label: str, wins: int, draws: int, losses: int) -> Quantity:
+    """A match's score from its first player's side, ``(wins + draws / 2) / games``, ± one se over its games
+    (:func:`zerolab.evaluation.score_standard_error`)."""
+    from zerolab.evaluation import score_standard_error
+
+    games = wins + draws + losses
+    if games <= 0:
+        raise ValueError(f"{label}: a score needs at least one game, got W/D/L {wins}/{draws}/{losses}")
+    return Quantity(label, (wins + draws / 2) / games, score_standard_error(wins, draws, losses), "se", "games", games,
+                    unit="score")
+
+
 @dataclasses.dataclass(frozen=True)
 class Results:
     """A run's ``results.json``: its headline quantities and where they come from."""

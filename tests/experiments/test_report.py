@@ -50,6 +50,19 @@ def test_a_quantity_says_what_its_error_is():
         Quantity("x", 1.0, 0.1, "sd")
 
 
+def test_a_match_score_counts_draws_as_half_and_its_se_is_over_games():
+    score = results.score_quantity("A vs B", wins=5, draws=194, losses=1)
+    # sample sd of the 200 game scores (5 ones, 194 halves, 1 zero) over √200
+    games = [1.0] * 5 + [0.5] * 194 + [0.0]
+    mean = sum(games) / 200
+    sd = (sum((g - mean) ** 2 for g in games) / 199) ** 0.5
+    assert (score.value, score.n, score.error_kind, score.over) == (0.51, 200, "se", "games")
+    assert score.error == pytest.approx(sd / 200 ** 0.5)
+    assert score.format() == "0.510 ± 0.006 (se over 200 games)"
+    with pytest.raises(ValueError, match="A vs B: a score needs at least one game"):
+        results.score_quantity("A vs B", 0, 0, 0)
+
+
 def test_a_table_naming_an_uncommitted_number_is_refused():
     committed = {"alphagateau-finetune": Results("alphagateau-finetune", {"transfer_elo": Quantity("t", 1.0)},
                                                 {"preset": "evidence", "date": "2026-11-28"})}
