@@ -12,10 +12,11 @@ names launchers use.  Any other public name comes from its layer package, where 
 from a module inside a layer (``zerolab.search.mcts``), and a name that is here is imported from here (one spelling
 each); ``tests/zerolab/test_layers.py`` holds it to that.
 
-The names are written once, as the imports of the ``if TYPE_CHECKING:`` block below (what type checkers and IDEs
-read); :func:`zerolab.lazy.lazy_surface` reads the same block to resolve each lazily (PEP 562): importing one imports
-only the module that defines it, so a JAX-free name (FEN validation, UCI engines, configs, progress bars) does not pull
-in JAX or pgx.
+Where each name comes from is written once, as the imports of the ``if TYPE_CHECKING:`` block below (what type
+checkers and IDEs read), and ``__all__`` lists the names (what static readers read; :func:`zerolab.lazy.lazy_surface`
+refuses an ``__all__`` that differs from the block); ``lazy_surface`` reads the block to resolve each name lazily
+(PEP 562): importing one imports only the module that defines it, so a JAX-free name (FEN validation, UCI engines,
+configs, progress bars) does not pull in JAX or pgx.
 """
 
 from __future__ import annotations
@@ -49,4 +50,15 @@ if TYPE_CHECKING:
         UCIOption, check_checkpoint, checkpoint_search, interleaved_best_times, serve_search_engine,
     )
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "ConfigError", "EngineError", "Frames", "GameBoards",
+    "GameRecord", "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "PlannedProgram", "PlyDecision",
+    "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine", "UCIOption",
+    "abstract_states", "abstract_variables", "apply_overrides", "check_at_least", "check_checkpoint", "check_choice",
+    "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "default_config", "find_engine",
+    "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer",
+    "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits", "progress_bar",
+    "replicate", "replicated", "request_host_devices", "run_search", "serve_search_engine", "shard_host_batch",
+    "standard_lane_rule", "to_json", "train", "validate_fen"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

@@ -1,8 +1,10 @@
 """Lazy re-exports (PEP 562) for the core's declared surfaces: ``zerolab`` itself and each layer package.
 
-A surface package writes its public names once, as the imports of its ``if TYPE_CHECKING:`` block: type checkers and
-IDEs read them as the real definitions, and :func:`lazy_surface` reads the same block from the package's source to
-build the package's ``__getattr__``, ``__dir__`` and ``__all__``.  Each name resolves on first use, so importing one
+A surface package writes where its public names come from once, as the imports of its ``if TYPE_CHECKING:`` block
+(type checkers and IDEs read them as the real definitions), and declares them in a literal ``__all__`` (what static
+readers and ``import *`` read).  :func:`lazy_surface` reads the block from the package's source to build the
+package's ``__getattr__`` and ``__dir__``, and refuses to import a package whose ``__all__`` is not exactly the
+block's names and the functions and classes it defines itself, so the two can never drift apart.  Each name resolves on first use, so importing one
 name imports only the module that holds it: FEN validation, UCI engines, configs and progress bars stay free of JAX
 and pgx, and the command line starts fast.
 """
@@ -47,16 +49,27 @@ def defined_names(path: str | pathlib.Path) -> list[str]:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
 
 
-def lazy_surface(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
-    """``(__getattr__, __dir__, __all__)`` for ``package``, whose public names are those its ``if TYPE_CHECKING:``
-    block imports (:func:`surface_sources`) and the functions and classes it defines itself.
+def lazy_surface(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for ``package``, whose public names are those its ``if TYPE_CHECKING:`` block
+    imports (:func:`surface_sources`) and the functions and classes it defines itself.
 
     A name that is the last part of its module's name (``"train"`` from ``zerolab.training.train``) is that module;
     any other is the module's attribute.  A resolved name is stored on the package, so later look-ups are plain
     attribute reads.
+
+    Raises ImportError when the package's ``__all__`` (a literal, written before the call) is not exactly those
+    names, naming the ones missing from it and the ones it has too many.
     """
-    path = sys.modules[package].__file__
+    module = sys.modules[package]
+    path = module.__file__
     holder = surface_sources(path, package)
+    public = set(holder) | set(defined_names(path))
+    declared = getattr(module, "__all__", None)
+    if declared is None or list(declared) != sorted(public):
+        declared = set(declared or ())
+        raise ImportError(f"{package}.__all__ must list, sorted, the names of its TYPE_CHECKING block and the functions "
+                          f"and classes it defines: missing {sorted(public - declared)}, not public "
+                          f"{sorted(declared - public)}" + ("" if declared != public else " (not sorted)"))
 
     def __getattr__(name: str) -> Any:
         module_name = holder.get(name)
@@ -70,4 +83,4 @@ def lazy_surface(package: str) -> tuple[Callable[[str], Any], Callable[[], list[
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(holder))
 
-    return __getattr__, __dir__, sorted(set(holder) | set(defined_names(path)))
+    return __getattr__, __dir__

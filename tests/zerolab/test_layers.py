@@ -1,8 +1,8 @@
 """The project's layering rules, read from the source: no import circles, the core's layers import only those below
 them, method packages and launchers (``experiments/``, ``scripts/``) import only the declared surface (``zerolab`` and
 the layer packages' ``__all__``), experiments import no other experiment, method packages import no experiment and
-load no config by name.  Then the surface itself: each package's names, written once in its ``if TYPE_CHECKING:``
-block, resolving to their definitions; ``zerolab``'s names the vocabulary of methods and the foundation; the JAX-free
+load no config by name.  Then the surface itself: each package's names, from its ``if TYPE_CHECKING:`` block and
+declared in a literal ``__all__``, resolving to their definitions; ``zerolab``'s names the vocabulary of methods and the foundation; the JAX-free
 names importing no JAX."""
 
 from __future__ import annotations
@@ -264,7 +264,8 @@ def core_imports(path: pathlib.Path) -> list[tuple[int, str, str | None]]:
 
 
 def declared(package: str) -> list[str]:
-    """A surface package's ``__all__`` (:func:`zerolab.lazy.lazy_surface` builds it from the package's source)."""
+    """A surface package's ``__all__`` (a literal that :func:`zerolab.lazy.lazy_surface` checks against the package's
+    ``TYPE_CHECKING`` block and definitions)."""
     return list(importlib.import_module(package).__all__)
 
 
@@ -384,6 +385,21 @@ def test_each_surface_package_writes_its_names_once_in_its_type_checking_block(s
         defined = {node.name for node in ast.parse(path.read_text()).body
                    if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")}
         assert declared(package) == sorted(set(sources) | defined), package
+
+
+def test_a_surface_whose_all_differs_from_its_type_checking_block_is_refused(tmp_path, monkeypatch):
+    package = tmp_path / "drifting_surface"
+    package.mkdir()
+    body = ("from typing import TYPE_CHECKING\nfrom zerolab.lazy import lazy_surface\nif TYPE_CHECKING:\n"
+            "    from zerolab.games import make_game, validate_fen\n__all__ = {names}\n"
+            "__getattr__, __dir__ = lazy_surface(__name__)\n\n\ndef helper():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (package / "__init__.py").write_text(body.format(names='["helper", "make_game", "validate_fen"]'))
+    assert importlib.import_module("drifting_surface").make_game is importlib.import_module("zerolab").make_game
+    del sys.modules["drifting_surface"]
+    (package / "__init__.py").write_text(body.format(names='["make_game", "train"]'))
+    with pytest.raises(ImportError, match=r"missing \['helper', 'validate_fen'\], not public \['train'\]"):
+        importlib.import_module("drifting_surface")
 
 
 def test_a_surface_refuses_an_import_it_cannot_resolve(tmp_path):

@@ -16,4 +16,7 @@ if TYPE_CHECKING:
     from zerolab.engines.executables import find_engine
     from zerolab.engines.uci_client import EngineError, UCIEngine
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "EngineError", "UCIEngine", "find_engine"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

@@ -22,4 +22,10 @@ if TYPE_CHECKING:
         EloPanel, RatedTraining, RunComparison, TrainedRun, interleaved_steps, train_then_rate,
     )
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "Contestant", "EloBook", "EloPanel", "EvaluationConfig", "Pairing", "PairingRecord", "RatedTraining",
+    "RunComparison", "TrainedRun", "check_game_count", "checkpoint_agent", "checkpoint_steps", "interleaved_steps",
+    "new_figure", "play_pairings", "rate_contestants", "rated_steps", "run_statistics", "save_figure",
+    "score_standard_error", "train_then_rate"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

@@ -26,4 +26,12 @@ if TYPE_CHECKING:
     )
     from zerolab.frontends.experiment_setup import prepare_experiment, training_config
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "BenchCase", "DEFAULT_COMPILATION_CACHE", "GTPError", "GTPServer", "LoadedSearch", "MoveChoice", "SearchBudget",
+    "UCIOption", "UCIServer", "add_allow_config_change_argument", "add_distributed_arguments",
+    "add_host_devices_argument", "check_checkpoint", "checkpoint_search", "convert_to_run", "converted_run_config",
+    "interleaved_best_times", "main_loop", "play_search", "prepare_experiment", "search_overrides", "selfplay_program",
+    "serve_search_engine", "split_overrides", "start_distributed", "start_host_devices", "training_config",
+    "training_program"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

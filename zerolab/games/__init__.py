@@ -19,7 +19,11 @@ if TYPE_CHECKING:
     from zerolab.games.go import GoGame
     from zerolab.games.pgn import GameRecord, write_games
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "ChessGame", "Game", "GameBoards", "GameRecord", "GoGame", "InvalidPositionError", "ObservationPlanes",
+    "PROMOTION_PIECES", "START_FENS", "make_game", "move_table", "square_name", "validate_fen", "write_games"
+]
+__getattr__, __dir__ = lazy_surface(__name__)
 
 GAME_NAMES = ("chess", "gardner_chess", "go")
 

@@ -17,4 +17,9 @@ if TYPE_CHECKING:
         compute_dtype, count_parameters, float32_output, init_variables, make_network, policy_head, residual_tower,
     )
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "AlphaZeroResNet", "NETWORK_DTYPES", "NetworkInputs", "NetworkOutput", "abstract_variables", "apply_network",
+    "compute_dtype", "count_parameters", "float32_output", "init_variables", "load_lc0_weights", "make_network",
+    "policy_head", "residual_tower"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

@@ -20,4 +20,9 @@ if TYPE_CHECKING:
     from zerolab.play.lc0_agents import PolicyAgent, policy_actions, policy_probabilities
     from zerolab.play.results import MatchResult
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "Agent", "AgentPool", "EngineAgent", "Match", "MatchResult", "MemberChoice", "PolicyAgent", "SearchAgent",
+    "TeamAgent", "TeamMoves", "check_agent_spec", "lanes_to_answer", "load_search_agent", "make_agent",
+    "make_search_agent", "play_games", "play_match", "policy_actions", "policy_probabilities", "split_spec"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

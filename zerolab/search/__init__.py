@@ -16,4 +16,9 @@ if TYPE_CHECKING:
     from zerolab.search.mcts import grow_tree, growing_config, masked_logits, run_search, search_policy, start_tree
     from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree, child_index, subtree
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "RecurrentFn", "RecurrentOutput", "SEARCH_KINDS", "SELECTIONS", "SearchConfig", "SearchRules", "Tree",
+    "child_index", "grow_tree", "growing_config", "masked_logits", "run_search", "search_policy", "selection_functions",
+    "start_tree", "subtree"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

@@ -24,4 +24,10 @@ if TYPE_CHECKING:
     from zerolab.selfplay.programs import make_selfplay_fn
     from zerolab.selfplay.records import complete_games, summarize
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "Frames", "GameRule", "LaneRule", "Lanes", "MoveRule", "PackedFrames", "PlayFn", "PlayVariables", "PlayedPly",
+    "PlyDecision", "PlyRecord", "SelfPlayConfig", "advance_lanes", "backward_game_values", "complete_games",
+    "initial_states_from_fens", "make_play_fn", "make_selfplay_fn", "restart_games", "search_move_rule", "select_where",
+    "standard_lane_rule", "summarize"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

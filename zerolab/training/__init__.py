@@ -31,4 +31,13 @@ if TYPE_CHECKING:
         check_run_directory, config_changes_allowed, file_system_error, growing_leaves, record_run_config,
     )
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",
+    "RunDirectoryBusyError", "RunDirectoryError", "RunDirectoryOwner", "TrainingInterrupted", "abstract_states",
+    "alphazero_loss", "check_accelerator", "check_run_config", "check_run_directory", "check_training_config",
+    "compile_cost", "config_changes_allowed", "evaluation_flops", "evaluations_per_search", "file_system_error",
+    "format_plan", "format_programs", "growing_leaves", "interrupt_on_sigterm", "interruption_report",
+    "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
+    "step_directories", "train"
+]
+__getattr__, __dir__ = lazy_surface(__name__)

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
     from zerolab.networks.lc0.maia import maia_weights_path
     from zerolab.networks.lc0.weights import Lc0FormatError, Lc0Weights, read_lc0_weights
 
-__getattr__, __dir__, __all__ = lazy_surface(__name__)
+__all__ = [
+    "Lc0FormatError", "Lc0Network", "Lc0Weights", "lc0_variables", "load_lc0_weights", "maia_weights_path", "make_lc0",
+    "network_for_weights", "read_lc0_weights", "wdl"
+]
+__getattr__, __dir__ = lazy_surface(__name__)
 
 
 def load_lc0_weights(path=None) -> tuple[Any, dict]:
