@@ -14,19 +14,16 @@ import ml_collections
 import pytest
 
 from zerolab.logs import OneLineLibraryErrors
+from zerolab.training.file_system import RunDirectoryError, check_run_directory, file_system_error, writing
 from zerolab.training.run_directory import (
     MISSING,
     ConfigChange,
     ConfigConflictError,
-    RunDirectoryError,
     check_run_config,
-    check_run_directory,
     config_changes,
     config_changes_allowed,
-    file_system_error,
     is_safe_change,
     record_run_config,
-    writing,
 )
 
 RECORDED = {"iterations": 2, "progress": True, "seed": 0, "game": {"name": "gardner_chess"},

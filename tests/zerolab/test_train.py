@@ -23,7 +23,8 @@ import pytest
 from zerolab.training import train_state, trained_variables
 from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
-from zerolab.training.run_directory import OWNER_FILE, ConfigConflictError, RunDirectoryOwner
+from zerolab.training.run_directory import ConfigConflictError
+from zerolab.training.run_owner import OWNER_FILE, RunDirectoryOwner
 from zerolab.config import default_config
 from experiments.configs import load_config
 from zerolab.games import make_game

@@ -139,7 +139,7 @@ def command_train(args: argparse.Namespace) -> int:
     start_host_devices(args)
     from zerolab.training import train
     from zerolab.training.interrupt import TrainingInterrupted, interrupt_on_sigterm, interruption_report
-    from zerolab.training.run_directory import check_run_directory, file_system_error
+    from zerolab.training.file_system import check_run_directory, file_system_error
 
     interrupt_on_sigterm()
 

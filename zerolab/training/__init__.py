@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from zerolab.training import train
     from zerolab.training.replay import FrameWindow
     from zerolab.training.replay_checkpoints import read_window
+    from zerolab.training.file_system import RunDirectoryError, check_run_directory, file_system_error
     from zerolab.training.run_directory import (
-        ConfigConflictError, RunDirectoryBusyError, RunDirectoryError, RunDirectoryOwner, check_run_config,
-        check_run_directory, config_changes_allowed, file_system_error, growing_leaves, record_run_config,
+        ConfigConflictError, check_run_config, config_changes_allowed, growing_leaves, record_run_config,
     )
+    from zerolab.training.run_owner import RunDirectoryBusyError, RunDirectoryOwner
 
 __all__ = [
     "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram",

@@ -9,7 +9,7 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
-from zerolab.training.run_directory import writing
+from zerolab.training.file_system import writing
 
 
 def _jsonable(value: Any) -> Any:

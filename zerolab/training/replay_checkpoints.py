@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 from zerolab.training.checkpoint import Checkpointer
-from zerolab.training.run_directory import writing
+from zerolab.training.file_system import writing
 from zerolab.training.pending import PendingFrames
 from zerolab.training.replay import (
     GAME_ITERATION,

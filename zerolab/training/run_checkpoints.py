@@ -20,7 +20,7 @@ from zerolab.training.checkpoint import Checkpointer
 from zerolab.training.pending import PendingFrames
 from zerolab.training.replay import FrameWindow
 from zerolab.training.replay_checkpoints import ReplayCheckpoints
-from zerolab.training.run_directory import writing
+from zerolab.training.file_system import writing
 from zerolab.training.train_state import TrainState
 
 logger = logging.getLogger(__name__)

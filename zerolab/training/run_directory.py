@@ -21,11 +21,8 @@ key (:func:`config_changes`):
 ``config.json`` is never rewritten silently: when the recorded config changes (:meth:`ConfigRecord.write`), the
 record it replaces is kept as ``config.previous-N.json`` (N = 1, 2, ...) and the changed keys are logged.
 
-**The file system.**  :func:`check_run_directory` refuses, before any work, a run directory that cannot hold a run:
-a path naming a file, a file where one of the run's directories should be, a directory that cannot be written
-(read-only file system, no permission) or a file system with no room; and :func:`file_system_error` turns an
-``OSError`` met mid-run (a full disk, say), wherever it is in the chain of exceptions, into one line naming the path
-and the problem.
+The other checks made before a run writes live beside this module: what the file system must allow
+(:mod:`zerolab.training.file_system`) and one owner per directory (:mod:`zerolab.training.run_owner`).
 """
 
 from __future__ import annotations
@@ -33,20 +30,17 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import errno
 import json
 import logging
 import os
 import pathlib
 import re
-import shutil
-import sys
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from zerolab import config as config_lib
 from zerolab.search.config import RETIRED_RULES
+from zerolab.training.file_system import RunDirectoryError, describe_os_error
 
 logger = logging.getLogger(__name__)
 
@@ -66,122 +60,10 @@ GROWING_LEAVES = ("iterations",)
 RENAMED_LEAVES = {"embedding_size": "channels"}
 #: What the flag that allows other changes is called on the command lines.
 ALLOW_FLAG = "--allow-config-change"
-#: Directories of a run directory: a file under one of these names stops the run before it starts.
-RUN_SUBDIRECTORIES = ("checkpoints", "replay", "games", "figures", "tb")
-#: Operating-system errors of a write that fails: no room, no quota, read-only, no permission, a device error, a
-#: file where a directory should be (or the reverse), a file too large.
-WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
-                            errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.EFBIG})
-#: A file system with less room than this cannot take a checkpoint: the run is refused before it starts.
-MINIMUM_FREE_BYTES = 1 << 20
 
 _CHANGES_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("config_changes_allowed", default=False)
 _GROWING_LEAVES: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("growing_leaves",
                                                                                  default=GROWING_LEAVES)
-
-
-class RunDirectoryError(ValueError):
-    """A run directory cannot be used as asked: its message is one line naming the path and the problem."""
-
-
-class RunDirectoryBusyError(RunDirectoryError):
-    """Another process owns the run directory (:class:`RunDirectoryOwner`); the message names it."""
-
-
-#: The file whose lock marks a run directory's owner (its text says who holds it).
-OWNER_FILE = "owner.lock"
-
-
-class RunDirectoryOwner:
-    """One owner per run directory: an exclusive ``flock`` on ``<workdir>/owner.lock``, held while a run writes.
-
-    A second process that asks for a directory another holds gets :class:`RunDirectoryBusyError` naming the holder
-    (pid, host, start time and command, which the holder writes into the file when it starts writing) and has written
-    nothing.  The lock is the operating system's, so it goes with its process, however that ends (``kill -9``
-    included): a stale file is no owner.  Within one process a directory may be claimed again (an experiment's
-    launcher, then the training run it starts in the same directory): the claims nest and the lock is released with
-    the outermost.
-
-    Use :meth:`claim` (a context manager).  ``claim(create=False)`` locks a directory that already has an owner file
-    (nothing is written, so a run refused by a later check leaves the directory as it was; a directory without one has
-    had no owner since owners were recorded); :meth:`take`, once the caller is about to write, locks it if it is not
-    yet (making the directory's owner file) and records this process as the owner.
-    """
-
-    _held: dict[str, list] = {}  # the process's own claims: real path -> [open owner file, depth]
-
-    def __init__(self, workdir: str | pathlib.Path, flag: str = "--workdir"):
-        self.workdir = pathlib.Path(workdir)
-        self.flag = flag
-        self._locked = False
-        self._recorded = False
-
-    @contextlib.contextmanager
-    def claim(self, create: bool = True):
-        """Holds the directory for the ``with`` block (made and recorded first where ``create``; see the class)."""
-        try:
-            if create:
-                self.workdir.mkdir(parents=True, exist_ok=True)
-                self.take()
-            elif (self.workdir / OWNER_FILE).exists():
-                self._lock(create=False)
-            yield self
-        finally:
-            self.release()
-
-    def take(self) -> None:
-        """Locks the directory (it must exist) unless this claim holds it, and records this process as its owner;
-        :class:`RunDirectoryBusyError` if another process holds it."""
-        if not self._locked:
-            self._lock(create=True)
-        if self._recorded:
-            return
-        import socket
-
-        handle, depth = self._held[os.path.realpath(self.workdir)]
-        if depth == 1:  # the outermost claim of this process records it
-            started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            command = " ".join(os.path.basename(part) if index == 0 else part for index, part in enumerate(sys.argv))
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {started} ({command})\n")
-            handle.flush()
-        self._recorded = True
-
-    def _lock(self, create: bool) -> None:
-        import fcntl
-
-        key = os.path.realpath(self.workdir)
-        held = self._held.get(key)
-        if held is not None:  # this process holds it already: nest
-            held[1] += 1
-            self._locked = True
-            return
-        handle = open(self.workdir / OWNER_FILE, "a+" if create else "r+")  # noqa: SIM115 - open while held
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            raise RunDirectoryBusyError(f"{self.flag} {self.workdir} is in use by {holder}: one run at a time writes a "
-                                        f"run directory; wait for it to end or stop it, then run again") from None
-        self._held[key] = [handle, 1]
-        self._locked = True
-
-    def release(self) -> None:
-        """Gives the claim up (the lock goes with the process's last claim on the directory)."""
-        if not self._locked:
-            return
-        self._locked = self._recorded = False
-        key = os.path.realpath(self.workdir)
-        held = self._held.get(key)
-        if held is None:
-            return
-        held[1] -= 1
-        if held[1] == 0:
-            del self._held[key]
-            held[0].close()  # closing the file releases the flock
 
 
 class ConfigConflictError(RunDirectoryError):
@@ -380,101 +262,3 @@ def record_run_config(workdir: str | pathlib.Path, config: Any, allow_change: bo
 # --- the file system -------------------------------------------------------------------------------------------------
 
 
-def describe_os_error(error: OSError) -> str:
-    """``"<strerror> (<ERRNO name>)"`` of an ``OSError``, e.g. ``"No space left on device (ENOSPC)"``."""
-    name = errno.errorcode.get(error.errno or 0)
-    reason = error.strerror or str(error)
-    return f"{reason} ({name})" if name else reason
-
-
-def check_run_directory(workdir: str | pathlib.Path, flag: str = "--workdir") -> pathlib.Path:
-    """``workdir`` if a run can be written there; reads only (the directory is not created).
-
-    Raises :class:`RunDirectoryError` naming the path when it is a file, when a file stands where one of its
-    directories (or of the run's own, :data:`RUN_SUBDIRECTORIES`) should be, when the first existing directory on the
-    way cannot be written (read-only file system, permission) or when its file system has less than
-    :data:`MINIMUM_FREE_BYTES` free.
-    """
-    workdir = pathlib.Path(workdir)
-    if workdir.exists() and not workdir.is_dir():
-        raise RunDirectoryError(f"{flag} {workdir} is a file, not a directory")
-    for name in RUN_SUBDIRECTORIES:
-        path = workdir / name
-        if path.exists() and not path.is_dir():
-            raise RunDirectoryError(f"{path} is a file where the run keeps a directory; move it aside")
-    existing = workdir
-    while not existing.exists():
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if not existing.is_dir():
-        raise RunDirectoryError(f"{flag} {workdir} cannot be created: {existing} is a file, not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        problem = "is on a read-only file system" if _read_only(existing) else "is not writable (permission denied)"
-        what = f"{existing} {problem}" if existing == workdir else f"{workdir} cannot be created: {existing} {problem}"
-        raise RunDirectoryError(f"{flag} {what}")
-    free = shutil.disk_usage(existing).free
-    if free < MINIMUM_FREE_BYTES:
-        raise RunDirectoryError(f"{flag} {workdir}: no space left on its file system ({free} bytes free at "
-                                f"{existing})")
-    return workdir
-
-
-def _read_only(path: pathlib.Path) -> bool:
-    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-
-
-def os_error_in(error: BaseException) -> OSError | None:
-    """The first ``OSError`` in ``error``'s chain (itself, its causes and contexts), preferring one that names a
-    file; None when there is none."""
-    chain, seen = [], set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    errors = [item for item in chain if isinstance(item, OSError)]
-    named = [item for item in errors if item.filename]
-    return (named or errors or [None])[0]
-
-
-def file_system_error(error: BaseException, workdir: str | pathlib.Path) -> str | None:
-    """One line for a file-system failure met while running in ``workdir`` — the path, the problem and what a rerun
-    does — or None when ``error`` is not one: no ``OSError`` of :data:`WRITE_FAILURES` in its chain nor such an
-    operating-system error number in its message (:func:`os_error_of`).  A missing file is not one: it is reported
-    as the input it is."""
-    os_error = os_error_in(error) or os_error_of(error, workdir)
-    if os_error is None or os_error.errno not in WRITE_FAILURES:
-        return None
-    return (f"writing {os_error.filename or workdir} failed: {describe_os_error(os_error)}; the checkpoints saved "
-            f"before are kept, and a rerun on {workdir} resumes from the newest complete one")
-
-
-#: How tensorstore (orbax's writer) gives the operating system's error number inside its own error's message.
-TENSORSTORE_ERROR_CODE = re.compile(r"os_error_code='(\d+)'")
-
-
-def os_error_of(error: BaseException, path: str | pathlib.Path) -> OSError | None:
-    """``error`` as an ``OSError`` naming ``path`` when it is a file-system failure that names no file: an
-    ``OSError`` without a file name (a failed write or flush), or a writer's own error that carries the operating
-    system's error number in its message (tensorstore's ``os_error_code='28'``); None otherwise."""
-    if isinstance(error, OSError):
-        return None if error.filename else type(error)(error.errno, error.strerror or str(error), str(path))
-    match = TENSORSTORE_ERROR_CODE.search(str(error))
-    if match is None:
-        return None
-    number = int(match.group(1))
-    return OSError(number, os.strerror(number), str(path))
-
-
-@contextlib.contextmanager
-def writing(path: str | pathlib.Path) -> Iterator[None]:
-    """Raises a file-system failure of the block that names no file as an ``OSError`` naming ``path``
-    (:func:`os_error_of`), so that the error says where it happened; other errors pass unchanged."""
-    try:
-        yield
-    except Exception as error:
-        named = os_error_of(error, path)
-        if named is None:
-            raise
-        raise named from error

@@ -61,9 +61,9 @@ from zerolab.games.pgn import GameRecord, replay_moves, write_games
 from zerolab.progress import progress_bar
 from zerolab.training.pending import PendingFrames, settle
 from zerolab.training.replay import FrameWindow, update_window
-from zerolab.training.run_directory import (
-    ConfigRecord, RunDirectoryOwner, check_run_config, check_run_directory, writing,
-)
+from zerolab.training.file_system import check_run_directory, writing
+from zerolab.training.run_directory import ConfigRecord, check_run_config
+from zerolab.training.run_owner import RunDirectoryOwner
 from zerolab.search.config import SearchRules
 from zerolab.training.run_checkpoints import RunCheckpoints, RunState
 from zerolab.training.runs import Components, check_training_config
@@ -327,13 +327,13 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
         allow_config_change: bool | None = None) -> RunState:
     """Trains for ``config.iterations`` iterations in ``workdir``, resuming what is there.
 
-    Before anything in ``workdir`` changes, the directory is checked (:func:`~zerolab.training.run_directory.
+    Before anything in ``workdir`` changes, the directory is checked (:func:`~zerolab.training.file_system.
     check_run_directory`: not a file, writable, room left) and ``config`` against the config it records
     (:func:`~zerolab.training.run_directory.check_run_config`: a rerun with other settings is refused unless they
     are safe on resume or ``allow_config_change``; None: as :func:`~zerolab.training.run_directory.
     config_changes_allowed` says).  The run owns ``workdir`` while it trains
-    (:class:`~zerolab.training.run_directory.RunDirectoryOwner`): a directory another process is writing is refused
-    with :class:`~zerolab.training.run_directory.RunDirectoryBusyError` before anything is written.
+    (:class:`~zerolab.training.run_owner.RunDirectoryOwner`): a directory another process is writing is refused
+    with :class:`~zerolab.training.run_owner.RunDirectoryBusyError` before anything is written.
     """
     workdir = check_run_directory(pathlib.Path(workdir), "run directory")
     # One owner per run directory: process 0 holds it (the other processes of a run write only their own files).
