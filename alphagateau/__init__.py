@@ -1,12 +1,13 @@
 """AlphaGateau: chess as a graph (squares = nodes, moves = edges) with edge-featured GATEAU attention.
 
-Public API (imported lazily, so ``python -m alphagateau.graph`` runs without importing its own module twice):
+Public API (imported lazily, so ``python -m alphagateau.graph_tools`` runs without importing its own module twice):
 
-* graph (:mod:`alphagateau.graph`): :func:`board_graph`, :func:`graph_features`, :func:`build_graphs`,
-  :func:`node_features`, :func:`edge_features`, :func:`slot_logits_to_action_logits`,
-  :func:`edge_logits_to_action_logits`, :func:`action_values_to_edges`,
-  :func:`graph_legal_moves_uci`, :class:`BoardGraph`, :data:`EDGE_FEATURE_NAMES`, :data:`NUM_NODE_FEATURES`,
+* graph (:mod:`alphagateau.graph`): :func:`board_graph`, :func:`graph_features`, :func:`node_features`,
+  :func:`edge_features`, :func:`slot_logits_to_action_logits`, :func:`edge_logits_to_action_logits`,
+  :func:`action_values_to_edges`, :class:`BoardGraph`, :data:`EDGE_FEATURE_NAMES`, :data:`NUM_NODE_FEATURES`,
   :data:`NUM_EDGE_FEATURES`, :data:`NON_EDGE_LOGIT`;
+* graph tools (:mod:`alphagateau.graph_tools`): :func:`build_graphs` (a batch as one ``jraph.GraphsTuple``),
+  :func:`graph_legal_moves_uci`, and the command line;
 * topology (:mod:`alphagateau.topology`): :class:`Topology` (a fixed graph's incoming-slot layout),
   :class:`FixedGather` (a gather whose gradient is a gather), :func:`masked_softmax`: message passing without
   scatters;
@@ -31,14 +32,13 @@ _EXPORTS = {
         "NUM_NODE_FEATURES",
         "action_values_to_edges",
         "board_graph",
-        "build_graphs",
         "edge_features",
         "edge_logits_to_action_logits",
         "graph_features",
-        "graph_legal_moves_uci",
         "node_features",
         "slot_logits_to_action_logits",
     ),
+    "alphagateau.graph_tools": ("build_graphs", "graph_legal_moves_uci"),
     "alphagateau.topology": ("FixedGather", "Topology", "masked_softmax"),
     "alphagateau.layers": ("GATEAU", "GraphBatch", "ResGATEAU", "AttentionPooling"),
     "alphagateau.network": ("AlphaGateau", "make_alphagateau", "parameter_counts", "benchmark_graph_building"),

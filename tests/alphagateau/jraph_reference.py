@@ -12,7 +12,8 @@ import jax
 import jax.numpy as jnp
 import jraph
 
-from alphagateau.graph import build_graphs, edge_logits_to_action_logits
+from alphagateau.graph import edge_logits_to_action_logits
+from alphagateau.graph_tools import build_graphs
 from alphagateau.network import LEGACY_ARCHITECTURE
 from zerolab import NetworkInputs, NetworkOutput
 

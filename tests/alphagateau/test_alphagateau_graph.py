@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from alphagateau import graph as chess_graph
+from alphagateau import graph_tools
 from alphagateau.graph import (
     EDGE_FEATURE_NAMES,
     NON_EDGE_LOGIT,
@@ -15,10 +16,9 @@ from alphagateau.graph import (
     NUM_NODE_FEATURES,
     action_values_to_edges,
     board_graph,
-    build_graphs,
     edge_logits_to_action_logits,
-    graph_legal_moves_uci,
 )
+from alphagateau.graph_tools import build_graphs, graph_legal_moves_uci
 from zerolab.games.chess import move_table, parse_square
 
 
@@ -219,7 +219,7 @@ def test_command_line(tmp_path, capsys, chess_game, gardner_game):
             ]
         )
     )
-    assert chess_graph.main(["--game", "chess", "--fens", str(fens), "--stats"]) == 1
+    assert graph_tools.main(["--game", "chess", "--fens", str(fens), "--stats"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "# chess: 64 nodes, 1858 edges, 119 node features, 15 edge features"
     move_lines = [line for line in lines if not line.startswith("#")]
@@ -231,7 +231,7 @@ def test_command_line(tmp_path, capsys, chess_game, gardner_game):
 
     gardner = tmp_path / "gardner.txt"
     gardner.write_text("rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1\nk4/3P1/5/1p3/4K w - - 0 1\n")
-    assert chess_graph.main(["--game", "gardner_chess", "--fens", str(gardner)]) == 0
+    assert graph_tools.main(["--game", "gardner_chess", "--fens", str(gardner)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "a2a3 b1a3 b1c3 b2b3 c2c3 d2d3 e2e3"
     assert lines[1] == " ".join(gardner_game.legal_moves_uci(gardner_game.from_fen("k4/3P1/5/1p3/4K w - - 0 1")))
