@@ -8,7 +8,7 @@ candidates in the move rule's carry (:class:`SaiGame`), and the lanes of a devic
 
 * **Fresh games** start from the empty board at a komi K drawn so that the current network's Black winrate at K is
   uniform: ``K = ⌊α_∅ + logit(U)/β_∅⌋ + 0.5``, U ~ Unif(0, 1), clipped to ``|K| <= N² + 0.5``
-  (:func:`sample_komi`; α_∅, β_∅ are the network's on the empty board, Black to move, evaluated once per call).
+  (:func:`sai_go.branches.sample_komi`; α_∅, β_∅ are the network's on the empty board, Black to move, evaluated once per call).
 * **Branch candidates**: each position after a game's first move (its own start excluded) becomes a branch point
   independently with ``branch_probability``, at most ``max_branches`` per game; deciding them as the game is played
   is the same draw as scanning the finished game from move 1.  With ``branch_from_branches`` off only games from
@@ -52,34 +52,25 @@ import jax
 import jax.numpy as jnp
 import pgx
 
-from zerolab import (
-    GoGame,
-    MoveRule,
-    PlyDecision,
-    SearchConfig,
-    SelfPlayConfig,
-    make_play_fn,
-)
+from sai_go.branches import BranchQueue, half_integer_komi, komi_limit, pop_branches, push_branches, sample_komi
+from sai_go.pass_rules import PASS_RULES, avoid_losing_pass
+from sai_go.scoring import black_margin, black_result
+from sai_go.search import check_lambda, evaluate, sai_search
+from sai_go.value import signed_komi
+from zerolab import GoGame, MoveRule, PlyDecision, SearchConfig, SelfPlayConfig, make_play_fn
 from zerolab.selfplay import (
     GameRule,
     LaneRule,
     Lanes,
     PlayedPly,
     PlayFn,
-    PlyRecord,
     PlayVariables,
+    PlyRecord,
     advance_lanes,
     backward_game_values,
     restart_games,
     select_where,
 )
-from sai_go.scoring import black_margin, black_result
-from sai_go.search import check_lambda, evaluate, sai_search
-from sai_go.value import signed_komi
-
-
-#: The pass rules of self-play (``method_options.pass_rule``): see :class:`SaiSelfPlayOptions`.
-PASS_RULES = ("free", "no_losing_pass", "no_early_pass")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +86,7 @@ class SaiSelfPlayOptions:
         paper's procedure).
       pass_rule: ``free`` (the search's move, pass or not), ``no_losing_pass`` (Leela Zero's engine without
         ``--dumbpass``: no pass that leaves the mover behind by the board's area count) or ``no_early_pass`` (no
-        pass while a legal move fills no own eye, as Monte Carlo Go playouts): :func:`avoid_losing_pass`.
+        pass while a legal move fills no own eye, as Monte Carlo Go playouts): :func:`sai_go.pass_rules.avoid_losing_pass`.
     """
 
     lam: float = 0.5
@@ -115,31 +106,6 @@ class SaiSelfPlayOptions:
             raise ValueError(f"method_options.queue_size must be >= 1, got {self.queue_size}")
         if self.pass_rule not in PASS_RULES:
             raise ValueError(f"method_options.pass_rule must be one of {PASS_RULES}, got {self.pass_rule!r}")
-
-
-def komi_limit(game: GoGame) -> float:
-    return game.size * game.size + 0.5
-
-
-def half_integer_komi(black_alpha: jax.Array, limit: float) -> jax.Array:
-    """``⌊black_alpha⌋ + 0.5`` clipped to ``[−limit, limit]``."""
-    return jnp.clip(jnp.floor(black_alpha) + 0.5, -limit, limit)
-
-
-def sample_komi(key: jax.Array, black_alpha: jax.Array, beta: jax.Array, shape: tuple[int, ...],
-                limit: float) -> jax.Array:
-    """Komi K of fresh games: ``⌊α + logit(U)/β⌋ + 0.5`` (U uniform), so Black's winrate σ(β(α − K)) is uniform."""
-    uniform = jax.random.uniform(key, shape, minval=1e-7, maxval=1.0 - 1e-7)
-    return half_integer_komi(black_alpha + (jnp.log(uniform) - jnp.log1p(-uniform)) / beta, limit)
-
-
-@flax.struct.dataclass
-class BranchQueue:
-    """Pending branches of one device: ``Q`` slots of a state, its komi and whether the slot holds one."""
-
-    states: pgx.State  # [Q, ...]
-    komi: jax.Array  # [Q]
-    valid: jax.Array  # [Q] bool
 
 
 @flax.struct.dataclass
@@ -189,73 +155,6 @@ def call_settings(settings: SaiCallSettings | None) -> SaiCallSettings:
     if not isinstance(settings, SaiCallSettings):
         raise TypeError(f"SAI self-play settings must be a SaiCallSettings or None, got {type(settings).__name__}")
     return settings
-
-
-def push_branches(queue: BranchQueue, states: pgx.State, komi: jax.Array, valid: jax.Array
-                  ) -> tuple[BranchQueue, jax.Array, jax.Array]:
-    """Puts the ``valid`` items (leaves ``[K, ...]``) into free slots, in order; ``(queue, pushed, dropped)``."""
-    size = queue.valid.shape[0]
-    rank = jnp.cumsum(valid) - 1
-    free_count = jnp.cumsum(~queue.valid)
-    slot = jnp.searchsorted(free_count, rank + 1)
-    stored = valid & (rank < free_count[-1])
-    target = jnp.where(stored, slot, size)  # out of range: not written
-    queue = BranchQueue(
-        states=jax.tree.map(lambda q, item: q.at[target].set(item, mode="drop"), queue.states, states),
-        komi=queue.komi.at[target].set(komi, mode="drop"),
-        valid=queue.valid.at[target].set(True, mode="drop"),
-    )
-    return queue, stored.sum(), (valid & ~stored).sum()
-
-
-def pop_branches(queue: BranchQueue, wanted: jax.Array) -> tuple[BranchQueue, jax.Array, pgx.State, jax.Array]:
-    """Hands pending branches to the lanes that want one (``wanted`` [B]), lowest slot first.
-
-    Returns ``(queue, taken [B], states [B], komi [B])``; where not taken, states and komi are junk."""
-    size = queue.valid.shape[0]
-    rank = jnp.cumsum(wanted) - 1
-    available = jnp.cumsum(queue.valid)
-    slot = jnp.minimum(jnp.searchsorted(available, rank + 1), size - 1)
-    taken = wanted & (rank < available[-1])
-    states = jax.tree.map(lambda leaf: leaf[slot], queue.states)
-    queue = queue.replace(valid=queue.valid.at[jnp.where(taken, slot, size)].set(False, mode="drop"))
-    return queue, taken, states, queue.komi[slot]
-
-
-def own_eye_points(colours: jax.Array, black_to_move: jax.Array, size: int) -> jax.Array:
-    """[B, N²] bool: empty points whose on-board orthogonal neighbours are all the mover's stones (``colours``
-    [B, N²]: +1 Black, −1 White, 0 empty, row by row)."""
-    board = colours.reshape((-1, size, size))
-    own = jnp.pad(board == jnp.where(black_to_move, 1, -1)[:, None, None], ((0, 0), (1, 1), (1, 1)),
-                  constant_values=True)
-    surrounded = own[:, :-2, 1:-1] & own[:, 2:, 1:-1] & own[:, 1:-1, :-2] & own[:, 1:-1, 2:]
-    return ((board == 0) & surrounded).reshape((-1, size * size))
-
-
-def avoid_losing_pass(game: GoGame, states: pgx.State, komi: jax.Array, visit_counts: jax.Array,
-                      prior_logits: jax.Array, action: jax.Array, only_when_behind: bool = True
-                      ) -> tuple[jax.Array, jax.Array]:
-    """Leela Zero's pass check (its engine without ``--dumbpass``) on a batch ``[B]``: where passing would leave the
-    mover behind by the area count of the board as it stands (Tromp–Taylor at the game's ``komi``: margin < 0;
-    with ``only_when_behind=False`` whatever the count) and a legal move exists that is neither a pass nor a fill
-    of the mover's own eye (:func:`own_eye_points`), the pass is not played: ``(action, visit_counts)`` with the pass's weight removed (the weights the temperature schedule
-    samples from) and a pass ``action`` replaced by the most visited such move (ties and unvisited moves by the
-    prior); where every other weight is 0, that move gets weight 1."""
-    pass_action = game.pass_action
-    black_to_move = game.black_to_move(states)
-    margin = black_margin(game, states, komi)
-    mover_margin = jnp.where(black_to_move, margin, -margin)
-    eyes = own_eye_points(game.stone_colours(states), black_to_move, game.size)
-    others = states.legal_action_mask.at[:, pass_action].set(False).at[:, :pass_action].set(
-        states.legal_action_mask[:, :pass_action] & ~eyes)
-    blocked = ((mover_margin < 0) | (not only_when_behind)) & others.any(axis=-1)
-    score = jnp.where(others, visit_counts + 0.5 * jax.nn.softmax(prior_logits.astype(jnp.float32), axis=-1), -1.0)
-    fallback = jnp.argmax(score, axis=-1).astype(action.dtype)
-    weights = visit_counts.at[:, pass_action].set(0)
-    weights = weights + (weights.sum(axis=-1, keepdims=True) == 0) * jax.nn.one_hot(fallback, weights.shape[-1],
-                                                                                     dtype=weights.dtype)
-    return (jnp.where(blocked & (action == pass_action), fallback, action),
-            jnp.where(blocked[:, None], weights, visit_counts))
 
 
 def sai_move_rule(game: GoGame, network: nn.Module, search_config: SearchConfig, lam: float,

@@ -11,8 +11,9 @@ import pytest
 from scipy import special
 
 from zerolab import Frames, NetworkOutput, SearchConfig, SelfPlayConfig
-from sai_go.selfplay import (SaiCallSettings, SaiGame, SaiSelfPlayOptions, half_integer_komi, make_sai_play_fn,
-                             record_branch_point, sai_lane_rule, sample_komi)
+from sai_go.branches import half_integer_komi, sample_komi
+from sai_go.selfplay import (SaiCallSettings, SaiGame, SaiSelfPlayOptions, make_sai_play_fn, record_branch_point,
+                             sai_lane_rule)
 from sai_go.train import sai_loss
 from tests.fast_compile import fast_jit
 
@@ -285,7 +286,7 @@ def test_a_pass_that_leaves_the_mover_behind_by_the_board_count_is_not_played(go
     9.5 (Black behind by 9.5: no pass), at −9.5 (ahead: the pass stays), at 9.5 with every visit on the pass (the
     prior's best other move takes weight 1); White to move after Black's first stone (Black's area is the whole
     board, 49) at komi 9.5 (White behind: no pass) and at 60 (White ahead by 11: the pass stays)."""
-    from sai_go.selfplay import avoid_losing_pass
+    from sai_go.pass_rules import avoid_losing_pass
 
     # one batch of 5 (the game's shared compiled rules): lanes 3 and 4 play Black's stone at the centre (24)
     started = go_game.batched_init(jax.random.split(jax.random.key(0), 5))
@@ -335,7 +336,7 @@ def test_no_early_pass_keeps_a_pass_when_every_other_move_fills_an_own_eye(go_ga
     of Black's own eyes, so even ``no_early_pass`` (``only_when_behind=False``) keeps the pass.  The same board with a
     White stone at 47 and point 48 empty (next to White: no eye): the pass gives way to 48, not to the more visited
     eye at 0."""
-    from sai_go.selfplay import avoid_losing_pass
+    from sai_go.pass_rules import avoid_losing_pass
 
     eyes_only = np.ones(49, np.int32)
     eyes_only[[0, 24]] = 0
@@ -384,7 +385,7 @@ def test_each_pass_rule_reaches_the_move_rule(go_game, tiny_network, monkeypatch
 def test_own_eyes_are_empty_points_surrounded_by_the_movers_stones():
     """3×3 (rows from the top): Black stones on the four edge midpoints, a White stone in the bottom-left corner: the
     centre and the three empty corners are Black's eyes (edges count as Black's); none is White's."""
-    from sai_go.selfplay import own_eye_points
+    from sai_go.pass_rules import own_eye_points
 
     colours = jnp.array([[0, 1, 0,
                           1, 0, 1,
