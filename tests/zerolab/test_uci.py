@@ -18,7 +18,8 @@ import pytest
 from zerolab.frontends import uci, uci_protocol
 from zerolab.play.agents import Agent
 from zerolab.frontends.uci import UCIServer
-from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
+from zerolab.frontends.uci_options import UCIOption
+from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
 UCI_COMMAND = [sys.executable, "-m", "zerolab.frontends.uci"]

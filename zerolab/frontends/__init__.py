@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from zerolab.frontends.gtp import GTPError, GTPServer
     from zerolab.frontends.lc0_convert import convert_to_run, converted_run_config
     from zerolab.frontends.uci import UCIServer, main_loop
-    from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget, UCIOption
+    from zerolab.frontends.uci_options import UCIOption
+    from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget
     from zerolab.frontends.loaded_search import (
         DEFAULT_COMPILATION_CACHE, LoadedSearch, check_checkpoint, checkpoint_search, play_search,
     )

@@ -58,7 +58,6 @@ from zerolab.frontends.uci_protocol import (
     MOVE_OVERHEAD_OPTION,
     MoveChoice,
     SearchBudget,
-    UCIOption,
     allowed_moves,
     fallback_move,
     info_lines,
@@ -68,6 +67,7 @@ from zerolab.frontends.uci_protocol import (
     plan_budget,
     search_move_problems,
 )
+from zerolab.frontends.uci_options import UCIOption
 
 QUIT_JOIN_TIMEOUT = 5.0  # seconds a running search gets to finish after `quit`
 MAXIMUM_MESSAGE = 300  # characters of an `info string error` message; longer ones are cut, saying so

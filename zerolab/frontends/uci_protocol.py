@@ -1,7 +1,8 @@
 """The UCI protocol's pieces, for the engine side (:mod:`zerolab.frontends.uci`'s server): what an agent's callback
-sees and returns (:class:`SearchBudget`, :class:`MoveChoice`), engine options (:class:`UCIOption`), parsing
+sees and returns (:class:`SearchBudget`, :class:`MoveChoice`), parsing
 ``position``/``go``/``setoption`` (pure functions), the time rule, a search engine's simulations under a budget
-(:func:`fixed_simulations`, :func:`affordable_simulations`) and the ``info`` line.
+(:func:`fixed_simulations`, :func:`affordable_simulations`) and the ``info`` line.  Engine options are
+:class:`zerolab.frontends.uci_options.UCIOption`.
 
 Time management (:func:`time_for_move`): with a clock the move may take
 ``remaining / (movestogo or 30) + 0.75 * increment``, at most ``remaining - overhead``, less the ``Move Overhead``
@@ -127,99 +128,6 @@ class MoveChoice:
 
 
 ChooseMove = Callable[[chess.Board, SearchBudget], "MoveChoice | chess.Move | str"]
-
-
-# --- options -------------------------------------------------------------------------------------------------------
-
-OPTION_TYPES = ("spin", "check", "string", "combo", "button")
-
-
-@dataclasses.dataclass
-class UCIOption:
-    """An engine option announced on ``uci`` and set by ``setoption``.
-
-    Attributes:
-      name: the option's name (matched case-insensitively, as UCI asks).
-      type: ``spin`` (integer in [minimum, maximum]), ``check`` (bool), ``string``, ``combo`` (one of ``choices``)
-        or ``button`` (no value; ``on_change`` is called with None).
-      default: the starting value.
-      minimum, maximum: bounds of a spin.
-      choices: values of a combo.
-      on_change: called with the new typed value after a successful ``setoption``.
-    """
-
-    name: str
-    type: str
-    default: Any = None
-    minimum: int | None = None
-    maximum: int | None = None
-    choices: tuple[str, ...] = ()
-    on_change: Callable[[Any], None] | None = None
-
-    def __post_init__(self):
-        if not self.name or self.name != self.name.strip() or " value " in f" {self.name.lower()} ":
-            raise ValueError(
-                f"UCI option name {self.name!r} must be non-empty, trimmed and not contain the word 'value'"
-            )
-        if self.type not in OPTION_TYPES:
-            raise ValueError(
-                f"UCI option {self.name!r}: type must be one of {', '.join(OPTION_TYPES)}, got {self.type!r}"
-            )
-        if self.type == "spin" and (self.minimum is None or self.maximum is None or self.minimum > self.maximum):
-            raise ValueError(f"spin option {self.name!r} needs minimum <= maximum, got {self.minimum}, {self.maximum}")
-        if self.type == "combo" and not self.choices:
-            raise ValueError(f"combo option {self.name!r} needs choices")
-        self.choices = tuple(self.choices)
-        if self.type == "string" and self.default is None:
-            self.default = ""
-        if self.type != "button":
-            text = str(self.default).lower() if isinstance(self.default, bool) else str(self.default)
-            self.default = self.parse(text)
-
-    def parse(self, value: str | None) -> Any:
-        """The typed value of ``value``; raises ValueError saying what the option expects."""
-        if self.type == "button":
-            if value:
-                raise ValueError(f"option {self.name!r} is a button and takes no value, got {value!r}")
-            return None
-        if value is None:
-            raise ValueError(f"option {self.name!r} needs a value ('setoption name {self.name} value ...')")
-        if self.type == "spin":
-            try:
-                number = int(value)
-            except ValueError:
-                raise ValueError(f"option {self.name!r} expects an integer, got {value!r}") from None
-            if not self.minimum <= number <= self.maximum:
-                raise ValueError(
-                    f"option {self.name!r} expects an integer from {self.minimum} to {self.maximum}, got {number}"
-                )
-            return number
-        if self.type == "check":
-            if value.lower() not in ("true", "false"):
-                raise ValueError(f"option {self.name!r} expects true or false, got {value!r}")
-            return value.lower() == "true"
-        if self.type == "combo":
-            for choice in self.choices:
-                if choice.lower() == value.lower():
-                    return choice
-            raise ValueError(f"option {self.name!r} expects one of {', '.join(self.choices)}, got {value!r}")
-        return value
-
-    def declaration(self) -> str:
-        """The ``option name ... type ...`` line for ``uci``."""
-        line = f"option name {self.name} type {self.type}"
-        if self.type == "button":
-            return line
-        if self.type == "check":
-            default = str(self.default).lower()
-        else:
-            default = "<empty>" if self.default == "" else self.default
-        line += f" default {default}"
-        if self.type == "spin":
-            line += f" min {self.minimum} max {self.maximum}"
-        if self.type == "combo":
-            line += "".join(f" var {choice}" for choice in self.choices)
-        return line
 
 
 # --- parsing commands (pure functions) ----------------------------------------------------------------------------
@@ -445,7 +353,7 @@ def info_line(choice: MoveChoice, board: chess.Board, elapsed: float) -> str | N
 __all__ = [
     "DEFAULT_MOVES_TO_GO", "DEFAULT_MOVE_OVERHEAD_MS", "DEFAULT_MOVE_TIME", "GO_FLAGS", "GO_INTEGER_PARAMETERS",
     "GO_MILLISECOND_PARAMETERS", "INCREMENT_SHARE", "MAXIMUM_SIMULATIONS", "MINIMUM_MOVE_TIME", "MOVE_OVERHEAD_OPTION",
-    "MoveChoice", "OPTION_TYPES", "SearchBudget", "UCIOption", "affordable_simulations", "allowed_moves",
+    "MoveChoice", "SearchBudget", "affordable_simulations", "allowed_moves",
     "fallback_move", "fixed_simulations", "info_line", "info_lines", "is_timed", "largest_power_of_two", "parse_go",
     "parse_position", "parse_setoption", "plan_budget", "search_move_problems", "time_for_move"
 ]

@@ -86,8 +86,9 @@ import numpy as np
 from zerolab.frontends.loaded_search import DEFAULT_COMPILATION_CACHE, LoadedSearch, with_compilation_cache
 from zerolab.frontends.uci import UCIServer, main_loop
 from zerolab.frontends.search_report import SearchResult, combined, root_lines, tree_summary, value_to_centipawns
+from zerolab.frontends.uci_options import UCIOption
 from zerolab.frontends.uci_protocol import (
-    MAXIMUM_SIMULATIONS, MoveChoice, SearchBudget, UCIOption, affordable_simulations, fixed_simulations, is_timed,
+    MAXIMUM_SIMULATIONS, MoveChoice, SearchBudget, affordable_simulations, fixed_simulations, is_timed,
     largest_power_of_two,
 )
 
