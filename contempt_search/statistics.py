@@ -14,13 +14,14 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 
 
 def wilson_interval(count: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson interval of ``count`` successes out of ``total`` (``(nan, nan)`` when ``total`` is 0)."""
     if total <= 0:
         return math.nan, math.nan
+    from statsmodels.stats.proportion import proportion_confint  # imported when used: it takes a second
+
     low, high = proportion_confint(count, total, alpha=1 - confidence, method="wilson")
     return float(low), float(high)
 

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
-import statsmodels.api as sm
 
 from zerolab.play.results import MatchResult
 
@@ -274,8 +273,12 @@ def fit_ratings(
     differences = np.array([estimate.difference for estimate in estimates])
     weights = 1.0 / np.array([estimate.variance for estimate in estimates])
 
+    # statsmodels (and pandas under it) takes a second to import: only a rating fit pays it, not every process that
+    # imports the evaluation layer.
+    from statsmodels.regression.linear_model import WLS
+
     contrasts = sum_to_zero_contrasts(len(players))
-    fit = sm.WLS(differences, design @ contrasts, weights=weights).fit(cov_type="fixed scale", cov_kwds={"scale": 1.0})
+    fit = WLS(differences, design @ contrasts, weights=weights).fit(cov_type="fixed scale", cov_kwds={"scale": 1.0})
     ratings = mean_rating + contrasts @ np.asarray(fit.params)
     covariance = contrasts @ np.asarray(fit.cov_params()) @ contrasts.T
     return Ratings(players, ratings, covariance, float(mean_rating), games)
