@@ -175,12 +175,17 @@ def tracking(rows: list[dict]) -> dict:
 
 
 def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quantity]:
-    """The headline quantities (``results.json``), each a mean ± se over the seeds: the last checkpoint's α_∅ and
-    the komi fitted to its games, and whether α_∅ follows that fit over the checkpoints (its slope on the fit and the
-    mean gap)."""
+    """The headline quantities (``results.json``): the last checkpoint's α_∅ and the komi fitted to its games, and
+    whether α_∅ follows that fit over the checkpoints (its slope on the fit and the mean gap), each a mean ± se over
+    the seeds; and how much better the sigmoid predicts the last checkpoint's held-out games than a komi-blind
+    baseline (the Brier difference, ± se over the games of all seeds, paired by game)."""
     del config
     seeds, last, follows = len(summary["seeds"]), summary["per_step"][-1], summary["tracking"]
+    games = last["calibration"]["games"]
     return {
+        "brier_difference_last": Quantity(
+            f"held-out games of iteration {last['step']}: Brier score of the winrate-vs-komi sigmoid − a komi-blind "
+            "baseline's", *games["brier_difference"], "se", "games", games["count"], paired=True, unit="difference"),
         "last_alpha": Quantity(f"α_∅ at iteration {last['step']}", *last["alpha_mean_se"], "se", "seeds", seeds,
                                digits=1),
         "last_fair_komi_fit": Quantity(f"fair komi fitted to iteration {last['step']}'s held-out games",

@@ -175,8 +175,12 @@ def test_alpha_follows_its_self_plays_fair_komi_is_read_checkpoint_by_checkpoint
     assert follows["slope_mean_se"] == pytest.approx([0.5, 0.5])  # two seeds: se = |1 − 0| / 2
     assert follows["per_step"][1]["gap"] == {0: 2.0, 1: 2.0}
     assert json.loads(json.dumps(follows))["fitted_steps"] == {"0": 3, "1": 4}  # summary.json holds it
+    calibration = {"games": {"count": 768, "brier_difference": [-0.067, 0.008]}}
     summary = {"seeds": [0, 1], "tracking": follows,
-               "per_step": [{**rows[-1], "alpha_mean_se": [22.5, 17.5], "fair_komi_fit_mean_se": [7.0, float("nan")]}]}
+               "per_step": [{**rows[-1], "alpha_mean_se": [22.5, 17.5], "fair_komi_fit_mean_se": [7.0, float("nan")],
+                             "calibration": calibration}]}
     quantities = results(summary, None)
     assert (quantities["slope_alpha_on_fit"].value, quantities["slope_alpha_on_fit"].over) == (0.5, "seeds")
     assert quantities["last_alpha"].label == "α_∅ at iteration 12" and quantities["gap_alpha_minus_fit"].n == 2
+    brier = quantities["brier_difference_last"]  # the held-out games of the last checkpoint, paired by game
+    assert (brier.value, brier.error, brier.n, brier.over, brier.paired) == (-0.067, 0.008, 768, "games", True)
