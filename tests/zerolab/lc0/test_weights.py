@@ -12,7 +12,8 @@ import pytest
 
 from zerolab.networks.lc0.network import lc0_variables, make_lc0, network_for_weights
 from zerolab.networks.lc0.policy import action_lc0_indices
-from zerolab.networks.lc0.weights import Lc0FormatError, read_lc0_weights
+from zerolab.networks.lc0.weights import read_lc0_weights
+from zerolab.networks.lc0.wire_format import Lc0FormatError
 from zerolab.networks.network import NetworkInputs
 
 

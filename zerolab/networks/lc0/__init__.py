@@ -17,7 +17,8 @@ from zerolab.lazy import lazy_surface
 if TYPE_CHECKING:
     from zerolab.networks.lc0.network import Lc0Network, lc0_variables, make_lc0, network_for_weights, wdl
     from zerolab.networks.lc0.maia import maia_weights_path
-    from zerolab.networks.lc0.weights import Lc0FormatError, Lc0Weights, read_lc0_weights
+    from zerolab.networks.lc0.weights import Lc0Weights, read_lc0_weights
+    from zerolab.networks.lc0.wire_format import Lc0FormatError
 
 __all__ = [
     "Lc0FormatError", "Lc0Network", "Lc0Weights", "lc0_variables", "load_lc0_weights", "maia_weights_path", "make_lc0",

@@ -1,4 +1,5 @@
-"""lc0 network files (``net.proto``), read with a small protobuf wire-format reader (no protoc, no lc0 code).
+"""lc0 network files (``net.proto``), read with a small protobuf wire-format reader (no protoc, no lc0 code:
+:mod:`zerolab.networks.lc0.wire_format`).
 
 A file is a gzip-compressed (or plain) ``Net`` message:
 
@@ -28,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from zerolab.networks.lc0.wire_format import Lc0FormatError, fields_by_number, parse_message
+
 MAGIC = 0x1C0
 
 # Supported values of Format.network_format's fields, and their names for messages.
@@ -43,73 +46,6 @@ SUPPORTED_FORMAT = {
 NETWORK_FORMAT_FIELDS = {1: "input", 2: "output", 3: "network", 4: "policy", 5: "value", 6: "moves_left"}
 NUM_INPUT_PLANES = 112
 NUM_POLICY_PLANES = 80
-
-
-class Lc0FormatError(ValueError):
-    """An lc0 file that cannot be read: the message names the file, the field and what to do."""
-
-
-# --- protobuf wire format ------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class WireField:
-    """One field of a protobuf message: its number, wire type and value (int for varints, bytes otherwise)."""
-
-    number: int
-    wire_type: int
-    value: int | bytes
-
-
-def _read_varint(data: bytes, position: int, where: str) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if position >= len(data):
-            raise Lc0FormatError(f"{where}: truncated varint (the file is cut short; download it again)")
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, position
-        if shift > 63:
-            raise Lc0FormatError(f"{where}: malformed varint (the file is corrupt; download it again)")
-
-
-def parse_message(data: bytes, where: str) -> list[WireField]:
-    """The fields of one protobuf message, in file order; ``where`` names the message in errors."""
-    fields, position = [], 0
-    while position < len(data):
-        key, position = _read_varint(data, position, where)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, position = _read_varint(data, position, where)
-        elif wire_type in (1, 5):
-            size = 8 if wire_type == 1 else 4
-            value, position = data[position:position + size], position + size
-        elif wire_type == 2:
-            size, position = _read_varint(data, position, where)
-            value, position = data[position:position + size], position + size
-        else:
-            raise Lc0FormatError(f"{where}: field {number} has unsupported wire type {wire_type} (not an lc0 file?)")
-        if position > len(data):
-            raise Lc0FormatError(f"{where}: field {number} runs past the end of the data (the file is truncated; "
-                                 f"download it again)")
-        fields.append(WireField(number, wire_type, value))
-    return fields
-
-
-def _by_number(fields: list[WireField], where: str, known: dict[int, str], repeated: tuple[int, ...] = ()) -> dict:
-    """``{name: value or [values]}`` of ``fields``; an unknown field is an error naming it."""
-    out: dict[str, Any] = {}
-    for field in fields:
-        if field.number not in known:
-            raise Lc0FormatError(f"{where}: unsupported field {field.number} (this reader supports lc0 classical "
-                                 f"SE networks such as maia; convert the network or use another file)")
-        name = known[field.number]
-        if field.number in repeated:
-            out.setdefault(name, []).append(field.value)
-        else:
-            out[name] = field.value
-    return out
 
 
 # --- the network's arrays -------------------------------------------------------------------------------------
@@ -220,7 +156,7 @@ class Lc0Weights:
 
 
 def _decode_layer(data: bytes, where: str) -> np.ndarray:
-    fields = _by_number(parse_message(data, where), where, {1: "min_val", 2: "max_val", 3: "params", 4: "encoding"})
+    fields = fields_by_number(parse_message(data, where), where, {1: "min_val", 2: "max_val", 3: "params", 4: "encoding"})
     if fields.get("encoding", 1) not in (0, 1):  # 0: unset (the Format's encoding applies), 1: LINEAR16
         raise Lc0FormatError(f"{where}: unsupported layer encoding {fields['encoding']} (only LINEAR16 = 1)")
     params = fields.get("params", b"")
@@ -234,7 +170,7 @@ def _decode_layer(data: bytes, where: str) -> np.ndarray:
 
 def _decode_conv(data: bytes, where: str, in_channels: int, kernel: int | None = None) -> ConvBlock:
     names = {1: "weights", 2: "biases", 3: "bn_means", 4: "bn_stddivs", 5: "bn_gammas", 6: "bn_betas"}
-    raw = _by_number(parse_message(data, where), where, names)
+    raw = fields_by_number(parse_message(data, where), where, names)
     layers = {name: _decode_layer(value, f"{where}.{name}") for name, value in raw.items()}
     if "weights" not in layers:
         raise Lc0FormatError(f"{where}: the convolution has no weights (field 1); the file is incomplete")
@@ -274,7 +210,7 @@ def _decode_dense(data: bytes, where: str, in_features: int) -> np.ndarray:
 
 
 def _decode_se(data: bytes, where: str, filters: int) -> SqueezeExcitation:
-    raw = _by_number(parse_message(data, where), where, {1: "w1", 2: "b1", 3: "w2", 4: "b2"})
+    raw = fields_by_number(parse_message(data, where), where, {1: "w1", 2: "b1", 3: "w2", 4: "b2"})
     missing = {"w1", "b1", "w2", "b2"} - set(raw)
     if missing:
         raise Lc0FormatError(f"{where}: missing {sorted(missing)}; the file is incomplete")
@@ -305,13 +241,13 @@ def read_lc0_bytes(data: bytes, path: str = "<bytes>") -> Lc0Weights:
         found = f"0x{struct.unpack('<I', magic[0])[0]:x}" if magic and len(magic[0]) == 4 else "none"
         raise Lc0FormatError(f"{path}: field magic is {found}, expected 0x1c0: not an lc0 network file (give an lc0 "
                              f".pb or .pb.gz file, e.g. a maia network)")
-    net = _by_number(top, f"{path}: Net",
+    net = fields_by_number(top, f"{path}: Net",
                      {1: "magic", 2: "license", 3: "min_version", 4: "format", 5: "training_params", 10: "weights"})
     for required in ("format", "weights"):
         if required not in net:
             raise Lc0FormatError(f"{path}: Net has no {required} field; the file is truncated or not an lc0 network")
 
-    fmt = _by_number(parse_message(net["format"], f"{path}: Format"), f"{path}: Format",
+    fmt = fields_by_number(parse_message(net["format"], f"{path}: Format"), f"{path}: Format",
                      {1: "weights_encoding", 2: "network_format"})
     format_fields = {"weights_encoding": int(fmt.get("weights_encoding", 0))}
     network_format = parse_message(fmt.get("network_format", b""), f"{path}: NetworkFormat")
@@ -326,7 +262,7 @@ def read_lc0_bytes(data: bytes, path: str = "<bytes>") -> Lc0Weights:
 
     min_version = (0, 0, 0)
     if "min_version" in net:
-        version = _by_number(parse_message(net["min_version"], f"{path}: min_version"), f"{path}: min_version",
+        version = fields_by_number(parse_message(net["min_version"], f"{path}: min_version"), f"{path}: min_version",
                              {1: "major", 2: "minor", 3: "patch"})
         min_version = (version.get("major", 0), version.get("minor", 0), version.get("patch", 0))
     training: dict[str, float] = {}
@@ -338,7 +274,7 @@ def read_lc0_bytes(data: bytes, path: str = "<bytes>") -> Lc0Weights:
             training[name] = struct.unpack("<f", value)[0] if isinstance(value, bytes) and len(value) == 4 else value
 
     where = f"{path}: Weights"
-    weights = _by_number(parse_message(net["weights"], where), where,
+    weights = fields_by_number(parse_message(net["weights"], where), where,
                          {1: "input", 2: "residual", 3: "policy", 4: "ip_pol_w", 5: "ip_pol_b", 6: "value",
                           7: "ip1_val_w", 8: "ip1_val_b", 9: "ip2_val_w", 10: "ip2_val_b", 11: "policy1"},
                          repeated=(2,))
@@ -356,7 +292,7 @@ def read_lc0_bytes(data: bytes, path: str = "<bytes>") -> Lc0Weights:
     residual = []
     for index, data_block in enumerate(weights.get("residual", [])):
         block_where = f"{where}.residual[{index}]"
-        block = _by_number(parse_message(data_block, block_where), block_where, {1: "conv1", 2: "conv2", 3: "se"})
+        block = fields_by_number(parse_message(data_block, block_where), block_where, {1: "conv1", 2: "conv2", 3: "se"})
         if set(block) != {"conv1", "conv2", "se"}:
             raise Lc0FormatError(f"{block_where}: has {sorted(block)}, expected conv1, conv2 and se (an SE network)")
         residual.append(ResidualBlock(
@@ -399,5 +335,4 @@ def read_lc0_weights(path: str | pathlib.Path) -> Lc0Weights:
     return read_lc0_bytes(raw, str(path))
 
 
-__all__ = ["Lc0FormatError", "Lc0Weights", "ConvBlock", "SqueezeExcitation", "ResidualBlock", "read_lc0_weights",
-           "read_lc0_bytes", "parse_message"]
+__all__ = ["Lc0Weights", "ConvBlock", "SqueezeExcitation", "ResidualBlock", "read_lc0_weights", "read_lc0_bytes"]
