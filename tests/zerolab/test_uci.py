@@ -15,14 +15,14 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab.frontends import uci, uci_protocol
+from zerolab.frontends import uci_examples, uci_protocol
 from zerolab.play.agents import Agent
 from zerolab.frontends.uci import UCIServer
 from zerolab.frontends.uci_options import UCIOption
 from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
-UCI_COMMAND = [sys.executable, "-m", "zerolab.frontends.uci"]
+UCI_COMMAND = [sys.executable, "-m", "zerolab.frontends.uci_examples"]
 
 
 class QueueInput:
@@ -411,7 +411,7 @@ def test_quit_and_end_of_input_stop_the_server():
 
 def test_greedy_example_takes_the_queen():
     board = chess.Board("4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1")
-    choice = uci.GreedyMaterialMover()(board, SearchBudget())
+    choice = uci_examples.GreedyMaterialMover()(board, SearchBudget())
     assert choice.uci == "d2d5"
 
 

@@ -7,8 +7,8 @@ lichess-bot can drive (8×8 chess)::
     server = UCIServer("zerolab-gateau", "zerolab", choose_move, options=[simulations])
     main_loop(server)            # reads sys.stdin, writes sys.stdout
 
-``python -m zerolab.frontends.uci --example random`` runs a built-in example agent (:class:`RandomMover`,
-:class:`GreedyMaterialMover`) without JAX, for tests and for checking a tool's set-up.
+``python -m zerolab.frontends.uci_examples --example random`` runs a built-in example agent
+(:mod:`zerolab.frontends.uci_examples`) without JAX, for tests and for checking a tool's set-up.
 
 Protocol handling:
 
@@ -41,9 +41,7 @@ The protocol's pieces — what the callback sees and returns, options, parsing c
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import random
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -51,11 +49,12 @@ from typing import Any, TextIO
 
 import chess
 
+from zerolab.frontends.uci_options import UCIOption
 from zerolab.frontends.uci_protocol import (
-    ChooseMove,
     DEFAULT_MOVE_OVERHEAD_MS,
     DEFAULT_MOVE_TIME,
     MOVE_OVERHEAD_OPTION,
+    ChooseMove,
     MoveChoice,
     SearchBudget,
     allowed_moves,
@@ -67,7 +66,6 @@ from zerolab.frontends.uci_protocol import (
     plan_budget,
     search_move_problems,
 )
-from zerolab.frontends.uci_options import UCIOption
 
 QUIT_JOIN_TIMEOUT = 5.0  # seconds a running search gets to finish after `quit`
 MAXIMUM_MESSAGE = 300  # characters of an `info string error` message; longer ones are cut, saying so
@@ -354,74 +352,5 @@ def main_loop(server: UCIServer) -> None:
     server.run(sys.stdin, sys.stdout)
 
 
-# --- example agents (no JAX) ----------------------------------------------------------------------------------------
 
-
-class RandomMover:
-    """Plays a uniformly random legal move (seeded, so games are reproducible)."""
-
-    def __init__(self, seed: int = 0):
-        self._random = random.Random(seed)
-
-    def __call__(self, board: chess.Board, budget: SearchBudget) -> MoveChoice:
-        moves = sorted(board.legal_moves, key=lambda move: move.uci())
-        return MoveChoice(self._random.choice(moves), nodes=len(moves), depth=1)
-
-
-PIECE_VALUES = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900, chess.KING: 0}
-
-
-class GreedyMaterialMover:
-    """Mates when it can, else takes the most material (promotions count), cheapest attacker first; ties at random."""
-
-    def __init__(self, seed: int = 0):
-        self._random = random.Random(seed)
-
-    def move_value(self, board: chess.Board, move: chess.Move) -> int:
-        """Material gained by ``move`` in centipawns (a mate counts 100000), not looking at replies."""
-        board.push(move)
-        mate = board.is_checkmate()
-        board.pop()
-        if mate:
-            return 100_000
-        value = 0
-        if board.is_en_passant(move):
-            value += PIECE_VALUES[chess.PAWN]
-        elif board.piece_type_at(move.to_square) is not None:
-            victim, attacker = board.piece_type_at(move.to_square), board.piece_type_at(move.from_square)
-            value += PIECE_VALUES[victim] - PIECE_VALUES[attacker] // 100  # the cheapest attacker breaks ties
-        if move.promotion:
-            value += PIECE_VALUES[move.promotion] - PIECE_VALUES[chess.PAWN]
-        return value
-
-    def __call__(self, board: chess.Board, budget: SearchBudget) -> MoveChoice:
-        scored = [(self.move_value(board, move), move.uci()) for move in board.legal_moves]
-        best = max(value for value, _ in scored)
-        choice = self._random.choice(sorted(uci for value, uci in scored if value == best))
-        return MoveChoice(choice, score_centipawns=min(best, 10_000), nodes=len(scored), depth=1)
-
-
-EXAMPLE_AGENTS = {"random": RandomMover, "greedy": GreedyMaterialMover}
-
-
-def example_server(agent: str = "random", seed: int = 0) -> UCIServer:
-    """A server around one of :data:`EXAMPLE_AGENTS`."""
-    if agent not in EXAMPLE_AGENTS:
-        raise ValueError(f"unknown example agent {agent!r}; expected one of {', '.join(EXAMPLE_AGENTS)}")
-    return UCIServer(f"zerolab-{agent}", "zerolab", EXAMPLE_AGENTS[agent](seed))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m zerolab.frontends.uci --example random|greedy [--seed N]``: run an example agent as a UCI engine."""
-    parser = argparse.ArgumentParser(prog="python -m zerolab.frontends.uci", description=main.__doc__)
-    parser.add_argument("--example", choices=sorted(EXAMPLE_AGENTS), required=True, help="the example agent to run")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random choices")
-    arguments = parser.parse_args(argv)
-    main_loop(example_server(arguments.example, arguments.seed))
-
-
-__all__ = ["GreedyMaterialMover", "RandomMover", "UCIServer", "example_server", "main_loop"]
-
-
-if __name__ == "__main__":
-    main()
+__all__ = ["UCIServer", "main_loop"]
