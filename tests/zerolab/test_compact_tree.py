@@ -22,7 +22,8 @@ from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search import mcts as search_lib
 from zerolab.search.config import SearchConfig, SearchRules
 from zerolab.search.selection import has_unslotted_actions, qtransform_completed_by_mix_value, slot_uniform
-from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree, slot_actions
+from zerolab.search.slots import EMPTY_SLOT, slot_actions
+from zerolab.search.tree import RecurrentOutput, Tree
 
 #: The most legal moves of a legal 8×8 chess position (218), from the position that has them.
 MOST_MOVES_FEN = "R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1"

@@ -14,7 +14,8 @@ import pytest
 from zerolab.search import mcts as search_lib
 from zerolab.search.config import SearchConfig, selection_functions
 from zerolab.search.selection import lc0_action_selection, lc0_puct_scores, masked_argmax, muzero_action_selection
-from zerolab.search.tree import EMPTY_SLOT, RecurrentOutput, Tree
+from zerolab.search.slots import EMPTY_SLOT
+from zerolab.search.tree import RecurrentOutput, Tree
 
 # lc0's defaults (src/search/classic/params.cc): CPuct, CPuctBase, CPuctFactor, FpuValue (FpuStrategy=reduction)
 CPUCT, CPUCT_BASE, CPUCT_FACTOR, FPU_REDUCTION = 1.745, 38739.0, 3.894, 0.330

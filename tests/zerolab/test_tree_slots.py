@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zerolab.search.tree import EMPTY_SLOT, inclusive_prefix_counts, slot_actions
+from zerolab.search.slots import EMPTY_SLOT, inclusive_prefix_counts, slot_actions
 
 
 @pytest.mark.parametrize("num_actions, num_slots, density", [(4672, 218, 0.01), (1225, 128, 0.03), (4672, 218, 0.5),

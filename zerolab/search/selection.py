@@ -19,16 +19,18 @@ receives ``depth = 0``.
 
 from __future__ import annotations
 
-import numpy as np
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.random import threefry_2x32
+
 # Sequential halving's schedule and score are pure functions of their arguments, the same over slots as over actions;
 # mctx is pinned (==0.0.71) and the equivalence tests in tests/zerolab/test_search.py guard this use.
 from mctx._src import seq_halving
 
-from zerolab.search.tree import EMPTY_SLOT, Tree
+from zerolab.search.slots import EMPTY_SLOT
+from zerolab.search.tree import Tree
 
 
 def slot_uniform(key: jax.Array, actions: jax.Array, num_actions: int) -> jax.Array:
