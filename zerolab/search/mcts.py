@@ -28,7 +28,6 @@ import jax
 import jax.numpy as jnp
 import mctx
 import pgx
-
 # Sequential halving's score is not exported; mctx is pinned (==0.0.71) and the equivalence tests in
 # tests/zerolab/test_compact_tree.py guard this use.
 from mctx._src import seq_halving
@@ -37,24 +36,12 @@ from zerolab.games import Game
 from zerolab.networks.network import NetworkInputs, apply_network
 from zerolab.search import selection
 from zerolab.search.config import (
-    STANDARD_RULES,
-    InteriorActionSelectionFn,
-    RootActionSelectionFn,
-    SearchConfig,
-    SearchRules,
-    check_mctx_loop_rules,
+    STANDARD_RULES, InteriorActionSelectionFn, RootActionSelectionFn, SearchConfig, SearchRules, check_mctx_loop_rules,
     selection_functions,
 )
 from zerolab.search.slots import gather_slots, scatter_slots
 from zerolab.search.tree import (
-    RecurrentFn,
-    RecurrentOutput,
-    Tree,
-    expand,
-    instantiate_tree,
-    root_prior_logits,
-    root_visit_counts,
-    simulate,
+    RecurrentFn, RecurrentOutput, Tree, expand, instantiate_tree, root_prior_logits, root_visit_counts, simulate,
 )
 
 
