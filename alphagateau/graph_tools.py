@@ -22,15 +22,8 @@ import jraph
 import numpy as np
 
 from alphagateau.graph import (
-    COLOR_PLANE,
-    LEGAL_FEATURE,
-    MOVER_PAWN_PLANE,
-    NUM_EDGE_FEATURES,
-    NUM_NODE_FEATURES,
-    board_graph,
-    board_size_of,
-    graph_features,
-    graph_for_num_edges,
+    COLOR_PLANE, LEGAL_FEATURE, MOVER_PAWN_PLANE, NUM_EDGE_FEATURES, NUM_NODE_FEATURES, board_graph, board_size_of,
+    graph_features, graph_for_num_edges,
 )
 from zerolab.games import PROMOTION_PIECES, square_name
 
