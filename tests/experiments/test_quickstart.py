@@ -56,3 +56,16 @@ def test_quickstart_end_to_end(tmp_path, fairy_stockfish_path):
     for path in (workdir / "games").glob("*.pgn"):  # replayed by Fairy-Stockfish's move generator, Result checked
         games = check_game_file(path)  # match files hold 2 games; training writes sample self-play games too
         assert games == 2 if "-vs-" in path.name else games >= 1, path
+
+
+def test_the_headline_scores_are_the_final_networks_side_of_each_match():
+    """results(): a match's score is the final network's (W + D/2) / games, so 5 W 2 D 1 L is 0.75, not 0.25."""
+    from experiments.quickstart import results
+
+    summary = {"result_vs_initial": {"wins": 5, "draws": 2, "losses": 1, "games": 8, "score": 0.75},
+               "engine": "fairy-stockfish:skill=-20",
+               "engine_result": {"wins": 0, "draws": 1, "losses": 3, "games": 4, "score": 0.125}, "wall_s": 12.0}
+    quantities = results(summary, None)
+    assert (quantities["score_vs_initial"].value, quantities["score_vs_initial"].n) == (0.75, 8)
+    assert (quantities["score_vs_engine"].value, quantities["score_vs_engine"].n) == (0.125, 4)
+    assert quantities["score_vs_engine"].label == "final network vs fairy-stockfish:skill=-20, score"
