@@ -4,9 +4,9 @@ A surface package writes where its public names come from once, as the imports o
 (type checkers and IDEs read them as the real definitions), and declares them in a literal ``__all__`` (what static
 readers and ``import *`` read).  :func:`lazy_surface` reads the block from the package's source to build the
 package's ``__getattr__`` and ``__dir__``, and refuses to import a package whose ``__all__`` is not exactly the
-block's names and the functions and classes it defines itself, so the two can never drift apart.  Each name resolves on first use, so importing one
-name imports only the module that holds it: FEN validation, UCI engines, configs and progress bars stay free of JAX
-and pgx, and the command line starts fast.
+block's names and the functions and classes it defines itself, so the two can never drift apart.  Each name resolves
+on first use, so importing one name imports only the module that holds it: FEN validation, UCI engines, configs and
+progress bars stay free of JAX and pgx, and the command line starts fast.
 """
 
 from __future__ import annotations

@@ -65,12 +65,13 @@ def command_match(args: argparse.Namespace) -> int:
 
     # The game first (a run's config.json says it without loading the network), then the engines, started at once so
     # that one that cannot play the game is refused before any network loads or any game is played.
+    specs = {"a": args.a, "b": args.b}
+    run_games = {side: spec_game(spec) for side, spec in specs.items()}  # each run's config.json read once
     game = make_game(args.game) if args.game else None
-    game = game or next(filter(None, (spec_game(spec) for spec in (args.a, args.b))), None)
+    game = game or next(filter(None, run_games.values()), None)
     if game is None:
         raise ValueError("two engines need --game chess|gardner_chess")
-    specs = {"a": args.a, "b": args.b}
-    engines = {side: spec for side, spec in specs.items() if spec_game(spec) is None}
+    engines = {side: spec for side, spec in specs.items() if run_games[side] is None}
     agents = {}
     try:
         for side, spec in engines.items():
@@ -79,7 +80,7 @@ def command_match(args: argparse.Namespace) -> int:
                 agents[side].engine.open()
         for side, spec in specs.items():
             if side not in agents:
-                agents[side] = make_agent(spec, game if spec_game(spec) is None else None)
+                agents[side] = make_agent(spec, None)  # a run or checkpoint: the agent reads its own game
     except EngineError as error:
         for agent in agents.values():
             agent.close()
