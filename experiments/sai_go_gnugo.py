@@ -40,6 +40,7 @@ from sai_go.handicap import handicap_start
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity, score_quantity
 from experiments.common.sai_go import check_play_keys, check_sai_network
+from experiments.configs.sai_go_gnugo import SaiGoGnugoConfig, read_config
 
 
 def game_margin(game, moves: list[str]) -> float:
@@ -51,25 +52,23 @@ def game_margin(game, moves: list[str]) -> float:
     return float(game.area_difference(state)) - game.komi
 
 
-def settings(config) -> list[dict]:
+def settings(config: SaiGoGnugoConfig) -> list[dict]:
     """Every (komi, start position) the match is played at: the main komi, then the extensions."""
-    rows = [{"setting": f"komi {float(config.komi):g}", "komi": float(config.komi), "start": None,
-             "extension": False}]
-    rows += [{"setting": f"komi {float(komi):g}", "komi": float(komi), "start": None, "extension": True}
-             for komi in config.komi_values if float(komi) != float(config.komi)]
+    rows = [{"setting": f"komi {config.komi:g}", "komi": config.komi, "start": None, "extension": False}]
+    rows += [{"setting": f"komi {komi:g}", "komi": komi, "start": None, "extension": True}
+             for komi in config.komi_values if komi != config.komi]
     for stones in config.handicaps:
-        start = None if int(stones) == 1 else handicap_start(7, int(stones))
-        rows.append({"setting": f"handicap {int(stones)}", "komi": float(config.handicap_komi), "start": start,
+        start = None if stones == 1 else handicap_start(7, stones)
+        rows.append({"setting": f"handicap {stones}", "komi": config.handicap_komi, "start": start,
                      "extension": True})
     return rows
 
 
-def play_row(game, agent: SaiAgent, engine, setting: dict, config, key) -> tuple[dict, Match]:
+def play_row(game, agent: SaiAgent, engine, setting: dict, config: SaiGoGnugoConfig, key) -> tuple[dict, Match]:
     """``config.games`` games of ``agent`` against ``engine`` in one setting, half with each colour."""
-    games = int(config.games)
-    start_fens = None if setting["start"] is None else [setting["start"]] * (games // 2)
-    match = play_match(game, agent, engine, games, key, max_game_plies=int(config.max_game_plies),
-                       show_progress=bool(config.progress), start_fens=start_fens)
+    start_fens = None if setting["start"] is None else [setting["start"]] * (config.games // 2)
+    match = play_match(game, agent, engine, config.games, key, max_game_plies=config.max_game_plies,
+                       show_progress=config.progress, start_fens=start_fens)
     by_colour: dict[str, list[tuple[float, float]]] = {"black": [], "white": []}
     for record in match.games:
         start = record.start_fen.split() if record.start_fen else []
@@ -94,11 +93,12 @@ def plan(config) -> str:
     replay, compiled with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
     from zerolab import format_programs
 
+    config = read_config(config)
     programs, notes = planned_programs(config)
-    return format_programs(f"sai-go-gnugo: SAI at λ {list(config.lambdas)} against GNU Go, 7x7 Go", programs, notes)
+    return format_programs(f"sai-go-gnugo: SAI at λ {config.lambdas} against GNU Go, 7x7 Go", programs, notes)
 
 
-def planned_programs(config) -> tuple[list, list[str]]:
+def planned_programs(config: SaiGoGnugoConfig) -> tuple[list, list[str]]:
     """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.PlannedProgram` with its calls."""
     from experiments.common.sai_go import run_model
     from sai_go.plan import pgx_step_program
@@ -108,10 +108,10 @@ def planned_programs(config) -> tuple[list, list[str]]:
     start_moves = max(len(row["start"].split()) if row["start"] else 0 for row in rows)
     komis = sorted({row["komi"] for row in rows})
     matches = len(rows) * len(config.gnugo_levels) * len(config.lambdas)
-    games, plies = int(config.games), int(config.max_game_plies)
+    games, plies = config.games, config.max_game_plies
     batch = games // 2  # play_match: two lock-step batches, one with each colour moving first
-    game = model.game(float(config.komi))
-    pairings, agents, _ = schedule(config, model.sai_agent(int(config.num_simulations)))
+    game = model.game(config.komi)
+    pairings, agents, _ = schedule(config, model.sai_agent(config.num_simulations))
     sai = agents[pairings[0].player_a]()  # the run's first SAI agent, on abstract variables: λ and komi are arguments
     programs = [
         sai.planned_program(batch, matches * plies, name="SAI λ search"),
@@ -128,16 +128,16 @@ def planned_programs(config) -> tuple[list, list[str]]:
         f"game): {len(komis)} compilations of the program above, λ and the komi of each game are arguments",
         f"network: {source} ({model.run_config.model.num_blocks} blocks × {model.run_config.model.channels} "
         f"channels), abstract variables",
-        f"not planned (not JAX programs): GNU Go at levels {list(config.gnugo_levels)}, {matches * games} games "
+        f"not planned (not JAX programs): GNU Go at levels {config.gnugo_levels}, {matches * games} games "
         f"≤ {(plies + 1) // 2} moves each",
     ]
     return programs, notes
 
 
-def schedule(config, base: SaiAgent) -> tuple[list[Pairing], dict, dict[str, dict]]:
+def schedule(config: SaiGoGnugoConfig, base: SaiAgent) -> tuple[list[Pairing], dict, dict[str, dict]]:
     """Every row as a pairing (setting → level → λ, the order the rows were always played in): the pairings, their
     agents' loaders and each row's setting by label."""
-    key = jax.random.key(int(config.seed))
+    key = jax.random.key(config.seed)
     pairings, agents, rows = [], {}, {}
     for setting in settings(config):
         game = make_game("go", go_size=7, komi=setting["komi"])
@@ -145,20 +145,19 @@ def schedule(config, base: SaiAgent) -> tuple[list[Pairing], dict, dict[str, dic
         for level in config.gnugo_levels:
             engine = f"gnugo:level={level}"
             agents[engine + suffix] = functools.partial(named_engine, engine, game, engine + suffix)  # told the komi
-            row_seed = jax.random.fold_in(key, int(level))  # the main rows' seed, as before the extensions
+            row_seed = jax.random.fold_in(key, level)  # the main rows' seed, as before the extensions
             if setting["extension"]:
                 row_seed = jax.random.fold_in(row_seed, zlib.crc32(setting["setting"].encode()))
             for lam in config.lambdas:
                 name = f"sai-lambda-{lam:g}"
                 agents[name + suffix] = functools.partial(
-                    base.with_options, lam=float(lam), komi=setting["komi"], name=name + suffix,
-                    temperature_plies=int(config.temperature_plies))
+                    base.with_options, lam=lam, komi=setting["komi"], name=name + suffix,
+                    temperature_plies=config.temperature_plies)
                 label = f"{name}-vs-gnugo-{level}" + (f"-{setting['setting'].replace(' ', '-')}"
                                                       if setting["extension"] else "")
-                pairings.append(Pairing(name + suffix, engine + suffix, int(config.games), key=row_seed, game=game,
+                pairings.append(Pairing(name + suffix, engine + suffix, config.games, key=row_seed, game=game,
                                         label=label))
-                rows[label] = {"row": f"lambda={lam:g} gnugo-{level}{suffix}", "lambda": float(lam),
-                               "level": int(level), **{k: setting[k] for k in ("setting", "komi", "start",
+                rows[label] = {"row": f"lambda={lam:g} gnugo-{level}{suffix}", "lambda": lam, "level": level, **{k: setting[k] for k in ("setting", "komi", "start",
                                                                                  "extension")}}
     return pairings, agents, rows
 
@@ -173,18 +172,20 @@ def named_engine(spec: str, game, name: str):
 
 def check_config(config) -> None:
     """Every key, before the run directory is made: the network run (7×7 Go, the step), the play keys, and GNU Go."""
-    check_sai_network("network", config.network, [int(config.step)])
+    config = read_config(config)
+    check_sai_network("network", config.network, [config.step])
     check_play_keys(config)
     for handicap in config.handicaps:
-        check_at_least("handicaps", int(handicap), 1)
+        check_at_least("handicaps", handicap, 1)
     check_agent_spec("gnugo", "gnugo")
 
 
 def run(config, workdir: pathlib.Path) -> dict:
+    config = read_config(config)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    step = None if int(config.step) < 0 else int(config.step)
-    base = SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.num_simulations))
+    step = None if config.step < 0 else config.step
+    base = SaiAgent.from_checkpoint(config.network, step, num_simulations=config.num_simulations)
     if base.game.size != 7:
         raise ValueError(f"network={config.network!r} plays {base.game.size}x{base.game.size}, not 7x7")
     pairings, agents, rows = schedule(config, base)
@@ -198,11 +199,11 @@ def run(config, workdir: pathlib.Path) -> dict:
         measured["gnugo_fallback_moves"] = match.fallback_moves.get(engine.name, 0)
         return dataclasses.replace(match, extras={**row, **measured})
 
-    _, records = play_pairings(pairings, agents, base.game, workdir, max_game_plies=int(config.max_game_plies),
+    _, records = play_pairings(pairings, agents, base.game, workdir, max_game_plies=config.max_game_plies,
                                play=play)
     table = {record.extras["row"]: {k: v for k, v in record.extras.items() if k != "row"}
              for record in records.values()}
-    summary = {"network": str(config.network), "komi": float(config.komi), "simulations": int(config.num_simulations),
+    summary = {"network": config.network, "komi": config.komi, "simulations": config.num_simulations,
                "note": "rows marked extension (other komi, handicap) go beyond the paper, which could not assess "
                        "handicap or margins against weaker opponents on 7x7",
                "rows": {name: {k: v for k, v in row.items() if not k.endswith("margins")}

@@ -27,7 +27,8 @@ from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.config import (
-        ConfigError, apply_overrides, check_at_least, check_choice, default_config, from_json, to_json,
+        ConfigError, apply_overrides, check_at_least, check_choice, default_config, from_json, section_dataclass,
+        to_json,
     )
     from zerolab.devices import (
         check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,
@@ -58,7 +59,7 @@ __all__ = [
     "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "default_config", "find_engine",
     "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer",
     "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits", "progress_bar",
-    "replicate", "replicated", "request_host_devices", "run_search", "serve_search_engine", "shard_host_batch",
-    "standard_lane_rule", "to_json", "train", "validate_fen"
+    "replicate", "replicated", "request_host_devices", "run_search", "section_dataclass", "serve_search_engine",
+    "shard_host_batch", "standard_lane_rule", "to_json", "train", "validate_fen"
 ]
 __getattr__, __dir__ = lazy_surface(__name__)

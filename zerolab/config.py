@@ -21,6 +21,8 @@ import dataclasses
 import difflib
 import importlib
 import json
+import re
+import typing
 from collections.abc import Callable
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -85,22 +87,29 @@ literal, :func:`parse_value`)."""
 
 def annotation_name(annotation: Any) -> str:
     """A field's annotation as text (``int``, ``float | None``), whether or not its module postpones annotations."""
-    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    if isinstance(annotation, str):
+        return annotation
+    return annotation.__name__ if isinstance(annotation, type) and not typing.get_args(annotation) else str(annotation)
 
 
 def field_value(annotation: Any, value: Any) -> Any:
-    """``value`` as a dataclass field annotated ``annotation`` (``int``, ``float``, ``str``, ``bool``, ``X | None``).
+    """``value`` as a dataclass field annotated ``annotation`` (``int``, ``float``, ``str``, ``bool``, ``X | None``,
+    ``list[X]``, ``tuple[X, ...]``).
 
     Text (a command line's, an agent spec's) is read: ``int("3")``, ``float("1e-3")``, ``true``/``false`` for
-    ``bool``, ``none`` for ``X | None``; other annotations take a Python literal, else the string.  Values that are
-    not text keep their type, an integer for a ``float`` field becoming a float and an integral float for an ``int``
-    field an int.  Raises ValueError saying what was expected.
+    ``bool``, ``none`` for ``X | None``, a Python literal for a list or tuple; other annotations take a Python
+    literal, else the string.  Values that are not text keep their type, an integer for a ``float`` field becoming a
+    float and an integral float for an ``int`` field an int; the items of a ``list[X]`` or ``tuple[X, ...]`` are read
+    as ``X`` each.  Raises ValueError saying what was expected.
     """
     annotation = annotation_name(annotation)
     optional = annotation.endswith(" | None")
     base = annotation[: -len(" | None")] if optional else annotation
     if optional and (value is None or (isinstance(value, str) and value.strip().lower() == "none")):
         return None
+    sequence = SEQUENCE_ANNOTATION.fullmatch(base)
+    if sequence:
+        return sequence_value(sequence["kind"], sequence["item"], value, annotation)
     expected = FIELD_TYPES.get(base)
     if expected is None:
         return parse_value(value) if isinstance(value, str) else value
@@ -123,23 +132,66 @@ def field_value(annotation: Any, value: Any) -> Any:
     return value
 
 
-def section_dataclass(cls: type, section: Any, name: str) -> Any:
+#: ``list[X]`` and ``tuple[X, ...]`` annotations, ``X`` one of :data:`FIELD_TYPES` (optionally ``X | None``).
+SEQUENCE_ANNOTATION = re.compile(r"(?P<kind>list|tuple)\[(?P<item>[a-z]+(?: \| None)?)(?:, \.\.\.)?\]")
+
+
+def sequence_value(kind: str, item: str, value: Any, annotation: str) -> list | tuple:
+    """``value`` (a list, a tuple or its text) as ``list[item]`` or ``tuple[item, ...]``, each item read by
+    :func:`field_value`; a ValueError names the annotation and, for an item, its index."""
+    values = parse_value(value) if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)):
+        raise ValueError(f"expected {annotation}, got {value!r}")
+    items = []
+    for index, entry in enumerate(values):
+        try:
+            items.append(field_value(item, entry))
+        except ValueError:
+            raise ValueError(f"expected {annotation}, got {value!r} (item {index}: {entry!r})") from None
+    return list(items) if kind == "list" else tuple(items)
+
+
+def section_dataclass(cls: type, section: Any, name: str, read_elsewhere: Iterable[str] = ()) -> Any:
     """``cls(**section)`` for a frozen dataclass ``cls`` from a config section ``name`` (a ConfigDict, a mapping or
-    ``{key: text}``), each value read by :func:`field_value`; keys absent keep their defaults (configs of older
-    runs).  Raises ValueError naming an unknown key and the valid ones, or a value and the type expected."""
+    ``{key: text}``), each value read by :func:`field_value`; a field whose type is itself a dataclass reads its
+    sub-section the same way (``name.key``).  Keys absent keep their defaults (configs of older runs); the keys in
+    ``read_elsewhere`` are left out (sections another reader types: a launcher's ``model``, ``search`` …).  Raises
+    ValueError naming an unknown key and the valid ones, or a value and the type expected."""
     values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
+    for key in read_elsewhere:
+        values.pop(key, None)
     fields = {field.name: field for field in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
         hint = did_you_mean(unknown[0], fields) if len(unknown) == 1 else ""
         raise ValueError(f"unknown {name} keys {unknown}{hint}; valid keys: {sorted(fields)}")
     converted = {}
+    types = field_types(cls)
     for key, value in values.items():
+        if dataclasses.is_dataclass(types.get(key)):
+            converted[key] = section_dataclass(types[key], value, f"{name}.{key}")
+            continue
         try:
             converted[key] = field_value(fields[key].type, value)
-        except ValueError:
-            raise ValueError(f"{name}.{key} must be {annotation_name(fields[key].type)}, got {value!r}") from None
+        except ValueError as error:
+            raise ValueError(f"{name}.{key} must be {annotation_name(fields[key].type)}, got {value!r}"
+                             f"{item_detail(error)}") from None
     return cls(**converted)
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """``cls``'s field annotations resolved to types where they can be (a name only imported for type checking
+    cannot: then none are, and no field reads a sub-section)."""
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError):
+        return {}
+
+
+def item_detail(error: ValueError) -> str:
+    """`` (item 2: 'x')`` where ``error`` (from :func:`field_value`) names a sequence's item, else ``""``."""
+    text = str(error)
+    return text[text.rindex(" (item "):] if " (item " in text else ""
 
 
 def load_factory(path: str, key: str) -> Callable:

@@ -52,17 +52,24 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
 
 
 def check_play_keys(section, prefix: str = "") -> None:
-    """The play keys a section may hold, each checked where present: ``games`` (even, half with each colour),
-    ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of None is left to the caller),
-    ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0).  Keys are named as
-    ``prefix`` + key."""
-    if "games" in section:
-        check_game_count(f"{prefix}games", section.games)
-    for level in section.get("gnugo_levels", ()):
+    """The play keys a section may hold (a ConfigDict or a launcher's typed config), each checked where present:
+    ``games`` (even, half with each colour), ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of
+    None is left to the caller), ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0).
+    Keys are named as ``prefix`` + key."""
+    absent = object()
+
+    def value(key: str):
+        return getattr(section, key, absent)
+
+    if value("games") is not absent:
+        check_game_count(f"{prefix}games", value("games"))
+    for level in value("gnugo_levels") if value("gnugo_levels") is not absent else ():
         if level not in GNUGO_LEVELS:
             raise ValueError(f"{prefix}gnugo_levels: GNU Go levels are 0 to 10, got {level!r}")
-    for lam in list(section.get("lambdas", ())) + ([section.lam] if section.get("lam") is not None else []):
-        check_lambda(lam, f"{prefix}lambdas" if "lambdas" in section else f"{prefix}lam")
+    lambdas = value("lambdas")
+    for lam in list(lambdas if lambdas is not absent else ()) + ([value("lam")] if value("lam") not in (absent, None)
+                                                                 else []):
+        check_lambda(lam, f"{prefix}lambdas" if lambdas is not absent else f"{prefix}lam")
     for key, minimum in (("num_simulations", 1), ("max_game_plies", 1), ("temperature_plies", 0)):
-        if key in section:
-            check_at_least(prefix + key, int(section[key]), minimum)
+        if value(key) is not absent:
+            check_at_least(prefix + key, value(key), minimum)

@@ -88,6 +88,41 @@ def test_one_field_reader_types_config_values_and_text():
             section_dataclass(Section, {key: value}, "part")
 
 
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    bins: int = 10
+    komi: list[float] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Launcher:
+    seed: int = 0
+    levels: tuple[int, ...] = ()
+    names: list[str | None] = dataclasses.field(default_factory=list)
+    calibration: Calibration = Calibration()
+
+
+def test_sequences_read_each_item_and_sub_sections_read_as_their_own_dataclass():
+    config = {"seed": 2, "levels": [1, 5.0], "names": ["a", None], "calibration": {"bins": 4.0, "komi": [5, 7.5]},
+              "model": {"channels": 8}}
+    launcher = section_dataclass(Launcher, config, "launcher", read_elsewhere=("model",))
+    assert launcher == Launcher(2, (1, 5), ["a", None], Calibration(4, [5.0, 7.5]))
+    assert type(launcher.levels) is tuple and all(type(level) is int for level in launcher.levels)
+    assert all(type(komi) is float for komi in launcher.calibration.komi)
+    assert section_dataclass(Launcher, {"levels": "[3, 4]", "calibration": {"komi": "[1]"}}, "launcher") == \
+        Launcher(levels=(3, 4), calibration=Calibration(komi=[1.0]))
+    with pytest.raises(ValueError, match=r"unknown launcher keys \['model'\]"):
+        section_dataclass(Launcher, config, "launcher")
+    with pytest.raises(ValueError, match=r"launcher.levels must be tuple\[int, ...\], got \[1, 2.5\] \(item 1: 2.5\)"):
+        section_dataclass(Launcher, {"levels": [1, 2.5]}, "launcher")
+    with pytest.raises(ValueError, match=r"launcher.levels must be tuple\[int, ...\], got 3"):
+        section_dataclass(Launcher, {"levels": 3}, "launcher")
+    with pytest.raises(ValueError, match=r"launcher.calibration.bins must be int, got 'many'"):
+        section_dataclass(Launcher, {"calibration": {"bins": "many"}}, "launcher")
+    with pytest.raises(ValueError, match=r"unknown launcher.calibration keys \['bin'\] \(did you mean 'bins'\?\)"):
+        section_dataclass(Launcher, {"calibration": {"bin": 3}}, "launcher")
+
+
 def test_one_plugin_loader_names_the_key_and_what_is_wrong():
     assert load_factory("zerolab.config:split_spec", "method") is split_spec
     with pytest.raises(ValueError, match="model.name='nowhere.net:f': cannot import nowhere.net"):
