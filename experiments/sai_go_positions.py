@@ -42,6 +42,7 @@ from sai_go.value import signed_komi, winrate
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys, check_sai_network
+from experiments.configs.sai_go_positions import SaiGoPositionsConfig, read_config
 
 SECTIONS = ("margin", "komi_curve", "endgames")
 
@@ -75,17 +76,17 @@ def mean_sd(values) -> list[float]:
     return [float(values.mean()), float(values.std())]
 
 
-def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> dict:
+def endgame_choices(agents: list[SaiAgent], steps: list[int], config: SaiGoPositionsConfig, key) -> dict:
     """Section 3: each endgame's exact margins, each network's α, β (mover's view) and winrate curve, and the share
     of searches choosing the best, the second or another move, for each λ."""
     game = agents[-1].game
     rules = Rules(game.size)
     states = endgame_states(game)
-    seeds = int(config.endgame_seeds)
+    seeds = config.endgame_seeds
     count = len(ENDGAMES)
     batch = jax.tree.map(lambda leaf: jnp.repeat(leaf, seeds, axis=0), states)  # [E·seeds], endgame-major
     komi = jnp.repeat(jnp.asarray([endgame.komi for endgame in ENDGAMES], jnp.float32), seeds)
-    search = compiled_endgame_search(game, agents[-1].network, int(config.num_simulations))
+    search = compiled_endgame_search(game, agents[-1].network, config.num_simulations)
     komi_grid = np.linspace(-30.0, 30.0, 121)
     results = {}
     for endgame in ENDGAMES:
@@ -119,7 +120,7 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config, key) -> di
     for row in results.values():
         row["alpha_mean_sd"], row["beta_mean_sd"] = mean_sd(row["alpha"]), mean_sd(row["beta"])
         row["best_share_mean_sd"] = {lam: mean_sd(shares["best"]) for lam, shares in row["choices"].items()}
-    return {"steps": steps, "seeds": seeds, "simulations": int(config.num_simulations), "komi_grid": komi_grid.tolist(),
+    return {"steps": steps, "seeds": seeds, "simulations": config.num_simulations, "komi_grid": komi_grid.tolist(),
             "positions": results}
 
 
@@ -131,18 +132,19 @@ def plan(config) -> str:
     from experiments.common.sai_go import run_model
     from sai_go.plan import kept_steps, pgx_step_program
 
-    sections = list(config.sections)
+    config = read_config(config)
+    sections = config.sections
     model, source = run_model(config.network)
-    steps = list(config.steps) or [step for step in kept_steps(model.run_config) if step > 0]
+    steps = config.steps or [step for step in kept_steps(model.run_config) if step > 0]
     game = model.game()
-    simulations = int(config.num_simulations)
+    simulations = config.num_simulations
     plies = game.max_game_plies
     programs, notes = [], []
     selfplay_calls = {}
     if "margin" in sections:
-        selfplay_calls[int(config.heldout_games)] = selfplay_calls.get(int(config.heldout_games), 0) + 1
+        selfplay_calls[config.heldout_games] = selfplay_calls.get(config.heldout_games, 0) + 1
     if "komi_curve" in sections:
-        games = int(config.games_per_komi)
+        games = config.games_per_komi
         selfplay_calls[games] = selfplay_calls.get(games, 0) + len(config.komi_offsets)
     play = compiled_selfplay(game, model.network, simulations)
 
@@ -163,18 +165,18 @@ def plan(config) -> str:
     if selfplay_calls:
         notes.append(f"self-play: {plies} plies (2·N², the most a 7x7 game lasts) of "
                      f"{evaluations_per_search(simulations)} evaluations each, plus the empty board's (XLA counts the scan's body once); "
-                     + (f"{int(config.heldout_games)} held-out games (margin), " if "margin" in sections else "")
-                     + (f"{int(config.games_per_komi)} games at each of {len(config.komi_offsets)} komi (komi curve)"
+                     + (f"{config.heldout_games} held-out games (margin), " if "margin" in sections else "")
+                     + (f"{config.games_per_komi} games at each of {len(config.komi_offsets)} komi (komi curve)"
                         if "komi_curve" in sections else ""))
     if "endgames" in sections:
-        batch = len(ENDGAMES) * int(config.endgame_seeds)
+        batch = len(ENDGAMES) * config.endgame_seeds
         search = compiled_endgame_search(game, model.network, simulations)
         komi = jax.ShapeDtypeStruct((batch,), jnp.float32)
         cost = compile_cost("endgame search", search.lower(model.variables, jax.random.key(0),
                                                            abstract_states(game, batch), komi,
                                                            jax.ShapeDtypeStruct((), jnp.float32)))
         programs.append(PlannedProgram.search(cost, len(steps) * len(config.lambdas),
-                                              f"{len(ENDGAMES)} endgames × {int(config.endgame_seeds)} seeds, "
+                                              f"{len(ENDGAMES)} endgames × {config.endgame_seeds} seeds, "
                                               f"{simulations} simulations with root noise",
                                               flops_of(batch), simulations))
         programs.append(evaluation("endgame evaluation", len(ENDGAMES), len(steps),
@@ -184,7 +186,7 @@ def plan(config) -> str:
     if "komi_curve" in sections:
         programs.append(evaluation("empty-board evaluation", 1, 1, "α, β of the empty board (op by op in the runner)"))
     setup_moves = sum(len(endgame.setup(Rules(game.size))) for endgame in ENDGAMES) if "endgames" in sections else 0
-    replays = (int(config.heldout_games) * plies if "margin" in sections else 0) + setup_moves
+    replays = (config.heldout_games * plies if "margin" in sections else 0) + setup_moves
     if replays:
         programs.append(pgx_step_program("replay step (pgx)", game, None, replays,
                                          "one move of one game (held-out games' final boards, endgame setups)"))
@@ -194,36 +196,40 @@ def plan(config) -> str:
                  f"early")
     return format_programs(f"sai-go-positions: {', '.join(sections)}", programs, notes)
 
-
-
 def check_config(config) -> None:
     """Every key, before the run directory is made: the sections, the network run and its steps, the play keys and
     the sizes."""
+    check_keys(read_config(config))
+
+
+def check_keys(config: SaiGoPositionsConfig) -> None:
+    """:func:`check_config` of the typed config."""
     unknown = sorted(set(config.sections) - set(SECTIONS))
     if unknown:
         raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
-    check_sai_network("network", config.network, [int(step) for step in config.steps])
+    check_sai_network("network", config.network, config.steps)
     check_play_keys(config)
     for key in ("endgame_seeds", "games_per_komi", "heldout_games"):
-        check_at_least(key, int(config[key]), 1)
+        check_at_least(key, getattr(config, key), 1)
 
 
 def run(config, workdir: pathlib.Path) -> dict:
+    config = read_config(config)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    check_config(config)
-    sections = list(config.sections)
-    steps = list(config.steps) or [step for step in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
+    check_keys(config)
+    sections = config.sections
+    steps = config.steps or [step for step in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
                                     if step > 0]  # the untrained network is not an SAI network
-    agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=int(config.num_simulations)) for step in steps]
+    agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=config.num_simulations) for step in steps]
     last = agents[-1]
     game = last.game
-    key = jax.random.key(int(config.seed))
-    results: dict = {"network": str(config.network), "steps": steps, "sections": sections}
+    key = jax.random.key(config.seed)
+    results: dict = {"network": config.network, "steps": steps, "sections": sections}
     figure, axes = new_figure(columns=3)
 
     if "margin" in sections:  # 1. α against the final margin, by ply.
-        frames, records = selfplay(last, int(config.heldout_games), jax.random.fold_in(key, 1))
+        frames, records = selfplay(last, config.heldout_games, jax.random.fold_in(key, 1))
         errors_by_ply: dict[int, list[float]] = {}
         alpha = np.asarray(frames.extras["alpha"])
         for lane, start, actions, _ in complete_games(records):
@@ -247,8 +253,8 @@ def run(config, workdir: pathlib.Path) -> dict:
         fair = float(np.floor(empty_alpha) + 0.5)
         curve = []
         for index, offset in enumerate(config.komi_offsets):
-            komi = fair + float(offset)
-            _, records = selfplay(last, int(config.games_per_komi), jax.random.fold_in(key, 100 + index), komi)
+            komi = fair + offset
+            _, records = selfplay(last, config.games_per_komi, jax.random.fold_in(key, 100 + index), komi)
             games = [(lane, actions, score) for lane, start, actions, score in complete_games(records) if start == 0]
             black_wins = sum(score for _, _, score in games)  # the first player is Black
             curve.append({"komi": komi, "games": len(games), "black_winrate": black_wins / max(len(games), 1),
@@ -264,7 +270,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     if "endgames" in sections:  # 3. Two winning moves: α, β over the networks and the best move's share for each λ.
         endgame = endgame_choices(agents, steps, config, key)
         results["endgames"] = endgame
-        lambdas = [float(lam) for lam in config.lambdas]
+        lambdas = config.lambdas
         for name, row in endgame["positions"].items():
             shares = [row["best_share_mean_sd"][f"{lam:g}"] for lam in lambdas]
             axes[0, 2].errorbar(lambdas, [m for m, _ in shares], yerr=[sd for _, sd in shares], marker="o",
