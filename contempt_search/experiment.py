@@ -35,7 +35,7 @@ def base_network(config, base_run_config=None) -> pathlib.Path:
         return network
     if base_run_config is None:
         raise FileNotFoundError(f"network={network}: no checkpoint there, and no base_config to train one")
-    logger.info("training the base network into %s (%s %s)", network, config.base_config, list(config.base_overrides))
+    logger.info("training the base network into %s (%s %s)", network, config.base_config, config.base_overrides)
     train.run(base_run_config, network)
     return network
 
@@ -66,17 +66,22 @@ def append_row(path: pathlib.Path, row: dict) -> None:
 
 def temperature_settings(config, temperature: str) -> dict:
     """SelfPlayConfig fields of a schedule name (``tau1``, ``tau2``: ``config``'s (start, delay, decay, end, cutoff)
-    over full moves) or of a constant τ given as text (``"0.6"``)."""
+    over full moves, a launcher's typed config or a ConfigDict) or of a constant τ given as text (``"0.6"``)."""
     if temperature in ("tau1", "tau2"):
-        start, delay, decay, end, cutoff = config[temperature]
-        return {"temperature": float(start), "temperature_delay_moves": int(delay),
-                "temperature_decay_moves": int(decay), "temperature_end": float(end),
-                "temperature_cutoff_moves": int(cutoff)}
+        return schedule_settings(getattr(config, temperature))
     try:
         constant = float(temperature)
     except ValueError:
         raise ValueError(f"temperature {temperature!r}: expected 'tau1', 'tau2' or a number") from None
     return {"temperature": constant, "temperature_delay_moves": 10**6, "temperature_end": constant}
+
+
+def schedule_settings(schedule) -> dict:
+    """SelfPlayConfig fields of a τ schedule ``(start, delay, decay, end, cutoff)`` over full moves (a config's
+    ``tau1`` / ``tau2``: numbers, typed ``list[float]``): the one reading of a schedule, the move counts as ints."""
+    start, delay, decay, end, cutoff = schedule
+    return {"temperature": float(start), "temperature_delay_moves": int(delay), "temperature_decay_moves": int(decay),
+            "temperature_end": float(end), "temperature_cutoff_moves": int(cutoff)}
 
 
 def arm_search(base: SearchConfig, *, num_simulations: int, kind: str, selection: str,

@@ -68,7 +68,7 @@ def experiment_network(config, base_run_config=None) -> PlannedNetwork:
     if base_run_config is None:
         raise ValueError(f"network={config.network}: no run there, and no base_config to train one")
     return network_of(base_run_config, f"{config.network} does not exist at plan time: the run base_config "
-                                  f"{config.base_config} {list(config.base_overrides)} would train there")
+                                  f"{config.base_config} {config.base_overrides} would train there")
 
 
 __all__ = ["LC0_NETWORK", "PlannedNetwork", "experiment_network", "maia_network", "memory_notes", "network_of"]

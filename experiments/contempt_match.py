@@ -39,6 +39,7 @@ from contempt_search.statistics import wdl_percentages
 from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity, score_quantity
+from experiments.configs.contempt_match import ContemptMatchConfig, read_config
 from zerolab import SearchAgent, SearchConfig
 from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
@@ -52,22 +53,22 @@ def selfplay_row_fields(row: dict) -> dict:
             "selfplay_sampled_visit_fraction": row.get("sampled_visit_fraction")}
 
 
-def choose_settings(config) -> dict[str, dict]:
+def choose_settings(config: ContemptMatchConfig) -> dict[str, dict]:
     """``{"contempt": {sc_limit, temperature: "tau1", ...}, "puct": {temperature, ...}}``: by hand when
     ``sc_limit`` / ``puct_temperature`` are set, else the contempt-selfplay rows nearest ``target_ratio``.  With
     ``equal_decisiveness`` the PUCT setting's target is the chosen contempt setting's own self-play (w+l)/d instead (the
     paper's pairing: both settings equally decisive), read from its row."""
     rows = read_rows(pathlib.Path(config.selfplay_run) / "settings.jsonl") if config.selfplay_run else []
     chosen = {}
-    if int(config.sc_limit) > 0:
-        chosen["contempt"] = {"name": f"contempt{int(config.sc_limit)}-tau1", "sc_limit": int(config.sc_limit),
+    if config.sc_limit > 0:
+        chosen["contempt"] = {"name": f"contempt{config.sc_limit}-tau1", "sc_limit": config.sc_limit,
                               "temperature": "tau1", "chosen_by": "config"}
     if config.puct_temperature:
         chosen["puct"] = {"name": f"puct-{config.puct_temperature}", "sc_limit": None,
-                          "temperature": str(config.puct_temperature), "chosen_by": "config"}
+                          "temperature": config.puct_temperature, "chosen_by": "config"}
     wanted = {"contempt": lambda row: row["sc_limit"] is not None and row["temperature"] == "tau1",
               "puct": lambda row: row["sc_limit"] is None}
-    target, target_text = float(config.target_ratio), f"(w+l)/d nearest {float(config.target_ratio)}"
+    target, target_text = config.target_ratio, f"(w+l)/d nearest {config.target_ratio}"
     for arm in ("contempt", "puct"):
         if arm not in chosen:
             candidates = [row for row in rows if wanted[arm](row)]
@@ -79,7 +80,7 @@ def choose_settings(config) -> dict[str, dict]:
             row = nearest_setting(candidates, target)
             chosen[arm] = {"name": row["name"], "sc_limit": row["sc_limit"], "temperature": row["temperature"],
                            "chosen_by": target_text, **selfplay_row_fields(row)}
-        if arm == "contempt" and bool(config.equal_decisiveness):
+        if arm == "contempt" and config.equal_decisiveness:
             name = chosen["contempt"]["name"]
             row = next((row for row in rows if row["name"] == name), None)
             if row is None:
@@ -90,14 +91,14 @@ def choose_settings(config) -> dict[str, dict]:
     return chosen
 
 
-def setting_search(setting: dict, config, base: SearchConfig) -> SearchConfig:
+def setting_search(setting: dict, config: ContemptMatchConfig, base: SearchConfig) -> SearchConfig:
     """The search of a setting (:func:`contempt_search.experiment.arm_search`): the experiment's simulations, kind
     and PUCT rule (``selection``), no root noise, with the plain rules or contempt's at the setting's N_scl."""
-    return arm_search(base, num_simulations=int(config.num_simulations), kind=config.kind,
+    return arm_search(base, num_simulations=config.num_simulations, kind=config.kind,
                       selection=config.selection, sc_limit=setting["sc_limit"])
 
 
-def setting_agent(base: SearchAgent, setting: dict, config) -> SearchAgent:
+def setting_agent(base: SearchAgent, setting: dict, config: ContemptMatchConfig) -> SearchAgent:
     """The base network (``base``: the run's agent; in a plan, on abstract variables) with the setting's search and
     temperature schedule, named by the setting: what the match plays, and what its plan compiles."""
     return base.with_search(setting_search(setting, config, base.search_config), name=setting["name"],
@@ -119,20 +120,21 @@ def match_summary(contempt_name: str, puct_name: str, result: MatchResult, conte
 def check_config(config) -> None:
     """Every key, before the run directory is made: :func:`check_match_keys`, then the settings' choice (which reads
     ``selfplay_run``'s rows unless both settings are given)."""
+    config = read_config(config)
     check_match_keys(config)
     choose_settings(config)
 
 
-def check_match_keys(config) -> None:
+def check_match_keys(config: ContemptMatchConfig) -> None:
     """The keys all contempt launchers read, the games and blocks, the decisiveness target and the PUCT temperature."""
     check_contempt_config(config)
-    games, blocks = int(config.games), int(config.blocks)
+    games, blocks = config.games, config.blocks
     if blocks < 1 or games < 2 or games % (2 * blocks):
         raise ValueError(f"games={games} must split into blocks={blocks} blocks of an even number of games")
-    if not float(config.target_ratio) > 0:
+    if not config.target_ratio > 0:
         raise ValueError(f"target_ratio must be positive ((w+l)/d of self-play), got {config.target_ratio!r}")
     if config.puct_temperature:
-        temperature_settings(config, str(config.puct_temperature))
+        temperature_settings(config, config.puct_temperature)
 
 
 def plan(config) -> str:
@@ -141,17 +143,18 @@ def plan(config) -> str:
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
+    config = read_config(config)
     planned = experiment_network(config, base_run_config(config))
     try:
         chosen, how = choose_settings(config), "chosen as the run would choose them"
     except (FileNotFoundError, ValueError) as error:  # no contempt-selfplay rows yet: the choice is made at run time
         chosen = {"puct": {"name": "puct-tau1", "sc_limit": None, "temperature": "tau1"},
-                  "contempt": {"name": f"contempt{int(config.sc_limit) or 5}-tau1", "sc_limit": int(config.sc_limit) or 5,
+                  "contempt": {"name": f"contempt{config.sc_limit or 5}-tau1", "sc_limit": config.sc_limit or 5,
                                "temperature": "tau1"}}
         how = (f"chosen at run time from contempt-selfplay's rows ({error.__class__.__name__}: none at plan time); "
                f"planned as PUCT τ1 and contempt N_scl {chosen['contempt']['sc_limit']} τ1: any other choice compiles "
                f"the same shapes (τ and N_scl are constants of the program)")
-    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
+    games, plies, simulations = config.games, config.max_game_plies, config.num_simulations
     batch = games // 2  # play_match: two lock-step batches, one with each arm moving first
     programs = [setting_agent(planned.base, chosen[arm], config).planned_program(batch, plies)
                 for arm in ("contempt", "puct")]
@@ -170,28 +173,28 @@ def plan(config) -> str:
                            f"{planned.config.game.name}", programs, notes)
 
 
-def block_pairings(chosen: dict, config) -> list[Pairing]:
+def block_pairings(chosen: dict, config: ContemptMatchConfig) -> list[Pairing]:
     """The match's blocks as pairings, search-contempt's setting first: ``games / blocks`` games each, labelled
     ``<contempt>-vs-<puct>`` (one block) or ``...-block<b>``, under the seed's key (folded with ``b`` when there are
     several blocks)."""
-    blocks, games = int(config.blocks), int(config.games) // int(config.blocks)
+    blocks, games = config.blocks, config.games // config.blocks
     contempt, puct = chosen["contempt"]["name"], chosen["puct"]["name"]
-    key = jax.random.key(int(config.seed))
+    key = jax.random.key(config.seed)
     return [Pairing(contempt, puct, games, key=jax.random.fold_in(key, block) if blocks > 1 else key,
                     label=f"{contempt}-vs-{puct}" + (f"-block{block}" if blocks > 1 else ""))
             for block in range(blocks)]
 
 
-def play_block(base: Callable[[], SearchAgent], chosen: dict, config, pairing: Pairing, key: jax.Array,
-               pool: AgentPool) -> Match:
+def play_block(base: Callable[[], SearchAgent], chosen: dict, config: ContemptMatchConfig, pairing: Pairing,
+               key: jax.Array, pool: AgentPool) -> Match:
     """One block of the match with fresh agents on the base network (``base()`` loads it) so that each block's
     search statistics are its own (the pool is not used): its games, with contempt's moves and search statistics as
     the match's extras."""
     del pool
     contempt = setting_agent(base(), chosen["contempt"], config)
     puct = setting_agent(base(), chosen["puct"], config)
-    played = play_match(contempt.game, contempt, puct, pairing.games, key, max_game_plies=int(config.max_game_plies),
-                        show_progress=bool(config.progress))
+    played = play_match(contempt.game, contempt, puct, pairing.games, key, max_game_plies=config.max_game_plies,
+                        show_progress=config.progress)
     contempt_moves = sum((record.plies + (record.first_player == contempt.name)) // 2 for record in played.games)
     played.extras = {"contempt_moves": contempt_moves, "contempt_search_statistics": contempt.search_statistics()}
     return played
@@ -217,6 +220,8 @@ def combine_blocks(records: list[PairingRecord]) -> dict:
 
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
+    settings = config.to_dict()  # as given: the summary's record
+    config = read_config(config)
     workdir = pathlib.Path(workdir)
     check_match_keys(config)  # the door's check but the rows, which the choice below reads once
     workdir.mkdir(parents=True, exist_ok=True)
@@ -224,11 +229,11 @@ def run(config, workdir: pathlib.Path) -> dict:
     network = base_network(config, base_run_config(config))
     base = functools.cache(functools.partial(load_search_agent, network, {"name": "base"}))  # loaded once, if played
     _, records = play_pairings(block_pairings(chosen, config), {}, network_game(network), workdir,
-                               max_game_plies=int(config.max_game_plies),
+                               max_game_plies=config.max_game_plies,
                                play=functools.partial(play_block, base, chosen, config), event="contempt-match")
     match = combine_blocks(list(records.values()))
     logger.info("contempt-match: %s", json.dumps(match))
-    summary = {"settings": config.to_dict(), "network": str(network), "chosen": chosen, "match": match,
+    summary = {"settings": settings, "network": str(network), "chosen": chosen, "match": match,
                "sampled_visit_fraction": match["contempt_search_statistics"].get("sampled_visit_fraction"),
                "wall_s": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -12,32 +12,32 @@ from zerolab.training import check_training_config
 
 def base_run_config(config):
     """The training config ``config.base_config`` names (its tiny preset with ``base_overrides``, the experiment's
-    ``progress``): the run :func:`contempt_search.experiment.base_network` trains into ``config.network`` when that
+    ``progress``; ``config`` a launcher's typed config or a ConfigDict): the run :func:`contempt_search.experiment.base_network` trains into ``config.network`` when that
     holds no checkpoint (and :func:`contempt_search.plan.experiment_network` plans); None when the config names none
     (the paper presets play a converted maia-1900 run)."""
     if not config.base_config:
         return None
-    return load_config(config.base_config, "tiny", list(config.base_overrides) + [f"progress={bool(config.progress)}"])
+    return load_config(config.base_config, "tiny", [*config.base_overrides, f"progress={config.progress}"])
 
 
 def check_contempt_config(config) -> None:
     """The keys every search-contempt launcher reads, checked before its run directory is made: the search's kind and
     PUCT rule, its simulations (an int or a list), N_scl values, the game cap, the named temperatures, and the base
     network (``network`` holding a checkpoint, or a ``base_config`` whose training config passes the core's checks).
-    A bad value is a ValueError naming the key."""
+    ``config`` is a launcher's typed config (or a ConfigDict); the keys a launcher lacks (``sc_limits``,
+    ``sc_limit``, ``puct_temperatures``) are skipped.  A bad value is a ValueError naming the key."""
     check_choice("kind", config.kind, SEARCH_KINDS)
     check_choice("selection", config.selection, SELECTIONS)
     simulations = config.num_simulations
     for value in (simulations if isinstance(simulations, (list, tuple)) else [simulations]):
-        check_at_least("num_simulations", int(value), 1)
-    check_at_least("max_game_plies", int(config.max_game_plies), 1)
-    if "sc_limits" in config:
-        for value in config.sc_limits:
-            check_at_least("sc_limits", int(value), 1)
-    if "sc_limit" in config:
-        check_at_least("sc_limit", int(config.sc_limit), 0)
-    for temperature in config.get("puct_temperatures", ()):
-        temperature_settings(config, str(temperature))
+        check_at_least("num_simulations", value, 1)
+    check_at_least("max_game_plies", config.max_game_plies, 1)
+    for value in getattr(config, "sc_limits", ()):
+        check_at_least("sc_limits", value, 1)
+    if hasattr(config, "sc_limit"):
+        check_at_least("sc_limit", config.sc_limit, 0)
+    for temperature in getattr(config, "puct_temperatures", ()):
+        temperature_settings(config, temperature)
     if not (config.network and holds_checkpoint(config.network)):
         base = base_run_config(config)
         if base is None:

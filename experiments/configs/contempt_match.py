@@ -17,32 +17,50 @@ draws).  The first evidence match (contempt N_scl 1 against PUCT τ2, mctx's PUC
 ``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
 """
 
+from __future__ import annotations
+
+import dataclasses
+
 import ml_collections
 
 from contempt_search import TEMPERATURE_SCHEDULES
+from zerolab import section_dataclass
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ContemptMatchConfig:
+    """contempt-match's keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
+    launcher reads its config through it (:func:`read_config`), once, at each hook."""
+
+    seed: int = 0
+    network: str = "runs/contempt-base"
+    base_config: str = "quickstart"
+    base_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet"])
+    selfplay_run: str = "runs/contempt-selfplay"  # a contempt-selfplay run directory (its settings.jsonl)
+    target_ratio: float = 1.0
+    equal_decisiveness: bool = False  # True: PUCT's setting is the one nearest the chosen contempt setting's (w+l)/d
+    puct_temperature: str = ""  # "" = chosen from selfplay_run
+    sc_limit: int = 0  # 0 = chosen from selfplay_run
+    num_simulations: int = 32
+    kind: str = "muzero"
+    selection: str = "mctx"  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
+    # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
+    # (contempt_search.TEMPERATURE_SCHEDULES, one field a schedule)
+    tau1: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau1"]))
+    tau2: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau2"]))
+    games: int = 64
+    blocks: int = 1  # the games in this many resumable blocks (pairings in matches.json)
+    max_game_plies: int = 100
+    progress: bool = True
+
+
+def read_config(config: ml_collections.ConfigDict) -> ContemptMatchConfig:
+    """``config`` typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must be)."""
+    return section_dataclass(ContemptMatchConfig, config, "contempt-match")
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict({
-        "seed": 0,
-        "network": "runs/contempt-base",
-        "base_config": "quickstart",
-        "base_overrides": ["model.name=resnet"],
-        "selfplay_run": "runs/contempt-selfplay",  # a contempt-selfplay run directory (its settings.jsonl)
-        "target_ratio": 1.0,
-        "equal_decisiveness": False,  # True: PUCT's setting is the one nearest the chosen contempt setting's (w+l)/d
-        "puct_temperature": "",  # "" = chosen from selfplay_run
-        "sc_limit": 0,  # 0 = chosen from selfplay_run
-        "num_simulations": 32,
-        "kind": "muzero",
-        "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
-        # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
-        **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
-        "games": 64,
-        "blocks": 1,  # the games in this many resumable blocks (pairings in matches.json)
-        "max_game_plies": 100,
-        "progress": True,
-    })
+    config = ml_collections.ConfigDict(dataclasses.asdict(ContemptMatchConfig()))
     if preset == "tiny":
         return config
     if preset == "evidence":
