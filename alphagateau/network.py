@@ -13,6 +13,7 @@ zerolab AlphaZero ResNet; ``--benchmark`` times graph building against the netwo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ import jax.numpy as jnp
 
 from alphagateau.graph import board_graph, board_size_of, graph_features, slot_logits_to_action_logits
 from alphagateau.layers import BLOCKS, POOLINGS, AttentionPooling, GraphBatch, ResGATEAU, SlotBatchNorm
-from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput, check_at_least, check_choice
+from zerolab import AlphaZeroResNet, NetworkInputs, NetworkOutput, check_at_least, check_choice, section_dataclass
 from zerolab.networks import count_parameters
 
 
@@ -134,20 +135,31 @@ def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
     """
     if getattr(game, "name", None) not in CHESS_GAMES:
         raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
-    for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
-        check_choice(f"model.{key}", model_config.get(key, LEGACY_ARCHITECTURE[key]), allowed)
-    width_key = LEGACY_WIDTH_KEY if LEGACY_WIDTH_KEY in model_config else "channels"
-    channels = int(model_config.get(width_key, 128))
-    check_at_least(f"model.{width_key}", channels, 1)
-    num_blocks = int(model_config.get("num_blocks", 5))
-    check_at_least("model.num_blocks", num_blocks, 0)
-    return AlphaGateau(
-        channels=channels,
-        num_blocks=num_blocks,
-        negative_slope=float(model_config.get("negative_slope", 0.2)),
-        batch_norm_momentum=float(model_config.get("batch_norm_momentum", 0.9)),
-        **{key: str(model_config.get(key, default)) for key, default in LEGACY_ARCHITECTURE.items()},
-    )
+    section = dict(model_config.items())
+    if LEGACY_WIDTH_KEY in section:  # a run recorded before the width was named channels
+        section["channels"] = section[LEGACY_WIDTH_KEY]
+    settings = section_dataclass(AlphaGateauConfig, section, "model", shared=True)
+    return AlphaGateau(**dataclasses.asdict(settings))
+
+
+@dataclasses.dataclass(frozen=True)
+class AlphaGateauConfig:
+    """AlphaGateau's keys of a ``model`` section (``name`` and ``dtype`` are the core's), with the defaults a config
+    without them gets (:data:`LEGACY_ARCHITECTURE`: the architecture of runs recorded before the keys existed)."""
+
+    channels: int = 128
+    num_blocks: int = 5
+    negative_slope: float = 0.2
+    batch_norm_momentum: float = 0.9
+    block: str = LEGACY_ARCHITECTURE["block"]
+    heads: str = LEGACY_ARCHITECTURE["heads"]
+    pooling: str = LEGACY_ARCHITECTURE["pooling"]
+
+    def __post_init__(self):
+        for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
+            check_choice(f"model.{key}", getattr(self, key), allowed)
+        check_at_least("model.channels", self.channels, 1)
+        check_at_least("model.num_blocks", self.num_blocks, 0)
 
 
 # --- parameter counts and timing -----------------------------------------------------------------------------------

@@ -151,15 +151,20 @@ def sequence_value(kind: str, item: str, value: Any, annotation: str) -> list | 
     return list(items) if kind == "list" else tuple(items)
 
 
-def section_dataclass(cls: type, section: Any, name: str, read_elsewhere: Iterable[str] = ()) -> Any:
+def section_dataclass(cls: type, section: Any, name: str, read_elsewhere: Iterable[str] = (),
+                      shared: bool = False) -> Any:
     """``cls(**section)`` for a frozen dataclass ``cls`` from a config section ``name`` (a ConfigDict, a mapping or
     ``{key: text}``), each value read by :func:`field_value`; a field whose type is itself a dataclass reads its
     sub-section the same way (``name.key``).  Keys absent keep their defaults (configs of older runs); the keys in
-    ``read_elsewhere`` are left out (sections another reader types: a launcher's ``model``, ``search`` …).  Raises
-    ValueError naming an unknown key and the valid ones, or a value and the type expected."""
+    ``read_elsewhere`` are left out (sections another reader types: a launcher's ``model``, ``search`` …), and with
+    ``shared`` every key ``cls`` has no field for (a section several readers share: a run's top level, a ``model``
+    section read by the core and by the network's factory).  Raises ValueError naming an unknown key and the valid
+    ones, or a value and the type expected."""
     values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
     for key in read_elsewhere:
         values.pop(key, None)
+    if shared:
+        values = {key: value for key, value in values.items() if key in {field.name for field in dataclasses.fields(cls)}}
     fields = {field.name: field for field in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:

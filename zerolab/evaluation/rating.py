@@ -91,10 +91,10 @@ class EvaluationConfig:
     def for_match(cls, section: Any, name: str = "match") -> EvaluationConfig:
         """The settings of a head-to-head match section (``games``, ``max_game_plies``, ``num_simulations``); a bad
         value is a ValueError naming its key in section ``name``."""
+        keys = ("games", "max_game_plies", "num_simulations")
         try:
-            return cls(games=int(section.games), max_game_plies=int(section.max_game_plies),
-                       num_simulations=int(section.num_simulations))
-        except ValueError as error:
+            return section_dataclass(cls, {key: section[key] for key in keys}, name)
+        except ValueError as error:  # the checks of __post_init__ name the evaluation section
             raise ValueError(str(error).replace("evaluation.", f"{name}.", 1)) from None
 
 

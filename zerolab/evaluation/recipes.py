@@ -41,6 +41,7 @@ from zerolab.play.agents import AgentLoader
 from zerolab.play.search_agents import SearchAgent
 from zerolab.training import train
 from zerolab.training.metrics import MetricsLog
+from zerolab.training.runs import RunConfig
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ class RunComparison:
         directory = self.workdir / name
         logger.info("training %s in %s", name, directory)
         train.run(training_config, directory)
-        return TrainedRun.read(name, directory, int(training_config.checkpoint.keep_period))
+        return TrainedRun.read(name, directory, RunConfig.from_config(training_config).checkpoint.keep_period)
 
     def agent(self, run: TrainedRun, step: int, name: str) -> SearchAgent:
         """Checkpoint ``step`` of ``run`` as a rated agent: ``evaluation.num_simulations`` and ``search_options``."""
@@ -279,12 +280,13 @@ def train_then_rate(config: Any, workdir: str | pathlib.Path, game: Game, schedu
     last when it is 0) and the last."""
     started = time.perf_counter()
     workdir = pathlib.Path(workdir)
+    settings = RunConfig.from_config(config)
     train.run(config, workdir)
     records = MetricsLog(workdir).records()
     steps = checkpoint_steps(workdir)
-    steps = rated_steps(steps, int(config.checkpoint.keep_period) or steps[-1])
+    steps = rated_steps(steps, settings.checkpoint.keep_period or steps[-1])
     pairings, agents = schedule(steps)
     book, matches = play_pairings(pairings, agents, game, workdir, max_game_plies=max_game_plies,
-                                  show_progress=bool(config.progress))
+                                  show_progress=settings.progress)
     print(book.format_table())
     return RatedTraining(workdir, records, steps, book, matches, started)

@@ -264,7 +264,7 @@ def command_uci(args: argparse.Namespace) -> int:
         raise ValueError(f"uci: --simulations must be from 1 to {uci_protocol.MAXIMUM_SIMULATIONS}, "
                          f"got {args.simulations}")
     config = loaded_search.check_checkpoint(args.checkpoint, args.step, overrides)
-    simulations = args.simulations or int(config.get("search", {}).get("num_simulations", 32))
+    simulations = args.simulations or config.get("search", {}).get("num_simulations", 32)  # the run's, as recorded
 
     def load() -> loaded_search.LoadedSearch:
         return loaded_search.checkpoint_search(args.checkpoint, args.step, simulations, overrides)

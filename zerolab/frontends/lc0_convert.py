@@ -56,7 +56,7 @@ def convert_to_run(weights: str | pathlib.Path | None, workdir: str | pathlib.Pa
                        batch_stats=variables["batch_stats"], opt_state=optimizer.init(variables["params"]))
     workdir.mkdir(parents=True, exist_ok=True)
     checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
-    checkpoints.save(RunState(0, 0, state, FrameWindow.empty(), np.random.default_rng(int(config.seed))), config)
+    checkpoints.save(RunState(0, 0, state, FrameWindow.empty(), np.random.default_rng(config.seed)), config)
     (workdir / "config.json").write_text(config_lib.to_json(config))
     return workdir
 

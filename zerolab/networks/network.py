@@ -23,6 +23,7 @@ so is each head's last layer: logits rounded to bfloat16 would tie moves float32
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -32,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import pgx
 
-from zerolab.config import check_at_least, check_choice, did_you_mean, load_factory
+from zerolab.config import check_at_least, check_choice, did_you_mean, load_factory, section_dataclass
 from zerolab.games import Game
 
 #: ``model.dtype`` values: what a network computes in (``bfloat16`` on accelerators; parameters stay float32).
@@ -172,14 +173,21 @@ class AlphaZeroResNet(nn.Module):
         return float32_output(NetworkOutput(policy_logits, value))
 
 
+@dataclasses.dataclass(frozen=True)
+class ResNetConfig:
+    """The ResNet's keys of a ``model`` section (``name`` and ``dtype`` are :func:`make_network`'s)."""
+
+    channels: int = 64
+    num_blocks: int = 5
+
+    def __post_init__(self):
+        check_at_least("model.channels", self.channels, 1)
+        check_at_least("model.num_blocks", self.num_blocks, 0)
+
+
 def make_resnet(model_config: Any, game: Game) -> nn.Module:
-    check_at_least("model.channels", int(model_config.channels), 1)
-    check_at_least("model.num_blocks", int(model_config.num_blocks), 0)
-    return AlphaZeroResNet(
-        num_actions=game.num_actions,
-        channels=int(model_config.channels),
-        num_blocks=int(model_config.num_blocks),
-    )
+    sizes = section_dataclass(ResNetConfig, model_config, "model", shared=True)
+    return AlphaZeroResNet(num_actions=game.num_actions, channels=sizes.channels, num_blocks=sizes.num_blocks)
 
 
 BUILTIN_NETWORKS: dict[str, Callable[[Any, Game], nn.Module]] = {"resnet": make_resnet}

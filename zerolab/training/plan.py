@@ -112,7 +112,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
     fit, chunk_programs = fit_selfplay(selfplay_fn, variables, key, selfplay, int(budget_gib * GIB),
                                        mesh.devices.size)
 
-    games = int(config.selfplay.num_games)
+    games = components.selfplay.num_games
     game = components.game
     observation = jax.ShapeDtypeStruct((games,) + tuple(game.observation_shape), jnp.float32)
     legal = jax.ShapeDtypeStruct((games, game.num_actions), jnp.bool_)
@@ -122,7 +122,7 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
 
     evaluation = compile_cost("network evaluation", jax.jit(evaluate).lower(variables, observation, legal))
 
-    batch_size = int(config.train.batch_size)
+    batch_size = components.train.batch_size
     shapes = {"observation": tuple(game.observation_shape), "legal_action_mask": (game.num_actions,),
               "policy_target": (game.num_actions,), "value_target": (), "value_mask": ()}
     batch = Frames(**{name: jax.ShapeDtypeStruct((batch_size,) + shapes[name], dtype)
@@ -131,12 +131,12 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
                            for name, leaf in frames.extras.items()})  # the window's dense frames, as training reads them
     training = compile_cost("training step", programs.train_step.lower(state, batch))
 
-    plies = int(config.selfplay.plies_per_iteration)
-    simulations = int(config.search.num_simulations)
+    plies = components.selfplay.plies_per_iteration
+    simulations = components.search.num_simulations
     frames_per_iteration = games * plies
-    window_size = int(config.replay.window_size)
-    epochs = float(config.train.epochs_per_iteration)
-    iterations = int(config.iterations)
+    window_size = components.replay.window_size
+    epochs = components.train.epochs_per_iteration
+    iterations = components.run.iterations
     updates = [components.train.updates(min(window_size, frames_per_iteration * iteration))
                for iteration in range(1, iterations + 1)]
     extras_bytes = sum(math.prod(leaf.shape[2:]) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(frames.extras))
@@ -146,12 +146,12 @@ def plan_training_run(config: Any, label: str = "run", num_devices: int | None =
         # float32 is every measured rate's dtype: only another dtype is an option that sets a rate apart
         "model_options": tuple(sorted((key, value) for key, value in model.items()
                                       if key not in size_keys and (key, value) != ("dtype", "float32"))),
-        "game": config.game.name, "model": model.name, "width": int(model.get("channels", 0)),
-        "blocks": int(model.get("num_blocks", 0)), "search": config.search.kind, "simulations": simulations,
+        "game": config.game.name, "model": model.name, "width": model.get("channels", 0),
+        "blocks": model.get("num_blocks", 0), "search": components.search.kind, "simulations": simulations,
         "games": games, "plies": plies, "batch_size": batch_size, "window_size": window_size,
         "epochs_per_iteration": epochs, "iterations": iterations,
     }
-    frame = frame_bytes(game, simulations, str(config.search.kind), extras_bytes)
+    frame = frame_bytes(game, simulations, components.search.kind, extras_bytes)
     return RunPlan(
         label=label, description=description, programs=[selfplay, *chunk_programs, evaluation, training],
         evaluations_per_iteration=plies * evaluations_per_search(simulations), updates_per_iteration=updates[-1],

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import optax
 
-from zerolab.config import check_at_least
+from zerolab.config import check_at_least, section_dataclass
 from zerolab.devices import check_divisible, device_memory_bytes, format_bytes, make_mesh
 from zerolab.games import Game, make_game
 from zerolab.networks.network import make_network
@@ -32,6 +32,39 @@ from zerolab.training.replay import ReplayConfig
 from zerolab.training.train_state import TrainConfig, make_optimizer
 
 logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+    """A run's ``checkpoint`` section: the newest ``keep`` checkpoints are kept, and every ``keep_period``-th step
+    (step 0, the initial network, too; 0: none)."""
+
+    keep: int = 3
+    keep_period: int = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A training run's own keys, typed (the top level of :func:`zerolab.config.default_config` and its
+    ``checkpoint`` section); the sections of its components are read by their own classes, and any key a launcher
+    adds is left to the launcher.  Keys absent (configs of older runs) keep these defaults."""
+
+    seed: int = 0
+    iterations: int = 10
+    checkpoint: CheckpointConfig = CheckpointConfig()
+    init_from: str = ""
+    progress: bool = True
+    compilation_cache: str | None = None
+    selfplay_pgn_games: int = 2  # games of each iteration's self-play written as PGN (standard games only)
+
+    def __post_init__(self):
+        check_at_least("iterations", self.iterations, 0)
+
+    @classmethod
+    def from_config(cls, config: Any) -> RunConfig:
+        """The run's own keys of ``config`` (:func:`zerolab.config.section_dataclass`); its other keys are left to
+        their readers."""
+        return section_dataclass(cls, config, "config", shared=True)
 
 
 @dataclasses.dataclass
@@ -52,9 +85,11 @@ class Components:
     method: Method = ALPHAZERO
     replay: ReplayConfig = ReplayConfig()
     train: TrainConfig = TrainConfig()
+    run: RunConfig = RunConfig()
 
     @classmethod
     def from_config(cls, config: Any) -> Components:
+        run = RunConfig.from_config(config)  # first: a bad iteration count is named before anything is built
         game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
         search = SearchConfig.from_config(config.search)
         return cls(
@@ -66,6 +101,7 @@ class Components:
             method=make_method(config, game),
             replay=ReplayConfig.from_config(config.get("replay", {})),
             train=TrainConfig.from_config(config.get("train", {})),
+            run=run,
         )
 
     @property
@@ -81,7 +117,6 @@ def check_training_config(config: Any) -> Components:
     devices (``selfplay.num_games``, ``train.batch_size``).  Raises ValueError (a
     :class:`~zerolab.config.ConfigError` for a value out of range or a name not known) naming the key, the value
     and what was expected; returns the components."""
-    check_at_least("iterations", config.iterations, 0)
     components = Components.from_config(config)
     # the sizes split over the devices (all processes' together) before anything is written, not after
     mesh = make_mesh()

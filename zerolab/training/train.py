@@ -350,18 +350,19 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path,
 def train_in(workdir: pathlib.Path, config: ml_collections.ConfigDict, config_record: ConfigRecord,
              components: Components) -> RunState:
     """:func:`run`'s work, in a run directory this process owns whose config has been checked."""
-    use_compilation_cache(config.get("compilation_cache"))  # a resume reads its compiled programs back
+    settings = components.run
+    use_compilation_cache(settings.compilation_cache)  # a resume reads its compiled programs back
     mesh = make_mesh()
     optimizer = components.optimizer
-    checkpoints = RunCheckpoints(workdir, keep=config.checkpoint.keep, keep_period=config.checkpoint.keep_period)
+    checkpoints = RunCheckpoints(workdir, keep=settings.checkpoint.keep, keep_period=settings.checkpoint.keep_period)
     metrics_log = MetricsLog(workdir)
     main_process = is_main_process()  # on several processes, process 0 alone writes metrics, config and games
-    show_progress = bool(config.progress) and main_process
+    show_progress = settings.progress and main_process
 
     saved_config = checkpoints.saved_config()
     if saved_config is not None:
         check_compatible(saved_config, config, workdir)
-    base_key = jax.random.key(int(config.seed))
+    base_key = jax.random.key(settings.seed)
     template = init_train_state(components.network, components.game, optimizer, jax.random.fold_in(base_key, 0))
     programs = run_programs(components, mesh)
     selfplay_fn, train_step = programs.selfplay, programs.train_step
@@ -373,9 +374,9 @@ def train_in(workdir: pathlib.Path, config: ml_collections.ConfigDict, config_re
 
     run_state = checkpoints.restore(template, lanes_template)
     if run_state is None:
-        if config.get("init_from"):
-            template = initialise_from(template, config.init_from, optimizer)
-        run_state = RunState(0, 0, template, FrameWindow.empty(), process_numpy_rng(int(config.seed)))
+        if settings.init_from:
+            template = initialise_from(template, settings.init_from, optimizer)
+        run_state = RunState(0, 0, template, FrameWindow.empty(), process_numpy_rng(settings.seed))
         checkpoints.save(run_state, config)
         if main_process:
             metrics_log.reconcile(0, None)
@@ -394,15 +395,15 @@ def train_in(workdir: pathlib.Path, config: ml_collections.ConfigDict, config_re
     # Self-play records replay from the start position; games of a method's own lane rule (other starts) or game rule
     # have no PGN.
     standard_games = components.method.games_from_start_position(components)
-    pgn_games = int(config.get("selfplay_pgn_games", 2)) if standard_games else 0
+    pgn_games = settings.selfplay_pgn_games if standard_games else 0
     local_batch_size("train.batch_size", components.train.batch_size, mesh)  # a bad size stops before self-play
     train_state = replicate(run_state.train_state, mesh)
 
     previous_wall_seconds = float((run_state.last_record or {}).get("wall_s", 0.0))
     stop = StopOnSignal()  # SIGINT/SIGTERM: finish and save the iteration, then stop (zerolab.training.interrupt)
-    with stop, progress_bar("training", int(config.iterations), unit="iteration", enabled=show_progress) as bar:
+    with stop, progress_bar("training", settings.iterations, unit="iteration", enabled=show_progress) as bar:
         bar.advance(run_state.iteration)
-        for iteration in range(run_state.iteration + 1, int(config.iterations) + 1):
+        for iteration in range(run_state.iteration + 1, settings.iterations + 1):
             bar.set_rate(f"iteration {iteration}: self-play")
             record, run_state, train_state, last_records, earlier_actions = run_iteration(
                 iteration, run_state, train_state, components, mesh, selfplay_fn, train_step, base_key, bar
@@ -425,7 +426,7 @@ def train_in(workdir: pathlib.Path, config: ml_collections.ConfigDict, config_re
             logger.info("iteration %d: %s", iteration, json.dumps(
                 {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
             # every process stops after the same iteration (a signal may reach only some of them)
-            if sum_over_processes(stop.requested or 0) and iteration < int(config.iterations):
+            if sum_over_processes(stop.requested or 0) and iteration < settings.iterations:
                 metrics_log.close()
                 raise TrainingInterrupted(stop.requested or signal.SIGTERM, iteration, str(workdir))
     metrics_log.close()
