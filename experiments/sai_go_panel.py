@@ -22,7 +22,7 @@ import pathlib
 import jax
 import numpy as np
 
-from zerolab import Agent, make_game, train
+from zerolab import Agent, SearchConfig, make_game, train
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.configs import load_config
@@ -31,6 +31,7 @@ from zerolab.play import check_agent_spec, load_search_agent, make_agent
 from zerolab.training import MetricsLog, check_training_config, evaluations_per_search
 from sai_go.agents import SaiAgent
 from experiments.common.sai_go import check_play_keys, check_sai_network
+from experiments.configs.sai_go_panel import SaiGoPanelConfig, read_config
 
 
 class RandomAgent(Agent):
@@ -66,30 +67,30 @@ def plan(config) -> str:
     from experiments.common.sai_go import run_model
     from sai_go.plan import abstract_model, kept_steps, pgx_step_program
 
+    config = read_config(config)
     sai, sai_source = run_model(config.sai_run)
-    landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
+    landmark_config = load_config(config.landmark_config, config.landmark_preset, config.landmark_overrides)
     sections = []
     if config.landmark_run:
-        landmark, landmark_source = run_model(config.landmark_run, config.landmark_config,
-                                              list(config.landmark_overrides))
+        landmark, landmark_source = run_model(config.landmark_run, config.landmark_config, config.landmark_overrides)
         landmark_steps = kept_steps(landmark.run_config)
     else:
         sections.append(format_plan(plan_training_run(landmark_config, "landmark (AlphaZero, trained by this "
                                                                         "experiment)")))
         landmark = abstract_model(landmark_config)
         landmark_source = (f"trained here from {config.landmark_config} at its {config.landmark_preset} preset with "
-                           f"{list(config.landmark_overrides)}")
+                           f"{config.landmark_overrides}")
         landmark_steps = kept_steps(landmark_config)
     az_members = rated_steps(landmark_steps, int(landmark.run_config.checkpoint.keep_period))
     sai_steps = kept_steps(sai.run_config)
-    members = len(az_members) + len(config.gnugo_levels) + bool(config.random_player)
+    members = len(az_members) + len(config.gnugo_levels) + config.random_player
     cells = len(sai_steps) * members
-    games, plies = int(config.games), int(config.max_game_plies)
-    game = sai.game(float(config.komi))
+    games, plies = config.games, config.max_game_plies
+    game = sai.game(config.komi)
     sai_moves, member_moves = plies // 2, (plies + 1) // 2  # the member moves first (Black), SAI second (White)
     # the run's agents on abstract variables: an SAI checkpoint, and a landmark one (its run's own search, root noise
     # included, at the panel's simulations)
-    sai_player = panel_sai_agent(sai.sai_agent(int(config.num_simulations)), config, sai_steps[-1])
+    sai_player = panel_sai_agent(sai.sai_agent(config.num_simulations), config, sai_steps[-1])
     member = make_search_agent(landmark.run_config, landmark.variables, member_options(config, az_members[-1]))
     programs = [
         sai_player.planned_program(games, cells * sai_moves, name="SAI λ search (White)"),
@@ -100,7 +101,7 @@ def plan(config) -> str:
     notes = [
         f"{cells} cells = {len(sai_steps)} SAI checkpoints (steps {sai_steps[0]}..{sai_steps[-1]}: every "
         f"{int(sai.run_config.checkpoint.keep_period)}th and the last {int(sai.run_config.checkpoint.keep)}) × "
-        f"{members} members ({len(az_members)} landmark checkpoints {az_members}, GNU Go {list(config.gnugo_levels)}"
+        f"{members} members ({len(az_members)} landmark checkpoints {az_members}, GNU Go {config.gnugo_levels}"
         + (", random" if config.random_player else "") + f"); {games} games a cell in one lock-step batch, SAI as "
         f"White: ≤ {sai_moves} SAI searches and ≤ {member_moves} member moves a cell (upper bounds: every game "
         f"lasting {plies} plies)",
@@ -111,7 +112,7 @@ def plan(config) -> str:
         "not planned: GNU Go (not a JAX program); the random player (one jax.random.categorical a move, op by op)",
     ]
     sections.append(format_programs("sai-go-panel: SAI checkpoints against the panel, 7x7 Go at komi "
-                                    f"{float(config.komi):g}", programs, notes))
+                                    f"{config.komi:g}", programs, notes))
     return "\n\n".join(sections)
 
 
@@ -122,28 +123,28 @@ def gnugo_member(level: int, game) -> Agent:
     return agent
 
 
-
 def check_config(config) -> None:
     """Every key, before the run directory is made: the SAI run, the landmark (its run, or the training config that
     makes it), the play keys, and GNU Go."""
+    config = read_config(config)
     check_sai_network("sai_run", config.sai_run)
     if not config.landmark_run:
-        check_training_config(load_config(config.landmark_config, config.landmark_preset,
-                                          list(config.landmark_overrides)))
+        check_training_config(load_config(config.landmark_config, config.landmark_preset, config.landmark_overrides))
     check_play_keys(config)
     check_agent_spec("gnugo", "gnugo")
 
 
 def run(config, workdir: pathlib.Path) -> dict:
+    config = read_config(config)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     landmark = pathlib.Path(config.landmark_run or workdir / "landmark")
-    landmark_config = load_config(config.landmark_config, config.landmark_preset, list(config.landmark_overrides))
+    landmark_config = load_config(config.landmark_config, config.landmark_preset, config.landmark_overrides)
     if not config.landmark_run:
-        landmark_config.progress = bool(config.progress)
+        landmark_config.progress = config.progress
         train.run(landmark_config, landmark)
-    game = make_game("go", go_size=7, komi=float(config.komi))
-    key = jax.random.key(int(config.seed))
+    game = make_game("go", go_size=7, komi=config.komi)
+    key = jax.random.key(config.seed)
 
     members = {}
     for step in rated_steps(checkpoint_steps(landmark), int(landmark_config.checkpoint.keep_period)):
@@ -155,10 +156,10 @@ def run(config, workdir: pathlib.Path) -> dict:
     sai_steps = checkpoint_steps(config.sai_run)
     sai_agents = {f"sai-{step}": functools.partial(sai_checkpoint_agent, config, step) for step in sai_steps}
     # every cell: the member as Black (moving first in every game), SAI as White; member by member
-    pairings = [Pairing(member, f"sai-{step}", int(config.games), key=jax.random.fold_in(key, step),
+    pairings = [Pairing(member, f"sai-{step}", config.games, key=jax.random.fold_in(key, step),
                         alternate_colours=False) for member in members for step in sai_steps]
     book, matches = play_pairings(pairings, {**members, **sai_agents}, game, workdir,
-                                  max_game_plies=int(config.max_game_plies), show_progress=bool(config.progress))
+                                  max_game_plies=config.max_game_plies, show_progress=config.progress)
 
     cells = {f"sai-{step} vs {member}": {"step": step, "member": member,
                                          "games": matches[f"{member}-vs-sai-{step}"].result.games,
@@ -171,7 +172,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     ratings = book.ratings()
     records = MetricsLog(pathlib.Path(config.sai_run)).records()
     run_config = json.loads((pathlib.Path(config.sai_run) / "config.json").read_text())
-    per_frame = evaluations_per_search(int(run_config["search"]["num_simulations"]))
+    per_frame = evaluations_per_search(SearchConfig.from_config(run_config["search"]).num_simulations)
     nodes = {0: 0, **{record["iteration"]: record["frames"] * per_frame for record in records}}
     results = {"cells": cells, "members": names, "sai_steps": sai_steps, "win_rates": win_rates.tolist(),
                "weights": dict(zip(names, weights.tolist())), "panel_scores": dict(zip(map(str, sai_steps), scores.tolist())),
@@ -190,21 +191,20 @@ def run(config, workdir: pathlib.Path) -> dict:
     return {k: v for k, v in results.items() if k != "cells"}
 
 
-def member_options(config, step: int) -> dict[str, str]:
+def member_options(config: SaiGoPanelConfig, step: int) -> dict[str, str]:
     """A landmark checkpoint's agent options: its run's own search (root noise included) at the panel's
     simulations, named ``az-<step>``."""
     return {"step": str(step), "num_simulations": str(config.num_simulations), "name": f"az-{step}"}
 
 
-def panel_sai_agent(base: SaiAgent, config, step: int) -> SaiAgent:
+def panel_sai_agent(base: SaiAgent, config: SaiGoPanelConfig, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` (its network in ``base``) with the panel's komi and temperature, named ``sai-<step>``."""
-    return base.with_options(komi=float(config.komi), temperature_plies=int(config.temperature_plies),
-                             name=f"sai-{step}")
+    return base.with_options(komi=config.komi, temperature_plies=config.temperature_plies, name=f"sai-{step}")
 
 
-def sai_checkpoint_agent(config, step: int) -> SaiAgent:
+def sai_checkpoint_agent(config: SaiGoPanelConfig, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
-    base = SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=int(config.num_simulations))
+    base = SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=config.num_simulations)
     return panel_sai_agent(base, config, step)
 
 

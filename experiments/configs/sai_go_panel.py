@@ -2,26 +2,44 @@
 for the paper's 7×7 Leela Zero nets, trained here with the core trainer at komi 9.5 and the same budget as the SAI
 run), GNU Go at several levels and a uniformly random player."""
 
+from __future__ import annotations
+
+import dataclasses
+
 import ml_collections
+
+from zerolab import section_dataclass
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SaiGoPanelConfig:
+    """sai-go-panel's keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
+    launcher reads its config through it (:func:`read_config`), once, at each hook."""
+
+    seed: int = 0
+    sai_run: str = "runs/sai-go-tiny"
+    landmark_run: str = ""  # empty: WORKDIR/landmark, trained here
+    landmark_config: str = "sai-go"
+    landmark_preset: str = "tiny"  # the preset of landmark_config the landmark run trains at (the SAI run's)
+    # AlphaZero, same sizes and search as SAI's tiny run
+    landmark_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet", "method="])
+    gnugo_levels: list[int] = dataclasses.field(default_factory=lambda: [1, 5, 10])
+    random_player: bool = True
+    games: int = 8  # per (SAI checkpoint, panel member): SAI plays White at `komi`, as in the paper
+    komi: float = 9.5
+    num_simulations: int = 16
+    temperature_plies: int = 4
+    max_game_plies: int = 98
+    progress: bool = True
+
+
+def read_config(config: ml_collections.ConfigDict) -> SaiGoPanelConfig:
+    """``config`` typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must be)."""
+    return section_dataclass(SaiGoPanelConfig, config, "sai-go-panel")
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict({
-        "seed": 0,
-        "sai_run": "runs/sai-go-tiny",
-        "landmark_run": "",  # empty: WORKDIR/landmark, trained here
-        "landmark_config": "sai-go",
-        "landmark_preset": "tiny",  # the preset of landmark_config the landmark run trains at (the SAI run's)
-        "landmark_overrides": ["model.name=resnet", "method="],  # AlphaZero, same sizes and search as SAI's tiny run
-        "gnugo_levels": [1, 5, 10],
-        "random_player": True,
-        "games": 8,  # per (SAI checkpoint, panel member): SAI plays White at `komi`, as in the paper
-        "komi": 9.5,
-        "num_simulations": 16,
-        "temperature_plies": 4,
-        "max_game_plies": 98,
-        "progress": True,
-    })
+    config = ml_collections.ConfigDict(dataclasses.asdict(SaiGoPanelConfig()))
     if preset == "tiny":
         return config
     if preset == "paper":
