@@ -32,6 +32,7 @@ from contempt_search.statistics import wdl_percentages
 from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
+from experiments.configs.contempt_odds import ContemptOddsConfig, read_config
 from zerolab import Agent, SearchAgent, SearchConfig, check_at_least, make_game, progress_bar
 from zerolab.evaluation import (
     Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure, score_standard_error,
@@ -43,14 +44,14 @@ from zerolab.play import (
 logger = logging.getLogger(__name__)
 
 
-def arm_search_config(arm: str, simulations: int, config, base: SearchConfig) -> SearchConfig:
+def arm_search_config(arm: str, simulations: int, config: ContemptOddsConfig, base: SearchConfig) -> SearchConfig:
     """The search of an arm (:func:`contempt_search.experiment.arm_search`): the experiment's kind and PUCT rule
     (``selection``) at ``simulations``, no root noise, with the plain rules or contempt's at N_scl = ``sc_limit``."""
     return arm_search(base, num_simulations=simulations, kind=config.kind, selection=config.selection,
-                      sc_limit=int(config.sc_limit) if arm.startswith("contempt") else None)
+                      sc_limit=config.sc_limit if arm.startswith("contempt") else None)
 
 
-def arm_agent(base: SearchAgent, arm: str, simulations: int, config, name: str = "",
+def arm_agent(base: SearchAgent, arm: str, simulations: int, config: ContemptOddsConfig, name: str = "",
               temperature: str = "") -> SearchAgent:
     """The arm's search on the base network (``base``: the run's agent; in a plan, on abstract variables); named
     ``<arm>-<simulations>`` unless ``name`` is given.  ``temperature`` (a constant τ as text; empty: none) samples
@@ -85,27 +86,26 @@ def self_opponent_settings(spec: str) -> tuple[int, str] | None:
     return simulations, repr(temperature)
 
 
-def opponent_agent(spec: str, base: SearchAgent, config) -> Agent:
+def opponent_agent(spec: str, base: SearchAgent, config: ContemptOddsConfig) -> Agent:
     """The cell's opponent: a fresh UCI engine, or for ``self:...`` the network itself with plain PUCT
     (:func:`self_opponent_settings`), named ``spec``."""
     settings = self_opponent_settings(spec)
     if settings is None:
-        return EngineAgent(spec, base.game, seed=int(config.seed))
+        return EngineAgent(spec, base.game, seed=config.seed)
     simulations, temperature = settings
     return arm_agent(base, "puct", simulations, config, name=spec, temperature=temperature)
 
 
-def play_cell(game, agent: SearchAgent, opponent: Agent, config, key: jax.Array) -> Match:
+def play_cell(game, agent: SearchAgent, opponent: Agent, config: ContemptOddsConfig, key: jax.Array) -> Match:
     """The agent gives odds as White in half the games and as Black in the other half, against ``opponent`` (closed
     at the end): the match from the agent's side, with the agent's arm, simulations and search statistics as its
     extras."""
-    half = int(config.games_per_cell) // 2
+    half = config.games_per_cell // 2
     try:
-        with progress_bar(f"{agent.name} vs {opponent.name}", 2 * half, unit="game",
-                          enabled=bool(config.progress)) as bar:
-            as_white = play_games(game, agent, opponent, half, jax.random.fold_in(key, 0), int(config.max_game_plies),
+        with progress_bar(f"{agent.name} vs {opponent.name}", 2 * half, unit="game", enabled=config.progress) as bar:
+            as_white = play_games(game, agent, opponent, half, jax.random.fold_in(key, 0), config.max_game_plies,
                                   bar, [odds_fen(game.name, config.odds_piece, "white")] * half)
-            as_black = play_games(game, opponent, agent, half, jax.random.fold_in(key, 1), int(config.max_game_plies),
+            as_black = play_games(game, opponent, agent, half, jax.random.fold_in(key, 1), config.max_game_plies,
                                   bar, [odds_fen(game.name, config.odds_piece, "black")] * half)
     finally:
         opponent.close()
@@ -130,24 +130,25 @@ def cell_row(record: PairingRecord) -> dict:
 ARMS = ("puct", "contempt")
 
 
-def arm_names(config) -> list[str]:
+def arm_names(config: ContemptOddsConfig) -> list[str]:
     """The arms of ``config.arms`` as cells name them (``puct``, ``contempt<N_scl>``), in the order given."""
-    arms = list(config.arms)
+    arms = config.arms
     unknown = [arm for arm in arms if arm not in ARMS]
     if unknown or not arms or len(set(arms)) != len(arms):
         raise ValueError(f"arms={arms}: expected one or both of {list(ARMS)}, each once")
-    return [arm if arm == "puct" else f"contempt{int(config.sc_limit)}" for arm in arms]
+    return [arm if arm == "puct" else f"contempt{config.sc_limit}" for arm in arms]
 
 
 def check_config(config) -> None:
     """Every key, before the run directory is made (and again when :func:`run` is called directly): the keys all
     contempt launchers read, the games a cell (even: half giving odds as White), the arms, N_scl, the game and odds
     piece, and the opponent (a ``self:...`` spec, or an engine that is installed)."""
+    config = read_config(config)
     check_contempt_config(config)
     check_game_count("games_per_cell", config.games_per_cell, "half giving odds as White, half as Black")
     arms = arm_names(config)
     if any(arm.startswith("contempt") for arm in arms):
-        check_at_least("sc_limit", int(config.sc_limit), 1)
+        check_at_least("sc_limit", config.sc_limit, 1)
     odds_fens(make_game(config.game).name, config.odds_piece)
     if self_opponent_settings(config.opponent) is None:
         check_agent_spec("opponent", config.opponent)
@@ -159,11 +160,12 @@ def plan(config) -> str:
     from contempt_search.plan import experiment_network, memory_notes
     from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
 
+    config = read_config(config)
     planned = experiment_network(config, base_run_config(config))
     game = make_game(config.game)
     if game != planned.base.game:
         raise ValueError(f"game={config.game!r}: the network ({planned.source}) plays {planned.config.game.name!r}")
-    half, plies = int(config.games_per_cell) // 2, int(config.max_game_plies)
+    half, plies = config.games_per_cell // 2, config.max_game_plies
     moves = (plies + 1) // 2  # the most moves one side makes in a game of `plies` plies
     arms = arm_names(config)
     programs = [arm_agent(planned.base, arm, simulations, config).planned_program(half, 2 * moves)
@@ -191,17 +193,18 @@ def plan(config) -> str:
 
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
-    workdir = pathlib.Path(workdir)
+    recorded = config.to_dict()  # as given: the summary's record
     check_config(config)
+    config = read_config(config)
+    workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    games = int(config.games_per_cell)
+    games = config.games_per_cell
     arms = arm_names(config)
     network = base_network(config, base_run_config(config))
     game = make_game(config.game)
     base = functools.cache(functools.partial(load_search_agent, network, {"name": "base"}, game))  # once, if played
-    key = jax.random.key(int(config.seed))
-    settings = {f"{arm}-{int(simulations)}": (arm, int(simulations)) for simulations in config.num_simulations
-                for arm in arms}
+    key = jax.random.key(config.seed)
+    settings = {f"{arm}-{simulations}": (arm, simulations) for simulations in config.num_simulations for arm in arms}
     pairings = [Pairing(label, config.opponent, games, key=jax.random.fold_in(key, simulations), label=label)
                 for label, (arm, simulations) in settings.items()]
 
@@ -210,7 +213,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         return play_cell(game, arm_agent(base(), arm, simulations, config),
                          opponent_agent(config.opponent, base(), config), config, key)
 
-    _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=int(config.max_game_plies), play=play,
+    _, records = play_pairings(pairings, {}, game, workdir, max_game_plies=config.max_game_plies, play=play,
                                event="contempt-odds")
     cells = [cell_row(record) for record in records.values()]
 
@@ -230,7 +233,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     plot.legend()
     figure_path = save_figure(figure, workdir / "figures" / "contempt-odds.png")
     summary = {
-        "settings": {key: value for key, value in config.to_dict().items()},
+        "settings": recorded,
         "network": str(network),
         "cells": cells,
         "figure": str(figure_path),
@@ -250,6 +253,7 @@ def results(summary: dict, config) -> dict[str, Quantity]:
     """The headline quantities (``results.json``): at each search size, each arm's win % (se over its games) and,
     when both arms played, contempt − PUCT in win points and in score.  The arms' games are not paired (each cell
     draws its own engine moves and keys), so a difference's se is √(se₁² + se₂²) over both cells' games."""
+    config = read_config(config)
     cells = {(cell["arm"], cell["simulations"]): cell for cell in summary["cells"]}
     against = f"giving {config.odds_piece} odds to {config.opponent}"
     quantities: dict[str, Quantity] = {}

@@ -24,27 +24,45 @@ Elo 1350, 200 games per cell; it needs maia-1900 as a zerolab run (``python -m z
 ``network=RUN``.
 """
 
+from __future__ import annotations
+
+import dataclasses
+
 import ml_collections
+
+from zerolab import section_dataclass
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ContemptOddsConfig:
+    """contempt-odds' keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
+    launcher reads its config through it (:func:`read_config`), once, at each hook."""
+
+    seed: int = 0
+    network: str = "runs/contempt-base"  # a run directory; trained from base_config when it has no checkpoint
+    base_config: str = "quickstart"
+    base_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet"])
+    game: str = "gardner_chess"
+    odds_piece: str = "knight"
+    num_simulations: list[int] = dataclasses.field(default_factory=lambda: [8, 32, 128])
+    # which arms play (one arm: 'arms=["contempt"]')
+    arms: list[str] = dataclasses.field(default_factory=lambda: ["puct", "contempt"])
+    sc_limit: int = 5
+    kind: str = "muzero"  # PUCT, as lc0; root noise is off in both arms
+    selection: str = "mctx"  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
+    opponent: str = "fairy-stockfish:skill=-20"  # a UCI engine spec, or self:num_simulations=N,temperature=T
+    games_per_cell: int = 32
+    max_game_plies: int = 256
+    progress: bool = True
+
+
+def read_config(config: ml_collections.ConfigDict) -> ContemptOddsConfig:
+    """``config`` typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must be)."""
+    return section_dataclass(ContemptOddsConfig, config, "contempt-odds")
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict({
-        "seed": 0,
-        "network": "runs/contempt-base",  # a run directory; trained from base_config when it has no checkpoint
-        "base_config": "quickstart",
-        "base_overrides": ["model.name=resnet"],
-        "game": "gardner_chess",
-        "odds_piece": "knight",
-        "num_simulations": [8, 32, 128],
-        "arms": ["puct", "contempt"],  # which arms play (one arm: 'arms=["contempt"]')
-        "sc_limit": 5,
-        "kind": "muzero",  # PUCT, as lc0; root noise is off in both arms
-        "selection": "mctx",  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
-        "opponent": "fairy-stockfish:skill=-20",  # a UCI engine spec, or self:num_simulations=N,temperature=T
-        "games_per_cell": 32,
-        "max_game_plies": 256,
-        "progress": True,
-    })
+    config = ml_collections.ConfigDict(dataclasses.asdict(ContemptOddsConfig()))
     if preset == "tiny":
         return config
     if preset == "evidence":
