@@ -40,12 +40,15 @@ import numpy as np
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.sai_go import check_play_keys
-from zerolab import Checkpointer, check_at_least, train
+from experiments.configs.sai_go_komi import read_config
+from zerolab import Checkpointer, check_at_least, section_dataclass, train
 from zerolab.evaluation import new_figure, rated_steps, save_figure
 from zerolab.frontends import prepare_experiment, training_config
+from zerolab.training import RunConfig
 from sai_go.agents import SaiAgent
 from sai_go.calibration import (HeldoutGames, calibration, cluster_mean_se, concatenate, empty_board_value,
                                 first_games, fit_fair_komi, ols_slope, selfplay)
+from sai_go.selfplay import SaiSelfPlayOptions
 
 logger = logging.getLogger(__name__)
 
@@ -57,24 +60,32 @@ TRUE_FAIR_KOMI = 9.0
 
 def training_configs(config: ml_collections.ConfigDict, seed: int | None = None) -> dict[str, ml_collections.ConfigDict]:
     """The training config of ``seed`` (default: the first of ``config.seeds``)."""
-    if not config.seeds:
+    seeds = read_config(config).seeds
+    if not seeds:
         raise ValueError("seeds must list at least one seed, got []")
-    seed = int(config.seeds[0] if seed is None else seed)
+    seed = seeds[0] if seed is None else seed
     return {f"seed-{seed}": training_config(config, config.model, seed=seed)}
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
     """The calibration section, before the run directory is made; the training runs are the core's to check."""
-    calibration_section = config.calibration
+    calibration_section = read_config(config).calibration
     check_play_keys(calibration_section, "calibration.")
-    check_at_least("calibration.bins", int(calibration_section.bins), 1)
+    check_at_least("calibration.bins", calibration_section.bins, 1)
     calibration_lambda(config)
+
+
+def training_options(config: ml_collections.ConfigDict) -> SaiSelfPlayOptions:
+    """The training's SAI self-play options (``method_options``, read as :class:`sai_go.selfplay.SaiSelfPlayOptions`;
+    ``value_loss`` is the loss's)."""
+    return section_dataclass(SaiSelfPlayOptions, config.method_options, "method_options",
+                             read_elsewhere=("value_loss",))
 
 
 def calibration_lambda(config: ml_collections.ConfigDict) -> float:
     """λ of the held-out games: ``calibration.lam``, or the training λ (``method_options.lam``) when None."""
-    lam = config.calibration.get("lam", None)
-    return float(config.method_options.lam if lam is None else lam)
+    lam = read_config(config).calibration.lam
+    return training_options(config).lam if lam is None else lam
 
 
 def cell_key(base_seed: int, seed: int, step: int) -> jax.Array:
@@ -82,11 +93,12 @@ def cell_key(base_seed: int, seed: int, step: int) -> jax.Array:
 
 
 def measure_cell(run_directory: pathlib.Path, step: int, settings: dict, key: jax.Array) -> dict:
-    """α_∅, β_∅ and the held-out games (:class:`HeldoutGames` fields) of the run's checkpoint ``step``."""
-    agent = SaiAgent.from_checkpoint(run_directory, step, lam=float(settings["lam"]),
-                                     num_simulations=int(settings["simulations"]))
+    """α_∅, β_∅ and the held-out games (:class:`HeldoutGames` fields) of the run's checkpoint ``step``;
+    ``settings`` as :func:`run` makes them, typed (``games``, ``simulations``: int, ``lam``: float, ``pass_rule``:
+    str)."""
+    agent = SaiAgent.from_checkpoint(run_directory, step, lam=settings["lam"], num_simulations=settings["simulations"])
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
-    frames, records = selfplay(agent, int(settings["games"]), key, pass_rule=str(settings["pass_rule"]))
+    frames, records = selfplay(agent, settings["games"], key, pass_rule=settings["pass_rule"])
     games = first_games(records.game_over, frames.value_target, frames.value_mask, frames.extras["alpha"],
                         records.summary["mean_beta"], frames.extras["signed_komi"], frames.extras["komi"])
     return {"alpha": alpha, "beta": beta, **dataclasses.asdict(games)}
@@ -253,21 +265,23 @@ def plot(summary: dict, path: pathlib.Path) -> str:
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
+    own, training = read_config(config), RunConfig.from_config(config)
     workdir = prepare_experiment(config, workdir)
-    settings = {"games": int(config.calibration.games), "simulations": int(config.calibration.num_simulations),
-                "lam": calibration_lambda(config), "pass_rule": str(config.method_options.get("pass_rule", "free"))}
+    calibration_settings = own.calibration
+    settings = {"games": calibration_settings.games, "simulations": calibration_settings.num_simulations,
+                "lam": calibration_lambda(config), "pass_rule": training_options(config).pass_rule}
     cells: dict[int, dict[int, dict]] = {}  # step -> seed -> cell
-    for seed in (int(seed) for seed in config.seeds):
+    for seed in own.seeds:
         directory = workdir / f"seed-{seed}"
         (run_config,) = training_configs(config, seed).values()
         logger.info("seed %d: training in %s", seed, directory)
         train.run(run_config, directory)
-        for step in rated_steps(Checkpointer(directory / "checkpoints").steps(), int(config.checkpoint.keep_period)):
-            key = cell_key(int(config.calibration.seed), seed, step)
+        for step in rated_steps(Checkpointer(directory / "checkpoints").steps(), training.checkpoint.keep_period):
+            key = cell_key(calibration_settings.seed, seed, step)
             cells.setdefault(step, {})[seed] = load_or_measure_cell(directory, step, settings, key)
-    rows = [step_summary(step, cells[step], int(config.calibration.bins)) for step in sorted(cells)
-            if len(cells[step]) == len(config.seeds)]
-    summary = {"seeds": [int(seed) for seed in config.seeds], "iterations": int(config.iterations),
+    rows = [step_summary(step, cells[step], calibration_settings.bins) for step in sorted(cells)
+            if len(cells[step]) == len(own.seeds)]
+    summary = {"seeds": own.seeds, "iterations": training.iterations,
                "calibration": config.calibration.to_dict(), "per_step": rows, "trend": trend(rows),
                "tracking": tracking(rows),
                "device": f"{jax.devices()[0].platform} × {jax.device_count()}"}

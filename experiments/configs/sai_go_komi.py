@@ -16,12 +16,45 @@ own branches, the paper's proportion); the evidence preset also plays with ``met
 * ``paper``: sai-go paper (200 iterations, 3 × 128, 250 simulations), one seed, 1024 games at 250 simulations.
 """
 
+from __future__ import annotations
+
+import dataclasses
+
 import ml_collections
 
 from experiments.configs import load_config
+from zerolab import section_dataclass
 
 TRAINING_KEYS = ("iterations", "game", "model", "search", "selfplay", "method", "method_options", "replay", "train",
                  "checkpoint", "progress")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CalibrationConfig:
+    """sai-go-komi's ``calibration`` section: the held-out self-play of each measured checkpoint."""
+
+    seed: int = 1234
+    games: int = 64
+    num_simulations: int = 16
+    bins: int = 5
+    lam: float | None = None  # None: the training λ, method_options.lam
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SaiGoKomiConfig:
+    """sai-go-komi's own keys, their types and the tiny preset's values (the training keys, :data:`TRAINING_KEYS`
+    and ``compilation_cache``, are sai-go's, typed by the core's readers): :func:`get_config` is built from it and
+    the launcher reads its keys through it (:func:`read_config`), once, at each hook."""
+
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
+    calibration: CalibrationConfig = CalibrationConfig()
+
+
+def read_config(config: ml_collections.ConfigDict) -> SaiGoKomiConfig:
+    """``config``'s own keys typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must
+    be); the training keys are left to the core's readers."""
+    return section_dataclass(SaiGoKomiConfig, config, "sai-go-komi",
+                             read_elsewhere=TRAINING_KEYS + ("compilation_cache",))
 
 
 def get_config(preset: str = "tiny"):
@@ -29,8 +62,8 @@ def get_config(preset: str = "tiny"):
         raise KeyError(preset)
     sai = load_config("sai-go", "paper" if preset == "paper" else "tiny")
     config = ml_collections.ConfigDict({key: sai[key] for key in TRAINING_KEYS})
-    config.seeds = [0]
-    config.calibration = {"seed": 1234, "games": 64, "num_simulations": 16, "bins": 5, "lam": None}
+    for key, value in dataclasses.asdict(SaiGoKomiConfig()).items():
+        config[key] = value
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
     if preset == "evidence":
         config.seeds = [0, 1, 2]
