@@ -31,6 +31,7 @@ from contempt_search.experiment import (
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.contempt import base_run_config, check_contempt_config
+from experiments.configs.contempt_selfplay import ContemptSelfplayConfig, read_config
 from zerolab import SelfPlayConfig, check_at_least, make_mesh, replicate
 from zerolab.evaluation import new_figure, save_figure
 from zerolab.play import load_search_agent
@@ -39,28 +40,28 @@ from zerolab.selfplay import complete_games, make_selfplay_fn, summarize
 logger = logging.getLogger(__name__)
 
 
-def settings(config) -> list[dict]:
+def settings(config: ContemptSelfplayConfig) -> list[dict]:
     """Every setting: name, N_scl (None for PUCT) and temperature."""
-    rows = [{"name": f"contempt{int(limit)}-tau1", "sc_limit": int(limit), "temperature": "tau1"}
+    rows = [{"name": f"contempt{limit}-tau1", "sc_limit": limit, "temperature": "tau1"}
             for limit in config.sc_limits]
     rows += [{"name": f"puct-{temperature}", "sc_limit": None, "temperature": temperature}
              for temperature in config.puct_temperatures]
     return rows
 
 
-def setting_selfplay(config, base_search, setting: dict) -> tuple:
+def setting_selfplay(config: ContemptSelfplayConfig, base_search, setting: dict) -> tuple:
     """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations, kind and PUCT
     rule (``selection``), root noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its
     temperature schedule."""
-    search = arm_search(base_search, num_simulations=int(config.num_simulations), kind=config.kind,
+    search = arm_search(base_search, num_simulations=config.num_simulations, kind=config.kind,
                         selection=config.selection, sc_limit=setting["sc_limit"])
-    selfplay = SelfPlayConfig(num_games=int(config.games), plies_per_iteration=int(config.max_game_plies),
-                              max_game_plies=int(config.max_game_plies), temperature_schedule="moves",
+    selfplay = SelfPlayConfig(num_games=config.games, plies_per_iteration=config.max_game_plies,
+                              max_game_plies=config.max_game_plies, temperature_schedule="moves",
                               **temperature_settings(config, setting["temperature"]))
     return search, selfplay
 
 
-def setting_program(config, agent, setting: dict, mesh) -> tuple:
+def setting_program(config: ContemptSelfplayConfig, agent, setting: dict, mesh) -> tuple:
     """``(play, search)``: a setting's jitted self-play over ``mesh`` with the base agent's network (``agent``: the
     run's; in a plan, on abstract variables), ``play(variables, key)``, and its search config: what the run calls and
     its plan compiles."""
@@ -68,7 +69,7 @@ def setting_program(config, agent, setting: dict, mesh) -> tuple:
     return make_selfplay_fn(agent.game, agent.network, search, selfplay, mesh), search
 
 
-def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
+def play_setting(config: ContemptSelfplayConfig, agent, setting: dict, key: jax.Array) -> dict:
     mesh = make_mesh(jax.devices()[:1])
     play, _ = setting_program(config, agent, setting, mesh)
     started = time.perf_counter()
@@ -84,12 +85,12 @@ def play_setting(config, agent, setting: dict, key: jax.Array) -> dict:
     return {
         **setting,
         "games": len(games), "white_wins": wins, "draws": draws, "white_losses": losses,
-        "capped_games": sum(length >= int(config.max_game_plies) for length in lengths),
-        **decisiveness(outcomes, resamples=int(config.bootstrap_resamples), seed=int(config.seed)),
+        "capped_games": sum(length >= config.max_game_plies for length in lengths),
+        **decisiveness(outcomes, resamples=config.bootstrap_resamples, seed=config.seed),
         "mean_game_length": float(np.mean(lengths)) if lengths else math.nan,
         "distinct_position_fraction": statistics["distinct_position_fraction"],
         "sampled_visit_fraction": statistics.get("sampled_visit_fraction", 0.0),
-        "repeat_rate": [repeat_rate(move_lists, moves) for moves in range(1, int(config.repeat_moves) + 1)],
+        "repeat_rate": [repeat_rate(move_lists, moves) for moves in range(1, config.repeat_moves + 1)],
         "selfplay_s": seconds,
     }
 
@@ -128,10 +129,11 @@ def plot(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
 def check_config(config) -> None:
     """Every key, before the run directory is made: the keys all contempt launchers read, the games and the
     statistics' sizes."""
+    config = read_config(config)
     check_contempt_config(config)
-    check_at_least("games", int(config.games), 1)
-    check_at_least("bootstrap_resamples", int(config.bootstrap_resamples), 0)
-    check_at_least("repeat_moves", int(config.repeat_moves), 0)
+    check_at_least("games", config.games, 1)
+    check_at_least("bootstrap_resamples", config.bootstrap_resamples, 0)
+    check_at_least("repeat_moves", config.repeat_moves, 0)
     if not settings(config):
         raise ValueError("sc_limits and puct_temperatures are both empty: nothing to play")
 
@@ -144,10 +146,11 @@ def plan(config) -> str:
     from zerolab import PlannedProgram, compile_cost, format_programs
     from zerolab.training import evaluation_flops, evaluations_per_search
 
+    config = read_config(config)
     planned = experiment_network(config, base_run_config(config))
     base = planned.base
     rows = settings(config)
-    games, plies, simulations = int(config.games), int(config.max_game_plies), int(config.num_simulations)
+    games, plies, simulations = config.games, config.max_game_plies, config.num_simulations
     programs = []
     for kind, group in (("search-contempt", [row for row in rows if row["sc_limit"] is not None]),
                         ("PUCT", [row for row in rows if row["sc_limit"] is None])):
@@ -174,15 +177,17 @@ def plan(config) -> str:
 
 def run(config, workdir: pathlib.Path) -> dict:
     started = time.perf_counter()
-    workdir = pathlib.Path(workdir)
+    recorded = config.to_dict()  # as given: the summary's record
     check_config(config)
+    config = read_config(config)
+    workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     network = base_network(config, base_run_config(config))
     agent = load_search_agent(network, {"name": "base"})
     rows_path = workdir / "settings.jsonl"
     rows = read_rows(rows_path)
     done = {row["name"] for row in rows}
-    key = jax.random.key(int(config.seed))
+    key = jax.random.key(config.seed)
     for index, setting in enumerate(settings(config)):
         if setting["name"] in done:
             continue
@@ -191,7 +196,7 @@ def run(config, workdir: pathlib.Path) -> dict:
         rows.append(row)
         logger.info("%s: %s", setting["name"], json.dumps({k: v for k, v in row.items() if k != "repeat_rate"}))
     figure_path = plot(rows, workdir / "figures" / "contempt-selfplay.png")
-    summary = {"settings": config.to_dict(), "network": str(network), "rows": rows, "figure": str(figure_path),
+    summary = {"settings": recorded, "network": str(network), "rows": rows, "figure": str(figure_path),
                "wall_s": time.perf_counter() - started}
     (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -15,30 +15,49 @@ takes about 13 minutes on a loaded 2-core CPU).
 were played with mctx's rule (``selection=mctx`` replays them).
 """
 
+from __future__ import annotations
+
+import dataclasses
+
 import ml_collections
 
 from contempt_search import TEMPERATURE_SCHEDULES
+from zerolab import section_dataclass
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ContemptSelfplayConfig:
+    """contempt-selfplay's keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
+    launcher reads its config through it (:func:`read_config`), once, at each hook."""
+
+    seed: int = 0
+    network: str = "runs/contempt-base"
+    base_config: str = "quickstart"
+    base_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet"])
+    num_simulations: int = 32
+    kind: str = "muzero"
+    selection: str = "mctx"  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
+    sc_limits: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 5, 10, 16])
+    # a schedule's name or a constant τ
+    puct_temperatures: list[str] = dataclasses.field(default_factory=lambda: ["tau1", "tau2", "0.3", "0.6", "1.0"])
+    # τ schedules over full moves: (start, delay, decay, end, cutoff), zerolab.selfplay.types.SelfPlayConfig's fields
+    # (contempt_search.TEMPERATURE_SCHEDULES, one field a schedule)
+    tau1: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau1"]))
+    tau2: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau2"]))
+    games: int = 64
+    max_game_plies: int = 64
+    repeat_moves: int = 40
+    bootstrap_resamples: int = 2000
+    progress: bool = True
+
+
+def read_config(config: ml_collections.ConfigDict) -> ContemptSelfplayConfig:
+    """``config`` typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must be)."""
+    return section_dataclass(ContemptSelfplayConfig, config, "contempt-selfplay")
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict({
-        "seed": 0,
-        "network": "runs/contempt-base",
-        "base_config": "quickstart",
-        "base_overrides": ["model.name=resnet"],
-        "num_simulations": 32,
-        "kind": "muzero",
-        "selection": "mctx",  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
-        "sc_limits": [1, 2, 5, 10, 16],
-        "puct_temperatures": ["tau1", "tau2", "0.3", "0.6", "1.0"],  # a schedule's name or a constant τ
-        # τ schedules over full moves: (start, delay, decay, end, cutoff), zerolab.selfplay.types.SelfPlayConfig's fields
-        **{name: list(schedule) for name, schedule in TEMPERATURE_SCHEDULES.items()},
-        "games": 64,
-        "max_game_plies": 64,
-        "repeat_moves": 40,
-        "bootstrap_resamples": 2000,
-        "progress": True,
-    })
+    config = ml_collections.ConfigDict(dataclasses.asdict(ContemptSelfplayConfig()))
     if preset == "tiny":
         return config
     if preset == "evidence":
