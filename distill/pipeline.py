@@ -34,6 +34,7 @@ from distill.data.records import read_all, record_path
 from distill.engine import EngineOptions, NeuralScorer, SearchlessEngine
 from distill.evaluate import board_metrics, predictor_scores, summarize_boards
 from distill.train import TrainingSettings, load_trained_predictor, train
+from zerolab import section_dataclass
 
 logger = logging.getLogger(__name__)
 
@@ -61,11 +62,12 @@ def data_directory_of(config: ml_collections.ConfigDict, workdir: str | pathlib.
 
 
 def generation_settings(config: ml_collections.ConfigDict) -> GenerationSettings:
-    return GenerationSettings(**config.generate.to_dict(), engine=config.engine, seed=config.seed)
+    return section_dataclass(GenerationSettings, {**config.generate.to_dict(), "engine": config.engine,
+                                                  "seed": config.seed}, "generate")
 
 
 def annotation_settings(config: ml_collections.ConfigDict) -> AnnotationSettings:
-    return AnnotationSettings(**config.annotate.to_dict(), engine=config.engine)
+    return section_dataclass(AnnotationSettings, {**config.annotate.to_dict(), "engine": config.engine}, "annotate")
 
 
 def check_config(config: ml_collections.ConfigDict,
@@ -109,7 +111,7 @@ def prepare_data(config: ml_collections.ConfigDict, data_directory: str | pathli
 
 
 def training_settings(config: ml_collections.ConfigDict, **overrides: Any) -> TrainingSettings:
-    return TrainingSettings(**{**config.train.to_dict(), "seed": config.seed, **overrides})
+    return section_dataclass(TrainingSettings, {**config.train.to_dict(), "seed": config.seed, **overrides}, "train")
 
 
 def steps_for_epochs(examples: int, epochs: float, batch_size: int) -> int:
@@ -124,11 +126,11 @@ def equal_steps(config: ml_collections.ConfigDict, data: PreparedData) -> int | 
     """The steps every variant trains when ``config.action_value_epochs`` > 0 (the paper's ablation protocol: the same
     steps for every predictor, as many as pass that many times over the training split's action values — its
     Table 2 at 3.19); None when the key is absent or 0 (each variant trains ``train.num_steps``)."""
-    epochs = float(config.get("action_value_epochs", 0.0) or 0.0)
+    epochs = config.get("action_value_epochs") or 0.0
     if epochs <= 0:
         return None
     return steps_for_epochs(int(data.description["counts"]["train"]["action_values"]), epochs,
-                            int(config.train.batch_size))
+                            config.train.batch_size)
 
 
 def train_predictor(settings: TrainingSettings, data: PreparedData, run_directory: str | pathlib.Path,
@@ -250,7 +252,7 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     from distill.train import plan_training
     from zerolab import format_programs
 
-    boards = int(config.evaluate.max_test_positions)
+    boards = config.evaluate.max_test_positions
     programs = [program for name, overrides in variants.items()
                 for program in plan_training(training_settings(config, **overrides), f"{name}: training step",
                                              evaluation_boards=boards)]

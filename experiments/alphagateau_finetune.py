@@ -124,7 +124,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     """The rating (``evaluation``) and head-to-head (``match``, unless its games are 0) sections, before the run
     directory is made; the training runs are the core's to check."""
     EvaluationConfig.from_config(config.evaluation)
-    if int(config.match.games) != 0:
+    if config.match.games != 0:
         EvaluationConfig.for_match(config.match)
 
 
@@ -134,7 +134,7 @@ def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparis
     """The head-to-head matches of :func:`head_to_head_pairings` on 8×8 (``config.match``; none when its ``games``
     is 0) in ``workdir/head-to-head``, each summarised by :func:`head_to_head_summary` and printed; ``scratch`` (the
     control run) adds the last fine-tuned checkpoint against its last one."""
-    games = int(config.match.games)
+    games = config.match.games
     if games <= 0:
         return {}
     match = EvaluationConfig.for_match(config.match)
@@ -150,7 +150,7 @@ def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparis
                for name, (run, step) in checkpoints.items()}
     _, records = play_pairings(head_to_head_pairings(before, final, games, scratch_name), loaders, comparison.game,
                                comparison.workdir / HEAD_TO_HEAD_DIRECTORY, max_game_plies=match.max_game_plies,
-                               seed=int(config.seed) + 2, show_progress=bool(config.progress),
+                               seed=config.seed + 2, show_progress=config.progress,
                                event="AlphaGateau 5×5 → 8×8, head to head")
     head_to_head = {label: head_to_head_summary(record) for label, record in records.items()}
     print("\n".join(f"{label}: {h['wins']} W {h['draws']} D {h['losses']} L, score {h['score']:.3f} ± "

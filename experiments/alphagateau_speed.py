@@ -66,7 +66,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
         final = f"{run.name}@{run.last_step}"
         statistics_by_model[run.name]["final_checkpoint"] = final
         statistics_by_model[run.name]["final_rating"], statistics_by_model[run.name]["final_sigma"] = ratings[final]
-    fields: dict[str, Any] = {"game": config.game.name, "iterations": int(config.iterations),
+    fields: dict[str, Any] = {"game": config.game.name, "iterations": config.iterations,
                               "models": statistics_by_model, "evaluation": config.evaluation.to_dict()}
     if len(runs) == 2:
         first, second = (statistics_by_model[run.name]["final_checkpoint"] for run in runs)

@@ -39,6 +39,7 @@ from zerolab.evaluation import (
 from zerolab.frontends import prepare_experiment, training_config
 
 from experiments.common.experiment import Experiment
+from experiments.configs.alphagateau_versus import read_config
 from experiments.common.results import Quantity
 
 logger = logging.getLogger(__name__)
@@ -46,14 +47,14 @@ logger = logging.getLogger(__name__)
 
 def training_configs(config: ml_collections.ConfigDict, seed: int | None = None) -> dict[str, ml_collections.ConfigDict]:
     """Each network's training config for ``seed`` (default: the first of ``config.seeds``)."""
-    if not config.seeds:
-        raise ValueError("seeds must list at least one seed, got []")
-    seed = int(config.seeds[0] if seed is None else seed)
+    seed = read_config(config).seeds[0] if seed is None else seed
     return {name: training_config(config, config.models[name], seed=seed) for name in config.models.keys()}
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
-    """The match section, before the run directory is made; the training runs are the core's to check."""
+    """The seeds and the match section, before the run directory is made; the training runs are the core's to
+    check."""
+    read_config(config)
     EvaluationConfig.for_match(config.match)
 
 
@@ -63,14 +64,14 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
     for name, run_config in runs.items():
         logger.info("seed %d: training %s in %s", seed, name, directory / name)
         train.run(run_config, directory / name)
-    games = int(config.match.games)
     game = make_game(config.game.name, go_size=config.game.go_size, komi=config.game.komi)
     evaluation = EvaluationConfig.for_match(config.match)
+    games = evaluation.games
     first, second = list(runs)
     agents = {name: functools.partial(checkpoint_agent, directory / name, checkpoint_steps(directory / name)[-1],
                                       game, evaluation, name) for name in runs}
     _, records = play_pairings([Pairing(first, second, games, key=jax.random.key(1000 + seed))], agents, game,
-                               directory, max_game_plies=evaluation.max_game_plies, show_progress=bool(config.progress),
+                               directory, max_game_plies=evaluation.max_game_plies, show_progress=config.progress,
                                event=f"{first} vs {second}, seed {seed}")
     result = records[f"{first}-vs-{second}"].result
     return {"seed": seed, "players": [first, second], "games": games, "wins": result.wins, "draws": result.draws,
@@ -80,7 +81,7 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     started = time.perf_counter()
     workdir = prepare_experiment(config, workdir)
-    results = [play_seed(config, int(seed), workdir / f"seed-{seed}") for seed in config.seeds]
+    results = [play_seed(config, seed, workdir / f"seed-{seed}") for seed in read_config(config).seeds]
     first, second = results[0]["players"]
     summary = {"players": [first, second], "game": config.game.name, "seeds": [r["seed"] for r in results],
                "matches": [{key: r[key] for key in ("seed", "games", "wins", "draws", "losses")} for r in results],

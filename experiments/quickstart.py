@@ -48,7 +48,7 @@ def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[lis
         raise ValueError(f"{workdir} holds only the initial checkpoint: nothing to rate (iterations={config.iterations})")
     agents = {checkpoint_name(step): functools.partial(checkpoint_agent, workdir, step, game, evaluation,
                                                        checkpoint_name(step)) for step in steps}
-    key = jax.random.key(int(config.seed) + 1)
+    key = jax.random.key(config.seed + 1)
     pairings = [Pairing(checkpoint_name(step), checkpoint_name(0),
                         evaluation.games if step == final_step else max(2, (evaluation.games // 4) * 2),
                         key=jax.random.fold_in(key, step)) for step in steps[1:]]

@@ -55,7 +55,7 @@ def check_comparison(config: ml_collections.ConfigDict, variants: Mapping[str, M
     """What :func:`compare_variants` reads, checked before it writes anything: the pipeline's settings of every
     variant (:func:`distill.pipeline.check_config`), the equal-steps epochs and the tournament section."""
     check_config(config, variants)
-    if float(config.get("action_value_epochs", 0.0) or 0.0) < 0:
+    if (config.get("action_value_epochs") or 0.0) < 0:
         raise ValueError(f"action_value_epochs must be at least 0 (0: each variant trains train.num_steps), got "
                          f"{config.action_value_epochs!r}")
     unknown = [name for name in config.tournament.players if name not in variants]
@@ -113,7 +113,7 @@ def compare_variants(config: ml_collections.ConfigDict, workdir: str | pathlib.P
                                "baselines": baseline_summaries(baselines, config.train.num_bins),
                                "variants": results,
                                "comparisons": compare_policies(per_board, board_groups(records))}
-    players = list(config.tournament.players) or list(variants)
+    players = config.tournament.players or list(variants)
     if config.tournament.games_per_pair > 0 and len(players) > 1:
         options = EngineOptions(temperature=config.tournament.temperature,
                                 temperature_full_moves=config.tournament.temperature_full_moves,

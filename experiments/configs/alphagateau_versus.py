@@ -10,12 +10,31 @@ search (half with each colour).  The summary gives each seed's score and the poo
   at 128 simulations (accelerators).
 """
 
+import dataclasses
+
 import ml_collections
 
 from experiments.configs import load_config
+from zerolab import section_dataclass
 
 TRAINING_KEYS = ("seed", "iterations", "game", "search", "selfplay", "method", "method_options", "replay", "train",
                  "checkpoint", "progress")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AlphaGateauVersusConfig:
+    """alphagateau-versus's own keys, typed (the training keys are the core's, ``match`` is
+    :meth:`zerolab.evaluation.EvaluationConfig.for_match`'s)."""
+
+    seeds: list[int]
+
+
+def read_config(config: ml_collections.ConfigDict) -> AlphaGateauVersusConfig:
+    """``config``'s own keys typed (:func:`zerolab.section_dataclass`); an empty ``seeds`` is a ValueError."""
+    versus = section_dataclass(AlphaGateauVersusConfig, config, "alphagateau-versus", shared=True)
+    if not versus.seeds:
+        raise ValueError("seeds must list at least one seed, got []")
+    return versus
 
 
 def get_config(preset: str = "tiny"):
@@ -24,7 +43,7 @@ def get_config(preset: str = "tiny"):
     config = ml_collections.ConfigDict({key: quickstart[key] for key in TRAINING_KEYS})
     architecture = {key: quickstart.model[key] for key in ("block", "heads", "pooling")}  # the paper's
     dtype = quickstart.model.dtype  # bfloat16 in the paper preset
-    width, blocks = int(quickstart.model.channels), int(quickstart.model.num_blocks)
+    width, blocks = quickstart.model.channels, quickstart.model.num_blocks
     config.models = {
         "alphagateau": {"name": quickstart.model.name, "channels": width, "num_blocks": blocks, **architecture,
                         "dtype": dtype},
@@ -33,7 +52,7 @@ def get_config(preset: str = "tiny"):
     config.seeds = [0]
     config.match = {"games": 32, "num_simulations": 16, "max_game_plies": 256}
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
-    config.checkpoint.keep_period = int(config.iterations)  # the first and the final networks are kept
+    config.checkpoint.keep_period = config.iterations  # the first and the final networks are kept
     if preset == "tiny":
         pass
     elif preset == "evidence":
