@@ -25,6 +25,8 @@ from sai_go.agents import SaiAgent
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity, score_quantity
 from experiments.common.sai_go import check_play_keys
+from experiments.configs.sai_go import EvaluationConfig, read_config
+from zerolab.training import RunConfig
 
 
 def checkpoint_name(step: int) -> str:
@@ -37,22 +39,22 @@ def colour_scores(record: PairingRecord) -> dict:
     return {name: score for name, score in scores.items() if score is not None}
 
 
-def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[list[Pairing], dict]:
+def schedule(evaluation: EvaluationConfig, seed: int, workdir: pathlib.Path, game,
+             steps: list[int]) -> tuple[list[Pairing], dict]:
     """Checkpoint 0, every ``checkpoint.keep_period``-th and the last against GNU Go at each level, then the last
-    against checkpoint 0; their agents."""
-    evaluation = config.evaluation
+    against checkpoint 0; their agents (the run's ``seed`` keys the matches)."""
     final_step = steps[-1]
-    key = jax.random.key(int(config.seed) + 1)
+    key = jax.random.key(seed + 1)
 
     def agent(step: int) -> SaiAgent:
-        loaded = SaiAgent.from_checkpoint(workdir, step, lam=float(evaluation.lam),
-                                          num_simulations=int(evaluation.num_simulations), name=checkpoint_name(step))
-        return loaded.with_options(komi=float(evaluation.komi), temperature_plies=int(evaluation.temperature_plies))
+        loaded = SaiAgent.from_checkpoint(workdir, step, lam=evaluation.lam,
+                                          num_simulations=evaluation.num_simulations, name=checkpoint_name(step))
+        return loaded.with_options(komi=evaluation.komi, temperature_plies=evaluation.temperature_plies)
 
     agents = {checkpoint_name(step): functools.partial(agent, step) for step in steps}
     engines = {level: f"gnugo:level={level}" for level in evaluation.gnugo_levels}
     agents.update({spec: functools.partial(make_agent, spec, game) for spec in engines.values()})
-    games = int(evaluation.games)
+    games = evaluation.games
     pairings = [Pairing(checkpoint_name(step), engines[level], games, key=jax.random.fold_in(key, step * 16 + level),
                         label=f"{checkpoint_name(step)}-vs-gnugo-{level}")
                 for step in steps for level in evaluation.gnugo_levels]
@@ -62,19 +64,20 @@ def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[lis
     return pairings, agents
 
 
-
 def check_config(config) -> None:
     """The evaluation section (only this launcher reads it), before the run directory is made."""
-    check_play_keys(config.evaluation, "evaluation.")
+    check_play_keys(read_config(config).evaluation, "evaluation.")
 
 
 def run(config, workdir: pathlib.Path) -> dict:
-    evaluation = config.evaluation
-    game = make_game("go", go_size=int(config.game.go_size), komi=float(evaluation.komi))
-    def rating_schedule(steps: list[int]) -> tuple[list[Pairing], dict]:
-        return schedule(config, pathlib.Path(workdir), game, steps)
+    evaluation, seed = read_config(config).evaluation, RunConfig.from_config(config).seed
+    game = make_game("go", go_size=config.game.go_size, komi=evaluation.komi)
 
-    rated = train_then_rate(config, workdir, game, rating_schedule, max_game_plies=int(evaluation.max_game_plies))
+    def rating_schedule(steps: list[int]) -> tuple[list[Pairing], dict]:
+        return schedule(evaluation, seed, pathlib.Path(workdir), game, steps)
+
+    # the training itself reads the whole config (the core's readers)
+    rated = train_then_rate(config, workdir, game, rating_schedule, max_game_plies=evaluation.max_game_plies)
     ratings = rated.ratings
     references = {f"gnugo-{level}": ratings[f"gnugo:level={level}"] for level in evaluation.gnugo_levels
                   if f"gnugo:level={level}" in ratings}

@@ -8,7 +8,44 @@ branching 0.025 × 3 from games started on the empty board only, the paper's l²
 Zero's engine check: no pass that loses by the board count; both presets: free).
 """
 
-from zerolab import default_config
+from __future__ import annotations
+
+import dataclasses
+
+import ml_collections
+
+from zerolab import default_config, section_dataclass
+
+#: The core's training keys of the config (typed by the core's readers: ``RunConfig``, ``Components``).
+CORE_KEYS = tuple(default_config().keys())
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvaluationConfig:
+    """sai-go's ``evaluation`` section (the rating matches after training), with the tiny preset's values."""
+
+    komi: float = 9.5
+    games: int = 20
+    num_simulations: int = 16
+    lam: float = 0.0
+    # each game's first plies are drawn from the visits, so games differ (the agents have no noise)
+    temperature_plies: int = 4
+    gnugo_levels: list[int] = dataclasses.field(default_factory=lambda: [1])
+    max_game_plies: int = 98
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SaiGoConfig:
+    """sai-go's own keys (the core's training keys, :data:`CORE_KEYS`, are left to the core's readers): the launcher
+    reads them through it (:func:`read_config`), once, at each hook."""
+
+    evaluation: EvaluationConfig = EvaluationConfig()
+
+
+def read_config(config: ml_collections.ConfigDict) -> SaiGoConfig:
+    """``config``'s own keys typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must
+    be)."""
+    return section_dataclass(SaiGoConfig, config, "sai-go", read_elsewhere=CORE_KEYS)
 
 
 def get_config(preset: str = "tiny"):
@@ -26,9 +63,7 @@ def get_config(preset: str = "tiny"):
     config.search.dirichlet_alpha = 0.03 * 361 / 49
     config.search.dirichlet_fraction = 0.25
     config.selfplay.max_game_plies = 98
-    # temperature_plies: each game's first plies are drawn from the visits, so games differ (the agents have no noise)
-    config.evaluation = {"komi": 9.5, "games": 20, "num_simulations": 16, "lam": 0.0, "temperature_plies": 4,
-                         "gnugo_levels": [1], "max_game_plies": 98}
+    config.evaluation = dataclasses.asdict(EvaluationConfig())
     if preset == "tiny":
         config.iterations = 8
         config.checkpoint.keep_period = 2  # keeps 0, 2, 4, 6, 7, 8: five trained networks for sai-go-positions
