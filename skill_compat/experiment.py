@@ -30,6 +30,7 @@ import jax
 import numpy as np
 
 from skill_compat import analysis
+from skill_compat.configs import HbExpectorSection, SttConfig, read_config
 from skill_compat.frameworks import game_pairing, result_counts, win_share
 from skill_compat.oracle import EVALUATIONS, StockfishOracle
 from skill_compat.expectors import HB_MOVES, HbExpector, SttExpector
@@ -72,7 +73,9 @@ def check_config(config) -> None:
     """Every key the framework experiments read (skill-compat-stt, -hb, the attuned one's evaluation), checked before
     anything is written or an engine started: the framework and the seniors, the tree's search, the junior's mode
     and weights file, the sizes and node counts, HB's expector options, the senior engine, the attuned run.  A bad
-    value is a ValueError (a missing file a FileNotFoundError) naming the key."""
+    value is a ValueError (a missing file a FileNotFoundError) naming the key.  ``config``: a ConfigDict or its
+    typed config (:func:`skill_compat.configs.read_config`)."""
+    config = read_config(config)
     check_seniors(config.framework.name, config.seniors)
     check_seniors(config.framework.name, config.plain_chess.seniors)
     try:
@@ -87,11 +90,10 @@ def check_config(config) -> None:
                          ("framework", "batch_games"), ("senior", "nodes"), ("senior", "threads"),
                          ("evaluator", "nodes"), ("expector", "top"), ("expector", "candidates"),
                          ("expector", "eval_nodes")):
-        check_at_least(f"{section}.{key}", int(config[section][key]), 1)
-    check_at_least("plain_chess.games", int(config.plain_chess.games), 0)
-    if "evaluation" in config.expector:
+        check_at_least(f"{section}.{key}", getattr(getattr(config, section), key), 1)
+    check_at_least("plain_chess.games", config.plain_chess.games, 0)
+    if isinstance(config.expector, HbExpectorSection):  # HB's expector keys
         check_choice("expector.evaluation", config.expector.evaluation, EVALUATIONS)
-    if "moves" in config.expector:
         check_choice("expector.moves", config.expector.moves, HB_MOVES)
     check_agent_spec("senior.engine", config.senior.engine)
     if config.attuned.run and not (pathlib.Path(config.attuned.run) / "checkpoints").is_dir():
@@ -109,16 +111,18 @@ class Cast:
     senior: StockfishOracle
     evaluator: StockfishOracle
     tree: SearchAgent
-    config: Any
+    config: SttConfig
 
     def close(self) -> None:
         self.senior.close()
         self.evaluator.close()
 
 
-def match_search(config) -> SearchConfig:
-    """Tree's search in matches: no root noise (Gumbel scale 0, no Dirichlet noise)."""
-    return dataclasses.replace(SearchConfig.from_config(config.tree), gumbel_scale=0.0, dirichlet_fraction=0.0)
+def match_search(config: SttConfig) -> SearchConfig:
+    """Tree's search in matches (its section ``tree`` read by the core's :meth:`zerolab.SearchConfig.from_config`):
+    no root noise (Gumbel scale 0, no Dirichlet noise)."""
+    return dataclasses.replace(SearchConfig.from_config(dataclasses.asdict(config.tree)), gumbel_scale=0.0,
+                               dirichlet_fraction=0.0)
 
 
 @functools.lru_cache(maxsize=2)
@@ -134,15 +138,17 @@ def maia_agents(weights: str, mode: str) -> tuple[Any, PolicyAgent, PolicyAgent,
     return game, junior, hand, argmax
 
 
-def tree_agent(config, junior: PolicyAgent) -> SearchAgent:
+def tree_agent(config: SttConfig, junior: PolicyAgent) -> SearchAgent:
     """Tree: the junior's network (maia) with the match search (:func:`match_search`)."""
     return SearchAgent("tree", junior.game, junior.network, junior.variables, match_search(config))
 
 
 def build_cast(config) -> Cast:
+    """The cast of ``config`` (a ConfigDict or its typed config)."""
+    config = read_config(config)
     game, junior, hand, argmax = maia_agents(config.junior.weights, config.junior.mode)
-    senior = StockfishOracle(config.senior.engine, int(config.senior.nodes), int(config.senior.threads))
-    evaluator = StockfishOracle(config.senior.engine, int(config.evaluator.nodes), int(config.senior.threads))
+    senior = StockfishOracle(config.senior.engine, config.senior.nodes, config.senior.threads)
+    evaluator = StockfishOracle(config.senior.engine, config.evaluator.nodes, config.senior.threads)
     return Cast(game, junior, hand, argmax, senior, evaluator, tree_agent(config, junior), config)
 
 
@@ -155,7 +161,7 @@ def attuned_agent(cast: Cast) -> SearchAgent:
     run = cast.config.attuned.run
     if not run:
         raise ValueError("the attuned senior needs attuned.run=RUN (a skill-compat-attuned run directory)")
-    agent = load_search_agent(run, {"num_simulations": str(cast.config.tree.num_simulations)}, game=cast.game)
+    agent = load_search_agent(run, game=cast.game)  # its network, variables and rules; the search is tree's
     search = dataclasses.replace(match_search(cast.config), rules=agent.search_config.rules,
                                  rule_options=agent.search_config.rule_options)
     return SearchAgent("attuned", cast.game, agent.network, agent.variables, search)
@@ -171,9 +177,9 @@ def senior_player(cast: Cast, name: str):
     if name == "attuned":
         return NetworkPlayer(attuned_agent(cast))
     if name == "expector":
-        return SttExpector(cast.game, cast.senior, cast.senior.with_nodes(int(config.expector.eval_nodes)),
-                           junior_model(cast), candidates=int(config.expector.candidates),
-                           reference_00_quirk=bool(config.expector.reference_00_quirk))
+        return SttExpector(cast.game, cast.senior, cast.senior.with_nodes(config.expector.eval_nodes),
+                           junior_model(cast), candidates=config.expector.candidates,
+                           reference_00_quirk=config.expector.reference_00_quirk)
     raise ValueError(f"unknown agent {name!r}; valid: {list(SENIORS['stt'])}")
 
 
@@ -182,9 +188,9 @@ def brain(cast: Cast, name: str):
     if name == "hand":
         return None
     if name == "expector":
-        expector = cast.config.expector
-        return HbExpector(cast.game, cast.senior.with_nodes(int(expector.eval_nodes)), cast.hand.probabilities,
-                          top=int(expector.top), evaluation=str(expector.evaluation), moves=str(expector.moves))
+        expector = cast.config.expector  # HB's (HbExpectorSection)
+        return HbExpector(cast.game, cast.senior.with_nodes(expector.eval_nodes), cast.hand.probabilities,
+                          top=expector.top, evaluation=expector.evaluation, moves=expector.moves)
     return MoveBrain(senior_player(cast, name), cast.game, name=name)
 
 

