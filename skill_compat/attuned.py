@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
+from skill_compat.configs import read_config
 from skill_compat.frameworks import action_piece_types, two_stage_hand
 from zerolab import (
     Frames,
@@ -218,30 +219,33 @@ def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
 
 
 def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict:
-    """The core training run's config (its model architecture read from the base run)."""
+    """The core training run's config (its model architecture read from the base run) of a skill-compat-attuned
+    config (a ConfigDict or its typed :class:`skill_compat.configs.AttunedConfig`)."""
+    config = read_config(config)
+    training = config.training
     base = json.loads((base_run / "config.json").read_text())
     run = default_config()
-    run.seed = int(config.seed)
-    run.iterations = int(config.training.iterations)
+    run.seed = config.seed
+    run.iterations = training.iterations
     run.game.name = "chess:lc0"
     run.model = ml_collections.ConfigDict(base["model"])
-    run.search.num_simulations = int(config.training.num_simulations)
-    run.search.max_num_considered_actions = int(config.tree.max_num_considered_actions)
-    run.selfplay.num_games = int(config.training.num_games)
-    run.selfplay.plies_per_iteration = int(config.training.plies_per_iteration)
-    run.selfplay.max_game_plies = int(config.training.max_game_plies)
+    run.search.num_simulations = training.num_simulations
+    run.search.max_num_considered_actions = config.tree.max_num_considered_actions
+    run.selfplay.num_games = training.num_games
+    run.selfplay.plies_per_iteration = training.plies_per_iteration
+    run.selfplay.max_game_plies = training.max_game_plies
     run.method = "skill_compat.attuned:make_method"
     run.method_options = ml_collections.ConfigDict({
         "framework": config.framework.name, "policy_target": config.attuned.policy_target,
         "train_on": config.attuned.train_on, "junior_weights": config.junior.weights})
-    run.train.learning_rate = float(config.training.learning_rate)
-    run.train.batch_size = int(config.training.batch_size)
-    run.train.l2_weight = float(config.training.l2_weight)
-    run.train.optimizer = str(config.training.optimizer)
-    run.train.momentum = float(config.training.momentum)
-    run.train.epochs_per_iteration = float(config.training.epochs_per_iteration)
+    run.train.learning_rate = training.learning_rate
+    run.train.batch_size = training.batch_size
+    run.train.l2_weight = training.l2_weight
+    run.train.optimizer = training.optimizer
+    run.train.momentum = training.momentum
+    run.train.epochs_per_iteration = training.epochs_per_iteration
     run.init_from = str(base_run)
-    run.progress = bool(config.progress)
+    run.progress = config.progress
     return run
 
 
