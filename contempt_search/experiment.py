@@ -89,10 +89,10 @@ def arm_search(base: SearchConfig, *, num_simulations: int, kind: str, selection
     """The experiments' search of one arm, as an object: ``base`` (the network's run's search) at ``num_simulations``
     with ``kind`` and the PUCT rule ``selection``, without root noise (the arms play their best), with the plain rules
     (``sc_limit`` None) or contempt's at N_scl = ``sc_limit``: the arms differ only in the rules."""
-    search = dataclasses.replace(base, num_simulations=int(num_simulations), kind=kind, selection=selection,
+    search = dataclasses.replace(base, num_simulations=num_simulations, kind=kind, selection=selection,
                                  dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES, rule_options=())
     if sc_limit is not None:
-        search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": int(sc_limit)})
+        search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": sc_limit})
     return search
 
 

@@ -37,12 +37,13 @@ from contempt_search.experiment import CONTEMPT_RULES, PLAIN_RULES, temperature_
 from contempt_search.statistics import decisive_ratio
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity, score_quantity
+from experiments.configs.contempt_train import read_config
 from zerolab import make_game
 from zerolab.evaluation import (
     EloPanel, EvaluationConfig, Pairing, RunComparison, check_game_count, interleaved_steps, play_pairings,
 )
 from zerolab.frontends import prepare_experiment, training_config
-from zerolab.training import MetricsLog, load_trained_variables
+from zerolab.training import MetricsLog, RunConfig, load_trained_variables
 
 ARMS = ("puct", "contempt")
 #: Sections of an experiment config that are not training keys.
@@ -53,28 +54,30 @@ EXPERIMENT_KEYS = ("tau1", "tau2", "puct_temperature", "contempt_temperature", "
 def check_config(config: ml_collections.ConfigDict) -> None:
     """The rating section and the final match, before the run directory is made; the arms' training runs are the
     core's to check."""
+    own = read_config(config)
     EvaluationConfig.from_config(config.evaluation)
-    check_game_count("final_games", config.final_games)
+    check_game_count("final_games", own.final_games)
 
 
 def arm_config(config: ml_collections.ConfigDict, arm: str) -> ml_collections.ConfigDict:
     """The training config of one arm: the shared sections with the arm's self-play rules and temperature."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-    if not config.from_scratch and not config.init_from:
+    own, init_from = read_config(config), RunConfig.from_config(config).init_from
+    if not own.from_scratch and not init_from:
         raise ValueError("this experiment needs init_from=RUN: the paper preset starts from maia-1900 converted to a "
                          "zerolab run (python -m zerolab lc0 convert --workdir RUN)")
     sections = config.to_dict()
     for key in EXPERIMENT_KEYS:
         sections.pop(key, None)
-    if config.init_from:
-        run_config = json.loads((pathlib.Path(config.init_from) / "config.json").read_text())
+    if init_from:
+        run_config = json.loads((pathlib.Path(init_from) / "config.json").read_text())
         sections["game"], sections["model"] = run_config["game"], run_config["model"]
-    temperature = config.contempt_temperature if arm == "contempt" else config.puct_temperature
+    temperature = own.contempt_temperature if arm == "contempt" else own.puct_temperature
     sections["selfplay"].update(temperature_schedule="moves", temperature_plies=0,
-                                **temperature_settings(config, temperature))
+                                **temperature_settings(own, temperature))
     if arm == "contempt":
-        sections["search"].update(rules=CONTEMPT_RULES, rule_options={"sc_limit": int(config.sc_limit)})
+        sections["search"].update(rules=CONTEMPT_RULES, rule_options={"sc_limit": own.sc_limit})
     else:
         sections["search"].update(rules=PLAIN_RULES, rule_options={})
     model = sections.pop("model")
@@ -107,6 +110,7 @@ def same_initial_network(first: pathlib.Path, second: pathlib.Path) -> bool:
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
+    own, run_config = read_config(config), RunConfig.from_config(config)
     game = make_game(arm_config(config, "puct").game.name)
     comparison = RunComparison(config, prepare_experiment(config, workdir), game, search_options={
         "kind": "muzero", "selection": config.search.selection, "rules": PLAIN_RULES})
@@ -122,11 +126,11 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     finals = {arm: f"{arm}@{runs[arm].last_step}" for arm in ARMS}
     names = {arm: f"final-{finals[arm]}" for arm in ARMS}
     final_book, final_records = play_pairings(
-        [Pairing(names["contempt"], names["puct"], int(config.final_games), label="final")],
+        [Pairing(names["contempt"], names["puct"], own.final_games, label="final")],
         {name: functools.partial(comparison.agent, runs[arm], runs[arm].last_step, name)
          for arm, name in names.items()},
-        game, comparison.workdir / "final", max_game_plies=evaluation.max_game_plies, seed=int(config.seed) + 2,
-        show_progress=bool(config.progress), event="contempt-train final networks")
+        game, comparison.workdir / "final", max_game_plies=evaluation.max_game_plies, seed=run_config.seed + 2,
+        show_progress=run_config.progress, event="contempt-train final networks")
     difference, sigma = final_book.fit().difference(names["contempt"], names["puct"])
     final = {**final_records["final"].summary(), "elo_difference": difference, "elo_two_sigma": 2 * sigma}
 

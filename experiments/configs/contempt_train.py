@@ -14,22 +14,53 @@ self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; pla
   accelerators.
 """
 
+from __future__ import annotations
+
+import dataclasses
+
+import ml_collections
+
 from contempt_search import TEMPERATURE_SCHEDULES
-from zerolab import default_config
+from zerolab import default_config, section_dataclass
+
+#: The keys contempt-train's config shares with a core training config (its top level and sections, read by the core's
+#: readers: ``RunConfig``, ``SearchConfig``, ``SelfPlayConfig`` …), and its ``evaluation`` section (the rating
+#: matches, read by ``zerolab.evaluation.EvaluationConfig``): not in :class:`ContemptTrainConfig`.
+READ_ELSEWHERE = (*default_config().keys(), "evaluation")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ContemptTrainConfig:
+    """contempt-train's own keys (beside a core training config's, :data:`READ_ELSEWHERE`), their types and the tiny
+    preset's values: :func:`get_config` is built from it and the launcher reads those keys through it
+    (:func:`read_config`)."""
+
+    # τ schedules: (start, delay, decay, end, cutoff) over full moves (contempt_search.TEMPERATURE_SCHEDULES, one
+    # field a schedule)
+    tau1: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau1"]))
+    tau2: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau2"]))
+    puct_temperature: str = "tau2"
+    contempt_temperature: str = "tau1"
+    sc_limit: int = 5
+    from_scratch: bool = True  # False: init_from must name a run (maia-1900)
+    final_games: int = 64
+
+
+def read_config(config: ml_collections.ConfigDict) -> ContemptTrainConfig:
+    """``config``'s own keys typed (:func:`zerolab.section_dataclass`: a ValueError names a key and what it must
+    be); the training keys and ``evaluation`` are left to the core's readers."""
+    return section_dataclass(ContemptTrainConfig, config, "contempt-train", read_elsewhere=READ_ELSEWHERE)
 
 
 def get_config(preset: str = "tiny"):
     config = default_config()
     config.search.kind = "muzero"  # PUCT, as lc0; root Dirichlet noise on in both arms
     config.selfplay.temperature_schedule = "moves"
-    for name, schedule in TEMPERATURE_SCHEDULES.items():  # (start, delay, decay, end, cutoff) over full moves
-        config[name] = list(schedule)
-    config.puct_temperature = "tau2"
-    config.contempt_temperature = "tau1"
-    config.sc_limit = 5
-    config.from_scratch = True  # False: init_from must name a run (maia-1900)
+    own = dataclasses.asdict(ContemptTrainConfig())
+    for key in ("tau1", "tau2", "puct_temperature", "contempt_temperature", "sc_limit", "from_scratch"):
+        config[key] = own[key]
     config.evaluation = {"games": 16, "num_simulations": 16, "max_game_plies": 256, "num_opponents": 3}
-    config.final_games = 64
+    config.final_games = own["final_games"]
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
     if preset == "tiny":
         config.game.name = "gardner_chess"
