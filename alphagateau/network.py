@@ -13,7 +13,6 @@ zerolab AlphaZero ResNet; ``--benchmark`` times graph building against the netwo
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -137,29 +136,14 @@ def make_alphagateau(model_config: Any, game: Any) -> AlphaGateau:
         raise ValueError(f"AlphaGateau plays {' and '.join(CHESS_GAMES)}, not {getattr(game, 'name', game)!r}")
     section = dict(model_config.items())
     if LEGACY_WIDTH_KEY in section:  # a run recorded before the width was named channels
-        section["channels"] = section[LEGACY_WIDTH_KEY]
-    settings = section_dataclass(AlphaGateauConfig, section, "model", shared=True)
-    return AlphaGateau(**dataclasses.asdict(settings))
-
-
-@dataclasses.dataclass(frozen=True)
-class AlphaGateauConfig:
-    """AlphaGateau's keys of a ``model`` section (``name`` and ``dtype`` are the core's), with the defaults a config
-    without them gets (:data:`LEGACY_ARCHITECTURE`: the architecture of runs recorded before the keys existed)."""
-
-    channels: int = 128
-    num_blocks: int = 5
-    negative_slope: float = 0.2
-    batch_norm_momentum: float = 0.9
-    block: str = LEGACY_ARCHITECTURE["block"]
-    heads: str = LEGACY_ARCHITECTURE["heads"]
-    pooling: str = LEGACY_ARCHITECTURE["pooling"]
-
-    def __post_init__(self):
-        for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
-            check_choice(f"model.{key}", getattr(self, key), allowed)
-        check_at_least("model.channels", self.channels, 1)
-        check_at_least("model.num_blocks", self.num_blocks, 0)
+        section["channels"] = section.pop(LEGACY_WIDTH_KEY)
+    # the module's own fields, typed; model.name and model.dtype are the core's (zerolab.networks.make_network)
+    network = section_dataclass(AlphaGateau, section, "model", read_elsewhere=("name", "dtype"), shared=True)
+    for key, allowed in (("block", BLOCKS), ("heads", HEADS), ("pooling", POOLINGS)):
+        check_choice(f"model.{key}", getattr(network, key), allowed)
+    check_at_least("model.channels", network.channels, 1)
+    check_at_least("model.num_blocks", network.num_blocks, 0)
+    return network
 
 
 # --- parameter counts and timing -----------------------------------------------------------------------------------

@@ -23,19 +23,15 @@ import dataclasses
 
 import ml_collections
 
-from contempt_search import TEMPERATURE_SCHEDULES
+from contempt_search import TEMPERATURE_SCHEDULES, BaseNetworkConfig
 from zerolab import section_dataclass
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ContemptMatchConfig:
+class ContemptMatchConfig(BaseNetworkConfig):
     """contempt-match's keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
     launcher reads its config through it (:func:`read_config`), once, at each hook."""
 
-    seed: int = 0
-    network: str = "runs/contempt-base"
-    base_config: str = "quickstart"
-    base_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet"])
     selfplay_run: str = "runs/contempt-selfplay"  # a contempt-selfplay run directory (its settings.jsonl)
     target_ratio: float = 1.0
     equal_decisiveness: bool = False  # True: PUCT's setting is the one nearest the chosen contempt setting's (w+l)/d

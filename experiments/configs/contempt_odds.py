@@ -30,18 +30,15 @@ import dataclasses
 
 import ml_collections
 
+from contempt_search import BaseNetworkConfig
 from zerolab import section_dataclass
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ContemptOddsConfig:
+class ContemptOddsConfig(BaseNetworkConfig):
     """contempt-odds' keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
     launcher reads its config through it (:func:`read_config`), once, at each hook."""
 
-    seed: int = 0
-    network: str = "runs/contempt-base"  # a run directory; trained from base_config when it has no checkpoint
-    base_config: str = "quickstart"
-    base_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet"])
     game: str = "gardner_chess"
     odds_piece: str = "knight"
     num_simulations: list[int] = dataclasses.field(default_factory=lambda: [8, 32, 128])

@@ -21,19 +21,15 @@ import dataclasses
 
 import ml_collections
 
-from contempt_search import TEMPERATURE_SCHEDULES
+from contempt_search import TEMPERATURE_SCHEDULES, BaseNetworkConfig
 from zerolab import section_dataclass
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ContemptSelfplayConfig:
+class ContemptSelfplayConfig(BaseNetworkConfig):
     """contempt-selfplay's keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
     launcher reads its config through it (:func:`read_config`), once, at each hook."""
 
-    seed: int = 0
-    network: str = "runs/contempt-base"
-    base_config: str = "quickstart"
-    base_overrides: list[str] = dataclasses.field(default_factory=lambda: ["model.name=resnet"])
     num_simulations: int = 32
     kind: str = "muzero"
     selection: str = "mctx"  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
