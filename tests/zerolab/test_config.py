@@ -113,6 +113,9 @@ def test_sequences_read_each_item_and_sub_sections_read_as_their_own_dataclass()
         Launcher(levels=(3, 4), calibration=Calibration(komi=[1.0]))
     with pytest.raises(ValueError, match=r"unknown launcher keys \['model'\]"):
         section_dataclass(Launcher, config, "launcher")
+    # a section several readers share: the keys this dataclass has no field for are theirs
+    assert section_dataclass(Calibration, {"bins": "3", "komi": [1], "name": "resnet"}, "model", shared=True) == \
+        Calibration(3, [1.0])
     with pytest.raises(ValueError, match=r"launcher.levels must be tuple\[int, ...\], got \[1, 2.5\] \(item 1: 2.5\)"):
         section_dataclass(Launcher, {"levels": [1, 2.5]}, "launcher")
     with pytest.raises(ValueError, match=r"launcher.levels must be tuple\[int, ...\], got 3"):
