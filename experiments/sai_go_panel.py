@@ -28,7 +28,7 @@ from experiments.common.results import Quantity
 from experiments.configs import load_config
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
 from zerolab.play import check_agent_spec, load_search_agent, make_agent
-from zerolab.training import MetricsLog, check_training_config, evaluations_per_search
+from zerolab.training import MetricsLog, RunConfig, check_training_config, evaluations_per_search
 from sai_go.agents import SaiAgent
 from experiments.common.sai_go import check_play_keys, check_sai_network
 from experiments.configs.sai_go_panel import SaiGoPanelConfig, read_config
@@ -81,8 +81,8 @@ def plan(config) -> str:
         landmark_source = (f"trained here from {config.landmark_config} at its {config.landmark_preset} preset with "
                            f"{config.landmark_overrides}")
         landmark_steps = kept_steps(landmark_config)
-    az_members = rated_steps(landmark_steps, int(landmark.run_config.checkpoint.keep_period))
-    sai_steps = kept_steps(sai.run_config)
+    az_members = rated_steps(landmark_steps, RunConfig.from_config(landmark.run_config).checkpoint.keep_period)
+    sai_steps, sai_checkpoints = kept_steps(sai.run_config), RunConfig.from_config(sai.run_config).checkpoint
     members = len(az_members) + len(config.gnugo_levels) + config.random_player
     cells = len(sai_steps) * members
     games, plies = config.games, config.max_game_plies
@@ -100,7 +100,7 @@ def plan(config) -> str:
     ]
     notes = [
         f"{cells} cells = {len(sai_steps)} SAI checkpoints (steps {sai_steps[0]}..{sai_steps[-1]}: every "
-        f"{int(sai.run_config.checkpoint.keep_period)}th and the last {int(sai.run_config.checkpoint.keep)}) × "
+        f"{sai_checkpoints.keep_period}th and the last {sai_checkpoints.keep}) × "
         f"{members} members ({len(az_members)} landmark checkpoints {az_members}, GNU Go {config.gnugo_levels}"
         + (", random" if config.random_player else "") + f"); {games} games a cell in one lock-step batch, SAI as "
         f"White: ≤ {sai_moves} SAI searches and ≤ {member_moves} member moves a cell (upper bounds: every game "
@@ -147,7 +147,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     key = jax.random.key(config.seed)
 
     members = {}
-    for step in rated_steps(checkpoint_steps(landmark), int(landmark_config.checkpoint.keep_period)):
+    for step in rated_steps(checkpoint_steps(landmark), RunConfig.from_config(landmark_config).checkpoint.keep_period):
         members[f"az-{step}"] = functools.partial(load_search_agent, landmark, member_options(config, step))
     for level in config.gnugo_levels:
         members[f"gnugo-{level}"] = functools.partial(gnugo_member, level, game)

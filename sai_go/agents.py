@@ -117,10 +117,10 @@ class SaiAgent(Agent):
         if config.model.name != SAI_NETWORK or config.game.name != "go":
             raise ValueError(f"{source} is not an SAI run: its model.name is {config.model.name!r} and game "
                              f"{config.game.name!r}, expected {SAI_NETWORK!r} on go")
-        game = make_game("go", go_size=int(config.game.go_size), komi=float(config.game.komi))
-        search = SearchConfig(kind="muzero", num_simulations=int(num_simulations or config.search.num_simulations),
-                              dirichlet_fraction=0.0, pb_c_init=float(config.search.pb_c_init),
-                              pb_c_base=float(config.search.pb_c_base))
+        game = make_game("go", go_size=config.game.go_size, komi=config.game.komi)  # as the core's Components
+        run_search = SearchConfig.from_config(config.search)
+        search = SearchConfig(kind="muzero", num_simulations=num_simulations or run_search.num_simulations,
+                              dirichlet_fraction=0.0, pb_c_init=run_search.pb_c_init, pb_c_base=run_search.pb_c_base)
         network = make_network(config.model, game)
         if variables is None:
             variables = abstract_variables(network, game)

@@ -9,13 +9,14 @@ input.  :func:`sigmoid_value` reads them back as a :class:`SigmoidValue`.  ``val
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from zerolab import GoGame, NetworkInputs, NetworkOutput
+from zerolab import GoGame, NetworkInputs, NetworkOutput, section_dataclass
 from zerolab.networks import float32_output, policy_head, residual_tower
 
 #: β* is clipped to this range before the exponential, so a wild head cannot overflow β (c·e^6 ≈ 82 on 7×7).
@@ -77,16 +78,21 @@ class SaiNetwork(nn.Module):
         return float32_output(NetworkOutput(policy_logits, value, {"alpha": alpha, "beta": beta}))
 
 
+@dataclasses.dataclass(frozen=True)
+class SaiModelConfig:
+    """SAI's keys of a ``model`` section (``name`` and ``dtype`` are the core's), with :class:`SaiNetwork`'s
+    defaults for a config without them."""
+
+    channels: int = 128
+    num_blocks: int = 3
+    value_hidden: int = 64
+    beta_scale: float = 10.0
+
+
 def make_sai_network(model_config: Any, game: GoGame) -> nn.Module:
-    """The ``model.name`` factory: ``model.channels``, ``model.num_blocks`` and optional ``model.beta_scale``."""
+    """The ``model.name`` factory: ``model.channels``, ``model.num_blocks`` and optional ``model.value_hidden`` and
+    ``model.beta_scale`` (:class:`SaiModelConfig`)."""
     if not isinstance(game, GoGame):
         raise ValueError(f"sai_go.network:make_sai_network plays Go only, got game {game.name!r} (set game.name=go)")
-    get = model_config.get if hasattr(model_config, "get") else lambda key, default: getattr(model_config, key, default)
-    return SaiNetwork(
-        num_actions=game.num_actions,
-        board_points=game.size * game.size,
-        channels=int(model_config.channels),
-        num_blocks=int(model_config.num_blocks),
-        value_hidden=int(get("value_hidden", 64)),
-        beta_scale=float(get("beta_scale", 10.0)),
-    )
+    sizes = section_dataclass(SaiModelConfig, model_config, "model", shared=True)
+    return SaiNetwork(num_actions=game.num_actions, board_points=game.size * game.size, **dataclasses.asdict(sizes))

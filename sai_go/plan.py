@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from zerolab import PlannedProgram, abstract_states, abstract_variables, compile_cost, make_game, make_network
+from zerolab.training import RunConfig
 from sai_go.agents import SaiAgent
 
 
@@ -31,8 +32,8 @@ class SaiModel:
     variables: Any  # jax.ShapeDtypeStruct leaves
 
     def game(self, komi: float | None = None):
-        config = self.run_config.game
-        return make_game("go", go_size=int(config.go_size), komi=float(config.komi if komi is None else komi))
+        config = self.run_config.game  # read as the core's Components reads it
+        return make_game("go", go_size=config.go_size, komi=config.komi if komi is None else komi)
 
     def sai_agent(self, num_simulations: int, name: str = "sai") -> SaiAgent:
         """The :class:`sai_go.agents.SaiAgent` a checkpoint of this (SAI) run gives
@@ -42,7 +43,7 @@ class SaiModel:
 
 def abstract_model(run_config: Any) -> SaiModel:
     """The network of a run config with abstract variables."""
-    game = make_game(run_config.game.name, go_size=int(run_config.game.go_size), komi=float(run_config.game.komi))
+    game = make_game(run_config.game.name, go_size=run_config.game.go_size, komi=run_config.game.komi)
     network = make_network(run_config.model, game)
     return SaiModel(run_config, network, abstract_variables(network, game))
 
@@ -50,8 +51,8 @@ def abstract_model(run_config: Any) -> SaiModel:
 def kept_steps(run_config: Any) -> list[int]:
     """The checkpoint steps a finished run of ``run_config`` keeps: every ``checkpoint.keep_period``-th (0 included)
     and the last ``checkpoint.keep`` ones (:class:`zerolab.Checkpointer`)."""
-    iterations = int(run_config.iterations)
-    keep, period = int(run_config.checkpoint.keep), int(run_config.checkpoint.keep_period)
+    settings = RunConfig.from_config(run_config)
+    iterations, keep, period = settings.iterations, settings.checkpoint.keep, settings.checkpoint.keep_period
     return [step for step in range(iterations + 1)
             if (period > 0 and step % period == 0) or step > iterations - keep]
 

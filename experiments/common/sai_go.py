@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sai_go.plan import SaiModel, abstract_model
 from sai_go.search import check_lambda
@@ -17,16 +17,17 @@ from zerolab.training import step_directories
 GNUGO_LEVELS = range(0, 11)
 
 
-def run_model(run: str | pathlib.Path, config_name: str = "sai-go", overrides: list[str] = ()) -> tuple[SaiModel, str]:
+def run_model(run: str | pathlib.Path, config_name: str = "sai-go",
+              overrides: Sequence[str] = ()) -> tuple[SaiModel, str]:
     """``(model, where it comes from)``: the run directory's own config when it exists, else the config that trains
     it: ``config_name`` at the preset its name ends with (``runs/sai-go-paper``: paper; otherwise tiny)."""
     path = pathlib.Path(run) / "config.json"
     if path.exists():
         return abstract_model(from_json(path.read_text())), f"{run}/config.json"
     preset = "paper" if pathlib.Path(run).name.endswith("paper") else "tiny"
-    return (abstract_model(load_config(config_name, preset, list(overrides))),
+    return (abstract_model(load_config(config_name, preset, overrides)),
             f"{run} does not exist at plan time: the network of the {config_name} {preset} preset"
-            + (f" with {list(overrides)}" if overrides else ""))
+            + (f" with {overrides}" if overrides else ""))
 
 
 def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = ()) -> None:
@@ -44,7 +45,7 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
         raise FileNotFoundError(f"{key}={str(run)!r}: its config.json cannot be read ({error})") from None
     if game.get("name") != "go":
         raise ValueError(f"{key}={str(run)!r}: a run of {game.get('name')}, not of 7x7 Go")
-    if int(game.get("go_size", 0)) != 7:
+    if game.get("go_size") != 7:
         raise ValueError(f"{key}={str(run)!r}: a run of {game.get('go_size')}x{game.get('go_size')} Go, not 7x7")
     missing = [step for step in steps if step >= 0 and step not in found]
     if missing:
