@@ -25,7 +25,7 @@ from sai_go.agents import SaiAgent
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity, score_quantity
 from experiments.common.sai_go import check_play_keys
-from experiments.configs.sai_go import EvaluationConfig, read_config
+from experiments.configs.sai_go import SaiGoEvaluationConfig, read_config
 from zerolab.training import RunConfig
 
 
@@ -39,7 +39,7 @@ def colour_scores(record: PairingRecord) -> dict:
     return {name: score for name, score in scores.items() if score is not None}
 
 
-def schedule(evaluation: EvaluationConfig, seed: int, workdir: pathlib.Path, game,
+def schedule(evaluation: SaiGoEvaluationConfig, seed: int, workdir: pathlib.Path, game,
              steps: list[int]) -> tuple[list[Pairing], dict]:
     """Checkpoint 0, every ``checkpoint.keep_period``-th and the last against GNU Go at each level, then the last
     against checkpoint 0; their agents (the run's ``seed`` keys the matches)."""

@@ -21,7 +21,7 @@ CORE_KEYS = tuple(default_config().keys())
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class EvaluationConfig:
+class SaiGoEvaluationConfig:
     """sai-go's ``evaluation`` section (the rating matches after training), with the tiny preset's values."""
 
     komi: float = 9.5
@@ -39,7 +39,7 @@ class SaiGoConfig:
     """sai-go's own keys (the core's training keys, :data:`CORE_KEYS`, are left to the core's readers): the launcher
     reads them through it (:func:`read_config`), once, at each hook."""
 
-    evaluation: EvaluationConfig = EvaluationConfig()
+    evaluation: SaiGoEvaluationConfig = SaiGoEvaluationConfig()
 
 
 def read_config(config: ml_collections.ConfigDict) -> SaiGoConfig:
@@ -63,7 +63,7 @@ def get_config(preset: str = "tiny"):
     config.search.dirichlet_alpha = 0.03 * 361 / 49
     config.search.dirichlet_fraction = 0.25
     config.selfplay.max_game_plies = 98
-    config.evaluation = dataclasses.asdict(EvaluationConfig())
+    config.evaluation = dataclasses.asdict(SaiGoEvaluationConfig())
     if preset == "tiny":
         config.iterations = 8
         config.checkpoint.keep_period = 2  # keeps 0, 2, 4, 6, 7, 8: five trained networks for sai-go-positions
