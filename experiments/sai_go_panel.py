@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
+from typing import Any
 
 import jax
 import numpy as np
@@ -191,10 +192,10 @@ def run(config, workdir: pathlib.Path) -> dict:
     return {k: v for k, v in results.items() if k != "cells"}
 
 
-def member_options(config: SaiGoPanelConfig, step: int) -> dict[str, str]:
+def member_options(config: SaiGoPanelConfig, step: int) -> dict[str, Any]:
     """A landmark checkpoint's agent options: its run's own search (root noise included) at the panel's
     simulations, named ``az-<step>``."""
-    return {"step": str(step), "num_simulations": str(config.num_simulations), "name": f"az-{step}"}
+    return {"step": step, "num_simulations": config.num_simulations, "name": f"az-{step}"}
 
 
 def panel_sai_agent(base: SaiAgent, config: SaiGoPanelConfig, step: int) -> SaiAgent:

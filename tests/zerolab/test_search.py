@@ -138,6 +138,13 @@ def test_search_config_reads_text_overrides_by_its_field_names():
     assert base.with_overrides({"rules": "other.rules:factory"}).rule_options == ()  # the options were base's rules'
     chosen = SearchConfig().with_overrides({"rules": "pkg.rules:factory", "rule_options.limit": "3"})
     assert (chosen.rules, chosen.rule_options) == ("pkg.rules:factory", (("limit", 3),))
+    # typed values (a launcher's, never turned into text) read as their text does
+    typed = base.with_overrides({"num_simulations": 3, "max_num_considered_actions": 4.0, "kind": "muzero",
+                                 "gumbel_scale": 0, "dirichlet_fraction": 0.5, "max_depth": 6, "rule_options.limit": 5,
+                                 "rule_options.mode": "fast"})
+    assert typed == changed and isinstance(typed.gumbel_scale, float) and isinstance(typed.max_num_considered_actions, int)
+    with pytest.raises(ValueError, match="search key num_simulations=2.5: expected int"):
+        base.with_overrides({"num_simulations": 2.5})
 
 
 @pytest.mark.parametrize("key, meant", [("simulations", "num_simulations"),

@@ -44,8 +44,7 @@ def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, e
     """The search agent of checkpoint ``step`` of a run playing ``game`` with ``evaluation.num_simulations``
     (:func:`zerolab.play.search_agents.load_search_agent`; the game may differ from the run's own); ``search_options``
     (agent-spec text: ``{"kind": "muzero", "rules": ...}``) change the rest of the run's search."""
-    options = {"step": str(step), "num_simulations": str(evaluation.num_simulations), **(search_options or {}),
-               "name": name}
+    options = {"step": step, "num_simulations": evaluation.num_simulations, **(search_options or {}), "name": name}
     return load_search_agent(run_directory, options, game=game)
 
 

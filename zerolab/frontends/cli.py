@@ -242,7 +242,7 @@ def command_gtp(args: argparse.Namespace) -> int:
 
         if args.compilation_cache:
             use_compilation_cache(args.compilation_cache, min_compile_seconds=0.0)
-        options = {} if args.simulations is None else {"num_simulations": str(args.simulations)}
+        options = {} if args.simulations is None else {"num_simulations": args.simulations}
         agent = load_search_agent(args.checkpoint, options)
         if not isinstance(agent.game, GoGame):
             raise ValueError(f"gtp: --checkpoint {args.checkpoint} plays {agent.game.name}, not go")

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 import jax
 import numpy as np
 import pgx
 
+from zerolab.config import field_value
 from zerolab.games import Game
 from zerolab.games.base import plies_played
 from zerolab.networks.network import abstract_variables, make_network
@@ -126,11 +128,12 @@ AGENT_OPTION_KEYS = ("step", "name")
 """A checkpoint agent spec's own keys; its other keys are the search's (:meth:`SearchConfig.with_overrides`)."""
 
 
-def make_search_agent(run_config: Any, variables: Any = None, options: dict[str, str] | None = None,
+def make_search_agent(run_config: Any, variables: Any = None, options: Mapping[str, Any] | None = None,
                       game: Game | None = None, temperature: SelfPlayConfig | None = None,
                       name: str = "agent") -> SearchAgent:
-    """A :class:`SearchAgent` of a run's config (``config.json``): its network and search, changed by the agent
-    spec's ``options`` (``name`` names it; ``step`` is the loader's), playing ``game`` (default: the run's own; the
+    """A :class:`SearchAgent` of a run's config (``config.json``): its network and search, changed by ``options``
+    (an agent spec's text, or typed values: :meth:`SearchConfig.with_overrides`; ``name`` names it; ``step`` is the
+    loader's), playing ``game`` (default: the run's own; the
     network module is built for it from the run's model config, e.g. an AlphaGateau trained on 5×5 Gardner chess
     playing 8×8 chess: its graph, not its parameters, carries the board size).
 
@@ -151,13 +154,13 @@ def make_search_agent(run_config: Any, variables: Any = None, options: dict[str,
                        temperature)
 
 
-def load_search_agent(path: str | pathlib.Path, options: dict[str, str] | None = None,
+def load_search_agent(path: str | pathlib.Path, options: Mapping[str, Any] | None = None,
                       game: Game | None = None, temperature: SelfPlayConfig | None = None) -> SearchAgent:
     """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory:
     :func:`make_search_agent` of its config and variables, named ``<directory>@<step>`` unless ``options`` name it.
     Agents of one architecture and game share one compiled search.  ``temperature``: see :class:`SearchAgent`.
     """
     options = dict(options or {})
-    trained = load_trained_variables(path, int(options["step"]) if "step" in options else None)
+    trained = load_trained_variables(path, field_value("int", options["step"]) if "step" in options else None)
     return make_search_agent(trained.config, trained.variables, options, game, temperature,
                              name=f"{pathlib.Path(path).name}@{trained.step}")

@@ -126,10 +126,11 @@ class SearchConfig:
         (:func:`zerolab.config.section_dataclass`)."""
         return section_dataclass(cls, config, "search")
 
-    def with_overrides(self, overrides: Mapping[str, str], *, what: str = "search key",
+    def with_overrides(self, overrides: Mapping[str, Any], *, what: str = "search key",
                        other_keys: Iterable[str] = ()) -> SearchConfig:
-        """This config with ``{KEY: TEXT}`` overrides: the one reading of search settings given as text (agent specs,
-        ``python -m zerolab uci|bench``, launchers).
+        """This config with ``{KEY: TEXT or value}`` overrides: the one reading of search settings given as text
+        (agent specs, ``python -m zerolab uci|bench``) or as typed values (launchers: ``{"num_simulations": 16}``,
+        never turned into text first).
 
         ``KEY`` is a field name (``num_simulations``, ``max_num_considered_actions``, ``kind``, ``gumbel_scale``,
         ``rules``, ... every field) or ``rule_options.NAME`` for one option of the rules.  TEXT becomes the field's
@@ -145,7 +146,7 @@ class SearchConfig:
         rule_options: dict[str, Any] = {}
         for key, text in overrides.items():
             if key.startswith(RULE_OPTION_PREFIX) and len(key) > len(RULE_OPTION_PREFIX):
-                rule_options[key[len(RULE_OPTION_PREFIX):]] = parse_value(text)
+                rule_options[key[len(RULE_OPTION_PREFIX):]] = parse_value(text) if isinstance(text, str) else text
                 continue
             if key not in fields:
                 raise ValueError(self._unknown_key_message(key, overrides, what, other_keys))
@@ -161,7 +162,7 @@ class SearchConfig:
             changes["rule_options"] = {**dict(changes["rule_options"] or {}), **rule_options}
         return dataclasses.replace(self, **changes)
 
-    def _unknown_key_message(self, key: str, overrides: Mapping[str, str], what: str, other_keys: Iterable[str]) -> str:
+    def _unknown_key_message(self, key: str, overrides: Mapping[str, Any], what: str, other_keys: Iterable[str]) -> str:
         valid = sorted({*(field.name for field in dataclasses.fields(self)), *other_keys})
         if key in FORMER_SEARCH_KEYS:
             meant = FORMER_SEARCH_KEYS[key]
