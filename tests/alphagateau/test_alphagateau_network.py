@@ -346,3 +346,17 @@ def test_architecture_keys_are_checked_and_absent_ones_load_earlier_checkpoints(
     paper = init_variables(make_alphagateau(ml_collections.ConfigDict(PAPER_MODEL), gardner_game), gardner_game,
                            jax.random.key(0))
     assert {"policy_hidden", "value_hidden", "policy_norm_1", "value_norm_2"} <= set(paper["params"])
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("channels", 0, "model.channels must be at least 1, got 0"),
+    ("num_blocks", -1, "model.num_blocks must be at least 0, got -1"),
+    ("heads", "wide", "model.heads must be one of 'paper', 'linear', got 'wide'"),
+    ("channels", 2.5, r"model.channels must be int, got 2.5"),
+])
+def test_a_bad_model_value_is_refused_naming_its_key(key, value, message):
+    from alphagateau.network import make_alphagateau
+    from zerolab import make_game
+
+    with pytest.raises(ValueError, match=message):
+        make_alphagateau({"name": "alphagateau.network:make_alphagateau", key: value}, make_game("gardner_chess"))

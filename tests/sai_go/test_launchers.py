@@ -111,6 +111,8 @@ def test_sai_go_panel_trains_its_landmark_and_rates_the_sai_checkpoints(sai_run,
     assert set(summary["weights"]) == set(summary["members"]) and set(summary["panel_scores"]) == {"0"}
     assert set(summary["elo"]) == {"sai-0", "az-0", "gnugo-1", "random"} and summary["nodes"] == {"0": 0}
     assert (tmp_path / "landmark" / "checkpoints" / "0").is_dir()
+    landmark = json.loads((tmp_path / "landmark" / "config.json").read_text())  # trained with landmark_overrides
+    assert (landmark["model"]["name"], landmark["model"]["channels"], landmark["iterations"]) == ("resnet", 8, 0)
     cells = json.loads((tmp_path / "panel.json").read_text())["cells"]
     headline = json.loads((tmp_path / "results.json").read_text())["quantities"]  # python -m experiments wrote it
     assert headline["rating_0"]["value"] == summary["elo"]["sai-0"]["rating"]

@@ -50,3 +50,11 @@ def test_a_value_of_the_wrong_type_names_its_key():
     config["plain_chess"]["seniors"] = ["tree", 3]
     with pytest.raises(ValueError, match=r"skill-compat-stt.plain_chess.seniors must be list\[str\]"):
         read_config(config)
+
+
+@pytest.mark.parametrize("preset", ["tiny", "paper"])
+def test_attuned_training_games_end_inside_their_call(preset):
+    """Each training game is capped at one call's plies, so a game ends inside the call that began it and its frames
+    (a capped game's value target a draw) enter the window that iteration."""
+    training = read_config(load_config("skill-compat-attuned", preset)).training
+    assert training.max_game_plies == training.plies_per_iteration
