@@ -496,7 +496,7 @@ class ScriptedEngine:
                 return size
 
             def _run(self, size, states):
-                self._program(size)
+                self.programs.compiled(size)
                 seconds = 0.002 + size * 0.002
                 sleep(seconds)
                 self.ran.append(size)
@@ -504,9 +504,9 @@ class ScriptedEngine:
                                     1.0, 1, seconds)
 
         engine = Scripted(load=None, simulations=simulations)
-        engine._programs = {size: size for size in compiled}
-        engine.fixed_seconds, engine.ran = 0.002, []
-        engine.record_search(4, 0.002 + 4 * 0.002)
+        engine.programs._programs = {size: size for size in compiled}
+        engine.timing.fixed_seconds, engine.ran = 0.002, []
+        engine.timing.record_search(4, 0.002 + 4 * 0.002)
         return engine
 
 
@@ -547,10 +547,11 @@ class VirtualClock:
 def test_a_timed_move_searches_until_nine_tenths_of_its_time(monkeypatch):
     """``go movetime 300`` on a virtual clock: searches of 4 (10 ms each), then what still fits, until 0.9 × 0.3 s;
     the last search ends inside it, at most the smallest compiled search (4 ms) before it."""
-    from zerolab.frontends import uci_search
+    from zerolab.frontends import search_programs, uci_search
 
     clock = VirtualClock()
     monkeypatch.setattr(uci_search, "time", clock)
+    monkeypatch.setattr(search_programs, "time", clock)  # the wait for a search to compile
     engine = ScriptedEngine(compiled=(0, 1, 2, 4), sleep=clock.sleep)
     started = clock.now
     timed = dataclasses.replace(budget(move_time=0.3), started_at=started)
@@ -585,7 +586,7 @@ def test_a_move_reports_its_searchs_depth_and_seldepth():
 
 def test_a_timed_move_before_any_search_compiles_waits_inside_its_time_not_past_it():
     engine = ScriptedEngine(compiled=(0,), simulations=4, compile_seconds=0.3)
-    compiling = threading.Thread(target=engine._program, args=(4,), daemon=True)  # the warm-up's compilation
+    compiling = threading.Thread(target=engine.programs.compiled, args=(4,), daemon=True)  # the warm-up's compilation
     compiling.start()
     time.sleep(0.05)
     timed = budget(move_time=1.0)
@@ -593,7 +594,7 @@ def test_a_timed_move_before_any_search_compiles_waits_inside_its_time_not_past_
     assert notes[0].startswith("waited 0.") and notes[0].endswith("for the first search to compile"), notes
     assert 4 in engine.ran and result.simulations >= 4 and timed.elapsed() <= 1.0 + 0.05
     engine = ScriptedEngine(compiled=(0,), simulations=4, compile_seconds=2.0)
-    compiling = threading.Thread(target=engine._program, args=(4,), daemon=True)
+    compiling = threading.Thread(target=engine.programs.compiled, args=(4,), daemon=True)
     compiling.start()
     time.sleep(0.05)
     short = budget(move_time=0.3)
@@ -755,18 +756,16 @@ def test_any_agent_behind_the_uci_server_sees_pgx_states_with_history(chess_game
 def test_principal_variation_moves_are_read_in_each_position(chess_game):
     """pgx encodes a move from the mover's side: each move of the variation is named in the position it is played
     in, and the variation ends with the game."""
-    from zerolab.frontends.uci_search import SearchEngine
+    from zerolab.frontends.search_positions import variation_moves
 
-    engine = SearchEngine(load=None)
-    engine.game = chess_game
     state = root = chess_game.from_fen(chess_game.start_fen)
     actions = []
     for move in ("e2e4", "e7e5", "g1f3", "b8c6"):
         actions.append(chess_game.uci_to_action(move, state))
         state = chess_game.jitted_step(state, np.int32(actions[-1]))
-    assert engine.variation_moves(root, actions) == ("e2e4", "e7e5", "g1f3", "b8c6")
+    assert variation_moves(chess_game, root, actions) == ("e2e4", "e7e5", "g1f3", "b8c6")
     mated = chess_game.from_fen("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1")
-    assert engine.variation_moves(mated, [0, 1]) == ()
+    assert variation_moves(chess_game, mated, [0, 1]) == ()
 
 
 def zerolab_uci(*arguments):
@@ -991,7 +990,7 @@ def growing_engine(chess_run):
     from zerolab.frontends import loaded_search, uci_search
 
     engine = uci_search.SearchEngine(lambda: loaded_search.checkpoint_search(str(chess_run), simulations=8), 8)
-    engine.tree_nodes = 2048
+    engine.tree.nodes = 2048
     engine.warm_up(background_sizes=False)
     return engine
 
@@ -1014,7 +1013,7 @@ def test_the_second_moves_search_starts_with_the_visits_kept_from_the_first(grow
     running = Harness(uci_search.SearchServer(engine, "growing", 8))
     running.send("ucinewgame", "position startpos", "go nodes 64")
     first = running.read_until("bestmove")[-1].split()[1]
-    kept = engine.kept
+    kept = engine.tree.kept
     tree = jax.tree.map(np.asarray, kept.tree)
     state = kept.state
     action = engine.game.uci_to_action(first, state)
@@ -1027,11 +1026,11 @@ def test_the_second_moves_search_starts_with_the_visits_kept_from_the_first(grow
     assert expected >= 1, "the first search did not reach below its reply"
     running.send(f"position startpos moves {first} {reply}", "go nodes 8")
     lines = running.read_until("bestmove")
-    assert engine.reused_visits == expected
+    assert engine.tree.reused_visits == expected
     assert info_fields([line for line in lines if line.startswith("info depth")][-1])["nodes"] == expected + 8
     running.send("ucinewgame", "position startpos moves e2e4", "go nodes 8")  # a new game: nothing kept
     running.read_until("bestmove")
-    assert engine.reused_visits == 0
+    assert engine.tree.reused_visits == 0
     running.quit()
 
 
@@ -1057,7 +1056,7 @@ def test_analysis_goes_on_until_stop_with_multipv_lines_and_go_depth_reaches_its
     best = [group[0] for group in groups]
     assert all(a["nodes"] < b["nodes"] for a, b in zip(best, best[1:])), best
     assert lines[-1] == f"bestmove {best[-1]['pv'][0]}"
-    searched = int((np.asarray(growing_engine.kept.tree.children_visits[0, 0]) > 0).sum())
+    searched = int((np.asarray(growing_engine.tree.kept.tree.children_visits[0, 0]) > 0).sum())
     assert len(groups[-1]) == min(3, searched) and len({line["pv"][0] for line in groups[-1]}) == len(groups[-1])
     running.send("setoption name MultiPV value 1", "position startpos moves d2d4", "go depth 3")
     depth_lines = running.read_until("bestmove")

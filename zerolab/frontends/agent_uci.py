@@ -10,9 +10,10 @@ from typing import Any
 import chess
 import numpy as np
 
+from zerolab.frontends.search_positions import batched, restricted
 from zerolab.frontends.uci import UCIServer
 from zerolab.frontends.uci_protocol import MoveChoice, SearchBudget
-from zerolab.frontends.uci_search import ENGINE_AUTHOR, batched, restricted
+from zerolab.frontends.uci_search import ENGINE_AUTHOR
 
 
 class AgentMoveChooser:
