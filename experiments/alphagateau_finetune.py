@@ -20,7 +20,7 @@
 4. when ``config.match.games`` > 0, plays two head-to-head matches on 8×8 (``play_pairings`` in
    ``workdir/head-to-head``: ``matches.json``, ``elo.json``, ``games/*.pgn``; not played again on a rerun): the last
    5×5 checkpoint against the untrained network (the transfer) and the last fine-tuned checkpoint against that 5×5
-   checkpoint (the fine-tuning), each ``match.games`` games, half with each colour, ``match.num_simulations``,
+   checkpoint (the fine-tuning), each ``match.games`` games, half with each colour, ``match.search.num_simulations``,
    a draw at ``match.max_game_plies``; with ``config.scratch`` a third, the last fine-tuned checkpoint against the
    last from-scratch one (the control: the paper's claim is that pre-training on 5×5 then fine-tuning beats
    training 8×8 from scratch at equal 8×8 iterations);

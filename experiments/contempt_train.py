@@ -8,7 +8,7 @@ for the same budget than self-play with a high-temperature PUCT?
    the ``contempt_temperature`` schedule (τ1).  Same game, network, seed (so the same initial network), simulations,
    root noise, games, plies, frame window and optimiser; rerunning resumes each;
 2. rates the kept checkpoints of both runs together with Algorithm 2 (:class:`zerolab.evaluation.RunComparison`) under
-   one plain-PUCT search (``evaluation.num_simulations``, the training's PUCT rule ``search.selection``, no
+   one plain-PUCT search (``evaluation.search.num_simulations``, the training's PUCT rule ``search.selection``, no
    contempt, the training's root noise, so that games differ), the shared initial network once, then both runs'
    checkpoints in iteration order;
 3. plays the two final networks against each other (``final_games``, the same search): a pairing of
@@ -140,9 +140,10 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
                               for iteration, rating, sigma in points]
                 for arm, points in comparison.series("iteration").items() if arm in ARMS}
     by_seconds = {arm: start + points for arm, points in comparison.series("wall_seconds").items() if arm in ARMS}
+    simulations = evaluation.search.get("num_simulations")
     figure_path = comparison.plot("contempt-train.png", [
         EloPanel(by_games, "self-play games",
-                 f"{game.name}: Elo against self-play games (plain PUCT, {evaluation.num_simulations} sims)"),
+                 f"{game.name}: Elo against self-play games (plain PUCT, {simulations} sims)"),
         EloPanel.wall_clock(by_seconds, f"{game.name}: Elo against training time")])
 
     return comparison.write_summary({

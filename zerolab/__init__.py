@@ -28,7 +28,7 @@ from zerolab.lazy import lazy_surface
 if TYPE_CHECKING:
     from zerolab.config import (
         ConfigError, apply_overrides, check_at_least, check_choice, default_config, from_json, section_dataclass,
-        to_json,
+        section_dict, to_json,
     )
     from zerolab.devices import (
         check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         AlphaZeroResNet, NetworkInputs, NetworkOutput, abstract_variables, init_variables, load_lc0_weights,
         make_network,
     )
-    from zerolab.search import SearchConfig, SearchRules, Tree, masked_logits, run_search
+    from zerolab.search import SearchChanges, SearchConfig, SearchRules, Tree, masked_logits, run_search
     from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn, standard_lane_rule
     from zerolab.training import (
         Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, format_programs, train,
@@ -54,12 +54,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "ConfigError", "EngineError", "Frames", "GameBoards",
     "GameRecord", "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "PlannedProgram", "PlyDecision",
-    "PolicyAgent", "SearchAgent", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine", "UCIOption",
-    "abstract_states", "abstract_variables", "apply_overrides", "check_at_least", "check_checkpoint", "check_choice",
-    "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "default_config", "find_engine",
-    "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step", "lanes_to_answer",
-    "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits", "progress_bar",
-    "replicate", "replicated", "request_host_devices", "run_search", "section_dataclass", "serve_search_engine",
-    "shard_host_batch", "standard_lane_rule", "to_json", "train", "validate_fen"
+    "PolicyAgent", "SearchAgent", "SearchChanges", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
+    "UCIOption", "abstract_states", "abstract_variables", "apply_overrides", "check_at_least", "check_checkpoint",
+    "check_choice", "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "default_config",
+    "find_engine", "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step",
+    "lanes_to_answer", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits",
+    "progress_bar", "replicate", "replicated", "request_host_devices", "run_search", "section_dataclass",
+    "section_dict", "serve_search_engine", "shard_host_batch", "standard_lane_rule", "to_json", "train", "validate_fen"
 ]
 __getattr__, __dir__ = lazy_surface(__name__)

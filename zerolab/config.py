@@ -17,6 +17,7 @@ A config is read once, at the entry, into typed values by three readers here, wh
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import difflib
 import importlib
@@ -155,11 +156,12 @@ def section_dataclass(cls: type, section: Any, name: str, read_elsewhere: Iterab
                       shared: bool = False) -> Any:
     """``cls(**section)`` for a frozen dataclass ``cls`` from a config section ``name`` (a ConfigDict, a mapping or
     ``{key: text}``), each value read by :func:`field_value`; a field whose type is itself a dataclass reads its
-    sub-section the same way (``name.key``).  Keys absent keep their defaults (configs of older runs); the keys in
-    ``read_elsewhere`` are left out (sections another reader types: a launcher's ``model``, ``search`` …), and with
-    ``shared`` every key ``cls`` has no field for (a section several readers share: a run's top level, a ``model``
-    section read by the core and by the network's factory).  Raises ValueError naming an unknown key and the valid
-    ones, or a value and the type expected."""
+    sub-section the same way (``name.key``), or with its type's ``from_section(section, name)`` where it has one
+    (an agent's ``search`` section: :class:`zerolab.search.config.SearchChanges`).  Keys absent keep their defaults
+    (configs of older runs); the keys in ``read_elsewhere`` are left out (sections another reader types: a
+    launcher's ``model``, ``search`` …), and with ``shared`` every key ``cls`` has no field for (a section several
+    readers share: a run's top level, a ``model`` section read by the core and by the network's factory).  Raises
+    ValueError naming an unknown key and the valid ones, or a value and the type expected."""
     values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
     for key in read_elsewhere:
         values.pop(key, None)
@@ -173,6 +175,10 @@ def section_dataclass(cls: type, section: Any, name: str, read_elsewhere: Iterab
     converted = {}
     types = field_types(cls)
     for key, value in values.items():
+        reader = types.get(key)
+        if hasattr(reader, "from_section"):  # a section type with its own reader (SearchChanges), or one given typed
+            converted[key] = value if isinstance(value, reader) else reader.from_section(value, f"{name}.{key}")
+            continue
         if dataclasses.is_dataclass(types.get(key)):
             converted[key] = section_dataclass(types[key], value, f"{name}.{key}")
             continue
@@ -182,6 +188,21 @@ def section_dataclass(cls: type, section: Any, name: str, read_elsewhere: Iterab
             raise ValueError(f"{name}.{key} must be {annotation_name(fields[key].type)}, got {value!r}"
                              f"{item_detail(error)}") from None
     return cls(**converted)
+
+
+def section_dict(typed: Any) -> Any:
+    """A typed config (a dataclass instance, as :func:`section_dataclass` makes) as the plain nested dicts of its
+    keys, for a ConfigDict (``get_config``): as :func:`dataclasses.asdict`, except that a value with a
+    ``to_section()`` method (:class:`zerolab.search.config.SearchChanges`) is written as the section it reads."""
+    if hasattr(typed, "to_section"):
+        return typed.to_section()
+    if dataclasses.is_dataclass(typed) and not isinstance(typed, type):
+        return {field.name: section_dict(getattr(typed, field.name)) for field in dataclasses.fields(typed)}
+    if isinstance(typed, (list, tuple)):
+        return type(typed)(section_dict(item) for item in typed)
+    if isinstance(typed, dict):
+        return {key: section_dict(value) for key, value in typed.items()}
+    return copy.deepcopy(typed)
 
 
 def field_types(cls: type) -> dict[str, Any]:
@@ -254,6 +275,9 @@ def unknown_key_message(key: str, valid: Iterable[str]) -> str:
     section (all keys where the section is unknown too)."""
     valid = sorted(valid)
     section, _, leaf = key.rpartition(".")
+    moved = [name for name in valid if name.endswith(f".{key}") or name == f"{section}.search.{leaf}".lstrip(".")]
+    if moved:  # a key the config now holds deeper: a search's keys live in a ``search`` section
+        return f"unknown config key {key!r}; did you mean {' or '.join(map(repr, moved[:3]))}?"
     siblings = [name for name in valid if name.rpartition(".")[0] == section]
     if section and siblings:  # the closest key of the same section, by its last part
         hint = did_you_mean(leaf, [name.rpartition(".")[2] for name in siblings])

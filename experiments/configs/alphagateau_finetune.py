@@ -58,10 +58,10 @@ def get_config(preset: str = "tiny"):
                       "block": "pre_activation", "heads": "paper", "pooling": "paper", "dtype": "float32"},
             "search": base.search,
             "progress": True,
-            "evaluation": {"games": 64, "num_simulations": 128, "max_game_plies": 512, "num_opponents": 5},
+            "evaluation": {"games": 64, "search": {"num_simulations": 128}, "max_game_plies": 512, "num_opponents": 5},
             # Head to head on 8×8 (0 games: none): the last 5×5 network against the untrained one, and the last
             # fine-tuned network against that 5×5 one.
-            "match": {"games": 0, "num_simulations": 128, "max_game_plies": 512},
+            "match": {"games": 0, "search": {"num_simulations": 128}, "max_game_plies": 512},
             # The control for the transfer claim: the 8×8 stage trained again from the untrained network (the same
             # ``finetune`` keys and seed, in ``workdir/scratch``), rated beside the fine-tuned run and, when
             # ``match.games`` > 0, played against it at equal 8×8 iterations.
@@ -82,7 +82,7 @@ def get_config(preset: str = "tiny"):
         config.finetune = stage_config(iterations=4, num_games=16, plies=48, window_size=2304, batch_size=64,
                                        epochs_per_iteration=0.25, keep_period=2, temperature_plies=4)
         config.evaluation.games = 8
-        config.evaluation.num_simulations = 8
+        config.evaluation.search.num_simulations = 8
         config.evaluation.max_game_plies = 80
     elif preset == "evidence":
         # 5×5: the quickstart's training keys (its tiny preset, 64-ply game cap included: zerolab README).
@@ -96,8 +96,10 @@ def get_config(preset: str = "tiny"):
         # call, so shorter calls would also give every frame its game's value.
         config.finetune = stage_config(iterations=8, num_games=32, plies=200, window_size=12_800, batch_size=128,
                                        epochs_per_iteration=0.5, keep_period=8, temperature_plies=4)
-        config.evaluation.update({"games": 16, "num_simulations": 8, "max_game_plies": 200})
-        config.match.update({"games": 128, "num_simulations": 16, "max_game_plies": 200})
+        config.evaluation.update({"games": 16, "max_game_plies": 200})
+        config.evaluation.search.num_simulations = 8
+        config.match.update({"games": 128, "max_game_plies": 200})
+        config.match.search.num_simulations = 16
         config.scratch = True
     elif preset == "paper":
         config.model.num_blocks = 10  # the paper's fine-tuning model: 10 residual layers, 1.7M parameters

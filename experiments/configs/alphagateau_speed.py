@@ -28,7 +28,7 @@ def get_config(preset: str = "tiny"):
     }
     config.evaluation = {
         "games": 64,  # per match, half with each colour
-        "num_simulations": 128,
+        "search": {"num_simulations": 128},
         "max_game_plies": 512,  # a game this long is a draw
         "num_opponents": 5,  # Algorithm 2
     }
@@ -52,7 +52,7 @@ def get_config(preset: str = "tiny"):
         config.train.batch_size = 128
         config.train.epochs_per_iteration = 1 / 3  # 16 updates per iteration once the window is full
         config.evaluation.games = 16
-        config.evaluation.num_simulations = 8
+        config.evaluation.search.num_simulations = 8
         config.evaluation.max_game_plies = 60
     elif preset == "paper":
         config.game.name = "chess"

@@ -50,7 +50,7 @@ def get_config(preset: str = "tiny"):
         "resnet": {"name": "resnet", "channels": width, "num_blocks": blocks, "dtype": dtype},
     }
     config.seeds = [0]
-    config.match = {"games": 32, "num_simulations": 16, "max_game_plies": 256}
+    config.match = {"games": 32, "search": {"num_simulations": 16}, "max_game_plies": 256}
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
     config.checkpoint.keep_period = config.iterations  # the first and the final networks are kept
     if preset == "tiny":
@@ -60,7 +60,7 @@ def get_config(preset: str = "tiny"):
         config.match.games = 128
     elif preset == "paper":
         config.match.games = 128
-        config.match.num_simulations = 128
+        config.match.search.num_simulations = 128
     else:
         raise KeyError(preset)
     return config

@@ -4,7 +4,7 @@ self-play — PUCT with τ2 against search-contempt with τ1 and N_scl 5 — rat
 Every training key (game, model, search kind and simulations, root noise, games, plies, frame window, optimiser,
 checkpoints, seed) is shared; ``puct_temperature``, ``contempt_temperature`` and ``sc_limit`` set the two arms'
 self-play.  ``evaluation`` sets the rating matches (Algorithm 2 matchmaking; plain PUCT with
-``evaluation.num_simulations``), ``final_games`` the match between the two final networks.
+``evaluation.search.num_simulations``), ``final_games`` the match between the two final networks.
 
 * ``tiny``: Gardner chess from scratch on a 2-core CPU, the quickstart's ResNet (32 channels, 2 blocks), PUCT with
   16 simulations, 6 iterations of 32 games × 96 plies; checkpoints 0, 2, 4, 6 rated.
@@ -59,7 +59,7 @@ def get_config(preset: str = "tiny"):
     own = dataclasses.asdict(ContemptTrainConfig())
     for key in ("tau1", "tau2", "puct_temperature", "contempt_temperature", "sc_limit", "from_scratch"):
         config[key] = own[key]
-    config.evaluation = {"games": 16, "num_simulations": 16, "max_game_plies": 256, "num_opponents": 3}
+    config.evaluation = {"games": 16, "search": {"num_simulations": 16}, "max_game_plies": 256, "num_opponents": 3}
     config.final_games = own["final_games"]
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
     if preset == "tiny":
@@ -76,7 +76,7 @@ def get_config(preset: str = "tiny"):
         config.replay.window_size = 12_288  # four iterations of frames
         config.train.batch_size = 128
         config.train.epochs_per_iteration = 1.0
-        config.evaluation.num_simulations = 8
+        config.evaluation.search.num_simulations = 8
         config.evaluation.max_game_plies = 100
     elif preset == "paper":
         config.from_scratch = False
@@ -92,7 +92,7 @@ def get_config(preset: str = "tiny"):
         config.replay.window_size = 1_000_000
         config.train.batch_size = 256
         config.evaluation.games = 64
-        config.evaluation.num_simulations = 800
+        config.evaluation.search.num_simulations = 800
         config.evaluation.num_opponents = 5
         config.evaluation.max_game_plies = 512
         config.final_games = 400

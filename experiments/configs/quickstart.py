@@ -18,8 +18,8 @@ def get_config(preset: str = "tiny"):
     config.model.block = "pre_activation"
     config.model.heads = "paper"
     config.model.pooling = "paper"
-    config.evaluation = {"games": 64, "num_simulations": 16, "engine": "fairy-stockfish:skill=-20", "engine_games": 16,
-                         "max_game_plies": 256}
+    config.evaluation = {"games": 64, "search": {"num_simulations": 16}, "engine": "fairy-stockfish:skill=-20",
+                         "engine_games": 16, "max_game_plies": 256}
     if preset == "tiny":
         config.iterations = 10
         config.checkpoint.keep_period = 5
@@ -49,7 +49,7 @@ def get_config(preset: str = "tiny"):
         config.replay.window_size = 1_000_000
         config.train.batch_size = 256
         config.evaluation.games = 128
-        config.evaluation.num_simulations = 128
+        config.evaluation.search.num_simulations = 128
     else:
         raise KeyError(preset)
     return config

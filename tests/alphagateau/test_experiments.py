@@ -22,7 +22,7 @@ from zerolab.training.runs import Components
 from zerolab.training.trained_variables import load_trained_variables
 
 SMALL_TRAINING = ["search.num_simulations=2", "search.max_num_considered_actions=2", "progress=False"]
-SMALL_EVALUATION = ["evaluation.games=2", "evaluation.num_simulations=2", "evaluation.max_game_plies=6",
+SMALL_EVALUATION = ["evaluation.games=2", "evaluation.search.num_simulations=2", "evaluation.max_game_plies=6",
                     "evaluation.num_opponents=1"]
 #: The two Gardner networks and their self-play of the speed and versus runs, the same in both (and in the
 #: fine-tuning's pretraining), so that the second run to compile a program reads it from the compilation cache.
@@ -30,7 +30,7 @@ TOY_NETWORKS = ["models.alphagateau.channels=8", "models.alphagateau.num_blocks=
                 "models.resnet.num_blocks=1"]
 TOY_SELFPLAY = ["selfplay.num_games=4", "selfplay.plies_per_iteration=8", "train.batch_size=16"]
 SPEED_RUN = ["iterations=1", "checkpoint.keep_period=1", *TOY_NETWORKS, *TOY_SELFPLAY]
-VERSUS_RUN = ["iterations=1", *TOY_NETWORKS, *TOY_SELFPLAY, "match.games=2", "match.num_simulations=2",
+VERSUS_RUN = ["iterations=1", *TOY_NETWORKS, *TOY_SELFPLAY, "match.games=2", "match.search.num_simulations=2",
               "match.max_game_plies=6", "compilation_cache=", "seeds=[3, 4]"]
 FINETUNE_RUN = [
     "model.channels=8", "model.num_blocks=1",
@@ -39,7 +39,7 @@ FINETUNE_RUN = [
     "pretrain.train.batch_size=16",
     "finetune.iterations=1", "finetune.selfplay.num_games=2", "finetune.selfplay.plies_per_iteration=4",
     "finetune.selfplay.max_game_plies=4", "finetune.train.batch_size=8",
-    "match.games=2", "match.num_simulations=2", "match.max_game_plies=6", "scratch=True",
+    "match.games=2", "match.search.num_simulations=2", "match.max_game_plies=6", "scratch=True",
 ]
 
 

@@ -26,7 +26,7 @@ from zerolab.training.trained_variables import load_trained_variables
 #: simulations, 2 games a match, one opponent each; 2 final games.
 TOY = ["model.channels=4", "model.num_blocks=1", "iterations=2", "checkpoint.keep_period=2", "sc_limit=1",
        "search.num_simulations=4", "selfplay.num_games=4", "selfplay.plies_per_iteration=4",
-       "selfplay.max_game_plies=8", "train.batch_size=8", "evaluation.games=2", "evaluation.num_simulations=2",
+       "selfplay.max_game_plies=8", "train.batch_size=8", "evaluation.games=2", "evaluation.search.num_simulations=2",
        "evaluation.max_game_plies=6", "evaluation.num_opponents=1", "final_games=2", "progress=False"]
 
 

@@ -18,7 +18,7 @@ TOY = [
     "iterations=2", "model.channels=8", "model.num_blocks=1", "search.num_simulations=2",
     "search.max_num_considered_actions=2", "selfplay.num_games=4", "selfplay.plies_per_iteration=8",
     "train.batch_size=16", "checkpoint.keep_period=1", "evaluation.games=2", "evaluation.engine_games=2",
-    "evaluation.num_simulations=2", "evaluation.max_game_plies=30", "progress=False",
+    "evaluation.search.num_simulations=2", "evaluation.max_game_plies=30", "progress=False",
 ]
 
 

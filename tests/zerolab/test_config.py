@@ -5,7 +5,10 @@ import dataclasses
 import pytest
 
 from zerolab.frontends.cli import main, search_overrides
-from zerolab.config import ConfigError, apply_overrides, differing_keys, field_value, load_factory, section_dataclass, split_spec
+from zerolab.config import (
+    ConfigError, apply_overrides, differing_keys, field_value, load_factory, section_dataclass, section_dict, split_spec,
+)
+from zerolab.search.config import SearchChanges, SearchConfig
 from experiments.configs import load_config
 
 
@@ -32,6 +35,10 @@ def test_unknown_key_names_the_closest_key_and_lists_its_section_or_every_key():
     message = str(error.value)
     assert message.startswith("unknown config key 'iteration' (did you mean 'iterations'?); valid keys: "), message
     assert "search.num_simulations" in message and "keys in" not in message
+    # A key that moved into a deeper section: the key it is now.
+    with pytest.raises(ConfigError, match=r"^unknown config key 'evaluation.num_simulations'; did you mean "
+                                          r"'evaluation.search.num_simulations'\?$"):
+        load_config("quickstart", "tiny", ["evaluation.num_simulations=8"])
 
 
 def test_wrong_type_names_key_and_value():
@@ -124,6 +131,31 @@ def test_sequences_read_each_item_and_sub_sections_read_as_their_own_dataclass()
         section_dataclass(Launcher, {"calibration": {"bins": "many"}}, "launcher")
     with pytest.raises(ValueError, match=r"unknown launcher.calibration keys \['bin'\] \(did you mean 'bins'\?\)"):
         section_dataclass(Launcher, {"calibration": {"bin": 3}}, "launcher")
+
+
+@dataclasses.dataclass(frozen=True)
+class Agents:
+    games: int = 2
+    search: SearchChanges = SearchChanges.of(num_simulations=16)
+
+
+def test_a_search_section_is_read_as_search_changes_and_written_back_as_its_section():
+    agents = section_dataclass(Agents, {"search": {"num_simulations": "8", "kind": "muzero",
+                                                   "rule_options": {"sc_limit": 5}}}, "match")
+    assert agents.search.items == (("kind", "muzero"), ("num_simulations", 8), ("rule_options.sc_limit", 5))
+    changed = agents.search.apply(SearchConfig(rules="contempt_search.rules:contempt_rules"))
+    assert (changed.kind, changed.num_simulations, dict(changed.rule_options)) == ("muzero", 8, {"sc_limit": 5})
+    assert section_dict(agents) == {"games": 2, "search": {"kind": "muzero", "num_simulations": 8,
+                                                           "rule_options": {"sc_limit": 5}}}
+    assert section_dict(Agents()) == {"games": 2, "search": {"num_simulations": 16}}
+    assert section_dict(Launcher()) == dataclasses.asdict(Launcher())  # otherwise as dataclasses.asdict
+    assert section_dataclass(Agents, section_dict(agents), "match") == agents
+    with pytest.raises(ValueError, match=r"^match.search.num_simulations: expected int, got 'many'$"):
+        section_dataclass(Agents, {"search": {"num_simulations": "many"}}, "match")
+    with pytest.raises(ValueError, match=r"^match.search.selection must be one of 'mctx', 'lc0', got 'puct'$"):
+        section_dataclass(Agents, {"search": {"selection": "puct"}}, "match")
+    with pytest.raises(ValueError, match=r"^unknown match.search key 'num_simulation'; did you mean 'num_simulations'"):
+        section_dataclass(Agents, {"search": {"num_simulation": 3}}, "match")
 
 
 def test_one_plugin_loader_names_the_key_and_what_is_wrong():

@@ -27,9 +27,18 @@ def contestants(names):
 
 
 def test_evaluation_config_from_a_config_section_and_its_errors():
-    section = ml_collections.ConfigDict({"games": 8, "num_simulations": 4, "max_game_plies": 40, "num_opponents": 2})
+    section = ml_collections.ConfigDict({"games": 8, "search": {"num_simulations": 4}, "max_game_plies": 40,
+                                         "num_opponents": 2})
     evaluation = rating.EvaluationConfig.from_config(section)
-    assert (evaluation.games, evaluation.num_simulations, evaluation.mode) == (8, 4, "algorithm2")
+    assert (evaluation.games, evaluation.search.get("num_simulations"), evaluation.mode) == (8, 4, "algorithm2")
+    # the rated agents' search is a search section, read as the core's search reads one (the key named in full)
+    with pytest.raises(ValueError, match=r"evaluation\.search\.num_simulations must be at least 1, got 0"):
+        rating.EvaluationConfig.from_config({"search": {"num_simulations": 0}})
+    with pytest.raises(ValueError, match=r"unknown evaluation\.search key 'simulations'; did you mean 'num_simulations'"):
+        rating.EvaluationConfig.from_config({"search": {"simulations": 8}})
+    match = rating.EvaluationConfig.for_match(ml_collections.ConfigDict(
+        {"games": 2, "search": {"num_simulations": 3, "kind": "muzero"}, "max_game_plies": 9, "other": 1}))
+    assert match.search.items == (("kind", "muzero"), ("num_simulations", 3)) and match.max_game_plies == 9
     with pytest.raises(ValueError, match=r"unknown evaluation keys \['gamez'\] \(did you mean 'games'\?\); valid keys: \[.*'games'"):
         rating.EvaluationConfig.from_config({"gamez": 8})
     with pytest.raises(ValueError, match="evaluation.games must be int, got 'many'"):

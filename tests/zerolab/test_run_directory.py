@@ -156,6 +156,30 @@ def test_a_renamed_key_is_compared_under_its_new_name(tmp_path):
         check_run_config(tmp_path, config())
 
 
+def test_a_search_key_moved_into_its_search_section_is_compared_there(tmp_path):
+    """Older runs recorded an agent's search keys in its own section (``evaluation.num_simulations``, a launcher's
+    top-level ``num_simulations`` and ``kind``); they now live in a ``search`` section.  A rerun resumes when the
+    values are the same, is refused naming the new key when one differs, and a key the new config still has where
+    it was is not moved."""
+    def launcher(evaluation: dict, **top) -> ml_collections.ConfigDict:
+        return ml_collections.ConfigDict({**config().to_dict(), "evaluation": {"games": 4, **evaluation}, **top})
+
+    record_run_config(tmp_path, launcher({"num_simulations": 8}, num_simulations=16, kind="muzero"))
+    (tmp_path / "checkpoints").mkdir()
+    moved = launcher({"search": {"num_simulations": 8}}, search={"num_simulations": 16, "kind": "muzero"})
+    assert check_run_config(tmp_path, moved).changes == ()
+    with pytest.raises(ConfigConflictError, match=r"evaluation.search.num_simulations 8 → 2"):
+        check_run_config(tmp_path, launcher({"search": {"num_simulations": 2}}, search={"num_simulations": 16,
+                                                                                         "kind": "muzero"}))
+    with pytest.raises(ConfigConflictError, match=r"search.kind 'muzero' → 'gumbel'"):
+        check_run_config(tmp_path, launcher({"search": {"num_simulations": 8}}, search={"num_simulations": 16,
+                                                                                         "kind": "gumbel"}))
+    # where the config keeps the key itself, the record's key is compared as it is
+    assert [str(change) for change in check_run_config(tmp_path, launcher(
+        {"num_simulations": 8, "search": {"num_simulations": 4}}, num_simulations=16, kind="muzero")).changes] == [
+        "evaluation.search.num_simulations (absent) → 4"]
+
+
 def test_a_retired_rules_name_is_compared_as_what_it_names_now(tmp_path):
     """The search-contempt experiments' plain arm recorded ``search.rules`` as the retired
     ``zerolab.search.mcts:project_loop_rules``, the standard search: a rerun with empty rules resumes; other rules

@@ -41,11 +41,11 @@ def training_wall_seconds(run_directory: str | pathlib.Path) -> dict[int, float]
 
 def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, evaluation: EvaluationConfig,
                      name: str, search_options: Mapping[str, str] | None = None) -> SearchAgent:
-    """The search agent of checkpoint ``step`` of a run playing ``game`` with ``evaluation.num_simulations``
-    (:func:`zerolab.play.search_agents.load_search_agent`; the game may differ from the run's own); ``search_options``
-    (agent-spec text: ``{"kind": "muzero", "rules": ...}``) change the rest of the run's search."""
-    options = {"step": step, "num_simulations": evaluation.num_simulations, **(search_options or {}), "name": name}
-    return load_search_agent(run_directory, options, game=game)
+    """The search agent of checkpoint ``step`` of a run playing ``game``, its run's search changed by
+    ``evaluation.search`` (:func:`zerolab.play.search_agents.load_search_agent`; the game may differ from the run's
+    own), then by ``search_options`` (a search's keys: ``{"kind": "muzero", "rules": ...}``)."""
+    options = {"step": step, **(search_options or {}), "name": name}
+    return load_search_agent(run_directory, options, game=game, search=evaluation.search)
 
 
 def run_statistics(run_directory: str | pathlib.Path) -> dict[str, Any]:

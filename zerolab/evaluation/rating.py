@@ -34,6 +34,7 @@ from zerolab.evaluation.book import EloBook
 from zerolab.evaluation.matchmaking import NUM_MATCHMAKING_OPPONENTS, checked_result, rate_new_player
 from zerolab.play.results import MatchResult
 from zerolab.games import Game
+from zerolab.search import SearchChanges
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ class EvaluationConfig:
     Attributes:
       games: games per match, an even number (half with each colour).
       max_game_plies: a game reaching this many plies is a draw.
-      num_simulations: search simulations of the rated agents (the rest of the search is the training one).
+      search: what the rated agents change in their training search (a ``search`` section of
+        :class:`~zerolab.search.config.SearchChanges`: ``evaluation.search.num_simulations``, …).
       num_opponents: Algorithm 2's number of matches per new contestant.
       mode: ``"algorithm2"`` or ``"round_robin"``.
       engine: an external reference engine spec (e.g. ``"fairy-stockfish:skill=-20"``), ``""`` for none.
@@ -65,7 +67,7 @@ class EvaluationConfig:
 
     games: int = 64
     max_game_plies: int = 512
-    num_simulations: int = 16
+    search: SearchChanges = SearchChanges.of(num_simulations=16)
     num_opponents: int = NUM_MATCHMAKING_OPPONENTS
     mode: str = "algorithm2"
     engine: str = ""
@@ -73,7 +75,7 @@ class EvaluationConfig:
 
     def __post_init__(self):
         check_game_count("evaluation.games", self.games)
-        for name in ("max_game_plies", "num_simulations", "num_opponents"):
+        for name in ("max_game_plies", "num_opponents"):
             if getattr(self, name) < 1:
                 raise ValueError(f"evaluation.{name} must be at least 1, got {getattr(self, name)}")
         if self.mode not in RATING_MODES:
@@ -89,9 +91,9 @@ class EvaluationConfig:
 
     @classmethod
     def for_match(cls, section: Any, name: str = "match") -> EvaluationConfig:
-        """The settings of a head-to-head match section (``games``, ``max_game_plies``, ``num_simulations``); a bad
-        value is a ValueError naming its key in section ``name``."""
-        keys = ("games", "max_game_plies", "num_simulations")
+        """The settings of a head-to-head match section (``games``, ``max_game_plies``, ``search``); a bad value is a
+        ValueError naming its key in section ``name``."""
+        keys = ("games", "max_game_plies", "search")
         try:
             return section_dataclass(cls, {key: section[key] for key in keys}, name)
         except ValueError as error:  # the checks of __post_init__ name the evaluation section

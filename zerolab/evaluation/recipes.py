@@ -131,7 +131,7 @@ class RunComparison:
     ``config`` is the experiment's: its ``evaluation`` section (an
     :class:`~zerolab.evaluation.rating.EvaluationConfig`), ``seed`` (the rating's seed is ``seed + 1``) and ``progress``; ``workdir`` the experiment's directory (prepared);
     ``game`` the game the checkpoints are rated in; ``search_options`` (agent-spec text) change the rated agents'
-    search beyond ``evaluation.num_simulations`` (:func:`~zerolab.evaluation.checkpoints.checkpoint_agent`).  Wall-clock
+    search beyond ``evaluation.search`` (:func:`~zerolab.evaluation.checkpoints.checkpoint_agent`).  Wall-clock
     counts from the comparison's creation.
     """
 
@@ -157,7 +157,7 @@ class RunComparison:
         return TrainedRun.read(name, directory, RunConfig.from_config(training_config).checkpoint.keep_period)
 
     def agent(self, run: TrainedRun, step: int, name: str) -> SearchAgent:
-        """Checkpoint ``step`` of ``run`` as a rated agent: ``evaluation.num_simulations`` and ``search_options``."""
+        """Checkpoint ``step`` of ``run`` as a rated agent: ``evaluation.search``, then ``search_options``."""
         return checkpoint_agent(run.directory, step, self.game, self.evaluation, name, self.search_options)
 
     def contestant(self, run: TrainedRun, step: int, series: str, name: str | None = None, iteration_offset: int = 0,

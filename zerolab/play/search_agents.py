@@ -26,7 +26,7 @@ from zerolab.networks.network import abstract_variables, make_network
 from zerolab.training.program_cost import PlannedProgram, abstract_states, compile_cost, evaluation_flops
 from zerolab.training.runs import Components
 from zerolab.training.trained_variables import load_trained_variables
-from zerolab.search.config import SearchConfig
+from zerolab.search.config import SearchChanges, SearchConfig
 from zerolab.search.mcts import run_search
 from zerolab.selfplay.hooks import choose_actions
 from zerolab.selfplay.types import SelfPlayConfig
@@ -130,8 +130,9 @@ AGENT_OPTION_KEYS = ("step", "name")
 
 def make_search_agent(run_config: Any, variables: Any = None, options: Mapping[str, Any] | None = None,
                       game: Game | None = None, temperature: SelfPlayConfig | None = None,
-                      name: str = "agent") -> SearchAgent:
-    """A :class:`SearchAgent` of a run's config (``config.json``): its network and search, changed by ``options``
+                      name: str = "agent", search: SearchChanges | None = None) -> SearchAgent:
+    """A :class:`SearchAgent` of a run's config (``config.json``): its network and search, changed by ``search`` (an
+    agent's search section, :class:`~zerolab.search.config.SearchChanges`), then by ``options``
     (an agent spec's text, or typed values: :meth:`SearchConfig.with_overrides`; ``name`` names it; ``step`` is the
     loader's), playing ``game`` (default: the run's own; the
     network module is built for it from the run's model config, e.g. an AlphaGateau trained on 5×5 Gardner chess
@@ -146,16 +147,17 @@ def make_search_agent(run_config: Any, variables: Any = None, options: Mapping[s
         components = dataclasses.replace(components, game=game, network=make_network(run_config.model, game))
     if variables is None:
         variables = abstract_variables(components.network, components.game)
-    search = components.search.with_overrides(
+    agent_search = (components.search if search is None else search.apply(components.search)).with_overrides(
         {key: value for key, value in options.items() if key not in AGENT_OPTION_KEYS},
         what="agent option", other_keys=AGENT_OPTION_KEYS)
-    search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not inside a jitted search
-    return SearchAgent(options.get("name", name), components.game, components.network, variables, search,
+    agent_search.make_rules()  # a wrong rules name or option fails here, with the spec's words, not in a jitted search
+    return SearchAgent(options.get("name", name), components.game, components.network, variables, agent_search,
                        temperature)
 
 
 def load_search_agent(path: str | pathlib.Path, options: Mapping[str, Any] | None = None,
-                      game: Game | None = None, temperature: SelfPlayConfig | None = None) -> SearchAgent:
+                      game: Game | None = None, temperature: SelfPlayConfig | None = None,
+                      search: SearchChanges | None = None) -> SearchAgent:
     """A :class:`SearchAgent` from a run directory (newest checkpoint, or ``step``) or a checkpoint step directory:
     :func:`make_search_agent` of its config and variables, named ``<directory>@<step>`` unless ``options`` name it.
     Agents of one architecture and game share one compiled search.  ``temperature``: see :class:`SearchAgent`.
@@ -163,4 +165,4 @@ def load_search_agent(path: str | pathlib.Path, options: Mapping[str, Any] | Non
     options = dict(options or {})
     trained = load_trained_variables(path, field_value("int", options["step"]) if "step" in options else None)
     return make_search_agent(trained.config, trained.variables, options, game, temperature,
-                             name=f"{pathlib.Path(path).name}@{trained.step}")
+                             name=f"{pathlib.Path(path).name}@{trained.step}", search=search)

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
-    from zerolab.search.config import SEARCH_KINDS, SELECTIONS, SearchConfig, SearchRules, selection_functions
+    from zerolab.search.config import (SEARCH_KINDS, SELECTIONS, SearchChanges, SearchConfig, SearchRules,
+                                       selection_functions)
     from zerolab.search.mcts import grow_tree, growing_config, masked_logits, run_search, search_policy, start_tree
     from zerolab.search.tree import RecurrentFn, RecurrentOutput, Tree, child_index, subtree
 
 __all__ = [
-    "RecurrentFn", "RecurrentOutput", "SEARCH_KINDS", "SELECTIONS", "SearchConfig", "SearchRules", "Tree",
-    "child_index", "grow_tree", "growing_config", "masked_logits", "run_search", "search_policy", "selection_functions",
-    "start_tree", "subtree"
+    "RecurrentFn", "RecurrentOutput", "SEARCH_KINDS", "SELECTIONS", "SearchChanges", "SearchConfig", "SearchRules",
+    "Tree", "child_index", "grow_tree", "growing_config", "masked_logits", "run_search", "search_policy",
+    "selection_functions", "start_tree", "subtree"
 ]
 __getattr__, __dir__ = lazy_surface(__name__)

@@ -191,6 +191,74 @@ class SearchConfig:
         return built_rules(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class SearchChanges:
+    """What an agent changes in the search its network was trained with: an agent's ``search`` section (a training
+    run's evaluation, ``evaluation.search``; a head-to-head match, ``match.search``; a launcher's own agents,
+    ``search``), written with :class:`SearchConfig`'s keys (``num_simulations``, ``kind``, ``selection``, ``rules``,
+    ``rule_options.NAME`` …) so that a search's simulations are always ``….search.num_simulations``.
+
+    ``items`` are sorted ``(key, value)`` pairs, each value of its field's type (hashable, as a jitted search's static
+    arguments must be); :meth:`from_section` reads a config section, :meth:`apply` makes the agent's search
+    (:meth:`SearchConfig.with_overrides`).
+    """
+
+    items: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, **changes: Any) -> SearchChanges:
+        """``SearchChanges.of(num_simulations=16)``: the changes, read as :meth:`from_section` reads a section."""
+        return cls.from_section(changes)
+
+    @classmethod
+    def from_section(cls, section: Any, name: str = "search") -> SearchChanges:
+        """From a config section ``name`` (a ConfigDict or mapping; ``rule_options`` a mapping or ``rule_options.NAME``
+        keys), each value read as its field's type and checked as :class:`SearchConfig` checks it on its own (the
+        checks between fields, e.g. lc0's selection needing PUCT, are made where the changes meet a search).  Raises
+        ValueError naming ``name.KEY``: an unknown key (with the key meant), a value of another type or out of
+        range."""
+        values = section.to_dict() if hasattr(section, "to_dict") else dict(section)
+        for option, value in dict(values.pop("rule_options", None) or {}).items():
+            values[RULE_OPTION_PREFIX + option] = value
+        fields = {field.name: field for field in dataclasses.fields(SearchConfig)}
+        changes = {}
+        for key, value in values.items():
+            if key.startswith(RULE_OPTION_PREFIX) and len(key) > len(RULE_OPTION_PREFIX):
+                changes[key] = parse_value(value) if isinstance(value, str) else value
+                continue
+            if key not in fields or key == "rule_options":
+                raise ValueError(SearchConfig()._unknown_key_message(key, values, f"{name} key", ()))
+            try:
+                changes[key] = field_value(fields[key].type, value)
+            except ValueError as error:
+                raise ValueError(f"{name}.{key}: {error}") from None
+            try:
+                SearchConfig(**{"kind": "muzero"} if key == "selection" else {}, **{key: changes[key]})
+            except ValueError as error:  # SearchConfig's own check, which names ``search.KEY``
+                raise ValueError(str(error).replace("search.", f"{name}.", 1)) from None
+        return cls(tuple(sorted(changes.items())))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value this changes ``key`` to, else ``default``."""
+        return dict(self.items).get(key, default)
+
+    def apply(self, search: SearchConfig) -> SearchConfig:
+        """``search`` with these changes (:meth:`SearchConfig.with_overrides`; rules named here drop ``search``'s
+        rule options unless options are named too)."""
+        return search.with_overrides(dict(self.items))
+
+    def to_section(self) -> dict[str, Any]:
+        """The changes as the config section they are read from (``rule_options`` a mapping of its own):
+        :func:`zerolab.config.section_dict` writes a typed config's ``search`` sections with it."""
+        section: dict[str, Any] = {}
+        for key, value in self.items:
+            if key.startswith(RULE_OPTION_PREFIX):
+                section.setdefault("rule_options", {})[key[len(RULE_OPTION_PREFIX):]] = value
+            else:
+                section[key] = value
+        return section
+
+
 @functools.lru_cache(maxsize=64)
 def built_rules(config: SearchConfig) -> SearchRules:
     """:func:`build_rules`, once for each config."""

@@ -135,10 +135,26 @@ def current_names(flat: Mapping[str, Any]) -> dict[str, Any]:
     return renamed
 
 
+def moved_into_search(recorded: Mapping[str, Any], requested: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat recorded config with each search key that the code has since moved into its section's ``search``
+    section under its new key: a recorded ``SECTION.KEY`` that the requested config lacks is read as
+    ``SECTION.search.KEY`` where the requested config has that key and the record does not.  (An agent's search keys
+    were once its section's own — ``evaluation.num_simulations``, a launcher's top-level ``num_simulations`` and
+    ``kind`` —; every search's keys are now a ``search`` section's, :class:`zerolab.search.config.SearchChanges`.)"""
+    moved = {}
+    for key, value in recorded.items():
+        section, _, leaf = key.rpartition(".")
+        new_key = f"{section}.search.{leaf}" if section else f"search.{leaf}"
+        keep = key in requested or new_key not in requested or new_key in recorded
+        moved[key if keep else new_key] = value
+    return moved
+
+
 def config_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]) -> list[ConfigChange]:
     """The keys whose values differ between two configs (plain nested dicts, as JSON reads them), sorted; the
-    recorded one's renamed keys are read under their new names (:func:`current_names`)."""
-    flat_recorded, flat_requested = current_names(config_lib.flatten(recorded)), config_lib.flatten(requested)
+    recorded one's renamed keys are read under their new names (:func:`current_names`, :func:`moved_into_search`)."""
+    flat_requested = config_lib.flatten(requested)
+    flat_recorded = moved_into_search(current_names(config_lib.flatten(recorded)), flat_requested)
     return [ConfigChange(key, flat_recorded.get(key, MISSING), flat_requested.get(key, MISSING))
             for key in sorted(flat_recorded.keys() | flat_requested.keys())
             if flat_recorded.get(key, MISSING) != flat_requested.get(key, MISSING)]
