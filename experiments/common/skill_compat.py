@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from experiments.common.results import Quantity
-from skill_compat.configs import read_config
+from skill_compat.configs import SttConfig, read_config
 from skill_compat.experiment import (
     analyse, build_cast, check_config, check_seniors, markdown_summary, paired_differences, play_matchup, score_row,
     teams,
@@ -25,11 +25,13 @@ from zerolab.training import growing_leaves, record_run_config
 FRAMEWORK_GROWING_LEAVES = ("num_bitstrings",)
 
 
-def run_framework_experiment(given, workdir: str | pathlib.Path) -> dict:
+def run_framework_experiment(given, workdir: str | pathlib.Path, config_class: type[SttConfig]) -> dict:
     """The skill-compat-stt / -hb experiment in ``workdir`` (its files: :mod:`skill_compat.experiment`); ``given``
-    (a ConfigDict) is recorded as the run's config and read once, typed (:func:`skill_compat.configs.read_config`)."""
-    check_config(given)
-    config = read_config(given)
+    (a ConfigDict) is recorded as the run's config and read once as ``config_class``, the launcher's
+    (:func:`skill_compat.configs.read_config`: :class:`~skill_compat.configs.SttConfig`, ``HbConfig`` or the attuned
+    run's ``AttunedEvaluationConfig``)."""
+    config = read_config(given, config_class)
+    check_config(config)
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     framework = config.framework.name

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from skill_compat.attuned import LC0_NETWORK, training_config
+from skill_compat.configs import AttunedConfig, read_config
 from zerolab import train
 from experiments.configs import load_config
 from zerolab.training.replay_checkpoints import read_window
@@ -46,8 +47,9 @@ def attuned_run(tmp_path_factory):
     experiment = load_config("skill-compat-attuned", "tiny", [
         f"junior.weights={junior}", "attuned.policy_target=search", "training.iterations=1",
         f"training.num_games={GAMES}", f"training.plies_per_iteration={PLIES}", f"training.max_game_plies={PLIES}",
-        "training.num_simulations=2", "tree.max_num_considered_actions=2", "training.batch_size=4", "progress=False"])
-    config = training_config(experiment, base)
+        "training.search.num_simulations=2", "tree.search.max_num_considered_actions=2", "training.batch_size=4",
+        "progress=False"])
+    config = training_config(read_config(experiment, AttunedConfig), base)
     config.init_from = ""  # the base run holds no checkpoint: the learner starts from its own initial network
     config.search.gumbel_scale = 0.0  # a noiseless search: its result at a position does not depend on the key
     workdir = directory / "train"

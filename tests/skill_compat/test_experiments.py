@@ -10,8 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from experiments.common.skill_compat import framework_results, run_framework_experiment
+from experiments.common.skill_compat import framework_results
+from experiments.skill_compat_stt import run as run_stt
 from skill_compat.attuned import training_config
+from skill_compat.configs import AttunedConfig, read_config
 from skill_compat.experiment import check_seniors, markdown_summary, paired_differences
 from skill_compat.records import MatchupFiles
 from experiments.configs import load_config
@@ -22,13 +24,13 @@ def test_paper_presets_hold_the_issues_hyper_parameters():
     hb = load_config("skill-compat-hb", "paper", [])
     for config in (stt, hb):
         assert config.framework.num_bitstrings == 5000 and config.senior.nodes == 50_000
-        assert config.evaluator.nodes == 200_000 and config.tree.num_simulations == 1500
+        assert config.evaluator.nodes == 200_000 and config.tree.search.num_simulations == 1500
         assert config.senior.threads == 1
     assert stt.expector.eval_nodes == 10_000 and hb.expector.eval_nodes == 1700
     assert stt.junior.mode == "argmax" and hb.junior.mode == "sample"
     assert "hand" in hb.seniors and "hand" not in stt.seniors
     tiny = load_config("skill-compat-stt", "tiny", [])
-    assert (tiny.framework.num_bitstrings, tiny.senior.nodes, tiny.evaluator.nodes, tiny.tree.num_simulations,
+    assert (tiny.framework.num_bitstrings, tiny.senior.nodes, tiny.evaluator.nodes, tiny.tree.search.num_simulations,
             tiny.expector.eval_nodes, tiny.framework.max_game_plies, tiny.plain_chess.games) == (
         16, 2000, 5000, 32, 400, 200, 8)
     assert load_config("skill-compat-hb", "tiny", []).expector.eval_nodes == 100
@@ -46,14 +48,14 @@ def test_attuned_presets_build_a_training_run(tmp_path):
     architecture = {"name": "zerolab.networks.lc0.network:make_lc0", "weights": "", "channels": 64, "num_blocks": 6,
                     "se_channels": 8, "value_channels": 32, "value_hidden": 128}
     (base / "config.json").write_text(json.dumps({"model": architecture}))
-    tiny = training_config(load_config("skill-compat-attuned", "tiny", ["framework.name=hb",
-                                                                        "attuned.train_on=senior"]), base)
+    tiny = training_config(read_config(load_config("skill-compat-attuned", "tiny", [
+        "framework.name=hb", "attuned.train_on=senior"]), AttunedConfig), base)
     assert tiny.method_options.train_on == "senior" and tiny.method_options.policy_target == "played"
     assert (tiny.iterations, tiny.selfplay.num_games, tiny.selfplay.plies_per_iteration,
             tiny.search.num_simulations) == (4, 32, 48, 16)
     assert tiny.method == "skill_compat.attuned:make_method" and tiny.method_options.framework == "hb"
     assert tiny.game.name == "chess:lc0" and tiny.init_from == str(base) and tiny.model.channels == 64
-    paper = training_config(load_config("skill-compat-attuned", "paper", []), base)
+    paper = training_config(read_config(load_config("skill-compat-attuned", "paper", []), AttunedConfig), base)
     assert (paper.iterations, paper.selfplay.num_games, paper.train.learning_rate, paper.train.batch_size,
             paper.train.l2_weight, paper.search.num_simulations) == (1, 10_000, 1e-5, 1024, 5e-5, 1500)
     assert (paper.train.optimizer, paper.train.momentum, paper.train.epochs_per_iteration) == ("sgd_nesterov", 0.9, 7.0)
@@ -102,7 +104,7 @@ def test_a_small_stt_run_writes_its_outputs_and_resumes(tmp_path, stockfish_path
                  "plain_chess.seniors=['junior']", "plain_chess.games=2", "senior.nodes=50", "evaluator.nodes=50",
                  f"senior.engine={stockfish_path}", "progress=False"]
     config = load_config("skill-compat-stt", "tiny", overrides)
-    summary = run_framework_experiment(config, tmp_path)
+    summary = run_stt(config, tmp_path)
     row = summary["matchups"]["junior"]
     assert row["games"] == 2 and row["capped"] == 2 and row["win_share"] == 0.5
     assert "L(S)" in row["table2"] and "tricking(S)" in row["table3"]
@@ -113,10 +115,10 @@ def test_a_small_stt_run_writes_its_outputs_and_resumes(tmp_path, stockfish_path
     assert (tmp_path / "tables.md").read_text().count("| junior |") == 2
     assert (matchup / "games.pgn").read_text().count("[Bitstring") == 2
     before = (matchup / "games.jsonl").read_text()
-    run_framework_experiment(config, tmp_path)  # nothing missing: nothing played
+    run_stt(config, tmp_path)  # nothing missing: nothing played
     assert (matchup / "games.jsonl").read_text() == before
     more = load_config("skill-compat-stt", "tiny", overrides[1:] + ["framework.num_bitstrings=2"])
-    summary = run_framework_experiment(more, tmp_path)
+    summary = run_stt(more, tmp_path)
     assert summary["matchups"]["junior"]["games"] == 4
     assert (matchup / "games.jsonl").read_text().startswith(before)
     stored = json.loads((tmp_path / "bitstrings.json").read_text())["bitstrings"]
