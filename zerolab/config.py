@@ -256,18 +256,44 @@ def split_spec(spec: str, what: str = "agent spec") -> tuple[str, dict[str, str]
     return head.strip(), options
 
 
-def apply_overrides(config: ConfigDict, overrides: Iterable[str]) -> ConfigDict:
-    """Apply ``key=value`` strings (dotted keys) to a locked config in place."""
+def apply_overrides(config: ConfigDict, overrides: Iterable[str],
+                    may_add: Callable[[str], bool] | None = None) -> ConfigDict:
+    """Apply ``key=value`` strings (dotted keys) to a locked config in place.  A key the config does not hold is an
+    error naming the valid keys, unless ``may_add(key)`` says it may be added to a section the config holds (a
+    search's key in an agent's ``search`` section: :meth:`zerolab.search.config.SearchChanges.names_a_key`); an added
+    value is kept as its text reads (:func:`parse_value`) and typed by the section's reader."""
     valid = flatten(config)
     for override in overrides:
         if "=" not in override:
             raise ConfigError(f"override {override!r} is not of the form key=value")
         key, text = override.split("=", 1)
         key = key.strip()
-        if key not in valid:
+        if key in valid:
+            set_value(config, key, parse_value(text))
+        elif may_add is not None and may_add(key) and add_value(config, key, parse_value(text)):
+            valid = flatten(config)
+        else:
             raise ConfigError(unknown_key_message(key, valid))
-        set_value(config, key, parse_value(text))
     return config
+
+
+def add_value(config: ConfigDict, dotted_key: str, value: Any) -> bool:
+    """Adds ``dotted_key`` to a locked config where every section above its last one exists (the last, e.g. a
+    search's ``rule_options``, is made); whether it was added."""
+    *parents, leaf = dotted_key.split(".")
+    node = config
+    for depth, parent in enumerate(parents):
+        if parent not in node:
+            if depth < len(parents) - 1:
+                return False
+            with node.unlocked():
+                node[parent] = ConfigDict()
+        node = node[parent]
+        if not isinstance(node, ConfigDict):
+            return False
+    with node.unlocked():
+        node[leaf] = value
+    return True
 
 
 def unknown_key_message(key: str, valid: Iterable[str]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import ml_collections
 
-from zerolab import ConfigError, apply_overrides
+from zerolab import ConfigError, SearchChanges, apply_overrides
 
 PRESETS = ("tiny", "paper")  # every config has these
 #: Presets some configs have: ``evidence``, the runs whose effects a README reports ± se.
@@ -42,7 +42,7 @@ def load_config(name: str, preset: str = "tiny", overrides: Iterable[str] = ()) 
                           f"{', '.join(OPTIONAL_PRESETS)}") from None
     config = ml_collections.ConfigDict(config)
     config.lock()
-    apply_overrides(config, overrides)
+    apply_overrides(config, overrides, may_add=SearchChanges.names_a_key)  # any search key in a ``search`` section
     return config
 
 

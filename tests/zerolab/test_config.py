@@ -158,6 +158,16 @@ def test_a_search_section_is_read_as_search_changes_and_written_back_as_its_sect
         section_dataclass(Agents, {"search": {"num_simulation": 3}}, "match")
 
 
+def test_any_search_key_may_be_given_in_a_search_section_its_preset_does_not_list():
+    config = load_config("quickstart", "tiny", ["evaluation.search.kind=muzero", "evaluation.search.max_depth=4",
+                                                "evaluation.search.rule_options.sc_limit=3"])
+    assert config.evaluation.search.to_dict() == {"num_simulations": 16, "kind": "muzero", "max_depth": 4,
+                                                  "rule_options": {"sc_limit": 3}}
+    for wrong in ("evaluation.search.kindd=gumbel", "evaluation.serch.kind=muzero", "evaluation.games.kind=muzero"):
+        with pytest.raises(ConfigError, match=f"unknown config key '{wrong.partition('=')[0]}'"):
+            load_config("quickstart", "tiny", [wrong])
+
+
 def test_one_plugin_loader_names_the_key_and_what_is_wrong():
     assert load_factory("zerolab.config:split_spec", "method") is split_spec
     with pytest.raises(ValueError, match="model.name='nowhere.net:f': cannot import nowhere.net"):

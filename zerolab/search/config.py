@@ -238,6 +238,17 @@ class SearchChanges:
                 raise ValueError(str(error).replace("search.", f"{name}.", 1)) from None
         return cls(tuple(sorted(changes.items())))
 
+    @staticmethod
+    def names_a_key(dotted_key: str) -> bool:
+        """Whether ``dotted_key`` names a search's key inside a ``search`` section (``evaluation.search.kind``,
+        ``search.rule_options.sc_limit``): such a key may be given on a command line though the section's preset
+        does not list it (:func:`zerolab.config.apply_overrides`)."""
+        *sections, leaf = dotted_key.split(".")
+        if sections[-2:-1] == ["search"] and sections[-1:] == ["rule_options"]:
+            return bool(leaf)
+        fields = {field.name for field in dataclasses.fields(SearchConfig)} - {"rule_options"}
+        return sections[-1:] == ["search"] and leaf in fields
+
     def get(self, key: str, default: Any = None) -> Any:
         """The value this changes ``key`` to, else ``default``."""
         return dict(self.items).get(key, default)
