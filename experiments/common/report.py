@@ -23,7 +23,7 @@ import re
 import tomllib
 from typing import Any, Mapping
 
-from experiments.common.results import RESULTS_FILE, ROOT, ERROR_KINDS, Quantity, Results
+from experiments.common.results import RESULTS_FILE, ROOT, ERROR_KINDS, Quantity, Results, difference_quantity
 
 RESULTS_DIRECTORY = ROOT / "results"
 PAPERS_FILE = "papers.toml"
@@ -53,12 +53,16 @@ class PaperNumber:
 @dataclasses.dataclass(frozen=True)
 class Row:
     """A table row: what it shows, our quantities (``experiment:key``), and the paper's numbers (``papers.toml`` keys)
-    or a text where there is no number to set beside ours."""
+    or a text where there is no number to set beside ours.  ``difference``: two quantities of two runs
+    (``["a:key", "b:key"]``), shown as a − b with the ± of independent estimates
+    (:func:`~experiments.common.results.difference_quantity`), named ``difference_label``."""
 
     what: str
     ours: tuple[str, ...]
     paper: tuple[str, ...] = ()
     paper_text: str = ""
+    difference: tuple[str, ...] = ()
+    difference_label: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +99,7 @@ def read_papers(directory: pathlib.Path = RESULTS_DIRECTORY) -> dict[str, PaperN
 
 def read_tables(directory: pathlib.Path = RESULTS_DIRECTORY) -> list[Table]:
     """``tables.toml``: ``[[table]]`` entries with ``name``, ``file`` and ``[[table.row]]`` rows (``what``; ``ours``
-    and ``paper``: a string or a list; ``paper_text``)."""
+    and ``paper``: a string or a list; ``paper_text``; ``difference``, two references, and ``difference_label``)."""
     path = directory / TABLES_FILE
     tables = []
 
@@ -104,8 +108,12 @@ def read_tables(directory: pathlib.Path = RESULTS_DIRECTORY) -> list[Table]:
 
     for entry in read_toml(path).get("table", []):
         try:
-            rows = tuple(Row(row["what"], strings(row["ours"]), strings(row.get("paper", ())),
-                             row.get("paper_text", "")) for row in entry["row"])
+            rows = tuple(Row(row["what"], strings(row.get("ours", ())), strings(row.get("paper", ())),
+                             row.get("paper_text", ""), strings(row.get("difference", ())),
+                             row.get("difference_label", "")) for row in entry["row"])
+            for row in rows:
+                if len(row.difference) not in (0, 2) or not (row.ours or row.difference):
+                    raise TypeError(f"row {row.what!r}: 'ours' or a 'difference' of two references")
             tables.append(Table(entry["name"], entry["file"], rows))
         except (KeyError, TypeError) as error:
             raise ValueError(f"{path}: a table needs name, file and rows with 'what' and 'ours' ({error!r} "
@@ -135,15 +143,21 @@ def render_table(table: Table, results: Mapping[str, Results], papers: Mapping[s
     lines = ["| what | ours (± and what it is over) | paper | run |", "|---|---|---|---|"]
     for row in table.rows:
         parts, runs = [], []
-        for reference in row.ours:
+        for reference in row.ours + row.difference:
             quantity, result = quantity_of(reference, results)
-            parts.append(quantity.format() if len(row.ours) == 1 else f"{quantity.label}: {quantity.format()}")
+            if reference in row.ours:
+                parts.append(quantity.format() if len(row.ours) == 1 and not row.difference
+                             else f"{quantity.label}: {quantity.format()}")
             directory = reference.partition(":")[0]  # results/<experiment> or results/<experiment>.<run>
             link = os.path.relpath(f"{RESULTS_DIRECTORY.name}/{directory}/{RESULTS_FILE}", readme_directory)
             run = (f"[{directory}]({link}), {result.provenance.get('preset', '?')}, "
                    f"{result.provenance.get('date', '?')[:10]}")
             if run not in runs:
                 runs.append(run)
+        if row.difference:
+            first, second = (quantity_of(reference, results)[0] for reference in row.difference)
+            difference = difference_quantity(row.difference_label or f"{first.label} − {second.label}", first, second)
+            parts.append(difference.format() if not row.ours else f"{difference.label}: {difference.format()}")
         missing = [key for key in row.paper if key not in papers]
         if missing:
             raise ValueError(f"table {table.name!r}: no paper number {missing} in results/{PAPERS_FILE}")

@@ -108,6 +108,22 @@ def score_quantity(label: str, wins: int, draws: int, losses: int) -> Quantity:
                     unit="score")
 
 
+def difference_quantity(label: str, first: Quantity, second: Quantity) -> Quantity:
+    """``first − second`` of two runs' quantities, each estimated on its own games (or boards, seeds): the ± is
+    √(first² + second²), the error of a difference of independent estimates, of the kind both errors are
+    (``"se"`` or ``"2σ"``), over both runs' units, not paired.  Raises ValueError for quantities whose ± cannot be
+    combined so (one without an error, errors of two kinds, other units)."""
+    if first.error is None or second.error is None or first.error_kind != second.error_kind:
+        raise ValueError(f"{label}: a difference needs both quantities with errors of one kind, got "
+                         f"{first.format()!r} and {second.format()!r}")
+    if (first.unit, first.over) != (second.unit, second.over):
+        raise ValueError(f"{label}: {first.label!r} is in {first.unit or 'no unit'} over {first.over}, "
+                         f"{second.label!r} in {second.unit or 'no unit'} over {second.over}")
+    unit = first.unit if first.unit in SIGNED_UNITS else "score difference" if first.unit == "score" else "difference"
+    return Quantity(label, first.value - second.value, math.hypot(first.error, second.error), first.error_kind,
+                    f"{first.over} of two runs", first.n + second.n, False, unit, max(first.digits, second.digits))
+
+
 @dataclasses.dataclass(frozen=True)
 class Results:
     """A run's ``results.json``: its headline quantities and where they come from."""

@@ -18,7 +18,7 @@ def test_the_readme_tables_are_the_ones_report_builds_from_the_committed_results
     committed = report.read_all_results()
     for table in tables:
         for row in table.rows:
-            for reference in row.ours:  # every number in a table comes from a committed results.json
+            for reference in row.ours + row.difference:  # every number in a table comes from a committed result
                 quantity, result = report.quantity_of(reference, committed)
                 assert result.provenance["commit"] != "unknown" and result.provenance["command"]
                 assert quantity.error is None or quantity.describe_error()
@@ -61,6 +61,26 @@ def test_a_match_score_counts_draws_as_half_and_its_se_is_over_games():
     assert score.format() == "0.510 ± 0.006 (se over 200 games)"
     with pytest.raises(ValueError, match="A vs B: a score needs at least one game"):
         results.score_quantity("A vs B", 0, 0, 0)
+
+
+def test_a_difference_of_two_runs_has_the_error_of_independent_estimates():
+    match = results.score_quantity("contempt vs PUCT τ2", 230, 119, 51)
+    control = results.score_quantity("PUCT τ1 vs PUCT τ2", 125, 54, 21)
+    difference = results.difference_quantity("contempt − plain τ1", match, control)
+    assert difference.value == pytest.approx(match.value - control.value)
+    assert difference.error == pytest.approx((match.error ** 2 + control.error ** 2) ** 0.5)
+    assert difference.format() == "-0.036 ± 0.030 (se over 600 games of two runs)"
+    committed = {name: Results(name, {"score": quantity}, {"preset": "evidence", "date": "2026-11-29"})
+                 for name, quantity in (("contempt-match", match), ("contempt-match.control", control))}
+    row = report.Row("contempt − plain τ1", (), difference=("contempt-match:score", "contempt-match.control:score"),
+                     difference_label="contempt − plain τ1")
+    rendered = report.render_table(report.Table("t", "README.md", (row,)), committed, {})
+    assert "| contempt − plain τ1 | -0.036 ± 0.030 (se over 600 games of two runs) | — | [contempt-match](" in rendered
+    assert "[contempt-match.control](results/contempt-match.control/results.json)" in rendered
+    with pytest.raises(ValueError, match="errors of one kind"):
+        results.difference_quantity("x", match, Quantity("y", 0.5, 0.01, "2σ", unit="score"))
+    with pytest.raises(ValueError, match="in score over games, 'y' in Elo over games"):
+        results.difference_quantity("x", match, Quantity("y", 5.0, 1.0, unit="Elo"))
 
 
 def test_a_table_naming_an_uncommitted_number_is_refused():
