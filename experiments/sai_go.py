@@ -47,8 +47,8 @@ def schedule(evaluation: SaiGoEvaluationConfig, seed: int, workdir: pathlib.Path
     key = jax.random.key(seed + 1)
 
     def agent(step: int) -> SaiAgent:
-        loaded = SaiAgent.from_checkpoint(workdir, step, lam=evaluation.lam,
-                                          num_simulations=evaluation.num_simulations, name=checkpoint_name(step))
+        loaded = SaiAgent.from_checkpoint(workdir, step, lam=evaluation.lam, search=evaluation.search,
+                                          name=checkpoint_name(step))
         return loaded.with_options(komi=evaluation.komi, temperature_plies=evaluation.temperature_plies)
 
     agents = {checkpoint_name(step): functools.partial(agent, step) for step in steps}

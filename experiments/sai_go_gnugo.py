@@ -1,9 +1,10 @@
 """sai-go-gnugo: an SAI network at several λ against GNU Go levels, both colours at one komi, with margins; and, as
 extensions the paper could not assess on 7×7, games at other komi and handicap games.
 
-For each (λ, level) the network (PUCT, no root noise, ``num_simulations`` per move, its first ``temperature_plies`` plies
-drawn from the visits) plays ``games`` games, half as Black; pgx referees at ``komi``.  Each game is replayed to
-count its Tromp–Taylor margin for SAI (area margin at the game's komi, from SAI's side).
+For each (λ, level) the network (PUCT, no root noise, the run's search changed by the ``search`` section:
+``search.num_simulations`` per move; its first ``temperature_plies`` plies drawn from the visits) plays ``games``
+games, half as Black; pgx referees at ``komi``.  Each game is replayed to count its Tromp–Taylor margin for SAI (area
+margin at the game's komi, from SAI's side).
 
 Extensions (rows marked ``"extension": true``), each (λ, level) again, ``games`` games, both colours:
 
@@ -111,7 +112,7 @@ def planned_programs(config: SaiGoGnugoConfig) -> tuple[list, list[str]]:
     games, plies = config.games, config.max_game_plies
     batch = games // 2  # play_match: two lock-step batches, one with each colour moving first
     game = model.game(config.komi)
-    pairings, agents, _ = schedule(config, model.sai_agent(config.num_simulations))
+    pairings, agents, _ = schedule(config, model.sai_agent(config.search))
     sai = agents[pairings[0].player_a]()  # the run's first SAI agent, on abstract variables: λ and komi are arguments
     programs = [
         sai.planned_program(batch, matches * plies, name="SAI λ search"),
@@ -185,7 +186,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     step = None if config.step < 0 else config.step
-    base = SaiAgent.from_checkpoint(config.network, step, num_simulations=config.num_simulations)
+    base = SaiAgent.from_checkpoint(config.network, step, search=config.search)
     if base.game.size != 7:
         raise ValueError(f"network={config.network!r} plays {base.game.size}x{base.game.size}, not 7x7")
     pairings, agents, rows = schedule(config, base)
@@ -203,7 +204,7 @@ def run(config, workdir: pathlib.Path) -> dict:
                                play=play)
     table = {record.extras["row"]: {k: v for k, v in record.extras.items() if k != "row"}
              for record in records.values()}
-    summary = {"network": config.network, "komi": config.komi, "simulations": config.num_simulations,
+    summary = {"network": config.network, "komi": config.komi, "simulations": base.search.num_simulations,
                "note": "rows marked extension (other komi, handicap) go beyond the paper, which could not assess "
                        "handicap or margins against weaker opponents on 7x7",
                "rows": {name: {k: v for k, v in row.items() if not k.endswith("margins")}

@@ -39,9 +39,9 @@ import numpy as np
 
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
-from experiments.common.sai_go import check_play_keys
+from experiments.common.sai_go import check_play_keys, checked_simulations
 from experiments.configs.sai_go_komi import read_config
-from zerolab import Checkpointer, check_at_least, section_dataclass, train
+from zerolab import Checkpointer, SearchChanges, check_at_least, section_dataclass, train
 from zerolab.evaluation import new_figure, rated_steps, save_figure
 from zerolab.frontends import prepare_experiment, training_config
 from zerolab.training import RunConfig
@@ -71,6 +71,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     """The calibration section, before the run directory is made; the training runs are the core's to check."""
     calibration_section = read_config(config).calibration
     check_play_keys(calibration_section, "calibration.")
+    checked_simulations(calibration_section.search, "calibration.search")
     check_at_least("calibration.bins", calibration_section.bins, 1)
     calibration_lambda(config)
 
@@ -95,8 +96,9 @@ def cell_key(base_seed: int, seed: int, step: int) -> jax.Array:
 def measure_cell(run_directory: pathlib.Path, step: int, settings: dict, key: jax.Array) -> dict:
     """α_∅, β_∅ and the held-out games (:class:`HeldoutGames` fields) of the run's checkpoint ``step``;
     ``settings`` as :func:`run` makes them, typed (``games``, ``simulations``: int, ``lam``: float, ``pass_rule``:
-    str)."""
-    agent = SaiAgent.from_checkpoint(run_directory, step, lam=settings["lam"], num_simulations=settings["simulations"])
+    str; ``simulations`` is ``calibration.search.num_simulations``)."""
+    agent = SaiAgent.from_checkpoint(run_directory, step, lam=settings["lam"],
+                                     search=SearchChanges.of(num_simulations=settings["simulations"]))
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
     frames, records = selfplay(agent, settings["games"], key, pass_rule=settings["pass_rule"])
     games = first_games(records.game_over, frames.value_target, frames.value_mask, frames.extras["alpha"],
@@ -268,7 +270,8 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict:
     own, training = read_config(config), RunConfig.from_config(config)
     workdir = prepare_experiment(config, workdir)
     calibration_settings = own.calibration
-    settings = {"games": calibration_settings.games, "simulations": calibration_settings.num_simulations,
+    simulations = checked_simulations(calibration_settings.search, "calibration.search")
+    settings = {"games": calibration_settings.games, "simulations": simulations,
                 "lam": calibration_lambda(config), "pass_rule": training_options(config).pass_rule}
     cells: dict[int, dict[int, dict]] = {}  # step -> seed -> cell
     for seed in own.seeds:

@@ -11,6 +11,9 @@ book.  The cells are one schedule of :func:`zerolab.evaluation.pairings.play_pai
 ``elo.json``, games as SGF in ``games/``; finished cells are kept on a rerun).  ``panel.json`` holds W, the
 weights, the scores, the ratings and each checkpoint's network evaluations ("nodes": frames × (simulations + 1) from
 the SAI run's metrics); ``figures/sai-go-panel.png`` plots score and Elo against nodes.
+
+The SAI checkpoints and the landmark ones search as their runs did, changed by the ``search`` section
+(``search.num_simulations``): SAI's PUCT without root noise, the landmark's own search with it.
 """
 
 from __future__ import annotations
@@ -90,9 +93,10 @@ def plan(config) -> str:
     game = sai.game(config.komi)
     sai_moves, member_moves = plies // 2, (plies + 1) // 2  # the member moves first (Black), SAI second (White)
     # the run's agents on abstract variables: an SAI checkpoint, and a landmark one (its run's own search, root noise
-    # included, at the panel's simulations)
-    sai_player = panel_sai_agent(sai.sai_agent(config.num_simulations), config, sai_steps[-1])
-    member = make_search_agent(landmark.run_config, landmark.variables, member_options(config, az_members[-1]))
+    # included, changed by the panel's search section)
+    sai_player = panel_sai_agent(sai.sai_agent(config.search), config, sai_steps[-1])
+    member = make_search_agent(landmark.run_config, landmark.variables, member_options(az_members[-1]),
+                               search=config.search)
     programs = [
         sai_player.planned_program(games, cells * sai_moves, name="SAI λ search (White)"),
         member.planned_program(games, len(sai_steps) * len(az_members) * member_moves,
@@ -149,7 +153,8 @@ def run(config, workdir: pathlib.Path) -> dict:
 
     members = {}
     for step in rated_steps(checkpoint_steps(landmark), RunConfig.from_config(landmark_config).checkpoint.keep_period):
-        members[f"az-{step}"] = functools.partial(load_search_agent, landmark, member_options(config, step))
+        members[f"az-{step}"] = functools.partial(load_search_agent, landmark, member_options(step),
+                                                  search=config.search)
     for level in config.gnugo_levels:
         members[f"gnugo-{level}"] = functools.partial(gnugo_member, level, game)
     if config.random_player:
@@ -192,10 +197,10 @@ def run(config, workdir: pathlib.Path) -> dict:
     return {k: v for k, v in results.items() if k != "cells"}
 
 
-def member_options(config: SaiGoPanelConfig, step: int) -> dict[str, Any]:
-    """A landmark checkpoint's agent options: its run's own search (root noise included) at the panel's
-    simulations, named ``az-<step>``."""
-    return {"step": step, "num_simulations": config.num_simulations, "name": f"az-{step}"}
+def member_options(step: int) -> dict[str, Any]:
+    """A landmark checkpoint's agent options: checkpoint ``step``, named ``az-<step>`` (its search is its run's own,
+    root noise included, changed by the panel's ``search`` section)."""
+    return {"step": step, "name": f"az-{step}"}
 
 
 def panel_sai_agent(base: SaiAgent, config: SaiGoPanelConfig, step: int) -> SaiAgent:
@@ -205,7 +210,7 @@ def panel_sai_agent(base: SaiAgent, config: SaiGoPanelConfig, step: int) -> SaiA
 
 def sai_checkpoint_agent(config: SaiGoPanelConfig, step: int) -> SaiAgent:
     """SAI checkpoint ``step`` of ``config.sai_run`` with the panel's search, komi and temperature."""
-    base = SaiAgent.from_checkpoint(config.sai_run, step, num_simulations=config.num_simulations)
+    base = SaiAgent.from_checkpoint(config.sai_run, step, search=config.search)
     return panel_sai_agent(base, config, step)
 
 

@@ -15,6 +15,8 @@ and λ's effect on the choice between two winning moves.
    1000 searches each).
 
 ``sections`` picks which of the three parts run (``margin``, ``komi_curve``, ``endgames``).
+Every search (self-play and endgames) is SAI's PUCT with root noise at ``search.num_simulations``, the one key
+the ``search`` section may hold.
 ``positions.json`` holds everything; ``figures/sai-go-positions.png`` the three panels (the third: the best move's share
 against λ, mean over the networks), ``figures/sai-go-endgames.png`` each endgame's winrate curves.
 """
@@ -41,7 +43,7 @@ from sai_go.search import evaluate, sai_search
 from sai_go.value import signed_komi, winrate
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
-from experiments.common.sai_go import check_play_keys, check_sai_network
+from experiments.common.sai_go import check_play_keys, check_sai_network, checked_simulations
 from experiments.configs.sai_go_positions import SaiGoPositionsConfig, read_config
 
 SECTIONS = ("margin", "komi_curve", "endgames")
@@ -86,7 +88,8 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config: SaiGoPosit
     count = len(ENDGAMES)
     batch = jax.tree.map(lambda leaf: jnp.repeat(leaf, seeds, axis=0), states)  # [E·seeds], endgame-major
     komi = jnp.repeat(jnp.asarray([endgame.komi for endgame in ENDGAMES], jnp.float32), seeds)
-    search = compiled_endgame_search(game, agents[-1].network, config.num_simulations)
+    simulations = checked_simulations(config.search, "search")
+    search = compiled_endgame_search(game, agents[-1].network, simulations)
     komi_grid = np.linspace(-30.0, 30.0, 121)
     results = {}
     for endgame in ENDGAMES:
@@ -120,7 +123,7 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config: SaiGoPosit
     for row in results.values():
         row["alpha_mean_sd"], row["beta_mean_sd"] = mean_sd(row["alpha"]), mean_sd(row["beta"])
         row["best_share_mean_sd"] = {lam: mean_sd(shares["best"]) for lam, shares in row["choices"].items()}
-    return {"steps": steps, "seeds": seeds, "simulations": config.num_simulations, "komi_grid": komi_grid.tolist(),
+    return {"steps": steps, "seeds": seeds, "simulations": simulations, "komi_grid": komi_grid.tolist(),
             "positions": results}
 
 
@@ -137,7 +140,7 @@ def plan(config) -> str:
     model, source = run_model(config.network)
     steps = config.steps or [step for step in kept_steps(model.run_config) if step > 0]
     game = model.game()
-    simulations = config.num_simulations
+    simulations = checked_simulations(config.search, "search")
     plies = game.max_game_plies
     programs, notes = [], []
     selfplay_calls = {}
@@ -209,6 +212,7 @@ def check_keys(config: SaiGoPositionsConfig) -> None:
         raise ValueError(f"sections: unknown {unknown}; valid: {list(SECTIONS)}")
     check_sai_network("network", config.network, config.steps)
     check_play_keys(config)
+    checked_simulations(config.search, "search")
     for key in ("endgame_seeds", "games_per_komi", "heldout_games"):
         check_at_least(key, getattr(config, key), 1)
 
@@ -221,7 +225,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     sections = config.sections
     steps = config.steps or [step for step in Checkpointer(pathlib.Path(config.network) / "checkpoints").steps()
                                     if step > 0]  # the untrained network is not an SAI network
-    agents = [SaiAgent.from_checkpoint(config.network, step, num_simulations=config.num_simulations) for step in steps]
+    agents = [SaiAgent.from_checkpoint(config.network, step, search=config.search) for step in steps]
     last = agents[-1]
     game = last.game
     key = jax.random.key(config.seed)

@@ -22,6 +22,7 @@ from zerolab import (
     Agent,
     GoGame,
     PlannedProgram,
+    SearchChanges,
     SearchConfig,
     abstract_states,
     abstract_variables,
@@ -81,7 +82,7 @@ class SaiAgent(Agent):
       name: the agent's name in matches.
       game: a Go game (its komi is the default komi).
       network, variables: an SAI network (α and β heads) and its variables.
-      search: the search configuration (``num_simulations``, PUCT constants).
+      search: the search configuration (``num_simulations``, PUCT constants): :meth:`from_run_config`'s.
       lam: λ of the agent, in [0, 1].
       komi: the komi it plays at (to White); None: ``game.komi``.
       temperature_plies: the first plies of a game draw the move in proportion to the visits (0: always the most
@@ -102,29 +103,32 @@ class SaiAgent(Agent):
 
     @classmethod
     def from_checkpoint(cls, path: str | pathlib.Path, step: int | None = None, lam: float = 0.0,
-                        num_simulations: int | None = None, name: str | None = None) -> SaiAgent:
-        """The SAI network of a run (or step) directory; a ValueError naming ``path`` if it is not an SAI run."""
+                        search: SearchChanges | None = None, name: str | None = None) -> SaiAgent:
+        """The SAI network of a run (or step) directory (:meth:`from_run_config`); a ValueError naming ``path`` if
+        it is not an SAI run."""
         trained = load_trained_variables(path, step)
-        return cls.from_run_config(trained.config, trained.variables, lam, num_simulations,
+        return cls.from_run_config(trained.config, trained.variables, lam, search,
                                    name or f"sai-{pathlib.Path(path).name}-{trained.step}", source=str(path))
 
     @classmethod
-    def from_run_config(cls, config: Any, variables: Any = None, lam: float = 0.0, num_simulations: int | None = None,
+    def from_run_config(cls, config: Any, variables: Any = None, lam: float = 0.0, search: SearchChanges | None = None,
                         name: str = "sai", source: str = "the run config") -> SaiAgent:
-        """The agent of an SAI run's config (``config.json``): its network and game, PUCT with the run's constants at
-        ``num_simulations`` (default: the run's), no root noise.  ``variables`` None gives abstract ones: an agent for
-        a cost plan (:meth:`planned_program`).  A ValueError naming ``source`` if the config is not an SAI run's."""
+        """The agent of an SAI run's config (``config.json``): its network and game, and PUCT with the run's
+        simulations and constants, no root noise, changed by ``search`` (a launcher's ``search`` section,
+        :class:`zerolab.SearchChanges`: ``search.num_simulations`` …).  ``variables`` None gives abstract ones: an
+        agent for a cost plan (:meth:`planned_program`).  A ValueError naming ``source`` if the config is not an SAI
+        run's."""
         if config.model.name != SAI_NETWORK or config.game.name != "go":
             raise ValueError(f"{source} is not an SAI run: its model.name is {config.model.name!r} and game "
                              f"{config.game.name!r}, expected {SAI_NETWORK!r} on go")
         game = make_game("go", go_size=config.game.go_size, komi=config.game.komi)  # as the core's Components
         run_search = SearchConfig.from_config(config.search)
-        search = SearchConfig(kind="muzero", num_simulations=num_simulations or run_search.num_simulations,
-                              dirichlet_fraction=0.0, pb_c_init=run_search.pb_c_init, pb_c_base=run_search.pb_c_base)
+        agent_search = SearchConfig(kind="muzero", num_simulations=run_search.num_simulations, dirichlet_fraction=0.0,
+                                    pb_c_init=run_search.pb_c_init, pb_c_base=run_search.pb_c_base)
         network = make_network(config.model, game)
         if variables is None:
             variables = abstract_variables(network, game)
-        return cls(name, game, network, variables, search, lam)
+        return cls(name, game, network, variables, agent_search if search is None else search.apply(agent_search), lam)
 
     def with_options(self, **changes) -> SaiAgent:
         return dataclasses.replace(self, **changes)

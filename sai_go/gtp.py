@@ -25,7 +25,7 @@ import sys
 
 import jax
 
-from zerolab import configure_logging
+from zerolab import SearchChanges, configure_logging
 from zerolab.frontends import GTPError, GTPServer
 from sai_go.agents import SaiAgent
 from sai_go.handicap import fixed_handicap, handicap_moves
@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         check_lambda(args.lam, "--lambda")
         if args.simulations is not None and args.simulations < 1:
             raise ValueError(f"--simulations must be at least 1, got {args.simulations}")
-        agent = SaiAgent.from_checkpoint(args.checkpoint, args.step, args.lam, args.simulations)
+        search = None if args.simulations is None else SearchChanges.of(num_simulations=args.simulations)
+        agent = SaiAgent.from_checkpoint(args.checkpoint, args.step, args.lam, search)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

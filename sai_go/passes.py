@@ -24,6 +24,7 @@ import pathlib
 import jax
 import numpy as np
 
+from zerolab import SearchChanges
 from sai_go.agents import SaiAgent
 from sai_go.calibration import empty_board_value, fit_fair_komi, selfplay
 from sai_go.value import signed_komi, winrate
@@ -126,7 +127,7 @@ def pass_summary(passes: GamePasses, fair_komi: float) -> dict:
 def measure(run_directory: pathlib.Path, step: int, games: int, simulations: int, lam: float, seed: int,
             calibration_seed: int = 1234, pass_rule: str = "free") -> dict:
     """The calibration cell of ``run_directory`` at ``step`` replayed with its own key, as :func:`pass_summary`."""
-    agent = SaiAgent.from_checkpoint(run_directory, step, lam=lam, num_simulations=simulations)
+    agent = SaiAgent.from_checkpoint(run_directory, step, lam=lam, search=SearchChanges.of(num_simulations=simulations))
     alpha, beta = empty_board_value(agent.network, agent.variables, agent.game)
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(calibration_seed), seed), step)
     frames, records = selfplay(agent, games, key, pass_rule=pass_rule)

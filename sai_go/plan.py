@@ -17,7 +17,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from zerolab import PlannedProgram, abstract_states, abstract_variables, compile_cost, make_game, make_network
+from zerolab import (
+    PlannedProgram,
+    SearchChanges,
+    abstract_states,
+    abstract_variables,
+    compile_cost,
+    make_game,
+    make_network,
+)
 from zerolab.training import RunConfig
 from sai_go.agents import SaiAgent
 
@@ -35,10 +43,10 @@ class SaiModel:
         config = self.run_config.game  # read as the core's Components reads it
         return make_game("go", go_size=config.go_size, komi=config.komi if komi is None else komi)
 
-    def sai_agent(self, num_simulations: int, name: str = "sai") -> SaiAgent:
-        """The :class:`sai_go.agents.SaiAgent` a checkpoint of this (SAI) run gives
-        (:meth:`sai_go.agents.SaiAgent.from_checkpoint`), on the abstract variables."""
-        return SaiAgent.from_run_config(self.run_config, self.variables, num_simulations=num_simulations, name=name)
+    def sai_agent(self, search: SearchChanges, name: str = "sai") -> SaiAgent:
+        """The :class:`sai_go.agents.SaiAgent` a checkpoint of this (SAI) run gives with the changes ``search`` (a
+        launcher's ``search`` section; :meth:`sai_go.agents.SaiAgent.from_checkpoint`), on the abstract variables."""
+        return SaiAgent.from_run_config(self.run_config, self.variables, search=search, name=name)
 
 
 def abstract_model(run_config: Any) -> SaiModel:

@@ -1,5 +1,6 @@
 """What the sai-go launchers share: the network of an SAI run, from its directory or from the config that would
-train it (their plans), and the checks of the keys they read (:func:`check_sai_network`, :func:`check_play_keys`)."""
+train it (their plans), and the checks of the keys they read (:func:`check_sai_network`, :func:`check_play_keys`,
+:func:`checked_simulations`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from sai_go.plan import SaiModel, abstract_model
 from sai_go.search import check_lambda
-from zerolab import check_at_least, from_json
+from zerolab import SearchChanges, check_at_least, from_json
 from experiments.configs import load_config
 from zerolab.evaluation import check_game_count
 from zerolab.training import step_directories
@@ -55,8 +56,8 @@ def check_sai_network(key: str, run: str | pathlib.Path, steps: Iterable[int] = 
 def check_play_keys(section, prefix: str = "") -> None:
     """The play keys a section may hold (a ConfigDict or a launcher's typed config), each checked where present:
     ``games`` (even, half with each colour), ``gnugo_levels`` (0–10), ``lambdas`` / ``lam`` ([0, 1]; a ``lam`` of
-    None is left to the caller), ``num_simulations`` (≥ 1), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0).
-    Keys are named as ``prefix`` + key."""
+    None is left to the caller), ``max_game_plies`` (≥ 1), ``temperature_plies`` (≥ 0); a ``search`` section is
+    checked as it is read (:class:`zerolab.SearchChanges`).  Keys are named as ``prefix`` + key."""
     absent = object()
 
     def value(key: str):
@@ -71,6 +72,19 @@ def check_play_keys(section, prefix: str = "") -> None:
     for lam in list(lambdas if lambdas is not absent else ()) + ([value("lam")] if value("lam") not in (absent, None)
                                                                  else []):
         check_lambda(lam, f"{prefix}lambdas" if lambdas is not absent else f"{prefix}lam")
-    for key, minimum in (("num_simulations", 1), ("max_game_plies", 1), ("temperature_plies", 0)):
+    for key, minimum in (("max_game_plies", 1), ("temperature_plies", 0)):
         if value(key) is not absent:
             check_at_least(prefix + key, value(key), minimum)
+
+
+def checked_simulations(search: SearchChanges, name: str) -> int:
+    """``search.num_simulations`` of a ``search`` section (``name``) whose searches are SAI's own PUCT with root noise
+    (held-out self-play, endgame searches): they change only their simulations, so any other key is a ValueError
+    naming it, as is a section without ``num_simulations``."""
+    for key, _ in search.items:
+        if key != "num_simulations":
+            raise ValueError(f"{name}.{key}: these searches are SAI's PUCT with root noise at {name}.num_simulations; "
+                             f"they change no other key")
+    if search.get("num_simulations") is None:
+        raise ValueError(f"{name}.num_simulations: missing; these searches need their simulations")
+    return search.get("num_simulations")

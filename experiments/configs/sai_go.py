@@ -14,7 +14,7 @@ import dataclasses
 
 import ml_collections
 
-from zerolab import default_config, section_dataclass
+from zerolab import SearchChanges, default_config, section_dataclass, section_dict
 
 #: The core's training keys of the config (typed by the core's readers: ``RunConfig``, ``Components``).
 CORE_KEYS = tuple(default_config().keys())
@@ -26,7 +26,7 @@ class SaiGoEvaluationConfig:
 
     komi: float = 9.5
     games: int = 20
-    num_simulations: int = 16
+    search: SearchChanges = SearchChanges.of(num_simulations=16)  # the rated agents' changes to the run's search
     lam: float = 0.0
     # each game's first plies are drawn from the visits, so games differ (the agents have no noise)
     temperature_plies: int = 4
@@ -63,7 +63,7 @@ def get_config(preset: str = "tiny"):
     config.search.dirichlet_alpha = 0.03 * 361 / 49
     config.search.dirichlet_fraction = 0.25
     config.selfplay.max_game_plies = 98
-    config.evaluation = dataclasses.asdict(SaiGoEvaluationConfig())
+    config.evaluation = section_dict(SaiGoEvaluationConfig())
     if preset == "tiny":
         config.iterations = 8
         config.checkpoint.keep_period = 2  # keeps 0, 2, 4, 6, 7, 8: five trained networks for sai-go-positions
@@ -91,7 +91,7 @@ def get_config(preset: str = "tiny"):
         config.train.batch_size = 512
         config.train.l2_weight = 1e-4
         config.evaluation.games = 100
-        config.evaluation.num_simulations = 250
+        config.evaluation.search.num_simulations = 250
         config.evaluation.gnugo_levels = [1, 5, 10]
         config.method_options.value_loss = "paper"
         config.method_options.branch_from_branches = False

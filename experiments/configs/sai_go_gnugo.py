@@ -12,7 +12,7 @@ import dataclasses
 
 import ml_collections
 
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -31,7 +31,7 @@ class SaiGoGnugoConfig:
     # extension: 1 = Black first at handicap_komi, n >= 2 = n fixed stones (sai_go.handicap)
     handicaps: list[int] = dataclasses.field(default_factory=lambda: [1, 2])
     handicap_komi: float = 0.5
-    num_simulations: int = 16
+    search: SearchChanges = SearchChanges.of(num_simulations=16)  # the SAI agents' changes to the run's search
     temperature_plies: int = 4  # the first plies are drawn from the visits: games differ
     max_game_plies: int = 98
     progress: bool = True
@@ -43,13 +43,13 @@ def read_config(config: ml_collections.ConfigDict) -> SaiGoGnugoConfig:
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict(dataclasses.asdict(SaiGoGnugoConfig()))
+    config = ml_collections.ConfigDict(section_dict(SaiGoGnugoConfig()))
     if preset == "tiny":
         return config
     if preset == "paper":
         config.network = "runs/sai-go-paper"
         config.gnugo_levels = [1, 5, 10]
         config.games = 100
-        config.num_simulations = 250
+        config.search.num_simulations = 250
         return config
     raise KeyError(preset)

@@ -2,8 +2,8 @@
 
 The training keys are sai-go's (one source: ``load_config("sai-go", ...)``), trained once per seed of ``seeds``;
 ``calibration`` sets the held-out self-play of checkpoint 0, every ``checkpoint.keep_period``-th and the last
-(``games`` games from the empty board, komi drawn as in training, ``num_simulations`` PUCT simulations a move, at λ
-``lam`` — None: the training λ, ``method_options.lam``, 0.5 — no branches) and the reliability ``bins``.  The
+(``games`` games from the empty board, komi drawn as in training, ``search.num_simulations`` PUCT simulations a move,
+at λ ``lam`` — None: the training λ, ``method_options.lam``, 0.5 — no branches) and the reliability ``bins``.  The
 evidence and paper presets train with the paper's value loss (``method_options.value_loss=paper``) and branch
 points from empty-board games only (``method_options.branch_from_branches=False``: each fresh game followed by its
 own branches, the paper's proportion); the evidence preset also plays with ``method_options.pass_rule=no_early_pass``
@@ -23,7 +23,7 @@ import dataclasses
 import ml_collections
 
 from experiments.configs import load_config
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 TRAINING_KEYS = ("iterations", "game", "model", "search", "selfplay", "method", "method_options", "replay", "train",
                  "checkpoint", "progress")
@@ -35,7 +35,7 @@ class CalibrationConfig:
 
     seed: int = 1234
     games: int = 64
-    num_simulations: int = 16
+    search: SearchChanges = SearchChanges.of(num_simulations=16)  # the held-out games' simulations only
     bins: int = 5
     lam: float | None = None  # None: the training λ, method_options.lam
 
@@ -62,7 +62,7 @@ def get_config(preset: str = "tiny"):
         raise KeyError(preset)
     sai = load_config("sai-go", "paper" if preset == "paper" else "tiny")
     config = ml_collections.ConfigDict({key: sai[key] for key in TRAINING_KEYS})
-    for key, value in dataclasses.asdict(SaiGoKomiConfig()).items():
+    for key, value in section_dict(SaiGoKomiConfig()).items():
         config[key] = value
     config.compilation_cache = "~/.cache/zerolab/jax-compilation"
     if preset == "evidence":
@@ -81,5 +81,5 @@ def get_config(preset: str = "tiny"):
         config.method_options.queue_size = 128
     elif preset == "paper":
         config.calibration.games = 1024
-        config.calibration.num_simulations = 250
+        config.calibration.search.num_simulations = 250
     return config

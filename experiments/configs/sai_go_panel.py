@@ -8,7 +8,7 @@ import dataclasses
 
 import ml_collections
 
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -27,7 +27,8 @@ class SaiGoPanelConfig:
     random_player: bool = True
     games: int = 8  # per (SAI checkpoint, panel member): SAI plays White at `komi`, as in the paper
     komi: float = 9.5
-    num_simulations: int = 16
+    # every player's changes to its run's search: the SAI checkpoints' and the landmark checkpoints'
+    search: SearchChanges = SearchChanges.of(num_simulations=16)
     temperature_plies: int = 4
     max_game_plies: int = 98
     progress: bool = True
@@ -39,13 +40,13 @@ def read_config(config: ml_collections.ConfigDict) -> SaiGoPanelConfig:
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict(dataclasses.asdict(SaiGoPanelConfig()))
+    config = ml_collections.ConfigDict(section_dict(SaiGoPanelConfig()))
     if preset == "tiny":
         return config
     if preset == "paper":
         config.sai_run = "runs/sai-go-paper"
         config.landmark_preset = "paper"
         config.games = 100
-        config.num_simulations = 250
+        config.search.num_simulations = 250
         return config
     raise KeyError(preset)

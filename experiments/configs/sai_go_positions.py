@@ -11,7 +11,7 @@ import dataclasses
 
 import ml_collections
 
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -22,7 +22,7 @@ class SaiGoPositionsConfig:
     seed: int = 0
     network: str = "runs/sai-go-tiny"
     steps: list[int] = dataclasses.field(default_factory=list)
-    num_simulations: int = 16
+    search: SearchChanges = SearchChanges.of(num_simulations=16)  # SAI's PUCT with root noise: its simulations only
     heldout_games: int = 64  # self-play games from the empty board (sampled komi, no branches): α vs final margin
     # around the fair komi ⌊α_∅⌋ + ½
     komi_offsets: list[float] = dataclasses.field(default_factory=lambda: [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0])
@@ -39,12 +39,12 @@ def read_config(config: ml_collections.ConfigDict) -> SaiGoPositionsConfig:
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict(dataclasses.asdict(SaiGoPositionsConfig()))
+    config = ml_collections.ConfigDict(section_dict(SaiGoPositionsConfig()))
     if preset == "tiny":
         return config
     if preset == "paper":
         config.network = "runs/sai-go-paper"
-        config.num_simulations = 250
+        config.search.num_simulations = 250
         config.heldout_games = 1024
         config.games_per_komi = 512
         config.endgame_seeds = 1000

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from zerolab import GoGame, train
+from zerolab import GoGame, SearchChanges, train
 from experiments.configs import load_config
 from zerolab.engines.gtp_client import GTPEngine, GTPEngineOptions
 from sai_go.agents import SaiAgent
@@ -209,7 +209,7 @@ def test_final_score_agrees_with_gnugo_on_gnugo_games(sai_run, gnugo_path, komi,
         moves, state = play_out(black, white, game)
         gnugo_score = black.send("final_score")
     assert bool(game.ended_by_two_passes(state))
-    server = SaiGTPServer(SaiAgent.from_checkpoint(sai_run, num_simulations=2))
+    server = SaiGTPServer(SaiAgent.from_checkpoint(sai_run, search=SearchChanges.of(num_simulations=2)))
     colours = ["b", "w"]
     script = f"komi {komi:g}\n" + "".join(f"play {colours[index % 2]} {vertex}\n" for index, vertex in enumerate(moves))
     responses = session(server, script + "final_score\n")
@@ -242,7 +242,7 @@ def genmoves(server, *setup: str, moves: int = 10) -> list[str]:
 def test_lambda_set_through_gtp_changes_the_moves_the_agent_plays(sai_run):
     """``sai-lambda 1`` sent to the server plays the moves of an agent built with λ = 1, which are not λ = 0's: the
     λ the server is told reaches the search (same seed, same commands, so only λ differs)."""
-    agent = SaiAgent.from_checkpoint(sai_run, num_simulations=LAMBDA_SIMULATIONS)
+    agent = SaiAgent.from_checkpoint(sai_run, search=SearchChanges.of(num_simulations=LAMBDA_SIMULATIONS))
     at_zero = genmoves(SaiGTPServer(agent.with_options(lam=0.0), seed=0), "komi 0.5", "sai-lambda 0")
     told_one = genmoves(SaiGTPServer(agent.with_options(lam=0.0), seed=0), "komi 0.5", "sai-lambda 1")
     built_one = genmoves(SaiGTPServer(agent.with_options(lam=1.0), seed=0), "komi 0.5")
@@ -262,7 +262,7 @@ SUPERKO_GAME = ("C6 C3 E1 C7 G4 G6 E5 D6 D1 C2 F3 B1 A1 B2 D2 C5 E6 D3 E7 B4 G7 
 def test_genmove_never_plays_a_superko_repetition_through_gtp(sai_run):
     """The network is made to want B7, the move that repeats a position (policy bias +20 on it): the search visits
     it most, and ``genmove b`` still answers a move that keeps the game going (the agent's superko filter)."""
-    agent = SaiAgent.from_checkpoint(sai_run, num_simulations=LAMBDA_SIMULATIONS)
+    agent = SaiAgent.from_checkpoint(sai_run, search=SearchChanges.of(num_simulations=LAMBDA_SIMULATIONS))
     game = agent.game
     *played, repeating = SUPERKO_GAME
     step = fast_jit(game.step)

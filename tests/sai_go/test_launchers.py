@@ -23,7 +23,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 TINY_SAI = ["model.channels=8", "model.num_blocks=1", "model.value_hidden=8", "search.num_simulations=2",
             "iterations=0", "progress=False"]
 #: The settings every launcher shares: SAI's search at 2 simulations without temperature, 8-ply games.
-PLAY = ["num_simulations=2", "temperature_plies=0", "max_game_plies=8", "progress=False"]
+PLAY = ["search.num_simulations=2", "temperature_plies=0", "max_game_plies=8", "progress=False"]
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,8 @@ def test_sai_go_gnugo_plays_each_setting_against_gnugo(sai_run, gnugo_path, tmp_
 @pytest.mark.slow  # 22 s with a cold compilation cache, 9 s warm
 def test_sai_go_positions_runs_its_three_sections(sai_run, tmp_path):
     summary = run_experiment("sai-go-positions", tmp_path, f"network={sai_run}", "steps=[0]",
-                             "num_simulations=2", "heldout_games=2", "games_per_komi=2", "komi_offsets=[-2.0,2.0]",
-                             "endgame_seeds=2", "lambdas=[0.0,1.0]", "progress=False")
+                             "search.num_simulations=2", "heldout_games=2", "games_per_komi=2",
+                             "komi_offsets=[-2.0,2.0]", "endgame_seeds=2", "lambdas=[0.0,1.0]", "progress=False")
     assert summary["steps"] == [0] and summary["sections"] == ["margin", "komi_curve", "endgames"]
     assert summary["alpha_mae"] >= 0
     assert [row["komi"] for row in summary["komi_curve"]] == [summary["fair_komi"] - 2, summary["fair_komi"] + 2]
