@@ -10,7 +10,7 @@ import math
 import pathlib
 from collections.abc import Sequence
 
-from zerolab import Checkpointer, SearchConfig, SelfPlayConfig, from_json, make_game, train
+from zerolab import Checkpointer, SearchChanges, SearchConfig, SelfPlayConfig, from_json, make_game, train
 
 logger = logging.getLogger(__name__)
 
@@ -84,16 +84,30 @@ def schedule_settings(schedule) -> dict:
             "temperature_end": float(end), "temperature_cutoff_moves": int(cutoff)}
 
 
-def arm_search(base: SearchConfig, *, num_simulations: int, kind: str, selection: str,
-               sc_limit: int | None) -> SearchConfig:
-    """The experiments' search of one arm, as an object: ``base`` (the network's run's search) at ``num_simulations``
-    with ``kind`` and the PUCT rule ``selection``, without root noise (the arms play their best), with the plain rules
-    (``sc_limit`` None) or contempt's at N_scl = ``sc_limit``: the arms differ only in the rules."""
-    search = dataclasses.replace(base, num_simulations=num_simulations, kind=kind, selection=selection,
-                                 dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES, rule_options=())
+#: The search keys every arm sets itself (:func:`arm_search`): a launcher's ``search`` section may not name them.
+ARM_SEARCH_KEYS = ("dirichlet_fraction", "gumbel_scale", "rules", "rule_options")
+
+
+def arm_search(base: SearchConfig, search: SearchChanges, *, sc_limit: int | None) -> SearchConfig:
+    """The experiments' search of one arm, as an object: ``base`` (the network's run's search) with the launcher's
+    ``search`` section applied (its simulations, kind and PUCT rule ``selection``), without root noise (the arms play
+    their best), with the plain rules (``sc_limit`` None) or contempt's at N_scl = ``sc_limit``: the arms differ only
+    in the rules.  A section naming a key the arms set themselves (:data:`ARM_SEARCH_KEYS`) is a ValueError."""
+    check_arm_changes(search)
+    arm = dataclasses.replace(search.apply(base), dirichlet_fraction=0.0, gumbel_scale=0.0, rules=PLAIN_RULES,
+                              rule_options=())
     if sc_limit is not None:
-        search = dataclasses.replace(search, rules=CONTEMPT_RULES, rule_options={"sc_limit": sc_limit})
-    return search
+        arm = dataclasses.replace(arm, rules=CONTEMPT_RULES, rule_options={"sc_limit": sc_limit})
+    return arm
+
+
+def check_arm_changes(search: SearchChanges) -> None:
+    """Raises ValueError where the ``search`` section names a key that :func:`arm_search` sets for every arm (root
+    noise, the rules and their options), which the section would otherwise change in vain."""
+    for key, _ in search.items:
+        if key.partition(".")[0] in ARM_SEARCH_KEYS:
+            raise ValueError(f"search.{key}: the experiment sets it for every arm (no root noise; the plain rules or "
+                             f"contempt's at sc_limit), so the search section may not name it")
 
 
 def temperature_schedule(config, temperature: str) -> SelfPlayConfig:

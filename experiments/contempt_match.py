@@ -92,10 +92,10 @@ def choose_settings(config: ContemptMatchConfig) -> dict[str, dict]:
 
 
 def setting_search(setting: dict, config: ContemptMatchConfig, base: SearchConfig) -> SearchConfig:
-    """The search of a setting (:func:`contempt_search.experiment.arm_search`): the experiment's simulations, kind
-    and PUCT rule (``selection``), no root noise, with the plain rules or contempt's at the setting's N_scl."""
-    return arm_search(base, num_simulations=config.num_simulations, kind=config.kind,
-                      selection=config.selection, sc_limit=setting["sc_limit"])
+    """The search of a setting (:func:`contempt_search.experiment.arm_search`): the experiment's ``search`` section
+    (its simulations, kind and PUCT rule ``selection``), no root noise, with the plain rules or contempt's at the
+    setting's N_scl."""
+    return arm_search(base, config.search, sc_limit=setting["sc_limit"])
 
 
 def setting_agent(base: SearchAgent, setting: dict, config: ContemptMatchConfig) -> SearchAgent:
@@ -154,7 +154,8 @@ def plan(config) -> str:
         how = (f"chosen at run time from contempt-selfplay's rows ({error.__class__.__name__}: none at plan time); "
                f"planned as PUCT τ1 and contempt N_scl {chosen['contempt']['sc_limit']} τ1: any other choice compiles "
                f"the same shapes (τ and N_scl are constants of the program)")
-    games, plies, simulations = config.games, config.max_game_plies, config.num_simulations
+    games, plies = config.games, config.max_game_plies
+    simulations = setting_search(chosen["puct"], config, planned.base.search_config).num_simulations
     batch = games // 2  # play_match: two lock-step batches, one with each arm moving first
     programs = [setting_agent(planned.base, chosen[arm], config).planned_program(batch, plies)
                 for arm in ("contempt", "puct")]

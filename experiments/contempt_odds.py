@@ -1,11 +1,12 @@
 """contempt-odds: does search-contempt turn more search into more wins when giving odds to a weaker opponent?
 
-For each search size and each arm (PUCT; search-contempt with N_scl = ``sc_limit``), the network gives ``odds_piece``
-odds to ``opponent``: half the games as White from the odds opening without White's piece, half as Black without
-Black's (:mod:`contempt_search.odds`).  Both arms have the same network, simulations, search kind and PUCT rule
-(``selection``: mctx's, or lc0's in the evidence and paper presets), with root noise off; only the rules differ.
+For each search size (``simulation_counts``: a cell's ``search.num_simulations``) and each arm (PUCT; search-contempt
+with N_scl = ``sc_limit``), the network gives ``odds_piece`` odds to ``opponent``: half the games as White from the odds
+opening without White's piece, half as Black without Black's (:mod:`contempt_search.odds`).  Both arms have the same
+network, simulations and ``search`` section (its kind and PUCT rule ``search.selection``: mctx's, or lc0's in the
+evidence and paper presets), with root noise off; only the rules differ.
 The opponent is a UCI engine spec, or ``self:num_simulations=N,temperature=T``: the same network searching N simulations
-with plain PUCT (the experiment's kind and ``selection``, root noise off), its move drawn from its root visits
+with plain PUCT (the experiment's ``search`` section, root noise off), its move drawn from its root visits
 ∝ N(a)^(1/T) (:func:`self_opponent_settings`).  At T = 1 and N = N_scl that is the opponent search-contempt models:
 an opponent node freezes its first N_scl selections and then draws from them.
 Each cell is a pairing of :func:`zerolab.evaluation.pairings.play_pairings` (``<arm>-<simulations>`` against the
@@ -33,7 +34,7 @@ from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from experiments.configs.contempt_odds import ContemptOddsConfig, read_config
-from zerolab import Agent, SearchAgent, SearchConfig, check_at_least, make_game, progress_bar
+from zerolab import Agent, SearchAgent, SearchChanges, SearchConfig, check_at_least, make_game, progress_bar
 from zerolab.evaluation import (
     Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure, score_standard_error,
 )
@@ -44,10 +45,18 @@ from zerolab.play import (
 logger = logging.getLogger(__name__)
 
 
+def cell_search(config: ContemptOddsConfig, simulations: int) -> SearchChanges:
+    """The ``search`` section of a cell searching ``simulations`` (one of ``simulation_counts``): the experiment's
+    section with ``num_simulations`` set."""
+    return SearchChanges.from_section({**dict(config.search.items), "num_simulations": simulations},
+                                      "contempt-odds.search")
+
+
 def arm_search_config(arm: str, simulations: int, config: ContemptOddsConfig, base: SearchConfig) -> SearchConfig:
-    """The search of an arm (:func:`contempt_search.experiment.arm_search`): the experiment's kind and PUCT rule
-    (``selection``) at ``simulations``, no root noise, with the plain rules or contempt's at N_scl = ``sc_limit``."""
-    return arm_search(base, num_simulations=simulations, kind=config.kind, selection=config.selection,
+    """The search of an arm (:func:`contempt_search.experiment.arm_search`): the experiment's ``search`` section (its
+    kind and PUCT rule ``selection``) at ``simulations`` (:func:`cell_search`), no root noise, with the plain rules or
+    contempt's at N_scl = ``sc_limit``."""
+    return arm_search(base, cell_search(config, simulations),
                       sc_limit=config.sc_limit if arm.startswith("contempt") else None)
 
 
@@ -87,8 +96,9 @@ def self_opponent_settings(spec: str) -> tuple[int, str] | None:
 
 
 def opponent_agent(spec: str, base: SearchAgent, config: ContemptOddsConfig) -> Agent:
-    """The cell's opponent: a fresh UCI engine, or for ``self:...`` the network itself with plain PUCT
-    (:func:`self_opponent_settings`), named ``spec``."""
+    """The cell's opponent: a fresh UCI engine, or for ``self:...`` the network itself with plain PUCT (the
+    experiment's ``search`` section at the spec's ``num_simulations``: :func:`self_opponent_settings`), named
+    ``spec``."""
     settings = self_opponent_settings(spec)
     if settings is None:
         return EngineAgent(spec, base.game, seed=config.seed)
@@ -141,10 +151,18 @@ def arm_names(config: ContemptOddsConfig) -> list[str]:
 
 def check_config(config) -> None:
     """Every key, before the run directory is made (and again when :func:`run` is called directly): the keys all
-    contempt launchers read, the games a cell (even: half giving odds as White), the arms, N_scl, the game and odds
-    piece, and the opponent (a ``self:...`` spec, or an engine that is installed)."""
+    contempt launchers read, the search sizes (``simulation_counts``, which the ``search`` section may not name), the
+    games a cell (even: half giving odds as White), the arms, N_scl, the game and odds piece, and the opponent (a
+    ``self:...`` spec, or an engine that is installed)."""
     config = read_config(config)
     check_contempt_config(config)
+    if config.search.get("num_simulations") is not None:
+        raise ValueError("search.num_simulations: contempt-odds searches each cell at one of simulation_counts; "
+                         "give the sizes there (simulation_counts=[N, ...])")
+    if not config.simulation_counts:
+        raise ValueError("simulation_counts is empty: no cell to play")
+    for simulations in config.simulation_counts:
+        check_at_least("simulation_counts", simulations, 1)
     check_game_count("games_per_cell", config.games_per_cell, "half giving odds as White, half as Black")
     arms = arm_names(config)
     if any(arm.startswith("contempt") for arm in arms):
@@ -169,8 +187,8 @@ def plan(config) -> str:
     moves = (plies + 1) // 2  # the most moves one side makes in a game of `plies` plies
     arms = arm_names(config)
     programs = [arm_agent(planned.base, arm, simulations, config).planned_program(half, 2 * moves)
-                for simulations in config.num_simulations for arm in arms]
-    cells = len(config.num_simulations) * len(arms)
+                for simulations in config.simulation_counts for arm in arms]
+    cells = len(config.simulation_counts) * len(arms)
     self_opponent = self_opponent_settings(config.opponent) is not None  # an engine is not a JAX program
     if self_opponent:
         programs.append(opponent_agent(config.opponent, planned.base, config).planned_program(half, cells * 2 * moves))
@@ -178,9 +196,9 @@ def plan(config) -> str:
                                                                     jax.ShapeDtypeStruct((half,), jax.numpy.int32)))
     programs.append(PlannedProgram(cost, cells * 2 * plies, f"one ply of {half} games"))
     notes = [
-        f"{cells} cells = {len(config.num_simulations)} search sizes × {len(arms)} arms; each {2 * half} games giving "
-        f"{config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network moves on "
-        f"every other ply: ≤ {2 * moves} searches a cell (upper bounds: every game lasting {plies} plies)",
+        f"{cells} cells = {len(config.simulation_counts)} search sizes × {len(arms)} arms; each {2 * half} games "
+        f"giving {config.odds_piece} odds in two lock-step batches of {half} (as White, then as Black); the network "
+        f"moves on every other ply: ≤ {2 * moves} searches a cell (upper bounds: every game lasting {plies} plies)",
         f"network: {planned.source}",
         (f"the opponent {config.opponent}: the network itself, ≤ {2 * moves} searches a cell" if self_opponent
          else f"not planned: the opponent {config.opponent}, ≤ {cells * 2 * half * (plies // 2)} moves")
@@ -204,7 +222,7 @@ def run(config, workdir: pathlib.Path) -> dict:
     game = make_game(config.game)
     base = functools.cache(functools.partial(load_search_agent, network, {"name": "base"}, game))  # once, if played
     key = jax.random.key(config.seed)
-    settings = {f"{arm}-{simulations}": (arm, simulations) for simulations in config.num_simulations for arm in arms}
+    settings = {f"{arm}-{simulations}": (arm, simulations) for simulations in config.simulation_counts for arm in arms}
     pairings = [Pairing(label, config.opponent, games, key=jax.random.fold_in(key, simulations), label=label)
                 for label, (arm, simulations) in settings.items()]
 

@@ -50,11 +50,10 @@ def settings(config: ContemptSelfplayConfig) -> list[dict]:
 
 
 def setting_selfplay(config: ContemptSelfplayConfig, base_search, setting: dict) -> tuple:
-    """``(search, selfplay)`` configs of a setting: the base search at the experiment's simulations, kind and PUCT
-    rule (``selection``), root noise off, the setting's rules; one lane per game for ``max_game_plies`` plies with its
-    temperature schedule."""
-    search = arm_search(base_search, num_simulations=config.num_simulations, kind=config.kind,
-                        selection=config.selection, sc_limit=setting["sc_limit"])
+    """``(search, selfplay)`` configs of a setting: the base search with the experiment's ``search`` section (its
+    simulations, kind and PUCT rule ``selection``), root noise off, the setting's rules; one lane per game for
+    ``max_game_plies`` plies with its temperature schedule."""
+    search = arm_search(base_search, config.search, sc_limit=setting["sc_limit"])
     selfplay = SelfPlayConfig(num_games=config.games, plies_per_iteration=config.max_game_plies,
                               max_game_plies=config.max_game_plies, temperature_schedule="moves",
                               **temperature_settings(config, setting["temperature"]))
@@ -150,7 +149,8 @@ def plan(config) -> str:
     planned = experiment_network(config, base_run_config(config))
     base = planned.base
     rows = settings(config)
-    games, plies, simulations = config.games, config.max_game_plies, config.num_simulations
+    games, plies = config.games, config.max_game_plies
+    simulations = arm_search(base.search_config, config.search, sc_limit=None).num_simulations
     programs = []
     for kind, group in (("search-contempt", [row for row in rows if row["sc_limit"] is not None]),
                         ("PUCT", [row for row in rows if row["sc_limit"] is None])):

@@ -3,10 +3,9 @@ the keys they all read (:func:`check_contempt_config`)."""
 
 from __future__ import annotations
 
-from contempt_search.experiment import holds_checkpoint, temperature_settings
-from zerolab import check_at_least, check_choice
+from contempt_search.experiment import arm_search, holds_checkpoint, temperature_settings
+from zerolab import SearchConfig, check_at_least
 from experiments.configs import load_config
-from zerolab.search import SEARCH_KINDS, SELECTIONS
 from zerolab.training import check_training_config
 
 
@@ -21,16 +20,13 @@ def base_run_config(config):
 
 
 def check_contempt_config(config) -> None:
-    """The keys every search-contempt launcher reads, checked before its run directory is made: the search's kind and
-    PUCT rule, its simulations (an int or a list), N_scl values, the game cap, the named temperatures, and the base
-    network (``network`` holding a checkpoint, or a ``base_config`` whose training config passes the core's checks).
-    ``config`` is a launcher's typed config (or a ConfigDict); the keys a launcher lacks (``sc_limits``,
+    """The keys every search-contempt launcher reads, checked before its run directory is made: the agents' ``search``
+    section (each value was checked when the config was read; here the arms' search it makes from a default one, which
+    refuses lc0's PUCT rule with Gumbel and the keys the arms set themselves), the game cap, N_scl values, the named
+    temperatures, and the base network (``network`` holding a checkpoint, or a ``base_config`` whose training config
+    passes the core's checks).  ``config`` is a launcher's typed config; the keys a launcher lacks (``sc_limits``,
     ``sc_limit``, ``puct_temperatures``) are skipped.  A bad value is a ValueError naming the key."""
-    check_choice("kind", config.kind, SEARCH_KINDS)
-    check_choice("selection", config.selection, SELECTIONS)
-    simulations = config.num_simulations
-    for value in (simulations if isinstance(simulations, (list, tuple)) else [simulations]):
-        check_at_least("num_simulations", value, 1)
+    arm_search(SearchConfig(), config.search, sc_limit=None)
     check_at_least("max_game_plies", config.max_game_plies, 1)
     for value in getattr(config, "sc_limits", ()):
         check_at_least("sc_limits", value, 1)

@@ -13,7 +13,8 @@ runs/contempt-selfplay-tau-lc0 "sc_limits=[5]" 'puct_temperatures=["2.0","4.0","
 τ above 1 included: the τ2 schedule reached only 0.20 against contempt's 1.25 in the first evidence run); 400 games in 8
 resumable blocks, capped at 256 plies (pgx's own Gardner limit; the tiny preset's 100-ply cap ended 11 of 64 games as
 draws).  The first evidence match (contempt N_scl 1 against PUCT τ2, mctx's PUCT) is in contempt_search/README.md.
-``selection``: PUCT's rule in both arms, mctx's in the tiny preset, lc0's in the evidence and paper presets.
+``search``: both arms' search, SearchConfig's keys (``search.num_simulations``, ``search.kind``);
+``search.selection``: PUCT's rule in both arms, mctx's in the tiny preset, lc0's in the evidence and paper presets.
 ``puct_temperature`` (``tau1``, ``tau2`` or a constant) and ``sc_limit`` (> 0) choose the settings by hand.
 """
 
@@ -24,7 +25,7 @@ import dataclasses
 import ml_collections
 
 from contempt_search import TEMPERATURE_SCHEDULES, BaseNetworkConfig
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -37,9 +38,9 @@ class ContemptMatchConfig(BaseNetworkConfig):
     equal_decisiveness: bool = False  # True: PUCT's setting is the one nearest the chosen contempt setting's (w+l)/d
     puct_temperature: str = ""  # "" = chosen from selfplay_run
     sc_limit: int = 0  # 0 = chosen from selfplay_run
-    num_simulations: int = 32
-    kind: str = "muzero"
-    selection: str = "mctx"  # PUCT's rule in both arms: mctx's, or lc0's ("lc0": the evidence and paper presets)
+    # both arms' search (zerolab.SearchChanges, SearchConfig's keys): its selection is PUCT's rule in both arms,
+    # mctx's or lc0's ("lc0": the evidence and paper presets)
+    search: SearchChanges = SearchChanges.of(num_simulations=32, kind="muzero", selection="mctx")
     # τ schedules over full moves: (start, delay, decay, end, cutoff), as in contempt-selfplay
     # (contempt_search.TEMPERATURE_SCHEDULES, one field a schedule)
     tau1: list[float] = dataclasses.field(default_factory=lambda: list(TEMPERATURE_SCHEDULES["tau1"]))
@@ -56,11 +57,11 @@ def read_config(config: ml_collections.ConfigDict) -> ContemptMatchConfig:
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict(dataclasses.asdict(ContemptMatchConfig()))
+    config = ml_collections.ConfigDict(section_dict(ContemptMatchConfig()))
     if preset == "tiny":
         return config
     if preset == "evidence":
-        config.selection = "lc0"
+        config.search.selection = "lc0"
         config.selfplay_run = "runs/contempt-selfplay-tau-lc0"
         config.sc_limit = 5
         config.equal_decisiveness = True
@@ -73,8 +74,8 @@ def get_config(preset: str = "tiny"):
         config.base_config = ""
         config.base_overrides = []
         config.target_ratio = 1.38
-        config.selection = "lc0"
-        config.num_simulations = 1000
+        config.search.selection = "lc0"
+        config.search.num_simulations = 1000
         config.games = 400
         config.max_game_plies = 512
         return config

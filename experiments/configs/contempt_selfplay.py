@@ -10,9 +10,10 @@ about 40 minutes on a 2-core CPU, over the 20-minute bound.  ``paper``: 8×8 fro
 games were capped and counted as draws, which hid how decisive the settings are), 128 games per setting, for the
 settings the tiny run left open: search-contempt at N_scl 1, 5 and 10 against PUCT with τ1 and with τ2 (a setting
 takes about 13 minutes on a loaded 2-core CPU).
-``selection``: PUCT's rule in every setting (contempt's nodes not frozen use it too), mctx's in the tiny preset, lc0's
-(the search the paper ran) in the evidence and paper presets; the evidence rows reported in contempt_search/README.md
-were played with mctx's rule (``selection=mctx`` replays them).
+``search``: every setting's search, SearchConfig's keys (``search.num_simulations``, ``search.kind``).
+``search.selection``: PUCT's rule in every setting (contempt's nodes not frozen use it too), mctx's in the tiny preset,
+lc0's (the search the paper ran) in the evidence and paper presets; the evidence rows reported in
+contempt_search/README.md were played with mctx's rule (``search.selection=mctx`` replays them).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import dataclasses
 import ml_collections
 
 from contempt_search import TEMPERATURE_SCHEDULES, BaseNetworkConfig
-from zerolab import section_dataclass
+from zerolab import SearchChanges, section_dataclass, section_dict
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -30,9 +31,9 @@ class ContemptSelfplayConfig(BaseNetworkConfig):
     """contempt-selfplay's keys, their types and the tiny preset's values: :func:`get_config` is built from it and the
     launcher reads its config through it (:func:`read_config`), once, at each hook."""
 
-    num_simulations: int = 32
-    kind: str = "muzero"
-    selection: str = "mctx"  # PUCT's rule in every setting: mctx's, or lc0's ("lc0": the evidence and paper presets)
+    # every setting's search (zerolab.SearchChanges, SearchConfig's keys): its selection is PUCT's rule in every
+    # setting, mctx's or lc0's ("lc0": the evidence and paper presets)
+    search: SearchChanges = SearchChanges.of(num_simulations=32, kind="muzero", selection="mctx")
     sc_limits: list[int] = dataclasses.field(default_factory=lambda: [1, 2, 5, 10, 16])
     # a schedule's name or a constant τ
     puct_temperatures: list[str] = dataclasses.field(default_factory=lambda: ["tau1", "tau2", "0.3", "0.6", "1.0"])
@@ -53,11 +54,11 @@ def read_config(config: ml_collections.ConfigDict) -> ContemptSelfplayConfig:
 
 
 def get_config(preset: str = "tiny"):
-    config = ml_collections.ConfigDict(dataclasses.asdict(ContemptSelfplayConfig()))
+    config = ml_collections.ConfigDict(section_dict(ContemptSelfplayConfig()))
     if preset == "tiny":
         return config
     if preset == "evidence":
-        config.selection = "lc0"
+        config.search.selection = "lc0"
         config.network = "runs/contempt-base"
         config.games = 128
         config.max_game_plies = 256
@@ -68,8 +69,8 @@ def get_config(preset: str = "tiny"):
         config.network = ""
         config.base_config = ""
         config.base_overrides = []
-        config.num_simulations = 1000
-        config.selection = "lc0"
+        config.search.num_simulations = 1000
+        config.search.selection = "lc0"
         config.sc_limits = [1, 2, 5, 10, 32]
         config.games = 100
         config.max_game_plies = 512

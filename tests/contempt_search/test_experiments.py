@@ -18,7 +18,7 @@ def test_contempt_selfplay_settings_and_schedules(preset):
     largest = {"tiny": 16, "paper": 32}[preset]  # every N_scl below the simulations, so each can freeze a node
     assert names == ["contempt1-tau1", "contempt2-tau1", "contempt5-tau1", "contempt10-tau1", f"contempt{largest}-tau1",
                      "puct-tau1", "puct-tau2", "puct-0.3", "puct-0.6", "puct-1.0"]
-    assert max(config.sc_limits) < config.num_simulations
+    assert max(config.sc_limits) < config.search.num_simulations
     assert temperature_settings(config, "tau2") == {"temperature": 0.9, "temperature_delay_moves": 20,
                                                     "temperature_decay_moves": 60, "temperature_end": 0.6,
                                                     "temperature_cutoff_moves": 40}
@@ -33,18 +33,19 @@ def test_contempt_selfplay_settings_and_schedules(preset):
 @pytest.mark.parametrize("preset", ["tiny", "paper"])
 def test_contempt_odds_configs_build(preset):
     config = load_config("contempt-odds", preset)
-    assert config.sc_limit >= 1 and len(config.num_simulations) == 3 and config.games_per_cell % 2 == 0
-    assert config.kind == "muzero"
+    assert config.sc_limit >= 1 and len(config.simulation_counts) == 3 and config.games_per_cell % 2 == 0
+    assert config.search.kind == "muzero"
 
 
 def test_the_contempt_odds_evidence_preset_plays_the_calibrated_opponent_and_tiny_stays_small():
     from experiments.contempt_odds import self_opponent_settings
 
     evidence = load_config("contempt-odds", "evidence")
-    assert (evidence.odds_piece, evidence.opponent, list(evidence.num_simulations), evidence.games_per_cell) == (
+    assert (evidence.odds_piece, evidence.opponent, list(evidence.simulation_counts), evidence.games_per_cell) == (
         "knight", "fairy-stockfish:skill=-4", [64, 128], 256)
     tiny = load_config("contempt-odds", "tiny")
-    assert (tiny.opponent, list(tiny.num_simulations), tiny.games_per_cell) == ("fairy-stockfish:skill=-20", [8, 32, 128], 32)
+    assert (tiny.opponent, list(tiny.simulation_counts), tiny.games_per_cell) == (
+        "fairy-stockfish:skill=-20", [8, 32, 128], 32)
     sharper = load_config("contempt-odds", "evidence", ["opponent=self:num_simulations=5,temperature=1"])
     assert self_opponent_settings(sharper.opponent) == (sharper.sc_limit, "1.0")  # the opponent N_scl 5 models
 
@@ -63,24 +64,27 @@ def test_contempt_odds_arms_name_the_cells_and_reject_unknown_arms():
 def test_the_evidence_and_paper_presets_search_with_lc0s_puct_in_both_arms(name):
     """Tiny presets keep mctx's PUCT; evidence and paper presets give lc0's to the PUCT arm and to contempt's (whose
     nodes not frozen select with it), as the search settings the experiment builds from a Gumbel base run."""
+    import importlib
+
     from zerolab.search import SearchConfig
 
+    read_config = importlib.import_module("experiments.configs." + name.replace("-", "_")).read_config
     base = SearchConfig()  # the base network's run searches with Gumbel (the quickstart)
     for preset, selection in (("tiny", "mctx"), ("evidence", "lc0"), ("paper", "lc0")):
         config = load_config(name, preset)
-        assert config.selection == selection
+        assert config.search.selection == selection
         if name == "contempt-odds":
             from experiments.contempt_odds import arm_search_config
 
-            searches = [arm_search_config(arm, 32, config, base) for arm in ("puct", "contempt5")]
+            searches = [arm_search_config(arm, 32, read_config(config), base) for arm in ("puct", "contempt5")]
         elif name == "contempt-match":
             from experiments.contempt_match import setting_search
 
-            searches = [setting_search({"sc_limit": limit}, config, base) for limit in (None, 5)]
+            searches = [setting_search({"sc_limit": limit}, read_config(config), base) for limit in (None, 5)]
         else:
             from experiments.contempt_selfplay import setting_selfplay, settings
 
-            searches = [setting_selfplay(config, base, setting)[0] for setting in settings(config)]
+            searches = [setting_selfplay(read_config(config), base, setting)[0] for setting in settings(config)]
         assert {(search.kind, search.selection) for search in searches} == {("muzero", selection)}
         assert {search.rules for search in searches} == {"", "contempt_search.rules:contempt_rules"}
 
@@ -97,14 +101,16 @@ def test_the_paper_preset_asks_for_a_converted_maia_run(tmp_path):
 
 def test_the_evidence_match_pairs_contempt5_with_the_equally_decisive_puct_setting():
     evidence = load_config("contempt-match", "evidence")
-    assert (evidence.sc_limit, evidence.equal_decisiveness, evidence.games, evidence.selection) == (5, True, 400, "lc0")
+    assert (evidence.sc_limit, evidence.equal_decisiveness, evidence.games, evidence.search.selection) == (
+        5, True, 400, "lc0")
     assert evidence.selfplay_run == "runs/contempt-selfplay-tau-lc0" and not evidence.puct_temperature
     assert not load_config("contempt-match", "tiny").equal_decisiveness
 
 
 def test_the_paper_presets_of_match_and_train_have_the_paper_settings():
     match = load_config("contempt-match", "paper")
-    assert (match.num_simulations, match.games, match.target_ratio, match.kind) == (1000, 400, 1.38, "muzero")
+    assert (match.search.num_simulations, match.games, match.target_ratio, match.search.kind) == (
+        1000, 400, 1.38, "muzero")
     assert list(match.tau1) == [0.7, 0, 5, 0.1, 0] and list(match.tau2) == [0.9, 20, 60, 0.6, 40]
     assert load_config("contempt-match", "tiny").target_ratio == 1.0
     train = load_config("contempt-train", "paper")

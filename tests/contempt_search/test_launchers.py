@@ -18,7 +18,7 @@ def test_selfplay_and_match_run_end_to_end_and_reruns_play_nothing_again(tmp_pat
     network = tmp_path / "base"
     train.run(load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=4", "model.num_blocks=1",
                                                   "iterations=0", "progress=False"]), network)
-    toy = [f"network={network}", "num_simulations=4", "max_game_plies=6", "progress=False"]
+    toy = [f"network={network}", "search.num_simulations=4", "max_game_plies=6", "progress=False"]
     selfplay_config = load_config("contempt-selfplay", "tiny", toy + ["sc_limits=[1]", "puct_temperatures=['tau2']",
                                                                       "games=4"])
     selfplay = contempt_selfplay.run(selfplay_config, tmp_path / "selfplay")

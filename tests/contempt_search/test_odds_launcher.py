@@ -13,7 +13,7 @@ import jax
 import ml_collections
 import pytest
 
-from zerolab.search import SearchConfig
+from zerolab.search import SearchChanges, SearchConfig
 
 from experiments.__main__ import main
 from zerolab.training import train
@@ -26,9 +26,8 @@ def test_contempt_odds_plays_both_arms_with_odds_and_a_rerun_plays_nothing(tmp_p
     network = tmp_path / "base"
     train.run(load_config("quickstart", "tiny", ["model.name=resnet", "model.channels=4", "model.num_blocks=1",
                                                   "iterations=0", "progress=False"]), network)
-    command = ["run", "contempt-odds", "--workdir", str(tmp_path / "odds"), f"network={network}", "num_simulations=[4]",
-               "sc_limit=1", "games_per_cell=2", "max_game_plies=6",
-               "progress=False"]
+    command = ["run", "contempt-odds", "--workdir", str(tmp_path / "odds"), f"network={network}",
+               "simulation_counts=[4]", "sc_limit=1", "games_per_cell=2", "max_game_plies=6", "progress=False"]
     capsys.readouterr()
     assert main(command) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -122,7 +121,7 @@ def test_the_self_opponent_is_the_network_with_plain_puct_sampling_its_visits(ga
     base = SearchAgent("base", gardner_game, "network", "variables",
                        SearchConfig(dirichlet_fraction=0.25))  # the run's own search, noise on
     monkeypatch.setattr(contempt_odds, "EngineAgent", lambda spec, game, seed: ("engine", spec, seed))
-    config = types.SimpleNamespace(kind="muzero", selection="lc0", seed=3, sc_limit=5)
+    config = types.SimpleNamespace(search=SearchChanges.of(kind="muzero", selection="lc0"), seed=3, sc_limit=5)
     spec = "self:num_simulations=5,temperature=1"
     opponent = contempt_odds.opponent_agent(spec, base, config)
     search = opponent.search_config

@@ -70,8 +70,11 @@ METHOD_BAD_VALUES = [
     ("sai-go-gnugo", "network=/nonexistent/run", "network='/nonexistent/run': no checkpoint there; train one first"),
     ("contempt-odds", "odds_piece=king", "odds piece must be one of ['bishop', 'knight', 'queen', 'rook'], got 'king'"),
     ("contempt-odds", "opponent=bogus:skill=1", "opponent='bogus:skill=1': neither a run directory nor an engine"),
-    ("contempt-odds", "selection=lc1", "selection must be one of 'mctx', 'lc0', got 'lc1' (did you mean 'lc0'?)"),
-    ("contempt-odds", "num_simulations=[8,0]", "num_simulations must be at least 1, got 0"),
+    ("contempt-odds", "search.selection=lc1",
+     "contempt-odds.search.selection must be one of 'mctx', 'lc0', got 'lc1' (did you mean 'lc0'?)"),
+    ("contempt-odds", "simulation_counts=[8,0]", "simulation_counts must be at least 1, got 0"),
+    ("contempt-odds", "search.num_simulations=16", "search.num_simulations: contempt-odds searches each cell at one of "
+                                                   "simulation_counts"),
     ("contempt-odds", "games_per_cell=3", "games_per_cell must be an even number of at least 2, got 3 (half giving "
                                           "odds as White, half as Black)"),
     ("contempt-selfplay", "sc_limits=[0]", "sc_limits must be at least 1, got 0"),
