@@ -27,8 +27,8 @@ from zerolab.lazy import lazy_surface
 
 if TYPE_CHECKING:
     from zerolab.config import (
-        ConfigError, apply_overrides, check_at_least, check_choice, default_config, from_json, section_dataclass,
-        section_dict, to_json,
+        ConfigError, apply_overrides, check_at_least, check_choice, from_json, section_dataclass, section_dict,
+        to_json,
     )
     from zerolab.devices import (
         check_divisible, jit_step, make_mesh, replicate, replicated, request_host_devices, shard_host_batch,
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from zerolab.search import SearchChanges, SearchConfig, SearchRules, Tree, masked_logits, run_search
     from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn, standard_lane_rule
     from zerolab.training import (
-        Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, format_programs, train,
+        Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, default_config, format_programs, train,
     )
     from zerolab.engines import EngineError, UCIEngine, find_engine
     from zerolab.play import Agent, PolicyAgent, SearchAgent, lanes_to_answer

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import ml_collections
 
-from zerolab import ConfigError, SearchChanges, apply_overrides
+from zerolab import ConfigError, apply_overrides
 
 PRESETS = ("tiny", "paper")  # every config has these
 #: Presets some configs have: ``evidence``, the runs whose effects a README reports ± se.
@@ -42,8 +42,17 @@ def load_config(name: str, preset: str = "tiny", overrides: Iterable[str] = ()) 
                           f"{', '.join(OPTIONAL_PRESETS)}") from None
     config = ml_collections.ConfigDict(config)
     config.lock()
-    apply_overrides(config, overrides, may_add=SearchChanges.names_a_key)  # any search key in a ``search`` section
+    apply_overrides(config, overrides, may_add=names_a_search_key)
     return config
+
+
+def names_a_search_key(dotted_key: str) -> bool:
+    """Whether ``dotted_key``, which the config does not hold, names a search's key in a ``search`` section
+    (:meth:`zerolab.SearchChanges.names_a_key`): any search key may be given there.  Imported here, for the keys a
+    config does not hold, so that loading a config imports no JAX."""
+    from zerolab import SearchChanges
+
+    return SearchChanges.names_a_key(dotted_key)
 
 
 __all__ = ["OPTIONAL_PRESETS", "PRESETS", "config_module_name", "load_config"]

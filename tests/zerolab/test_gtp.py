@@ -106,7 +106,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def go_run(tmp_path_factory):
     """A tiny trained 7×7 Go run directory (one iteration)."""
-    from zerolab.config import default_config
+    from zerolab.training.runs import default_config
     from zerolab.training import train
 
     config = default_config()

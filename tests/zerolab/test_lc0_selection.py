@@ -125,7 +125,7 @@ def test_selection_is_a_search_config_field():
     changed = config.with_overrides({"selection": "lc0", "lc0_cpuct": "2", "lc0_fpu_reduction": "0.5"})
     assert (changed.selection, changed.lc0_cpuct, changed.lc0_fpu_reduction) == ("lc0", 2.0, 0.5)
     assert (changed.lc0_cpuct_base, changed.lc0_cpuct_factor) == (CPUCT_BASE, CPUCT_FACTOR)
-    from zerolab.config import default_config
+    from zerolab.training.runs import default_config
 
     assert SearchConfig.from_config(default_config().search) == SearchConfig()
     with pytest.raises(ValueError, match="search.selection must be one of 'mctx', 'lc0', got 'leela'"):

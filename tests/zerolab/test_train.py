@@ -25,7 +25,7 @@ from zerolab.training import train
 from zerolab.training.checkpoint import Checkpointer, UnreadableCheckpointError
 from zerolab.training.run_directory import ConfigConflictError
 from zerolab.training.run_owner import OWNER_FILE, RunDirectoryOwner
-from zerolab.config import default_config
+from zerolab.training.runs import default_config
 from experiments.configs import load_config
 from zerolab.games import make_game
 from zerolab.games.pgn import replay_moves

@@ -775,7 +775,7 @@ def zerolab_uci(*arguments):
 def config_only_run(directory, game="chess", steps=(0, 1)):
     """A run directory with its ``config.json`` and empty checkpoint step directories: what the launch check reads."""
     from zerolab.config import to_json
-    from zerolab.config import default_config
+    from zerolab.training.runs import default_config
 
     config = default_config()
     config.game.name = game
@@ -852,7 +852,7 @@ def test_uci_command_refuses_bad_input_at_launch_in_one_line(tmp_path):
 @pytest.fixture(scope="module")
 def chess_run(tmp_path_factory):
     """A tiny 8x8 chess run trained for one iteration (ResNet, 4 channels, 1 block, PUCT search)."""
-    from zerolab.config import default_config
+    from zerolab.training.runs import default_config
     from zerolab.training import train
 
     config = default_config()

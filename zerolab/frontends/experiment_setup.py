@@ -9,9 +9,9 @@ from typing import Any
 
 import ml_collections
 
-from zerolab.config import default_config
 from zerolab.devices import use_compilation_cache
 from zerolab.training.run_directory import record_run_config
+from zerolab.training.runs import default_config
 
 
 def prepare_experiment(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> pathlib.Path:

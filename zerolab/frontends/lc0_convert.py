@@ -23,7 +23,7 @@ LC0_NETWORK_NAME = "zerolab.networks.lc0.network:make_lc0"
 
 def lc0_run_config(weights_path: pathlib.Path, architecture: dict[str, int]) -> ml_collections.ConfigDict:
     """The training defaults with the lc0 game and network (``game.name='chess:lc0'``)."""
-    from zerolab.config import default_config
+    from zerolab.training.runs import default_config
 
     config = default_config()
     config.game.name = LC0_GAME_NAME

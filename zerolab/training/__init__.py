@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         PlannedProgram, abstract_states, compile_cost, evaluation_flops, evaluations_per_search, format_programs,
     )
     from zerolab.training.rates import check_accelerator
-    from zerolab.training.runs import RunConfig, check_training_config
+    from zerolab.training.runs import RunConfig, check_training_config, default_config
     from zerolab.training.trained_variables import load_trained_variables
     from zerolab.training import train
     from zerolab.training.replay import FrameWindow
@@ -36,9 +36,9 @@ __all__ = [
     "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram", "RunConfig",
     "RunDirectoryBusyError", "RunDirectoryError", "RunDirectoryOwner", "TrainingInterrupted", "abstract_states",
     "alphazero_loss", "check_accelerator", "check_run_config", "check_run_directory", "check_training_config",
-    "compile_cost", "config_changes_allowed", "evaluation_flops", "evaluations_per_search", "file_system_error",
-    "format_plan", "format_programs", "growing_leaves", "interrupt_on_sigterm", "interruption_report",
-    "load_trained_variables", "plan_training_run", "read_window", "record_run_config", "resolve_checkpoint",
-    "step_directories", "train"
+    "compile_cost", "config_changes_allowed", "default_config", "evaluation_flops", "evaluations_per_search",
+    "file_system_error", "format_plan", "format_programs", "growing_leaves", "interrupt_on_sigterm",
+    "interruption_report", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
+    "resolve_checkpoint", "step_directories", "train"
 ]
 __getattr__, __dir__ = lazy_surface(__name__)

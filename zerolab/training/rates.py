@@ -100,7 +100,7 @@ def reference_flops_per_item(rate: MeasuredRate) -> float:
     a rate was measured with, from its compiled forward pass or training step."""
     if rate not in _REFERENCE_FLOPS:
         from zerolab.config import ConfigDict
-        from zerolab.config import default_config
+        from zerolab.training.runs import default_config
 
         config = default_config()
         config.game.name = rate.game

@@ -1,4 +1,5 @@
-"""What a run is built from: :class:`Components` — the game, the network, the search and its rules, the self-play
+"""What a run is built from: its config's keys and their defaults (:func:`default_config`, which experiment configs
+start from), and :class:`Components` — the game, the network, the search and its rules, the self-play
 sizes, the method, the replay window and the training settings — read from the config once at the entry, and the
 checks of a training config before anything is made or written (:func:`check_training_config`,
 :func:`check_search_fits`).
@@ -17,6 +18,7 @@ from typing import Any
 
 import flax.linen as nn
 import jax
+import ml_collections
 import numpy as np
 import optax
 
@@ -34,6 +36,66 @@ from zerolab.training.train_state import TrainConfig, make_optimizer
 logger = logging.getLogger(__name__)
 
 
+def default_config() -> ml_collections.ConfigDict:
+    """The base config of a training run; experiment configs start from it."""
+    return ml_collections.ConfigDict(
+        {
+            "seed": 0,
+            "iterations": 10,
+            "game": {"name": "gardner_chess", "go_size": 7, "komi": 7.5},
+            # dtype: what the network computes in, float32 | bfloat16 (parameters and everything else stay float32)
+            "model": {"name": "resnet", "channels": 64, "num_blocks": 5, "dtype": "float32"},
+            "search": {
+                "kind": "gumbel",
+                "num_simulations": 32,
+                "max_depth": None,
+                "max_num_considered_actions": 16,
+                "gumbel_scale": 1.0,
+                "dirichlet_alpha": 0.3,
+                "dirichlet_fraction": 0.25,
+                "pb_c_init": 1.25,
+                "pb_c_base": 19652.0,
+                "selection": "mctx",  # PUCT's rule: mctx's, or "lc0" (lc0's PUCT with the lc0_* parameters)
+                "lc0_cpuct": 1.745,
+                "lc0_cpuct_base": 38739.0,
+                "lc0_cpuct_factor": 3.894,
+                "lc0_fpu_reduction": 0.330,
+                "rules": "",  # "package.module:factory" of a SearchRules variant; empty: the standard search
+                "rule_options": {},  # keyword arguments of that factory
+            },
+            "selfplay": {
+                "num_games": 64,
+                "plies_per_iteration": 64,
+                "max_game_plies": 256,
+                "temperature_plies": 0,
+                "temperature": 1.0,
+                "temperature_schedule": "plies",  # or "moves" (lc0's; see zerolab.selfplay.types.SelfPlayConfig)
+                "temperature_delay_moves": 0,
+                "temperature_decay_moves": 0,
+                "temperature_end": 0.0,
+                "temperature_cutoff_moves": 0,
+                # GiB one device's self-play may take; a device whose games do not fit plays them in chunks.
+                # None: the device's own memory where the backend reports it (GPU, TPU), no chunks on the CPU.
+                "device_memory_gib": None,
+                # a call logs its progress every this many plies; None: every eighth of a call of 256 plies or more
+                "progress_plies": None,
+            },
+            "method": "",  # "package.module:factory" of a zerolab.training.method.Method; empty: AlphaZero
+            "method_options": {},  # keyword arguments of that factory
+            "replay": {"window_size": 100_000, "mode": "sample"},
+            # optimizer: adam | sgd_nesterov (momentum: its Nesterov momentum); see zerolab.training.train_state.make_optimizer
+            "train": {"learning_rate": 1e-3, "batch_size": 256, "epochs_per_iteration": 1.0, "l2_weight": 0.0,
+                      "optimizer": "adam", "momentum": 0.9},
+            "checkpoint": {"keep": 3, "keep_period": 10},  # keep_period also keeps step 0, the initial network
+            "init_from": "",  # a run or checkpoint directory whose network variables start this run
+            "progress": True,
+            # JAX's persistent compilation cache: a rerun or resume reads its compiled programs back ("": none; a
+            # cache JAX was already given, e.g. by JAX_COMPILATION_CACHE_DIR, is kept)
+            "compilation_cache": "~/.cache/zerolab/jax-compilation",
+        }
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckpointConfig:
     """A run's ``checkpoint`` section: the newest ``keep`` checkpoints are kept, and every ``keep_period``-th step
@@ -45,7 +107,7 @@ class CheckpointConfig:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """A training run's own keys, typed (the top level of :func:`zerolab.config.default_config` and its
+    """A training run's own keys, typed (the top level of :func:`default_config` and its
     ``checkpoint`` section); the sections of its components are read by their own classes, and any key a launcher
     adds is left to the launcher.  Keys absent (configs of older runs) keep these defaults."""
 
