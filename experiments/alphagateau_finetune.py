@@ -35,7 +35,6 @@ variables: the graph, not the parameters, carries the board size.
 
 from __future__ import annotations
 
-import functools
 import pathlib
 from typing import Any
 
@@ -50,7 +49,7 @@ from zerolab.evaluation import (
     PairingRecord,
     RunComparison,
     TrainedRun,
-    checkpoint_agent,
+    checkpoint_loader,
     play_pairings,
 )
 from zerolab.frontends import prepare_experiment, training_config
@@ -145,8 +144,7 @@ def play_head_to_head(config: ml_collections.ConfigDict, comparison: RunComparis
     if scratch is not None:
         scratch_name = f"{scratch.name}@{scratch.last_step}"
         checkpoints[scratch_name] = (scratch, scratch.last_step)
-    loaders = {name: functools.partial(checkpoint_agent, run.directory, step, comparison.game, match, name,
-                                       comparison.search_options)
+    loaders = {name: checkpoint_loader(run.directory, step, comparison.game, match, name, comparison.search_options)
                for name, (run, step) in checkpoints.items()}
     _, records = play_pairings(head_to_head_pairings(before, final, games, scratch_name), loaders, comparison.game,
                                comparison.workdir / HEAD_TO_HEAD_DIRECTORY, max_game_plies=match.max_game_plies,

@@ -15,7 +15,6 @@ implies.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
@@ -31,7 +30,7 @@ from zerolab import make_game, train
 from zerolab.evaluation import (
     EvaluationConfig,
     Pairing,
-    checkpoint_agent,
+    checkpoint_loader,
     checkpoint_steps,
     play_pairings,
     run_statistics,
@@ -68,8 +67,8 @@ def play_seed(config: ml_collections.ConfigDict, seed: int, directory: pathlib.P
     evaluation = EvaluationConfig.for_match(config.match)
     games = evaluation.games
     first, second = list(runs)
-    agents = {name: functools.partial(checkpoint_agent, directory / name, checkpoint_steps(directory / name)[-1],
-                                      game, evaluation, name) for name in runs}
+    agents = {name: checkpoint_loader(directory / name, checkpoint_steps(directory / name)[-1], game, evaluation, name)
+              for name in runs}
     _, records = play_pairings([Pairing(first, second, games, key=jax.random.key(1000 + seed))], agents, game,
                                directory, max_game_plies=evaluation.max_game_plies, show_progress=config.progress,
                                event=f"{first} vs {second}, seed {seed}")

@@ -11,13 +11,12 @@ The matches are one schedule of the "train then rate" recipe (:func:`zerolab.eva
 
 from __future__ import annotations
 
-import functools
 import pathlib
 
 import jax
 
 from zerolab import make_game
-from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_agent, train_then_rate
+from zerolab.evaluation import EvaluationConfig, Pairing, checkpoint_loader, train_then_rate
 from zerolab.play import EngineAgent
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity, score_quantity
@@ -46,8 +45,8 @@ def schedule(config, workdir: pathlib.Path, game, steps: list[int]) -> tuple[lis
     final_step = steps[-1]
     if final_step == 0:
         raise ValueError(f"{workdir} holds only the initial checkpoint: nothing to rate (iterations={config.iterations})")
-    agents = {checkpoint_name(step): functools.partial(checkpoint_agent, workdir, step, game, evaluation,
-                                                       checkpoint_name(step)) for step in steps}
+    agents = {checkpoint_name(step): checkpoint_loader(workdir, step, game, evaluation, checkpoint_name(step))
+              for step in steps}
     key = jax.random.key(config.seed + 1)
     pairings = [Pairing(checkpoint_name(step), checkpoint_name(0),
                         evaluation.games if step == final_step else max(2, (evaluation.games // 4) * 2),

@@ -1,5 +1,5 @@
 """A run's checkpoints for rating: which steps to rate (:func:`rated_steps`, :func:`checkpoint_steps`), their
-cumulative training time (:func:`training_wall_seconds`), each one's search agent (:func:`checkpoint_agent`) and the
+cumulative training time (:func:`training_wall_seconds`), each one's search agent (:func:`checkpoint_agent`, loaded when it plays: :func:`checkpoint_loader`) and the
 run's parameters and training costs (:func:`run_statistics`).
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pathlib
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from zerolab.evaluation.rating import EvaluationConfig
@@ -46,6 +46,17 @@ def checkpoint_agent(run_directory: str | pathlib.Path, step: int, game: Game, e
     own), then by ``search_options`` (a search's keys: ``{"kind": "muzero", "rules": ...}``)."""
     options = {"step": step, **(search_options or {}), "name": name}
     return load_search_agent(run_directory, options, game=game, search=evaluation.search)
+
+
+def checkpoint_loader(run_directory: str | pathlib.Path, step: int, game: Game, evaluation: EvaluationConfig,
+                      name: str, search_options: Mapping[str, Any] | None = None) -> Callable[[], SearchAgent]:
+    """What loads :func:`checkpoint_agent` of these arguments when it is called: a match's agent, loaded when it first
+    plays (:class:`~zerolab.evaluation.pairings.Pairing`'s agents)."""
+
+    def load() -> SearchAgent:
+        return checkpoint_agent(run_directory, step, game, evaluation, name, search_options)
+
+    return load
 
 
 def run_statistics(run_directory: str | pathlib.Path) -> dict[str, Any]:
