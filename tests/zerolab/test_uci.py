@@ -1063,3 +1063,32 @@ def test_analysis_goes_on_until_stop_with_multipv_lines_and_go_depth_reaches_its
     final = [info_fields(line) for line in depth_lines if line.startswith("info depth")][-1]
     assert final["depth"] >= 3 and "multipv" not in final
     running.quit()
+
+
+class _TreePrograms:
+    """The engine's compiled programs as the growing tree asks after them: which are compiled, which chunks."""
+
+    def __init__(self, compiled: bool):
+        self.compiled = compiled
+
+    def is_compiled(self, key) -> bool:
+        return self.compiled
+
+    def compiled_chunks(self) -> list[int]:
+        return [16] if self.compiled else []
+
+
+def test_a_timed_move_grows_the_kept_tree_only_once_its_programs_are_compiled_and_analysis_always_does():
+    """A timed PUCT move grows the kept tree only when the tree's programs and a chunk are compiled (else it would
+    compile inside its time: it plays fresh searches); a timed Gumbel move never; analysis (MultiPV above 1, go
+    infinite) grows it whatever is compiled."""
+    from zerolab.frontends.growing_tree import GrowingTree
+
+    timed = SearchBudget(move_time=0.3, time_budget=0.3)
+    for compiled in (False, True):
+        tree = GrowingTree(_TreePrograms(compiled), timing=None, next_key=lambda: None)
+        assert tree.grows(timed, "muzero") is compiled
+        assert tree.grows(timed, "gumbel") is False
+        assert tree.grows(SearchBudget(infinite=True), "gumbel") is True
+        tree.multipv = 2
+        assert tree.grows(timed, "muzero") is True and tree.grows(timed, "gumbel") is True
