@@ -34,7 +34,7 @@ from distill.data.records import read_all, record_path
 from distill.engine import EngineOptions, NeuralScorer, SearchlessEngine
 from distill.evaluate import board_metrics, predictor_scores, summarize_boards
 from distill.train import TrainingSettings, load_trained_predictor, train
-from zerolab import section_dataclass
+from zerolab import ProgramSection, section_dataclass
 
 logger = logging.getLogger(__name__)
 
@@ -246,11 +246,12 @@ def tournament(engines: Mapping[str, SearchlessEngine], book_path: str | pathlib
             "results": [result.to_dict() for result in book.results], "table": book.format_table()}
 
 
-def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapping[str, Any]], title: str) -> str:
-    """The cost plan of training every variant (``python -m experiments plan``): each one's compiled training step
-    and scoring pass.  Data generation and annotation run Stockfish on CPUs and are not planned here."""
+def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapping[str, Any]],
+                  title: str) -> ProgramSection:
+    """The programs of training every variant, a section of ``python -m experiments plan`` titled ``title``: each
+    one's compiled training step and scoring pass.  Data generation and annotation run Stockfish on CPUs and are not
+    planned here."""
     from distill.train import plan_training
-    from zerolab import format_programs
 
     boards = config.evaluate.max_test_positions
     programs = [program for name, overrides in variants.items()
@@ -259,7 +260,7 @@ def plan_variants(config: ml_collections.ConfigDict, variants: Mapping[str, Mapp
     notes = ["not planned: generating and annotating the data (Stockfish on CPU workers), the tournament (batch-1 moves)"]
     if boards <= 0:
         notes.append("evaluate.max_test_positions = 0 scores every test board: their number is the data's")
-    return format_programs(title, programs, notes)
+    return ProgramSection(title, programs, notes)
 
 
 __all__ = ["PreparedData", "cached", "check_config", "data_directory_of", "equal_steps", "evaluate_run", "load_engine",

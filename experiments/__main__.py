@@ -5,9 +5,9 @@
 figures into ``results/NAME/`` to be committed.
 
 ``python -m experiments plan NAME [--preset paper] [--devices N] [--device-memory-gib GIB] [key=value ...]`` compiles
-an experiment's programs ahead of time and prints what they cost; with ``--devices N`` on N emulated CPU devices (a
-pod's shape: memory a device, the chunk a device's self-play games would be played in under the budget, or "does not
-fit").
+an experiment's programs ahead of time and prints what they cost (the sections its launcher declares, formatted
+here); with ``--devices N`` on N emulated CPU devices (a pod's shape: memory a device, the chunk a device's self-play
+games would be played in under the budget, or "does not fit").
 
 On several hosts, start ``run`` once per process with ``--coordinator HOST:PORT --num-processes N --process-id I``
 (or ``--distributed``), as for ``python -m zerolab train``.
@@ -25,6 +25,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from experiments.common.experiment import experiment
 from experiments.configs import OPTIONAL_PRESETS, PRESETS, config_module_name, load_config
@@ -45,6 +46,10 @@ from zerolab.training import (
     interrupt_on_sigterm,
     interruption_report,
 )
+
+if TYPE_CHECKING:
+    from zerolab import ProgramSection
+    from zerolab.training import RunPlan
 
 
 def available_experiments() -> list[str]:
@@ -235,27 +240,36 @@ def emulate_cpu_devices(count: int, argv: list[str]) -> int | None:
     return subprocess.run([sys.executable, "-m", "experiments", *argv], env=environment).returncode
 
 
+def format_section(section: RunPlan | ProgramSection, accelerator: str) -> str:
+    """One section of a plan as text: a core training run's plan (a :class:`zerolab.training.RunPlan`, its time
+    estimates on ``accelerator``) or an experiment's own programs (a :class:`zerolab.ProgramSection`)."""
+    from zerolab.training import RunPlan, format_plan, format_programs
+
+    return format_plan(section, accelerator) if isinstance(section, RunPlan) else format_programs(section)
+
+
 def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: str, num_devices: int | None = None,
                     device_memory_gib: float | None = None) -> int:
-    """``python -m experiments plan NAME``: the experiment's declared ``plan`` where it has one (experiments whose
-    programs are not the core's training loop; on one device, unless it ``plans_pod_shape``: then at
-    ``num_devices`` and ``device_memory_gib`` as well), else each training run's programs
-    (:func:`zerolab.training.plan_training_run`: on ``num_devices`` CPU devices where given, under a budget of
-    ``device_memory_gib`` a device), compiled and printed."""
-    from zerolab.training import check_accelerator, format_plan, plan_training_run
+    """``python -m experiments plan NAME``: the sections the experiment declares (its ``programs``: experiments whose
+    programs are not the core's training loop; on one device, unless it ``plans_pod_shape``: then at ``num_devices``
+    and ``device_memory_gib`` as well), else each training run's programs (:func:`zerolab.training.plan_training_run`:
+    on ``num_devices`` CPU devices where given, under a budget of ``device_memory_gib`` a device), compiled, formatted
+    (:func:`format_section`) and printed."""
+    from zerolab.training import check_accelerator, plan_training_run
 
     try:
         check_accelerator(accelerator)
         config = load_config(name, preset, overrides)
         declared = experiment(name)
-        if declared.plan is not None:  # an experiment of other programs than the core's training loop
+        if declared.programs is not None:  # an experiment of other programs than the core's training loop
             if declared.plans_pod_shape:  # it plans a core training run too
-                print(declared.plan(config, num_devices=num_devices, device_memory_gib=device_memory_gib), flush=True)
-                return 0
-            if num_devices is not None or device_memory_gib is not None:
-                print(f"(--devices and --device-memory-gib plan the core's training runs; {name} plans its own "
-                      f"programs, on one device)", flush=True)
-            print(declared.plan(config), flush=True)
+                sections = declared.programs(config, num_devices=num_devices, device_memory_gib=device_memory_gib)
+            else:
+                if num_devices is not None or device_memory_gib is not None:
+                    print(f"(--devices and --device-memory-gib plan the core's training runs; {name} plans its own "
+                          f"programs, on one device)", flush=True)
+                sections = declared.programs(config)
+            print("\n\n".join(format_section(section, accelerator) for section in sections), flush=True)
             return 0
         runs = declared.runs_to_train(config, name)
         if not runs:
@@ -263,8 +277,8 @@ def plan_experiment(name: str, preset: str, overrides: list[str], accelerator: s
                   f"plan")
             return 1
         for label, run_config in runs.items():
-            plan = plan_training_run(run_config, label, num_devices, device_memory_gib)
-            print(format_plan(plan, accelerator), flush=True)
+            print(format_section(plan_training_run(run_config, label, num_devices, device_memory_gib), accelerator),
+                  flush=True)
     except ValueError as error:  # a ConfigError too
         print(f"error: {error}", file=sys.stderr)
         return 2

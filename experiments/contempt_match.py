@@ -40,7 +40,7 @@ from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity, score_quantity
 from experiments.configs.contempt_match import ContemptMatchConfig, read_config
-from zerolab import SearchAgent, SearchConfig
+from zerolab import ProgramSection, SearchAgent, SearchConfig
 from zerolab.evaluation import EloBook, Pairing, PairingRecord, play_pairings
 from zerolab.play import AgentPool, Match, MatchResult, load_search_agent, play_match
 
@@ -137,11 +137,12 @@ def check_match_keys(config: ContemptMatchConfig) -> None:
         temperature_settings(config, config.puct_temperature)
 
 
-def plan(config) -> str:
-    """``python -m experiments plan contempt-match``: the two arms' searches (each SearchAgent's jitted search with
-    its temperature schedule) and the arena's referee, compiled with abstract inputs; calls are upper bounds."""
+def programs(config) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan contempt-match``, declared (the command formats them): the two arms'
+    searches (each SearchAgent's jitted search with its temperature schedule) and the arena's referee, compiled with
+    abstract inputs; calls are upper bounds."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab import PlannedProgram, abstract_states, compile_cost
 
     config = read_config(config)
     planned = experiment_network(config, base_run_config(config))
@@ -170,8 +171,8 @@ def plan(config) -> str:
         f"network: {planned.source}",
     ]
     notes += memory_notes(programs)
-    return format_programs(f"contempt-match: search-contempt against PUCT at {simulations} simulations, "
-                           f"{planned.config.game.name}", programs, notes)
+    return [ProgramSection(f"contempt-match: search-contempt against PUCT at {simulations} simulations, "
+                           f"{planned.config.game.name}", programs, notes)]
 
 
 def block_pairings(chosen: dict, config: ContemptMatchConfig) -> list[Pairing]:
@@ -255,4 +256,4 @@ def results(summary: dict, config) -> dict[str, Quantity]:
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -34,7 +34,9 @@ from experiments.common.experiment import Experiment
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.common.results import Quantity
 from experiments.configs.contempt_odds import ContemptOddsConfig, read_config
-from zerolab import Agent, SearchAgent, SearchChanges, SearchConfig, check_at_least, make_game, progress_bar
+from zerolab import (
+    Agent, ProgramSection, SearchAgent, SearchChanges, SearchConfig, check_at_least, make_game, progress_bar,
+)
 from zerolab.evaluation import (
     Pairing, PairingRecord, check_game_count, new_figure, play_pairings, save_figure, score_standard_error,
 )
@@ -172,11 +174,12 @@ def check_config(config) -> None:
         check_agent_spec("opponent", config.opponent)
 
 
-def plan(config) -> str:
-    """``python -m experiments plan contempt-odds``: each (simulations, arm) search and the arena's referee, compiled
-    with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
+def programs(config) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan contempt-odds``, declared (the command formats them): each
+    (simulations, arm) search and the arena's referee, compiled with abstract inputs; calls are upper bounds (every game
+    lasting ``max_game_plies``)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
+    from zerolab import PlannedProgram, abstract_states, compile_cost
 
     config = read_config(config)
     planned = experiment_network(config, base_run_config(config))
@@ -205,8 +208,8 @@ def plan(config) -> str:
         + "; the odds start positions are built on the host",
     ]
     notes += memory_notes(programs)
-    return format_programs(f"contempt-odds: {config.odds_piece} odds against {config.opponent}, "
-                           f"{planned.config.game.name}", programs, notes)
+    return [ProgramSection(f"contempt-odds: {config.odds_piece} odds against {config.opponent}, "
+                           f"{planned.config.game.name}", programs, notes)]
 
 
 def run(config, workdir: pathlib.Path) -> dict:
@@ -299,4 +302,4 @@ def results(summary: dict, config) -> dict[str, Quantity]:
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

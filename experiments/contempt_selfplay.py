@@ -32,7 +32,7 @@ from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.common.contempt import base_run_config, check_contempt_config
 from experiments.configs.contempt_selfplay import ContemptSelfplayConfig, read_config
-from zerolab import SelfPlayConfig, check_at_least, make_mesh, replicate
+from zerolab import ProgramSection, SelfPlayConfig, check_at_least, make_mesh, replicate
 from zerolab.evaluation import new_figure, save_figure
 from zerolab.play import load_search_agent
 from zerolab.selfplay import complete_games, make_selfplay_fn, summarize
@@ -137,12 +137,12 @@ def check_config(config) -> None:
         raise ValueError("sc_limits and puct_temperatures are both empty: nothing to play")
 
 
-def plan(config) -> str:
-    """``python -m experiments plan contempt-selfplay``: a setting's jitted self-play (one search kind each: a
-    search-contempt setting and a PUCT one), compiled with abstract inputs; the other settings compile the same
-    shapes with other constants (N_scl, τ)."""
+def programs(config) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan contempt-selfplay``, declared (the command formats them): a
+    setting's jitted self-play (one search kind each: a search-contempt setting and a PUCT one), compiled with abstract
+    inputs; the other settings compile the same shapes with other constants (N_scl, τ)."""
     from contempt_search.plan import experiment_network, memory_notes
-    from zerolab import PlannedProgram, compile_cost, format_programs
+    from zerolab import PlannedProgram, compile_cost
     from zerolab.training import evaluation_flops, evaluations_per_search
 
     config = read_config(config)
@@ -172,7 +172,7 @@ def plan(config) -> str:
         f"network: {planned.source}",
     ]
     notes += memory_notes(programs)
-    return format_programs(f"contempt-selfplay: self-play decisiveness, {planned.config.game.name}", programs, notes)
+    return [ProgramSection(f"contempt-selfplay: self-play decisiveness, {planned.config.game.name}", programs, notes)]
 
 
 def run(config, workdir: pathlib.Path) -> dict:
@@ -219,4 +219,4 @@ def results(summary: dict, config) -> dict[str, Quantity]:
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

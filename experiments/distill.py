@@ -35,6 +35,7 @@ from distill.pipeline import (
     training_settings,
 )
 
+from zerolab import ProgramSection
 from zerolab.training import MetricsLog, record_run_config
 
 logger = logging.getLogger(__name__)
@@ -50,9 +51,10 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     check_pipeline_config(config)
 
 
-def plan(config: ml_collections.ConfigDict) -> str:
-    """``python -m experiments plan distill``: the compiled training step and scoring pass of the predictor."""
-    return plan_variants(config, {config.train.predictor: {}}, "distill: one predictor, trained then evaluated")
+def programs(config: ml_collections.ConfigDict) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan distill``, declared (the command formats them): the compiled
+    training step and scoring pass of the predictor."""
+    return [plan_variants(config, {config.train.predictor: {}}, "distill: one predictor, trained then evaluated")]
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
@@ -116,4 +118,4 @@ def results(summary: dict[str, Any], config: ml_collections.ConfigDict) -> dict[
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -18,6 +18,7 @@ from distill.pipeline import plan_variants
 from experiments.common.experiment import Experiment
 from experiments.common.distill import check_comparison, compare_variants
 from experiments.common.distill import variant_results as results  # results.json's headline (python -m experiments)
+from zerolab import ProgramSection
 
 
 def variants(config: ml_collections.ConfigDict) -> dict[str, dict[str, Any]]:
@@ -29,9 +30,10 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     check_comparison(config, variants(config))
 
 
-def plan(config: ml_collections.ConfigDict) -> str:
-    """``python -m experiments plan distill-bins``: each bin count's training step and scoring pass."""
-    return plan_variants(config, variants(config), "distill-bins: action-value predictors with K value bins")
+def programs(config: ml_collections.ConfigDict) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan distill-bins``, declared (the command formats them): each bin
+    count's training step and scoring pass."""
+    return [plan_variants(config, variants(config), "distill-bins: action-value predictors with K value bins")]
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
@@ -40,4 +42,4 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -15,6 +15,7 @@ from distill.pipeline import plan_variants
 from experiments.common.experiment import Experiment
 from experiments.common.distill import check_comparison, compare_variants, predictor_variants
 from experiments.common.distill import variant_results as results  # results.json's headline (python -m experiments)
+from zerolab import ProgramSection
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
@@ -22,10 +23,11 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     check_comparison(config, predictor_variants(config))
 
 
-def plan(config: ml_collections.ConfigDict) -> str:
-    """``python -m experiments plan distill-games``: each predictor's training step and scoring pass (the steps are
-    the data's: ``train.num_steps`` stands in for them here)."""
-    return plan_variants(config, predictor_variants(config), "distill-games: AV, SV and BC at equal games")
+def programs(config: ml_collections.ConfigDict) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan distill-games``, declared (the command formats them): each
+    predictor's training step and scoring pass (the steps are the data's: ``train.num_steps`` stands in for them
+    here)."""
+    return [plan_variants(config, predictor_variants(config), "distill-games: AV, SV and BC at equal games")]
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
@@ -34,4 +36,4 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -22,6 +22,7 @@ from distill.pipeline import plan_variants
 from experiments.common.experiment import Experiment
 from experiments.common.distill import check_comparison, compare_variants, predictor_variants
 from experiments.common.distill import variant_results as results  # results.json's headline (python -m experiments)
+from zerolab import ProgramSection
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
@@ -29,10 +30,11 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     check_comparison(config, predictor_variants(config))
 
 
-def plan(config: ml_collections.ConfigDict) -> str:
-    """``python -m experiments plan distill-targets``: each variant's training step and scoring pass."""
-    return plan_variants(config, predictor_variants(config),
-                         "distill-targets: action-value, state-value and behavioural-cloning predictors")
+def programs(config: ml_collections.ConfigDict) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan distill-targets``, declared (the command formats them): each
+    variant's training step and scoring pass."""
+    return [plan_variants(config, predictor_variants(config),
+                          "distill-targets: action-value, state-value and behavioural-cloning predictors")]
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[str, Any]:
@@ -41,4 +43,4 @@ def run(config: ml_collections.ConfigDict, workdir: str | pathlib.Path) -> dict[
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -33,7 +33,7 @@ import zlib
 import jax
 import numpy as np
 
-from zerolab import check_at_least, make_game
+from zerolab import ProgramSection, check_at_least, make_game
 from zerolab.evaluation import Pairing, play_pairings
 from zerolab.play import Match, check_agent_spec, make_agent, play_match
 from sai_go.agents import SaiAgent
@@ -89,18 +89,17 @@ def play_row(game, agent: SaiAgent, engine, setting: dict, config: SaiGoGnugoCon
     return row, match
 
 
-def plan(config) -> str:
-    """``python -m experiments plan sai-go-gnugo``: the SAI agent's λ search, the arena's referee and the margin
-    replay, compiled with abstract inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
-    from zerolab import format_programs
-
+def programs(config) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan sai-go-gnugo``, declared (the command formats them): the SAI agent's
+    λ search, the arena's referee and the margin replay, compiled with abstract inputs; calls are upper bounds (every
+    game lasting ``max_game_plies``)."""
     config = read_config(config)
     programs, notes = planned_programs(config)
-    return format_programs(f"sai-go-gnugo: SAI at λ {config.lambdas} against GNU Go, 7x7 Go", programs, notes)
+    return [ProgramSection(f"sai-go-gnugo: SAI at λ {config.lambdas} against GNU Go, 7x7 Go", programs, notes)]
 
 
 def planned_programs(config: SaiGoGnugoConfig) -> tuple[list, list[str]]:
-    """``(programs, notes)`` of :func:`plan`: each :class:`zerolab.PlannedProgram` with its calls."""
+    """``(programs, notes)`` of :func:`programs`: each :class:`zerolab.PlannedProgram` with its calls."""
     from experiments.common.sai_go import run_model
     from sai_go.plan import pgx_step_program
 
@@ -229,4 +228,4 @@ def results(summary: dict, config) -> dict[str, Quantity]:
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -26,13 +26,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from zerolab import Agent, SearchConfig, make_game, train
+from zerolab import Agent, ProgramSection, SearchConfig, make_game, train
 from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from experiments.configs import load_config
 from zerolab.evaluation import Pairing, checkpoint_steps, new_figure, play_pairings, rated_steps, save_figure
 from zerolab.play import check_agent_spec, load_search_agent, make_agent
-from zerolab.training import MetricsLog, RunConfig, check_training_config, evaluations_per_search
+from zerolab.training import MetricsLog, RunConfig, RunPlan, check_training_config, evaluations_per_search
 from sai_go.agents import SaiAgent
 from experiments.common.sai_go import check_play_keys, check_sai_network
 from experiments.configs.sai_go_panel import SaiGoPanelConfig, read_config
@@ -61,13 +61,13 @@ def panel_scores(win_rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return weights, centred @ weights
 
 
-def plan(config) -> str:
-    """``python -m experiments plan sai-go-panel``: the landmark run's training programs, then the panel's searches
-    (the SAI checkpoints' λ search, the landmark checkpoints' search) and the arena's referee, compiled with abstract
-    inputs; calls are upper bounds (every game lasting ``max_game_plies``)."""
-    from zerolab import format_programs
+def programs(config) -> list[RunPlan | ProgramSection]:
+    """The sections of ``python -m experiments plan sai-go-panel``, declared (the command formats them): the landmark
+    run's training plan where this experiment trains it, then the panel's searches (the SAI checkpoints' λ search, the
+    landmark checkpoints' search) and the arena's referee, compiled with abstract inputs; calls are upper bounds
+    (every game lasting ``max_game_plies``)."""
     from zerolab.play import make_search_agent
-    from zerolab.training import format_plan, plan_training_run
+    from zerolab.training import plan_training_run
     from experiments.common.sai_go import run_model
     from sai_go.plan import abstract_model, kept_steps, pgx_step_program
 
@@ -79,8 +79,7 @@ def plan(config) -> str:
         landmark, landmark_source = run_model(config.landmark_run, config.landmark_config, config.landmark_overrides)
         landmark_steps = kept_steps(landmark.run_config)
     else:
-        sections.append(format_plan(plan_training_run(landmark_config, "landmark (AlphaZero, trained by this "
-                                                                        "experiment)")))
+        sections.append(plan_training_run(landmark_config, "landmark (AlphaZero, trained by this experiment)"))
         landmark = abstract_model(landmark_config)
         landmark_source = (f"trained here from {config.landmark_config} at its {config.landmark_preset} preset with "
                            f"{config.landmark_overrides}")
@@ -116,9 +115,9 @@ def plan(config) -> str:
         f"{landmark.run_config.model.num_blocks} blocks × {landmark.run_config.model.channels} channels)",
         "not planned: GNU Go (not a JAX program); the random player (one jax.random.categorical a move, op by op)",
     ]
-    sections.append(format_programs("sai-go-panel: SAI checkpoints against the panel, 7x7 Go at komi "
-                                    f"{config.komi:g}", programs, notes))
-    return "\n\n".join(sections)
+    sections.append(ProgramSection(f"sai-go-panel: SAI checkpoints against the panel, 7x7 Go at komi {config.komi:g}",
+                                   programs, notes))
+    return sections
 
 
 def gnugo_member(level: int, game) -> Agent:
@@ -230,4 +229,4 @@ def results(summary: dict, config) -> dict[str, Quantity]:
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zerolab import Checkpointer, SearchConfig, check_at_least
+from zerolab import Checkpointer, ProgramSection, SearchConfig, check_at_least
 from zerolab.evaluation import new_figure, save_figure
 from zerolab.selfplay import complete_games
 from sai_go.agents import SaiAgent
@@ -127,10 +127,11 @@ def endgame_choices(agents: list[SaiAgent], steps: list[int], config: SaiGoPosit
             "positions": results}
 
 
-def plan(config) -> str:
-    """``python -m experiments plan sai-go-positions``: the self-play programs (one per batch of games: the batch is
-    static), the endgame searches, the network evaluations and the replays, compiled with abstract inputs."""
-    from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
+def programs(config) -> list[ProgramSection]:
+    """The sections of ``python -m experiments plan sai-go-positions``, declared (the command formats them): the
+    self-play programs (one per batch of games: the batch is static), the endgame searches, the network evaluations and
+    the replays, compiled with abstract inputs."""
+    from zerolab import PlannedProgram, abstract_states, compile_cost
     from zerolab.training import evaluation_flops, evaluations_per_search
     from experiments.common.sai_go import run_model
     from sai_go.plan import kept_steps, pgx_step_program
@@ -197,7 +198,7 @@ def plan(config) -> str:
                  f"({model.run_config.model.num_blocks} blocks × {model.run_config.model.channels} channels), abstract "
                  f"variables; each is an argument of the compiled programs; calls are upper bounds where games end "
                  f"early")
-    return format_programs(f"sai-go-positions: {', '.join(sections)}", programs, notes)
+    return [ProgramSection(f"sai-go-positions: {', '.join(sections)}", programs, notes)]
 
 def check_config(config) -> None:
     """Every key, before the run directory is made: the sections, the network run and its steps, the play keys and
@@ -339,4 +340,4 @@ def results(summary: dict, config) -> dict[str, Quantity]:
 
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
-EXPERIMENT = Experiment(run=run, check_config=check_config, plan=plan, results=results)
+EXPERIMENT = Experiment(run=run, check_config=check_config, programs=programs, results=results)

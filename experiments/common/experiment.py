@@ -1,6 +1,10 @@
 """An experiment as one declared object: what ``python -m experiments`` runs, checks, plans and reports for a
 launcher, declared once at the end of its module as ``EXPERIMENT = Experiment(...)``.
 
+A launcher declares what it plans, it does not format it: its ``programs`` hook returns the sections of its plan
+(a :class:`zerolab.ProgramSection`: its own programs and their calls; a :class:`zerolab.training.RunPlan`: a core
+training run's), and ``python -m experiments plan`` formats and prints them.
+
 ``python -m experiments`` reads nothing else of a launcher (no attribute looked up by name): a launcher that
 declares a hook with the wrong type fails when its module is imported, and one without a declaration is named in
 the error (tests/experiments/test_declarations.py holds every launcher to it).
@@ -11,10 +15,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pathlib
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import ml_collections
+
+if TYPE_CHECKING:
+    from zerolab import ProgramSection
+    from zerolab.training import RunPlan
 
 #: ``(config, workdir) -> summary``: the whole run, resumable in ``workdir``.
 RunFn = Callable[[ml_collections.ConfigDict, pathlib.Path], Mapping[str, Any]]
@@ -23,9 +31,11 @@ RunFn = Callable[[ml_collections.ConfigDict, pathlib.Path], Mapping[str, Any]]
 CheckFn = Callable[[ml_collections.ConfigDict], None]
 #: ``(config) -> {label: training config}``: the runs the experiment trains with the core's loop.
 TrainingConfigsFn = Callable[[ml_collections.ConfigDict], Mapping[str, ml_collections.ConfigDict]]
-#: ``(config) -> text`` (or, with ``Experiment.plans_pod_shape``, ``(config, num_devices, device_memory_gib) ->
-#: text``): the cost of the experiment's own programs.
-PlanFn = Callable[..., str]
+#: ``(config) -> [section, ...]`` (or, with ``Experiment.plans_pod_shape``, ``(config, num_devices,
+#: device_memory_gib) -> [section, ...]``): the sections of the experiment's plan in the order they are printed, each
+#: its own programs with their calls (a ``ProgramSection``) or a core training run's plan (a ``RunPlan``, what
+#: ``zerolab.training.plan_training_run`` returns).
+ProgramsFn = Callable[..., Sequence["ProgramSection | RunPlan"]]
 #: ``(summary, config) -> {key: Quantity}``: the headline quantities written to ``results.json``.
 ResultsFn = Callable[[Mapping[str, Any], ml_collections.ConfigDict], Mapping[str, Any]]
 
@@ -43,8 +53,9 @@ class Experiment:
         of :attr:`training_configs` are checked by the core as well.
       training_configs: its training runs with the core's loop (:data:`TrainingConfigsFn`); ``None``: the config
         itself when it is a training config (:data:`TRAINING_SECTIONS`), else none.
-      plan: what its own programs cost (:data:`PlanFn`); ``None``: each training run's plan.
-      plans_pod_shape: whether :attr:`plan` takes ``num_devices`` and ``device_memory_gib`` (it plans a core
+      programs: the sections of its plan, declared, not formatted (:data:`ProgramsFn`); ``None``: each training
+        run's plan.
+      plans_pod_shape: whether :attr:`programs` takes ``num_devices`` and ``device_memory_gib`` (it plans a core
         training run at a pod's shape too).
       results: its headline quantities (:data:`ResultsFn`); ``None``: it writes no ``results.json``.
       growing_leaves: its own counts a rerun may raise (more games, more iterations), besides the core's.
@@ -53,13 +64,13 @@ class Experiment:
     run: RunFn
     check_config: CheckFn | None = None
     training_configs: TrainingConfigsFn | None = None
-    plan: PlanFn | None = None
+    programs: ProgramsFn | None = None
     plans_pod_shape: bool = False
     results: ResultsFn | None = None
     growing_leaves: tuple[str, ...] = ()
 
     def __post_init__(self):
-        for field in ("run", "check_config", "training_configs", "plan", "results"):
+        for field in ("run", "check_config", "training_configs", "programs", "results"):
             hook = getattr(self, field)
             if (hook is None and field != "run") or callable(hook):
                 continue

@@ -188,8 +188,8 @@ def test_every_experiment_is_one_declared_object_and_a_bad_declaration_fails_at_
     assert declared["skill-compat-attuned"].plans_pod_shape and declared["skill-compat-hb"].growing_leaves
     # every run writes its headline quantities (results.json), each with its ± and what it is over
     assert [name for name, value in declared.items() if value.results is None] == []
-    with pytest.raises(TypeError, match="Experiment.plan must be a function, got 'plan'"):
-        Experiment(run=lambda config, workdir: {}, plan="plan")
+    with pytest.raises(TypeError, match="Experiment.programs must be a function, got 'programs'"):
+        Experiment(run=lambda config, workdir: {}, programs="programs")
     with pytest.raises(TypeError, match="growing_leaves must be a tuple of config leaf names"):
         Experiment(run=lambda config, workdir: {}, growing_leaves="games")
     monkeypatch.setitem(sys.modules, "experiments.undeclared", types.ModuleType("experiments.undeclared"))

@@ -3,8 +3,8 @@ search (:func:`compiled_search`), its building from a run's config (:func:`make_
 variables, or abstract ones for a cost plan) and its loading from a run or checkpoint directory
 (:func:`load_search_agent`, with the agent spec's options: :mod:`zerolab.play.agent_specs`).
 
-An experiment declares its agents once: ``run`` builds them on loaded variables and ``plan`` on abstract ones, and
-the plan compiles each agent's own jitted search (:meth:`SearchAgent.planned_program`).
+An experiment declares its agents once: ``run`` builds them on loaded variables and ``programs`` (its plan) on
+abstract ones, and the plan compiles each agent's own jitted search (:meth:`SearchAgent.planned_program`).
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from zerolab.training.method import Method, alphazero_loss
     from zerolab.training.interrupt import TrainingInterrupted, interrupt_on_sigterm, interruption_report
     from zerolab.training.metrics import MetricsLog
-    from zerolab.training.plan import format_plan, plan_training_run
+    from zerolab.training.plan import RunPlan, format_plan, plan_training_run
     from zerolab.training.program_cost import (
-        PlannedProgram, abstract_states, compile_cost, evaluation_flops, evaluations_per_search, format_programs,
+        PlannedProgram, ProgramSection, abstract_states, compile_cost, evaluation_flops, evaluations_per_search,
+        format_programs,
     )
     from zerolab.training.rates import check_accelerator
     from zerolab.training.runs import RunConfig, check_training_config, default_config
@@ -33,12 +34,12 @@ if TYPE_CHECKING:
     from zerolab.training.run_owner import RunDirectoryBusyError, RunDirectoryOwner
 
 __all__ = [
-    "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram", "RunConfig",
-    "RunDirectoryBusyError", "RunDirectoryError", "RunDirectoryOwner", "TrainingInterrupted", "abstract_states",
-    "alphazero_loss", "check_accelerator", "check_run_config", "check_run_directory", "check_training_config",
-    "compile_cost", "config_changes_allowed", "default_config", "evaluation_flops", "evaluations_per_search",
-    "file_system_error", "format_plan", "format_programs", "growing_leaves", "interrupt_on_sigterm",
-    "interruption_report", "load_trained_variables", "plan_training_run", "read_window", "record_run_config",
-    "resolve_checkpoint", "step_directories", "train"
+    "Checkpointer", "ConfigConflictError", "FrameWindow", "Method", "MetricsLog", "PlannedProgram", "ProgramSection",
+    "RunConfig", "RunDirectoryBusyError", "RunDirectoryError", "RunDirectoryOwner", "RunPlan", "TrainingInterrupted",
+    "abstract_states", "alphazero_loss", "check_accelerator", "check_run_config", "check_run_directory",
+    "check_training_config", "compile_cost", "config_changes_allowed", "default_config", "evaluation_flops",
+    "evaluations_per_search", "file_system_error", "format_plan", "format_programs", "growing_leaves",
+    "interrupt_on_sigterm", "interruption_report", "load_trained_variables", "plan_training_run", "read_window",
+    "record_run_config", "resolve_checkpoint", "step_directories", "train"
 ]
 __getattr__, __dir__ = lazy_surface(__name__)

@@ -1,6 +1,7 @@
 """What a compiled program costs, read from XLA before anything runs: :func:`compile_cost` (compile time, FLOPs, bytes
 accessed and device memory of one call: :class:`ProgramCost`), and the table of an experiment's programs with their
-call counts (:class:`PlannedProgram`, :func:`format_programs`) for the experiments that are not one training run.
+call counts (:class:`PlannedProgram`, gathered in a :class:`ProgramSection` that :func:`format_programs` formats)
+for the experiments that are not one training run.
 :mod:`zerolab.training.plan` plans a training run from the same figures.
 
 XLA counts the body of a loop once, whatever its trip count, so a search's FLOPs are taken from its network
@@ -126,11 +127,32 @@ def abstract_states(game: Game, batch: int) -> Any:
     return jax.eval_shape(lambda key: jax.vmap(game.init)(jax.random.split(key, batch)), jax.random.key(0))
 
 
-def format_programs(title: str, programs: list[PlannedProgram], notes: list[str] = ()) -> str:
-    """A table of an experiment's programs: compile time, FLOPs and device memory per call, calls, total FLOPs (the
-    name column as wide as the longest name needs, 34 at least)."""
+@dataclasses.dataclass(frozen=True)
+class ProgramSection:
+    """The programs an experiment calls outside the core's training loop, with their call counts: one table of a plan
+    (:func:`format_programs`).
+
+    Attributes:
+      title: what the programs are for (the table's heading).
+      programs: the compiled programs and their calls, in the table's order.
+      notes: lines printed under the table (what the counts assume, what is not planned).
+    """
+
+    title: str
+    programs: tuple[PlannedProgram, ...]
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "programs", tuple(self.programs))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+
+def format_programs(section: ProgramSection) -> str:
+    """A section as a table: each program's compile time, FLOPs and device memory per call, calls, total FLOPs (the
+    name column as wide as the longest name needs, 34 at least), then the section's notes."""
+    programs = section.programs
     width = max([34] + [len(program.cost.name) + 2 for program in programs])
-    lines = [f"== {title}",
+    lines = [f"== {section.title}",
              f"{'program':<{width}}{'compile':>9}{'GFLOP/call':>13}{'device memory':>15}{'calls':>14}"
              f"{'total PFLOP':>13}  what a call does"]
     for program in programs:
@@ -140,9 +162,9 @@ def format_programs(title: str, programs: list[PlannedProgram], notes: list[str]
     total = sum(program.flops * program.calls for program in programs)
     lines.append(f"total: {total / 1e15:,.1f} PFLOP; no rate measured for these programs on an accelerator, so no time "
                  f"estimate (a search's FLOPs are its network evaluations; calls are upper bounds where games end early)")
-    lines.extend(notes)
+    lines.extend(section.notes)
     return "\n".join(lines)
 
 
-__all__ = ["PlannedProgram", "ProgramCost", "abstract", "abstract_states", "compile_cost", "evaluation_flops",
-           "evaluations_per_search", "format_programs", "tree_bytes"]
+__all__ = ["PlannedProgram", "ProgramCost", "ProgramSection", "abstract", "abstract_states", "compile_cost",
+           "evaluation_flops", "evaluations_per_search", "format_programs", "tree_bytes"]
