@@ -15,7 +15,7 @@ from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.config import SearchConfig
 from zerolab.search.mcts import run_search, search_policy
 from zerolab.search.tree import RecurrentOutput, Tree
-from tests.fast_compile import default_jit
+from tests.fast_compile import fast_jit
 
 SIMULATIONS = 128
 
@@ -118,11 +118,13 @@ def test_no_freezing_gives_mctx_search_at_chess_width(kind):
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=roots)
     legal = logits > -1e8
 
-    # two different programs compared bit for bit: both at XLA's default settings (tests/fast_compile.py)
-    plain = jax.device_get(default_jit(lambda key: search_policy(config, {}, key, root, chess_sized_recurrent_fn,
+    # two different programs: the integers compared exactly, the floats within 1e-5 (values in [-1, 1] summed over at
+    # most 33 visits in another order differ by at most about 33 × 2⁻²⁴ ≈ 2e-6; at XLA's optimisation level 0, the
+    # suite's, they were seen to differ by a few ulps)
+    plain = jax.device_get(fast_jit(lambda key: search_policy(config, {}, key, root, chess_sized_recurrent_fn,
                                                                  legal, mctx_loop=True))(jax.random.key(4)))
 
-    @default_jit
+    @fast_jit
     def contempt(key, sc_limit):
         rules = contempt_rules(config, sc_limit, max_sc_limit=32)
         output = search_policy(config, {}, key, root, chess_sized_recurrent_fn, legal, rules=rules, num_slots=96)
@@ -132,9 +134,10 @@ def test_no_freezing_gives_mctx_search_at_chess_width(kind):
     np.testing.assert_array_equal(unfrozen.action, plain.action)
     np.testing.assert_array_equal(unfrozen.visit_counts, plain.visit_counts)
     np.testing.assert_allclose(unfrozen.action_weights, plain.action_weights, rtol=0, atol=1e-6)
-    for name in ("node_visits", "node_values", "parents", "action_from_parent"):
+    for name in ("node_visits", "parents", "action_from_parent"):
         np.testing.assert_array_equal(getattr(unfrozen.search_tree, name), getattr(plain.search_tree, name),
                                       err_msg=name)
+    np.testing.assert_allclose(unfrozen.search_tree.node_values, plain.search_tree.node_values, rtol=0, atol=1e-5)
     np.testing.assert_array_equal(summary["sampled_visit_fraction"], 0.0)
     # The trees are deep enough for N_scl to matter: at N_scl 1 the same program samples and the trees change.
     frozen, summary = jax.device_get(contempt(jax.random.key(4), 1))
