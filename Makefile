@@ -4,8 +4,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Test processes (pytest-xdist): whole test files go to each worker (--dist loadfile), so module fixtures are built
 # once, in the order tests/conftest.py gives them (slow files first; --no-loadscope-reorder keeps that order);
-# `make test TEST_WORKERS=0` runs the suite in one process.
-TEST_WORKERS ?= 2
+# `make test TEST_WORKERS=0` runs the suite in one process.  Three workers on two cores: a worker waiting on a child
+# process, an engine or the disk leaves its core to another (2026-11-29, fresh clone, idle: 3 workers 624 s at
+# 194 % CPU; 2 workers 673 s at 186 % on the commit before the last test change).
+TEST_WORKERS ?= 3
 ENGINES := stockfish fairy-stockfish gnugo
 
 .PHONY: install engines demo test bench clean

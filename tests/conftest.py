@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --- order of the test files ----------------------------------------------------------------------------------------
-# ``make test`` gives whole files to two workers (``--dist loadfile --no-loadscope-reorder``) in this order, each
+# ``make test`` gives whole files to its workers (three) (``--dist loadfile --no-loadscope-reorder``) in this order, each
 # worker taking the next file as it runs out.  The files with the most slow tests go first and the many small files
 # last, so that the workers finish together instead of one running a long end-to-end file while the other waits
 # (xdist's own order, by number of tests, put the one-test end-to-end files last).
