@@ -195,3 +195,35 @@ def test_every_experiment_is_one_declared_object_and_a_bad_declaration_fails_at_
     monkeypatch.setitem(sys.modules, "experiments.undeclared", types.ModuleType("experiments.undeclared"))
     with pytest.raises(ValueError, match="experiments.undeclared declares no EXPERIMENT"):
         experiment("undeclared")
+
+
+def test_plan_prints_the_sections_a_launcher_declares_in_their_order(monkeypatch, capsys):
+    """``python -m experiments plan`` formats what a launcher's ``programs`` declares, section after section, and says
+    that ``--devices`` plans only the core's training runs; a launcher that ``plans_pod_shape`` gets the pod's shape."""
+    import ml_collections
+
+    from experiments import __main__ as command
+    from experiments.common.experiment import Experiment
+    from zerolab import PlannedProgram, ProgramSection
+    from zerolab.training.program_cost import ProgramCost, format_programs
+
+    def section(title: str, calls: int) -> ProgramSection:
+        cost = ProgramCost(argument_bytes=0, output_bytes=0, temp_bytes=2 ** 20, alias_bytes=0,
+                           name=f"{title} program", flops=1e9)
+        return ProgramSection(title, [PlannedProgram(cost, calls, "one call")], [f"{title}: a note"])
+
+    declared = {"toy": Experiment(run=lambda config, workdir: {},
+                                  programs=lambda config: [section("first", 3), section("second", 5)]),
+                "pod": Experiment(run=lambda config, workdir: {}, plans_pod_shape=True,
+                                  programs=lambda config, num_devices, device_memory_gib: [
+                                      section(f"{num_devices} devices, {device_memory_gib} GiB", 1)])}
+    monkeypatch.setattr(command, "experiment", declared.__getitem__)
+    monkeypatch.setattr(command, "load_config", lambda name, preset, overrides: ml_collections.ConfigDict())
+    assert command.plan_experiment("toy", "tiny", [], "h100", num_devices=2) == 0
+    note, _, text = capsys.readouterr().out.partition("\n")
+    assert note == ("(--devices and --device-memory-gib plan the core's training runs; toy plans its own programs, "
+                    "on one device)")
+    assert text == format_programs(section("first", 3)) + "\n\n" + format_programs(section("second", 5)) + "\n"
+    assert "first: a note" in text and "== second" in text
+    assert command.plan_experiment("pod", "tiny", [], "h100", num_devices=4, device_memory_gib=2.5) == 0
+    assert capsys.readouterr().out.startswith("== 4 devices, 2.5 GiB\n")
