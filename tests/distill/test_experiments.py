@@ -221,3 +221,18 @@ def test_distill_games_trains_every_predictor_the_steps_of_its_action_value_epoc
     expected = math.ceil(0.02 * action_values / 16)
     assert expected not in (4, 1) and summary["equal_steps"] == expected  # not train.num_steps
     assert [variant["training_steps"] for variant in summary["variants"].values()] == [expected, expected]
+
+
+def test_distill_games_plans_each_predictor_it_trains():
+    """distill-games declares, for each of its predictors (``predictors``, here AV, SV and BC), the training step it
+    calls ``train.num_steps`` times and the scoring pass, with the toy run's sizes."""
+    from experiments.common.experiment import experiment
+
+    config = load_config("distill-games", "tiny", TOY)
+    (section,) = experiment("distill-games").programs(config)
+    assert section.title == "distill-games: AV, SV and BC at equal games"
+    names = [program.cost.name for program in section.programs]
+    assert names == [f"{predictor}: {what}" for predictor in config.predictors
+                     for what in ("training step", "scoring")]
+    assert len(config.predictors) == 3
+    assert [program.calls for program in section.programs[::2]] == [config.train.num_steps] * 3
