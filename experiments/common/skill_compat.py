@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import pathlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from experiments.common.experiment import Experiment
 from experiments.common.results import Quantity
 from skill_compat.configs import SttConfig, read_config
 from skill_compat.experiment import (
@@ -18,6 +19,9 @@ from skill_compat.experiment import (
 )
 from skill_compat.frameworks import bitstrings_for_run
 from zerolab.training import growing_leaves, record_run_config
+
+if TYPE_CHECKING:
+    from zerolab import ProgramSection
 
 #: A rerun may raise the framework's bitstrings without --allow-config-change: games are played per bitstring, the
 #: first ones the same at any count, so more extends the run (``python -m experiments run`` reads a runner's
@@ -90,3 +94,26 @@ def framework_results(summary: dict, config) -> dict[str, Quantity]:
             f"{framework}, {first} − {second}: win-share", row["difference"], row["se"], "se", "games", row["games"],
             paired=True, unit="score difference")
     return quantities
+
+
+def framework_experiment(config_class: type[SttConfig], name: str) -> Experiment:
+    """The declaration of a framework launcher (skill-compat-stt / -hb): its config read as ``config_class``, run by
+    :func:`run_framework_experiment`, checked by :func:`skill_compat.experiment.check_config`, planned by
+    :func:`skill_compat.plan.framework_plan` under ``name``, and a rerun may raise its bitstrings."""
+
+    def run(config, workdir) -> dict:
+        """The matchups and plain chess in ``workdir``."""
+        return run_framework_experiment(config, workdir, config_class)
+
+    def check(config) -> None:
+        """Every key, before the run directory is made."""
+        check_config(read_config(config, config_class))
+
+    def programs(config) -> list[ProgramSection]:
+        """The framework games' JAX programs and their calls (upper bounds), declared for ``plan``."""
+        from skill_compat.plan import framework_plan
+
+        return [framework_plan(read_config(config, config_class), name)]
+
+    return Experiment(run=run, check_config=check, programs=programs, results=framework_results,
+                      growing_leaves=FRAMEWORK_GROWING_LEAVES)

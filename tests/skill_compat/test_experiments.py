@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from experiments.common.skill_compat import framework_results
-from experiments.skill_compat_stt import run as run_stt
+from experiments.skill_compat_stt import EXPERIMENT as STT_EXPERIMENT
 from skill_compat.attuned import training_config
 from skill_compat.configs import AttunedConfig, read_config
 from skill_compat.experiment import check_seniors, markdown_summary, paired_differences
@@ -104,7 +104,7 @@ def test_a_small_stt_run_writes_its_outputs_and_resumes(tmp_path, stockfish_path
                  "plain_chess.seniors=['junior']", "plain_chess.games=2", "senior.nodes=50", "evaluator.nodes=50",
                  f"senior.engine={stockfish_path}", "progress=False"]
     config = load_config("skill-compat-stt", "tiny", overrides)
-    summary = run_stt(config, tmp_path)
+    summary = STT_EXPERIMENT.run(config, tmp_path)
     row = summary["matchups"]["junior"]
     assert row["games"] == 2 and row["capped"] == 2 and row["win_share"] == 0.5
     assert "L(S)" in row["table2"] and "tricking(S)" in row["table3"]
@@ -115,10 +115,10 @@ def test_a_small_stt_run_writes_its_outputs_and_resumes(tmp_path, stockfish_path
     assert (tmp_path / "tables.md").read_text().count("| junior |") == 2
     assert (matchup / "games.pgn").read_text().count("[Bitstring") == 2
     before = (matchup / "games.jsonl").read_text()
-    run_stt(config, tmp_path)  # nothing missing: nothing played
+    STT_EXPERIMENT.run(config, tmp_path)  # nothing missing: nothing played
     assert (matchup / "games.jsonl").read_text() == before
     more = load_config("skill-compat-stt", "tiny", overrides[1:] + ["framework.num_bitstrings=2"])
-    summary = run_stt(more, tmp_path)
+    summary = STT_EXPERIMENT.run(more, tmp_path)
     assert summary["matchups"]["junior"]["games"] == 4
     assert (matchup / "games.jsonl").read_text().startswith(before)
     stored = json.loads((tmp_path / "bitstrings.json").read_text())["bitstrings"]
