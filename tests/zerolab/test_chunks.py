@@ -12,7 +12,6 @@ from zerolab.games import make_game
 from zerolab.networks.network import AlphaZeroResNet, init_variables
 from zerolab.search.config import SearchConfig
 from zerolab.selfplay.chunks import SelfPlayDoesNotFit, choose_chunk_games, chunk_keys, chunk_sizes
-from zerolab.selfplay.hooks import search_move_rule
 from zerolab.selfplay.programs import make_selfplay_fn
 from zerolab.selfplay.scan import make_play_fn
 from zerolab.selfplay.types import SelfPlayConfig
@@ -82,9 +81,23 @@ def test_the_budget_is_the_key_else_the_devices_own_memory():
         SelfPlayConfig(device_memory_gib=0.0)
 
 
-@pytest.mark.slow  # 5 self-play programs of 4 games compiled
+def random_move_rule(game):
+    """A move rule playing a uniformly random legal move: chunking is about the games a program plays, not its search,
+    and this rule compiles in a fraction of a search's time."""
+    import jax.numpy as jnp
+
+    from zerolab.selfplay.types import MoveRule, PlyDecision
+
+    def act(variables, key, states, ply, carry):
+        action = jax.random.categorical(key, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
+        return PlyDecision(action=action, policy_target=jax.nn.one_hot(action, game.num_actions), carry=carry)
+
+    return MoveRule(act=act)
+
+
+@pytest.mark.slow  # 5 self-play programs of 4, 2 and 1 games compiled
 def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_of_its_own(caplog):
-    # 5×5 Go, not Gardner chess: the game is not the point, and Go's self-play programs compile in half the time.
+    # 5×5 Go and random legal moves: neither the game nor the search is the point, and these compile fastest.
     game = make_game("go", go_size=5)
     network = AlphaZeroResNet(num_actions=game.num_actions, channels=4, num_blocks=1)
     variables = init_variables(network, game, jax.random.key(0))
@@ -92,10 +105,11 @@ def test_chunked_selfplay_has_the_shapes_of_one_chunk_and_each_chunk_is_a_call_o
     search = SearchConfig(num_simulations=2, max_num_considered_actions=2)
     sizes = dict(num_games=4, plies_per_iteration=4, max_game_plies=3, temperature_plies=2)
     on_devices, key = replicate(variables, mesh), jax.random.key(5)
-    play_fn = make_play_fn(game, search_move_rule(game, network, search), SelfPlayConfig(**sizes))
+    play_fn = make_play_fn(game, random_move_rule(game), SelfPlayConfig(**sizes))
 
     def selfplay_under(gib):
-        return make_selfplay_fn(game, network, search, SelfPlayConfig(**sizes, device_memory_gib=gib), mesh)
+        return make_selfplay_fn(game, network, search, SelfPlayConfig(**sizes, device_memory_gib=gib), mesh,
+                                play_fn=play_fn)
 
     # A budget the whole program fits: one chunk, bit for bit the device's call of today (key folded with device 0).
     selfplay = selfplay_under(1000.0)  # one object for the call and the lowerings below: traced once a size
@@ -145,7 +159,7 @@ def test_carried_lanes_in_chunks_are_each_chunks_own_lanes_and_shared_state():
 
     from zerolab.selfplay.chunks import lanes_in_chunks
     from zerolab.selfplay.hooks import standard_lane_rule
-    from zerolab.selfplay.types import LaneRule, MoveRule, PlyDecision
+    from zerolab.selfplay.types import LaneRule
 
     game = make_game("go", go_size=5)
     standard = standard_lane_rule(game)
@@ -157,11 +171,7 @@ def test_carried_lanes_in_chunks_are_each_chunks_own_lanes_and_shared_state():
         stepped, statistics = standard.step(keys, lanes.replace(shared=None), played, settings)
         return stepped.replace(shared=lanes.shared + played.game_over.sum()), statistics
 
-    def act(variables, key, states, ply, carry):  # a random legal move: cheap to compile
-        action = jax.random.categorical(key, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
-        return PlyDecision(action=action, policy_target=jax.nn.one_hot(action, game.num_actions), carry=carry)
-
-    play_fn = make_play_fn(game, MoveRule(act=act), SelfPlayConfig(num_games=4, plies_per_iteration=3,
+    play_fn = make_play_fn(game, random_move_rule(game), SelfPlayConfig(num_games=4, plies_per_iteration=3,
                                                                      max_game_plies=4),
                            lane_rule=LaneRule(init=init, step=step))
     chunked_init, chunked_play = (jax.jit(f, static_argnums=2) for f in lanes_in_chunks(play_fn, 2))
