@@ -1054,7 +1054,12 @@ def test_analysis_goes_on_until_stop_with_multipv_lines_and_go_depth_reaches_its
                for group in groups), lines
     assert len(groups) >= 3, lines  # two or more while searching (about one a second), then the last
     best = [group[0] for group in groups]
-    assert all(a["nodes"] < b["nodes"] for a, b in zip(best, best[1:])), best
+    # The nodes grow from report to report while the tree has room.  A full tree (2,048 nodes, to within one chunk of
+    # the 8 simulations: reached within the 2.5 s where earlier tests compiled large chunks) stops the growth, not the
+    # analysis: then the report after ``stop`` may repeat the last one's nodes.
+    full = growing_engine.tree.nodes - growing_engine.tree.kept.used < 8
+    assert all(a["nodes"] < b["nodes"] for a, b in zip(best[:-1], best[1:-1])), best
+    assert best[-2]["nodes"] < best[-1]["nodes"] or (full and best[-2]["nodes"] == best[-1]["nodes"]), best
     assert lines[-1] == f"bestmove {best[-1]['pv'][0]}"
     searched = int((np.asarray(growing_engine.tree.kept.tree.children_visits[0, 0]) > 0).sum())
     assert len(groups[-1]) == min(3, searched) and len({line["pv"][0] for line in groups[-1]}) == len(groups[-1])
