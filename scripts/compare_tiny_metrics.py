@@ -46,10 +46,10 @@ DATE_LINE = re.compile(r"^\[Date |DT\[")
 
 
 def experiment_names(tree: pathlib.Path, python: str) -> list[str]:
-    """``python -m experiments list`` of ``tree``."""
+    """The names ``python -m experiments list`` of ``tree`` prints (each line's first word; a description follows)."""
     output = subprocess.run([python, "-m", "experiments", "list"], cwd=tree, check=True, capture_output=True,
                             text=True, env={**os.environ, "PYTHONPATH": str(tree)}).stdout
-    return output.split()
+    return [line.split()[0] for line in output.splitlines() if line.strip()]
 
 
 def run_tiny(tree: pathlib.Path, name: str, workdir: pathlib.Path, python: str, timeout: float,
