@@ -7,6 +7,7 @@ requested game and model (:func:`check_compatible`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import pathlib
 
@@ -45,9 +46,26 @@ def train_state_template(components: Components, optimizer: optax.GradientTransf
     ``jax.eval_shape`` traces the initialisation instead of compiling and running it; the leaves are zero-filled
     numpy arrays (so restored states come back as numpy, as host data).
     """
-    abstract = jax.eval_shape(
+    return zero_filled(abstract_train_state(components, optimizer))
+
+
+def abstract_train_state(components: Components, optimizer: optax.GradientTransformation) -> TrainState:
+    """The train state's structure, shapes and dtypes (``jax.ShapeDtypeStruct`` leaves), traced, not run."""
+    return jax.eval_shape(
         lambda key: init_train_state(components.network, components.game, optimizer, key), jax.random.key(0)
     )
+
+
+@functools.lru_cache(maxsize=32)
+def recorded_train_state(config_json: str) -> TrainState:
+    """:func:`abstract_train_state` of the run whose config a checkpoint recorded (its JSON text), traced once a
+    config: the checkpoints of one run, read again and again when a run's steps are rated, share it."""
+    components = Components.from_config(config_lib.from_json(config_json))
+    return abstract_train_state(components, components.optimizer)
+
+
+def zero_filled(abstract: TrainState) -> TrainState:
+    """``abstract``'s leaves as zero-filled numpy arrays."""
     return jax.tree.map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), abstract)
 
 
@@ -67,9 +85,7 @@ def load_trained_variables(path: str | pathlib.Path, step: int | None = None) ->
     candidates = [step] if step is not None else list(reversed(steps))
 
     def templates(metadata: dict) -> dict:
-        run_config = config_lib.from_json(metadata["config"])
-        components = Components.from_config(run_config)
-        return {"train_state": train_state_template(components, components.optimizer)}
+        return {"train_state": zero_filled(recorded_train_state(metadata["config"]))}
 
     restored = checkpointer.restore_newest(candidates, templates)
     if restored is None:
