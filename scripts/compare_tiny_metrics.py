@@ -12,7 +12,7 @@ override to launcher NAME's runs in both trees (a smaller run on a loaded machin
 
 * JSON and JSON-lines files (``metrics.jsonl``, ``summary.json``, ``matches.json``, ``elo.json``, ...): every value
   equal, floats bit for bit, after dropping what measures the machine rather than the run (keys ending in ``_s``,
-  ``_per_s``, ``_seconds`` or ``_gib``, beginning with ``seconds_`` or holding ``_per_s_``, ``device``) and writing each workdir's path as ``<workdir>``;
+  ``_per_s``, ``_seconds`` or ``_gib``, beginning with ``seconds_`` or holding ``_per_s_`` or ``_wall_s_`` (``training_wall_s_resnet``), ``device``) and writing each workdir's path as ``<workdir>``;
 * text records (``.pgn``, ``.sgf``, ``.txt``, ``.csv``): every line equal but PGN/SGF dates;
 * ``config.json`` is reported apart (a renamed config key changes it, not the run).
 
@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-MACHINE_KEY = re.compile(r"(_s|_per_s|_seconds|_gib)$|^(device|seconds|wall_seconds)$|^seconds_|_per_s_")
+MACHINE_KEY = re.compile(r"(_s|_per_s|_seconds|_gib)$|^(device|seconds|wall_seconds)$|^seconds_|_per_s_|_wall_s_")
 SKIPPED_DIRECTORIES = frozenset({"checkpoints", "replay", "tb"})
 JSON_SUFFIXES = frozenset({".json", ".jsonl"})
 TEXT_SUFFIXES = frozenset({".pgn", ".sgf", ".txt", ".csv"})
