@@ -4,6 +4,7 @@ was expected (with "did you mean" where a name is close), exit status 2, and not
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import pytest
@@ -181,13 +182,25 @@ def test_every_experiment_is_one_declared_object_and_a_bad_declaration_fails_at_
     import types
 
     from experiments.__main__ import available_experiments
-    from experiments.common.experiment import Experiment, experiment
+    from experiments.common.experiment import Experiment, experiment, module_name
 
     declared = {name: experiment(name) for name in available_experiments()}
     assert len(declared) >= 20 and all(isinstance(value, Experiment) for value in declared.values())
     assert declared["skill-compat-attuned"].plans_pod_shape and declared["skill-compat-hb"].growing_leaves
     # every run writes its headline quantities (results.json), each with its ± and what it is over
     assert [name for name, value in declared.items() if value.results is None] == []
+    # every launcher has a plan, and each hook its module writes is the one it declares (a hook left out of
+    # EXPERIMENT would silently be the default: no plan, no check before the run directory, no results.json)
+    from experiments.configs import load_config
+
+    assert [name for name, value in declared.items()
+            if value.programs is None and not value.runs_to_train(load_config(name, "tiny"), name)] == []
+    for name, value in declared.items():
+        module = importlib.import_module(module_name(name))
+        for hook in ("run", "check_config", "training_configs", "programs", "results"):
+            written = getattr(module, hook, None)
+            if callable(written) and getattr(written, "__module__", None) == module.__name__:
+                assert getattr(value, hook) is written, (name, hook)
     with pytest.raises(TypeError, match="Experiment.programs must be a function, got 'programs'"):
         Experiment(run=lambda config, workdir: {}, programs="programs")
     with pytest.raises(TypeError, match="growing_leaves must be a tuple of config leaf names"):
