@@ -7,7 +7,7 @@ training run's), and ``python -m experiments plan`` formats and prints them.
 
 ``python -m experiments`` reads nothing else of a launcher (no attribute looked up by name): a launcher that
 declares a hook with the wrong type fails when its module is imported, and one without a declaration is named in
-the error (tests/experiments/test_declarations.py holds every launcher to it).
+the error (tests/experiments/test_validation.py holds every launcher to it).
 """
 
 from __future__ import annotations

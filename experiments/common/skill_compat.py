@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from zerolab import ProgramSection
 
 #: A rerun may raise the framework's bitstrings without --allow-config-change: games are played per bitstring, the
-#: first ones the same at any count, so more extends the run (``python -m experiments run`` reads a runner's
-#: ``GROWING_LEAVES``; the skill-compat runners name this one).
+#: first ones the same at any count, so more extends the run (the ``growing_leaves`` of
+#: :func:`framework_experiment`'s declaration).
 FRAMEWORK_GROWING_LEAVES = ("num_bitstrings",)
 
 
